@@ -1,0 +1,1 @@
+//! The github twin (being written).

@@ -1,0 +1,117 @@
+//! The WIT glue: keeps the world between calls and translates WIT types to SDK types.
+//! Used only through [`crate::export_twin!`].
+
+use std::any::Any;
+use std::cell::RefCell;
+
+use crate::call::Call;
+use crate::http::{Auth, HostError, HostErrorKind, Method, Request, Response};
+use crate::Twin;
+
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "twin-world",
+        pub_export_macro: true,
+        export_macro_name: "__export_guest",
+        default_bindings_module: "pome_twin_sdk::glue::bindings",
+    });
+}
+
+use bindings::exports::pome::twin::twin as wit;
+use bindings::pome::twin::tape;
+
+thread_local! {
+    // One twin per component, so one world per instance. `Any` lets the generic glue
+    // functions below share it without a static per type.
+    static WORLD: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+}
+
+fn with_world<T: Twin, R>(f: impl FnOnce(&mut T) -> R) -> R {
+    WORLD.with(|w| {
+        let mut w = w.borrow_mut();
+        let world = w
+            .as_mut()
+            .and_then(|b| b.downcast_mut::<T>())
+            .expect("the host calls init or restore before anything else");
+        f(world)
+    })
+}
+
+fn set_world<T: Twin>(world: T) {
+    WORLD.with(|w| *w.borrow_mut() = Some(Box::new(world)));
+}
+
+pub fn describe<T: Twin>() -> String {
+    crate::describe::Description::of::<T>().to_json()
+}
+
+pub fn init<T: Twin>(seed: String) -> Result<(), String> {
+    let seed = if seed.trim().is_empty() {
+        None
+    } else {
+        Some(serde_json::from_str(&seed).map_err(|e| format!("seed is not valid JSON: {e}"))?)
+    };
+    set_world(T::init(seed)?);
+    Ok(())
+}
+
+pub fn handle<T: Twin>(req: wit::HttpRequest) -> wit::HttpResponse {
+    let mut call = Call::new(Request {
+        method: Method::parse(&req.method),
+        path: req.path,
+        query: req.query,
+        headers: req.headers,
+        body: req.body,
+        base_url: req.base_url,
+        auth: match req.auth {
+            wit::Auth::Agent => Auth::Agent,
+            wit::Auth::Missing => Auth::Missing,
+            wit::Auth::Invalid => Auth::Invalid,
+        },
+    });
+    let response = if call.req.auth == Auth::Agent {
+        with_world::<T, _>(|world| T::router().dispatch(world, &mut call))
+    } else {
+        T::auth_error(&call)
+    };
+    if let Some(action) = &call.action {
+        tape::set_action(action);
+    }
+    if call.unsupported {
+        tape::mark_unsupported();
+    }
+    for c in &call.changes {
+        tape::record_change(&c.entity, &c.id, c.before.as_deref(), c.after.as_deref());
+    }
+    to_wit(response)
+}
+
+pub fn render_error<T: Twin>(err: wit::HostError) -> wit::HttpResponse {
+    let kind = match err.kind {
+        wit::HostErrorKind::PayloadTooLarge => HostErrorKind::PayloadTooLarge,
+        wit::HostErrorKind::TapeFull => HostErrorKind::TapeFull,
+        wit::HostErrorKind::TwinFailed => HostErrorKind::TwinFailed,
+        wit::HostErrorKind::RateLimited => HostErrorKind::RateLimited,
+    };
+    to_wit(T::host_error(&HostError { kind, message: err.message }))
+}
+
+pub fn state<T: Twin>() -> String {
+    with_world::<T, _>(|world| world.state().to_string())
+}
+
+pub fn snapshot<T: Twin>() -> Vec<u8> {
+    with_world::<T, _>(|world| postcard::to_stdvec(world).expect("a twin world serialises"))
+}
+
+pub fn restore<T: Twin>(bytes: Vec<u8>) -> Result<(), String> {
+    let world: T =
+        postcard::from_bytes(&bytes).map_err(|e| format!("snapshot does not decode: {e}"))?;
+    set_world(world);
+    Ok(())
+}
+
+fn to_wit(r: Response) -> wit::HttpResponse {
+    wit::HttpResponse { status: r.status, headers: r.headers, body: r.body }
+}

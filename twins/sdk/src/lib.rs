@@ -1,0 +1,103 @@
+//! The guest SDK every Rust twin is built on.
+//!
+//! A twin crate is mostly its domain: a world type (`Serialize + Deserialize`), a seed
+//! parser, and a [`Router`] of named actions. This crate supplies the rest: HTTP request and
+//! response types, path routing with parameters, JSON/form bodies, query strings, pagination
+//! helpers, change recording for the tape, snapshot/restore through postcard, and the glue
+//! that exports it all as the `pome:twin` WIT world (see `wit/twin.wit`).
+//!
+//! ```ignore
+//! pome_twin_sdk::export_twin!(MyWorld);
+//! ```
+//!
+//! Handlers take `(&mut World, &mut Call) -> Response`. They are plain Rust, so twin crates
+//! test them natively with [`Call::new`] and no WebAssembly at all.
+
+pub mod call;
+pub mod describe;
+pub mod http;
+pub mod page;
+pub mod router;
+pub mod time;
+
+#[doc(hidden)]
+pub mod glue;
+
+pub use call::{Call, Change};
+pub use describe::{CheckDecl, Description, Fidelity, RouteDecl};
+pub use http::{Auth, HostError, HostErrorKind, Method, Request, Response};
+pub use router::Router;
+pub use serde_json::{Value, json};
+
+/// A twin's world: the whole state of one replica, owned by the SDK between calls.
+///
+/// Implementations keep every collection ordered (`BTreeMap`, `Vec`), never hashed, so that
+/// the same seed and the same requests give the same bytes.
+pub trait Twin: serde::Serialize + serde::de::DeserializeOwned + Sized + 'static {
+    /// The URL segment the twin is served under, e.g. `github`.
+    const NAME: &'static str;
+    /// The twin's own version, reported by `describe`.
+    const VERSION: &'static str;
+
+    /// Build the world from a seed; `None` means the default world. Errors name the offending
+    /// path in the seed (`repositories[0].issues[2].state: expected "open" or "closed"`).
+    fn init(seed: Option<Value>) -> Result<Self, String>;
+
+    /// The router holding every action this twin serves. Built once.
+    fn router() -> &'static Router<Self>;
+
+    /// Answer a request whose route no action matches, in the API's own error shape. The
+    /// SDK has already marked the call unsupported.
+    fn unsupported(call: &Call) -> Response;
+
+    /// Answer a request the host refused (no or wrong credential) or an error the host raises,
+    /// in the API's own error shape.
+    fn auth_error(call: &Call) -> Response;
+    fn host_error(err: &HostError) -> Response;
+
+    /// The world as canonical JSON for grading. Defaults to the serde form of the world.
+    fn state(&self) -> Value {
+        serde_json::to_value(self).expect("a twin world serialises to JSON")
+    }
+
+    /// Checks this twin declares for graders (see the grading docs). Empty by default.
+    fn checks() -> Vec<CheckDecl> {
+        Vec::new()
+    }
+}
+
+/// Export `$world` (a [`Twin`]) as the `pome:twin` component world.
+#[macro_export]
+macro_rules! export_twin {
+    ($world:ty) => {
+        struct __PomeTwinExport;
+        impl $crate::glue::bindings::exports::pome::twin::twin::Guest for __PomeTwinExport {
+            fn describe() -> String {
+                $crate::glue::describe::<$world>()
+            }
+            fn init(seed: String) -> Result<(), String> {
+                $crate::glue::init::<$world>(seed)
+            }
+            fn handle(
+                req: $crate::glue::bindings::exports::pome::twin::twin::HttpRequest,
+            ) -> $crate::glue::bindings::exports::pome::twin::twin::HttpResponse {
+                $crate::glue::handle::<$world>(req)
+            }
+            fn render_error(
+                err: $crate::glue::bindings::exports::pome::twin::twin::HostError,
+            ) -> $crate::glue::bindings::exports::pome::twin::twin::HttpResponse {
+                $crate::glue::render_error::<$world>(err)
+            }
+            fn state() -> String {
+                $crate::glue::state::<$world>()
+            }
+            fn snapshot() -> Vec<u8> {
+                $crate::glue::snapshot::<$world>()
+            }
+            fn restore(bytes: Vec<u8>) -> Result<(), String> {
+                $crate::glue::restore::<$world>(bytes)
+            }
+        }
+        $crate::glue::bindings::__export_guest!(__PomeTwinExport with_types_in $crate::glue::bindings);
+    };
+}

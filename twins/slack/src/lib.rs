@@ -1,0 +1,1 @@
+//! The slack twin (being written).
