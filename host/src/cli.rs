@@ -1,0 +1,254 @@
+//! The `pome` command line. Arguments are parsed into validated values first, then the
+//! objects are built. Exit codes: 0 success, 1 fail, 2 twin or orchestration error, 3 auth,
+//! 4 quota, 5 usage.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::limits::{Lifetimes, Limits};
+use crate::server::ServeConfig;
+
+#[derive(Parser, Debug)]
+#[command(name = "pome", version, about = "A WebAssembly-isolated host for digital twins of SaaS APIs")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve the hosted API (control plane and sandboxes) on embedded storage.
+    Serve(ServeArgs),
+    /// Run one twin on its own port, with no account and no sandbox.
+    #[command(subcommand)]
+    Twin(TwinCommand),
+    /// Create, list and stop sandboxes on a server (alias: session).
+    #[command(subcommand, alias = "session")]
+    Sandbox(SandboxCommand),
+    /// Show the team's concurrency usage.
+    Usage(ClientArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "POME_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Data directory: the database and the compiled-twin cache.
+    #[arg(long, env = "POME_DATA", default_value = "pome-data")]
+    pub data: PathBuf,
+    /// Concurrent sandboxes per team.
+    #[arg(long, env = "POME_QUOTA", default_value_t = 10)]
+    pub quota: usize,
+    /// Hard lifetime of a sandbox (e.g. 30m, 90s).
+    #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
+    pub sandbox_lifetime: Duration,
+    /// Idle timeout of a sandbox; reset by any twin call or a heartbeat.
+    #[arg(long, default_value = "30m", value_parser = humantime::parse_duration)]
+    pub idle_timeout: Duration,
+    /// Directory of third-party twin components (`*.wasm`) to serve besides the embedded ones.
+    #[arg(long, env = "POME_TWINS_DIR")]
+    pub twins_dir: Option<PathBuf>,
+    /// The URL clients reach this server at, if not the `Host` they send.
+    #[arg(long, env = "POME_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Per-store limits (see `limits.rs` for why each default).
+#[derive(Args, Debug)]
+pub struct LimitArgs {
+    /// Linear memory cap per twin store, MiB.
+    #[arg(long, default_value_t = Limits::default().store_memory_bytes >> 20)]
+    pub store_memory_mib: usize,
+    /// CPU deadline per guest call (e.g. 1s, 200ms).
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub call_deadline: Duration,
+    /// Largest request body passed to a twin, MiB.
+    #[arg(long, default_value_t = Limits::default().request_body_bytes >> 20)]
+    pub request_body_mib: usize,
+    /// Largest response a twin may return, MiB.
+    #[arg(long, default_value_t = Limits::default().response_body_bytes >> 20)]
+    pub response_body_mib: usize,
+    /// Bytes a twin may pass through tape calls per request, MiB.
+    #[arg(long, default_value_t = Limits::default().host_call_bytes >> 20)]
+    pub host_call_mib: usize,
+    /// Rows per twin tape.
+    #[arg(long, default_value_t = Limits::default().tape_rows)]
+    pub tape_rows: usize,
+    /// Recorded bytes per twin tape, MiB.
+    #[arg(long, default_value_t = Limits::default().tape_bytes >> 20)]
+    pub tape_mib: usize,
+    /// Twin stores that may exist at once (address space is reserved for them up front).
+    #[arg(long, default_value_t = Limits::default().max_stores)]
+    pub max_stores: u32,
+}
+
+impl LimitArgs {
+    pub fn to_limits(&self) -> Limits {
+        Limits {
+            store_memory_bytes: self.store_memory_mib << 20,
+            call_deadline: self.call_deadline,
+            request_body_bytes: self.request_body_mib << 20,
+            response_body_bytes: self.response_body_mib << 20,
+            host_call_bytes: self.host_call_mib << 20,
+            tape_rows: self.tape_rows,
+            tape_bytes: self.tape_mib << 20,
+            max_stores: self.max_stores,
+            ..Limits::default()
+        }
+    }
+}
+
+impl ServeArgs {
+    pub fn to_config(&self) -> ServeConfig {
+        ServeConfig {
+            listen: self.listen,
+            data_dir: self.data.clone(),
+            quota: self.quota,
+            lifetimes: Lifetimes { lifetime: self.sandbox_lifetime, idle: self.idle_timeout },
+            limits: self.limits.to_limits(),
+            twins_dir: self.twins_dir.clone(),
+            api_key: std::env::var("POME_API_KEY").ok().filter(|k| !k.is_empty()),
+            public_url: self.public_url.clone(),
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TwinCommand {
+    /// Serve one twin at the root of its own port, like the real API host.
+    Start {
+        /// Twin name (github, slack, ...).
+        twin: String,
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Seed file (JSON); the twin's default world without it.
+        #[arg(long)]
+        seed: Option<PathBuf>,
+        /// Directory of third-party twin components.
+        #[arg(long, env = "POME_TWINS_DIR")]
+        twins_dir: Option<PathBuf>,
+        /// Where compiled twins are cached.
+        #[arg(long, env = "POME_DATA", default_value = "pome-data")]
+        data: PathBuf,
+    },
+    /// List the twins this binary can serve.
+    List {
+        #[arg(long, env = "POME_TWINS_DIR")]
+        twins_dir: Option<PathBuf>,
+        #[arg(long, env = "POME_DATA", default_value = "pome-data")]
+        data: PathBuf,
+    },
+}
+
+/// How CLI commands reach a server.
+#[derive(Args, Debug, Clone)]
+pub struct ClientArgs {
+    #[arg(long, env = "POME_API_URL", default_value = "http://127.0.0.1:8080")]
+    pub api_url: String,
+    #[arg(long, env = "POME_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Env,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SandboxCommand {
+    /// Create a sandbox and print its connection details.
+    Create {
+        /// A twin to put in it; repeat for up to three (the first is primary).
+        #[arg(long = "twin", required = true)]
+        twins: Vec<String>,
+        /// Seed file: flat JSON for one twin, an envelope {twin: seed} for several.
+        #[arg(long)]
+        seed: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// List the team's open sandboxes.
+    List {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Stop a sandbox. An ungraded one is refused unless --discard.
+    Stop {
+        id: String,
+        /// Discard the ungraded run.
+        #[arg(long)]
+        discard: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+}
+
+/// Exit codes (DESIGN §9).
+pub mod exit {
+    pub const OK: i32 = 0;
+    pub const ORCHESTRATION: i32 = 2;
+    pub const AUTH: i32 = 3;
+    pub const QUOTA: i32 = 4;
+    pub const USAGE: i32 = 5;
+}
+
+pub async fn run(cli: Cli) -> i32 {
+    let result = match cli.command {
+        Command::Serve(args) => serve(args).await,
+        Command::Twin(cmd) => crate::local::run(cmd).await,
+        Command::Sandbox(cmd) => return crate::client::sandbox(cmd).await,
+        Command::Usage(client) => return crate::client::usage(client).await,
+    };
+    match result {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("pome: {e:#}");
+            exit::ORCHESTRATION
+        }
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let cfg = args.to_config();
+    let running = crate::server::start(cfg.clone()).await?;
+    println!("pome listening on http://{}", running.addr);
+    println!("twins: {}", running.app.twins.keys().cloned().collect::<Vec<_>>().join(", "));
+    if let Some(key) = &running.new_api_key {
+        println!("created the default team; its API key (shown once): {key}");
+        println!("  export POME_API_KEY={key}");
+    } else if cfg.api_key.is_some() {
+        println!("API key from POME_API_KEY registered for the default team");
+    }
+    let stop = running.app.clone();
+    tokio::select! {
+        _ = shutdown_signal() => {
+            println!("shutting down: closing {} open sandboxes", stop.metrics.sandboxes_open.get());
+            running.shutdown().await;
+        }
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing a SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,74 @@
+//! Every limit the host enforces, in one place. Each has a default chosen for a 2-core,
+//! 24 GiB machine hosting thousands of sandboxes, and one CLI flag to override it
+//! (`pome serve --help`). Every store is built through `runtime::Runtime::new_store`, which
+//! always installs the memory cap and the deadline.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Linear memory one twin store may grow to. Real twins hold a seeded world of a few MB;
+    /// 128 MiB leaves room for large seeds while a runaway guest is stopped long before it
+    /// hurts the host.
+    pub store_memory_bytes: usize,
+    /// CPU time one guest call may take. Twins answer in microseconds; a second means a
+    /// loop, not work.
+    pub call_deadline: Duration,
+    /// Largest request body passed to a twin (file uploads are the big ones).
+    pub request_body_bytes: usize,
+    /// Largest response a twin may return; larger ones are refused, not truncated.
+    pub response_body_bytes: usize,
+    /// Bytes a guest may pass through tape imports while serving one request, so a guest
+    /// cannot exhaust host memory through `record-change`.
+    pub host_call_bytes: usize,
+    /// Rows per twin tape. At the cap, requests are refused rather than served unrecorded.
+    pub tape_rows: usize,
+    /// Bytes of recorded bodies per twin tape, the same rule as `tape_rows`.
+    pub tape_bytes: usize,
+    /// Largest seed accepted at sandbox create.
+    pub seed_bytes: usize,
+    /// Twin stores that may exist at once, across all sandboxes: the pooling allocator
+    /// reserves address space for this many up front.
+    pub max_stores: u32,
+    /// Requests queued for one store before callers wait; one store serves one at a time.
+    pub store_queue: usize,
+    /// Seed snapshots kept in memory (one per distinct (twin, seed) pair).
+    pub seed_cache_entries: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            store_memory_bytes: 128 << 20,
+            call_deadline: Duration::from_secs(1),
+            request_body_bytes: 16 << 20,
+            response_body_bytes: 16 << 20,
+            host_call_bytes: 16 << 20,
+            tape_rows: 100_000,
+            tape_bytes: 256 << 20,
+            seed_bytes: 16 << 20,
+            max_stores: 12_000,
+            store_queue: 256,
+            seed_cache_entries: 256,
+        }
+    }
+}
+
+/// The epoch tick: the granularity of call deadlines.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Sandbox clocks from the product page: 30 minutes of life, 30 minutes idle.
+#[derive(Debug, Clone, Copy)]
+pub struct Lifetimes {
+    pub lifetime: Duration,
+    pub idle: Duration,
+}
+
+impl Default for Lifetimes {
+    fn default() -> Self {
+        Lifetimes { lifetime: Duration::from_secs(30 * 60), idle: Duration::from_secs(30 * 60) }
+    }
+}
+
+/// Twins per sandbox: fixed by the platform, on every plan.
+pub const MAX_TWINS_PER_SANDBOX: usize = 3;

@@ -1,0 +1,68 @@
+//! `pome twin start`: one twin at the root of its own port, like the real API host, with
+//! its tape at `/_pome/events`. No account, no sandbox, no grading.
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use axum::routing::any;
+use tokio::net::TcpListener;
+
+use crate::cli::TwinCommand;
+use crate::limits::Limits;
+use crate::metrics::Metrics;
+use crate::seeds::SeedCache;
+use crate::store::TwinStore;
+
+struct Local {
+    store: TwinStore,
+    token: String,
+    limits: Limits,
+}
+
+pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
+    match cmd {
+        TwinCommand::List { twins_dir, data } => {
+            let rt = crate::server::runtime(Limits::default(), &data)?;
+            let dir = twins_dir.as_deref().map(crate::server::open_dir).transpose()?;
+            for (name, image) in crate::twins::load_all(&rt, dir.as_ref()).await? {
+                let routes = image.description["surface"].as_array().map_or(0, Vec::len);
+                println!("{name:<8} {routes:>4} routes  ({})", image.origin);
+            }
+            Ok(())
+        }
+        TwinCommand::Start { twin, port, seed, twins_dir, data } => {
+            let limits = Limits::default();
+            let rt = crate::server::runtime(limits.clone(), &data)?;
+            let dir = twins_dir.as_deref().map(crate::server::open_dir).transpose()?;
+            let twins = crate::twins::load_all(&rt, dir.as_ref()).await?;
+            let image = twins.get(&twin).cloned().with_context(|| format!("no twin `{twin}`; this binary has {:?}", twins.keys().collect::<Vec<_>>()))?;
+            let seed = match seed {
+                Some(path) => std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
+                None => String::new(),
+            };
+            let seed_image = SeedCache::new(1).get(&rt, &image, &seed).await.map_err(|e| anyhow::anyhow!("the {twin} twin refused the seed: {e}"))?;
+            let store = TwinStore::start(rt.clone(), image, seed_image, Arc::new(Metrics::default())).await?;
+            let local = Arc::new(Local { store, token: crate::auth::new_agent_token(), limits });
+            let listener = TcpListener::bind(("127.0.0.1", port)).await.with_context(|| format!("binding port {port}"))?;
+            let addr = listener.local_addr()?;
+            println!("{twin} twin at http://{addr}");
+            println!("token: {}", local.token);
+            println!("tape:  http://{addr}/_pome/events");
+            let app = Router::new().route("/{*path}", any(serve)).route("/", any(serve)).with_state(local);
+            axum::serve(listener, app).await?;
+            Ok(())
+        }
+    }
+}
+
+async fn serve(State(local): State<Arc<Local>>, req: Request) -> Response {
+    let path = req.uri().path().to_string();
+    if let Some(route) = path.strip_prefix("/_pome/") {
+        return crate::proxy::reserved_route(&local.store, route).await;
+    }
+    let host = req.headers().get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost").to_string();
+    crate::proxy::forward(&local.store, &local.token, format!("http://{host}"), &local.limits, req, path).await
+}

@@ -1,0 +1,74 @@
+//! Prometheus metrics for `/metrics`: sandboxes open, twin requests and their latency, traps,
+//! rebuilds and tape rows.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TwinLabel {
+    twin: String,
+}
+
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    pub sandboxes_open: Gauge,
+    sandboxes_created: Counter,
+    requests: Family<TwinLabel, Counter>,
+    latency: Family<TwinLabel, Histogram>,
+    traps: Family<TwinLabel, Counter>,
+    rebuilds: Family<TwinLabel, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("pome");
+        let sandboxes_open = Gauge::default();
+        let sandboxes_created = Counter::default();
+        let requests = Family::<TwinLabel, Counter>::default();
+        let latency = Family::<TwinLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.000_01, 4.0, 10)));
+        let traps = Family::<TwinLabel, Counter>::default();
+        let rebuilds = Family::<TwinLabel, Counter>::default();
+        registry.register("sandboxes_open", "Sandboxes open now", sandboxes_open.clone());
+        registry.register("sandboxes_created", "Sandboxes created since start", sandboxes_created.clone());
+        registry.register("twin_requests", "Requests served by twins (tape rows written)", requests.clone());
+        registry.register("twin_request_seconds", "Time a twin store took to serve a request", latency.clone());
+        registry.register("twin_traps", "Guest traps and deadline overruns", traps.clone());
+        registry.register("twin_rebuilds", "Twin stores rebuilt from snapshot and tape", rebuilds.clone());
+        Metrics { registry: Mutex::new(registry), sandboxes_open, sandboxes_created, requests, latency, traps, rebuilds }
+    }
+}
+
+impl Metrics {
+    pub fn sandbox_created(&self) {
+        self.sandboxes_created.inc();
+        self.sandboxes_open.inc();
+    }
+    pub fn sandbox_closed(&self) {
+        self.sandboxes_open.dec();
+    }
+    pub fn request(&self, twin: &str, took: Duration) {
+        let l = TwinLabel { twin: twin.to_string() };
+        self.requests.get_or_create(&l).inc();
+        self.latency.get_or_create(&l).observe(took.as_secs_f64());
+    }
+    pub fn trap(&self, twin: &str) {
+        self.traps.get_or_create(&TwinLabel { twin: twin.to_string() }).inc();
+    }
+    pub fn rebuild(&self, twin: &str) {
+        self.rebuilds.get_or_create(&TwinLabel { twin: twin.to_string() }).inc();
+    }
+
+    /// Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry.lock().unwrap());
+        out
+    }
+}

@@ -1,0 +1,140 @@
+//! Twin traffic: `/s/<sandbox>/<twin>/<the API's own path>` into the sandbox's twin store.
+//! The agent authenticates with the sandbox token; refusals come in the twin's own error
+//! shape. `/_pome/events`, `/_pome/state` and `/_pome/health` under a twin are the host's.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::error::{ApiError, current_request_id};
+use crate::limits::Limits;
+use crate::runtime::{Auth, HostErrorKind};
+use crate::sandbox::Lookup;
+use crate::server::App;
+use crate::store::{TwinReply, TwinRequest, TwinStore};
+use crate::tape;
+
+/// Headers that describe one hop, not the request; never passed to a twin.
+const HOP_HEADERS: &[&str] = &["connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host", "content-length", "proxy-connection"];
+
+/// `/s/{id}/{twin}/…`
+pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response {
+    let path = req.uri().path().to_string();
+    let mut parts = path.trim_start_matches("/s/").splitn(3, '/');
+    let id = parts.next().unwrap_or_default().to_string();
+    let twin = parts.next().unwrap_or_default().to_string();
+    let rest = format!("/{}", parts.next().unwrap_or_default());
+    let span = tracing::Span::current();
+    span.record("sandbox", id.as_str());
+    span.record("twin", twin.as_str());
+
+    let sandbox = match app.sandboxes.lookup(&id) {
+        Lookup::Open(s) => s,
+        Lookup::Closed(t) => return ApiError::expired(&id, t.reason.as_str()).into_response(),
+        Lookup::Unknown => return ApiError::not_found(format!("no sandbox {id}")).into_response(),
+    };
+    let Some(t) = sandbox.twin(&twin) else {
+        return ApiError::not_found(format!("sandbox {id} has no `{twin}` twin; it has {:?}", sandbox.twin_names())).into_response();
+    };
+    let origin = crate::api::origin(&app, req.headers());
+    let base_url = format!("{origin}/s/{id}/{twin}");
+
+    if let Some(reserved) = rest.strip_prefix("/_pome/") {
+        // Readable with the agent token or the owning team's API key.
+        let key = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()).map(String::from);
+        let team_ok = match key {
+            Some(k) => app.storage.team_for_key(&k).await.ok().flatten().as_deref() == Some(sandbox.team_id.as_str()),
+            None => false,
+        };
+        let token_ok = crate::auth::twin_credential(req.headers(), req.uri().query().unwrap_or(""), None)
+            .is_some_and(|c| crate::auth::same(&c, &sandbox.token));
+        if reserved != "health" && !team_ok && !token_ok {
+            return ApiError::new(crate::error::ErrorType::InvalidAuth, "reading a tape or state needs the sandbox's agent token or its team's API key").into_response();
+        }
+        return reserved_route(&t.store, reserved).await;
+    }
+
+    sandbox.touch();
+    forward(&t.store, &sandbox.token, base_url, &app.rt.limits, req, rest).await
+}
+
+/// The host's own routes under a twin.
+pub async fn reserved_route(store: &TwinStore, route: &str) -> Response {
+    match route {
+        "events" => match store.tape().await {
+            Ok(rows) => axum::Json(rows.iter().map(|r| &**r).collect::<Vec<_>>()).into_response(),
+            Err(e) => ApiError::internal(e.to_string()).into_response(),
+        },
+        "state" => match store.state().await {
+            Ok(state) => ([("content-type", "application/json")], state).into_response(),
+            Err(e) => ApiError::internal(e.to_string()).into_response(),
+        },
+        "health" => axum::Json(json!({"ok": true, "twin": store.twin})).into_response(),
+        other => ApiError::not_found(format!("no host route /_pome/{other}; there are events, state and health")).into_response(),
+    }
+}
+
+/// Authenticate, bound, redact and hand one request to a twin store; turn its reply into
+/// the HTTP response. Shared by sandboxes and local twins.
+pub async fn forward(store: &TwinStore, token: &str, base_url: String, limits: &Limits, req: Request, path: String) -> Response {
+    let (parts, body) = req.into_parts();
+    let query = parts.uri.query().unwrap_or("").to_string();
+    let body = match axum::body::to_bytes(body, limits.request_body_bytes).await {
+        Ok(b) => b,
+        Err(_) => {
+            let msg = format!("request body is over the {} MiB limit", limits.request_body_bytes >> 20);
+            return reply(store.render_error(HostErrorKind::PayloadTooLarge, msg).await);
+        }
+    };
+    let form = parts
+        .headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/x-www-form-urlencoded"))
+        .then_some(&body[..]);
+    let auth = match crate::auth::twin_credential(&parts.headers, &query, form) {
+        None => Auth::Missing,
+        Some(c) if crate::auth::same(&c, token) => Auth::Agent,
+        Some(_) => Auth::Invalid,
+    };
+    let secrets = [token];
+    let headers = parts
+        .headers
+        .iter()
+        .filter(|(k, _)| !HOP_HEADERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let twin_req = TwinRequest {
+        request_id: current_request_id(),
+        method: parts.method.as_str().to_string(),
+        path,
+        query: tape::redact_text(&query, &secrets),
+        headers: tape::redact_headers(headers, &secrets),
+        body: tape::redact_bytes(body.to_vec(), &secrets),
+        base_url,
+        auth,
+    };
+    reply(store.handle(twin_req).await)
+}
+
+fn reply(result: Result<TwinReply, crate::store::StoreError>) -> Response {
+    let r = match result {
+        Ok(r) => r,
+        Err(e) => return ApiError::internal(format!("the twin is unavailable: {e}")).into_response(),
+    };
+    let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut headers = HeaderMap::new();
+    for (k, v) in r.headers {
+        if HOP_HEADERS.contains(&k.as_str()) {
+            continue;
+        }
+        if let (Ok(k), Ok(v)) = (HeaderName::try_from(k), HeaderValue::try_from(v)) {
+            headers.append(k, v);
+        }
+    }
+    (status, headers, Body::from(r.body)).into_response()
+}

@@ -1,0 +1,350 @@
+//! Sandboxes: one id, one bearer token, one lifetime, one to three twin stores. The registry
+//! holds handles (never stores) behind a std mutex that is never held across an `.await`.
+//!
+//! A sandbox is open until the first of: its lifetime ends, it sits idle past the idle
+//! timeout, it is finalized, or it is stopped. Then it is closed for good: its stores are
+//! dropped (ending their tasks), its concurrency slot is freed, and a small tombstone stays
+//! so later calls answer 410 `session_expired` rather than 404.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
+
+use crate::limits::Lifetimes;
+use crate::metrics::Metrics;
+use crate::seeds::SeedImage;
+use crate::store::TwinStore;
+
+/// Why a sandbox closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    Finalized,
+    Discarded,
+    LifetimeExpired,
+    IdleExpired,
+    ServerShutdown,
+}
+
+impl CloseReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseReason::Finalized => "finalized",
+            CloseReason::Discarded => "discarded",
+            CloseReason::LifetimeExpired => "lifetime_expired",
+            CloseReason::IdleExpired => "idle_expired",
+            CloseReason::ServerShutdown => "server_shutdown",
+        }
+    }
+}
+
+/// What the creator said about the sandbox; carried onto its run.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SandboxMeta {
+    pub task_id: Option<String>,
+    pub group_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub agent_version: Option<String>,
+}
+
+/// One twin in a sandbox: its running store and the seed it booted from.
+pub struct SandboxTwin {
+    pub name: String,
+    pub store: TwinStore,
+    pub seed: Arc<SeedImage>,
+}
+
+pub struct Sandbox {
+    pub id: String,
+    pub team_id: String,
+    /// The agent's bearer token; valid only while the sandbox is open.
+    pub token: String,
+    /// Primary twin first.
+    pub twins: Vec<SandboxTwin>,
+    pub meta: SandboxMeta,
+    pub created_at: SystemTime,
+    /// `DELETE` of an ungraded sandbox needs this back as `confirm_discard`.
+    pub discard_token: String,
+    lifetime_deadline: Instant,
+    idle: Duration,
+    idle_deadline: Mutex<Instant>,
+    /// Set once, when the sandbox closes or starts finalizing.
+    closing: Mutex<Option<CloseReason>>,
+}
+
+impl Sandbox {
+    pub fn twin(&self, name: &str) -> Option<&SandboxTwin> {
+        self.twins.iter().find(|t| t.name == name)
+    }
+
+    pub fn twin_names(&self) -> Vec<String> {
+        self.twins.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// Wall-clock time the lifetime ends.
+    pub fn expires_at(&self) -> SystemTime {
+        wall(self.lifetime_deadline)
+    }
+
+    /// Wall-clock time the idle timer runs out.
+    pub fn idle_expires_at(&self) -> SystemTime {
+        wall(*self.idle_deadline.lock().unwrap()).min(self.expires_at())
+    }
+
+    /// The reason this sandbox should be closed by its clocks now, if any.
+    fn expired(&self, now: Instant) -> Option<CloseReason> {
+        if now >= self.lifetime_deadline {
+            Some(CloseReason::LifetimeExpired)
+        } else if now >= *self.idle_deadline.lock().unwrap() {
+            Some(CloseReason::IdleExpired)
+        } else {
+            None
+        }
+    }
+
+    /// Reset the idle timer (any twin call, or a heartbeat).
+    pub fn touch(&self) {
+        *self.idle_deadline.lock().unwrap() = Instant::now() + self.idle;
+    }
+
+    pub fn closing(&self) -> Option<CloseReason> {
+        *self.closing.lock().unwrap()
+    }
+}
+
+fn wall(deadline: Instant) -> SystemTime {
+    let now = Instant::now();
+    if deadline >= now { SystemTime::now() + (deadline - now) } else { SystemTime::now() - (now - deadline) }
+}
+
+/// What a closed sandbox leaves behind.
+#[derive(Debug, Clone)]
+pub struct Tombstone {
+    pub team_id: String,
+    pub reason: CloseReason,
+    pub run_id: Option<String>,
+}
+
+/// The answer to "which sandbox is this id?"
+pub enum Lookup {
+    Open(Arc<Sandbox>),
+    Closed(Tombstone),
+    Unknown,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReserveError {
+    #[error("your team has {used} of {quota} concurrent sandboxes open")]
+    Quota { used: usize, quota: usize },
+}
+
+/// A claimed concurrency slot; released on drop unless turned into an open sandbox.
+pub struct Slot {
+    registry: Arc<Registry>,
+    team_id: String,
+    armed: bool,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if self.armed {
+            self.registry.release(&self.team_id);
+        }
+    }
+}
+
+const MAX_TOMBSTONES: usize = 200_000;
+
+#[derive(Default)]
+struct Inner {
+    open: HashMap<String, Arc<Sandbox>>,
+    closed: HashMap<String, Tombstone>,
+    closed_order: std::collections::VecDeque<String>,
+    /// Open plus being-created sandboxes per team: the concurrency count.
+    used: HashMap<String, usize>,
+    /// (team, idempotency key) → sandbox id.
+    idempotency: HashMap<(String, String), String>,
+}
+
+pub struct Registry {
+    inner: Mutex<Inner>,
+    pub quota: usize,
+    pub lifetimes: Lifetimes,
+    metrics: Arc<Metrics>,
+}
+
+impl Registry {
+    pub fn new(quota: usize, lifetimes: Lifetimes, metrics: Arc<Metrics>) -> Arc<Registry> {
+        Arc::new(Registry { inner: Mutex::new(Inner::default()), quota, lifetimes, metrics })
+    }
+
+    /// Claim one of the team's concurrency slots before building anything.
+    pub fn reserve(self: &Arc<Self>, team_id: &str) -> Result<Slot, ReserveError> {
+        let mut inner = self.inner.lock().unwrap();
+        let used = inner.used.entry(team_id.to_string()).or_default();
+        if *used >= self.quota {
+            return Err(ReserveError::Quota { used: *used, quota: self.quota });
+        }
+        *used += 1;
+        Ok(Slot { registry: self.clone(), team_id: team_id.to_string(), armed: true })
+    }
+
+    fn release(&self, team_id: &str) {
+        let mut inner = self.inner.lock().unwrap();
+        if let Some(n) = inner.used.get_mut(team_id) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    /// Sandboxes the team has open (or being created) now.
+    pub fn used(&self, team_id: &str) -> usize {
+        self.inner.lock().unwrap().used.get(team_id).copied().unwrap_or(0)
+    }
+
+    /// Open a sandbox on a claimed slot.
+    pub fn open(
+        &self,
+        mut slot: Slot,
+        twins: Vec<SandboxTwin>,
+        meta: SandboxMeta,
+        idempotency_key: Option<String>,
+    ) -> Arc<Sandbox> {
+        slot.armed = false;
+        let now = Instant::now();
+        let sandbox = Arc::new(Sandbox {
+            id: crate::auth::new_sandbox_id(),
+            team_id: slot.team_id.clone(),
+            token: crate::auth::new_agent_token(),
+            twins,
+            meta,
+            created_at: SystemTime::now(),
+            discard_token: crate::auth::new_id("dsc"),
+            lifetime_deadline: now + self.lifetimes.lifetime,
+            idle: self.lifetimes.idle,
+            idle_deadline: Mutex::new(now + self.lifetimes.idle),
+            closing: Mutex::new(None),
+        });
+        let mut inner = self.inner.lock().unwrap();
+        if let Some(key) = idempotency_key {
+            inner.idempotency.insert((sandbox.team_id.clone(), key), sandbox.id.clone());
+        }
+        inner.open.insert(sandbox.id.clone(), sandbox.clone());
+        self.metrics.sandbox_created();
+        sandbox
+    }
+
+    /// The open sandbox an idempotency key already created, if any.
+    pub fn by_idempotency_key(&self, team_id: &str, key: &str) -> Option<Arc<Sandbox>> {
+        let inner = self.inner.lock().unwrap();
+        let id = inner.idempotency.get(&(team_id.to_string(), key.to_string()))?;
+        inner.open.get(id).cloned()
+    }
+
+    /// Find a sandbox, closing it first if its clocks ran out.
+    pub fn lookup(&self, id: &str) -> Lookup {
+        let sandbox = {
+            let inner = self.inner.lock().unwrap();
+            if let Some(t) = inner.closed.get(id) {
+                return Lookup::Closed(t.clone());
+            }
+            match inner.open.get(id) {
+                Some(s) => s.clone(),
+                None => return Lookup::Unknown,
+            }
+        };
+        if let Some(reason) = sandbox.closing() {
+            return Lookup::Closed(Tombstone { team_id: sandbox.team_id.clone(), reason, run_id: None });
+        }
+        if let Some(reason) = sandbox.expired(Instant::now()) {
+            self.close(&sandbox, reason, None);
+            return self.lookup(id);
+        }
+        Lookup::Open(sandbox)
+    }
+
+    /// Mark a sandbox as closing so no further twin call is served (finalize reads its tapes
+    /// after this). Returns false when it was already closing.
+    pub fn begin_close(&self, sandbox: &Sandbox, reason: CloseReason) -> bool {
+        let mut c = sandbox.closing.lock().unwrap();
+        if c.is_some() {
+            return false;
+        }
+        *c = Some(reason);
+        true
+    }
+
+    /// Undo `begin_close` (finalize could not persist its run; the sandbox stays usable).
+    pub fn abort_close(&self, sandbox: &Sandbox) {
+        *sandbox.closing.lock().unwrap() = None;
+    }
+
+    /// Close for good: drop the stores, free the slot, leave a tombstone.
+    pub fn close(&self, sandbox: &Sandbox, reason: CloseReason, run_id: Option<String>) {
+        {
+            let mut c = sandbox.closing.lock().unwrap();
+            if c.is_none() {
+                *c = Some(reason);
+            }
+        }
+        let mut inner = self.inner.lock().unwrap();
+        if inner.open.remove(&sandbox.id).is_none() {
+            return;
+        }
+        if let Some(n) = inner.used.get_mut(&sandbox.team_id) {
+            *n = n.saturating_sub(1);
+        }
+        inner.idempotency.retain(|_, id| *id != sandbox.id);
+        inner.closed.insert(sandbox.id.clone(), Tombstone { team_id: sandbox.team_id.clone(), reason, run_id });
+        inner.closed_order.push_back(sandbox.id.clone());
+        while inner.closed_order.len() > MAX_TOMBSTONES {
+            if let Some(old) = inner.closed_order.pop_front() {
+                inner.closed.remove(&old);
+            }
+        }
+        self.metrics.sandbox_closed();
+        tracing::info!(sandbox = %sandbox.id, reason = reason.as_str(), "sandbox closed");
+    }
+
+    /// The team's open sandboxes, oldest first.
+    pub fn list(&self, team_id: &str) -> Vec<Arc<Sandbox>> {
+        let now = Instant::now();
+        let mut out: Vec<Arc<Sandbox>> = {
+            let inner = self.inner.lock().unwrap();
+            inner.open.values().filter(|s| s.team_id == team_id).cloned().collect()
+        };
+        out.retain(|s| match s.expired(now) {
+            Some(reason) => {
+                self.close(s, reason, None);
+                false
+            }
+            None => s.closing().is_none(),
+        });
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        out
+    }
+
+    /// Close every sandbox whose clocks ran out. Run periodically by the server, so expired
+    /// sandboxes free their memory and slots even when nobody calls them again.
+    pub fn sweep(&self) -> usize {
+        let now = Instant::now();
+        let expired: Vec<(Arc<Sandbox>, CloseReason)> = {
+            let inner = self.inner.lock().unwrap();
+            inner.open.values().filter_map(|s| s.expired(now).map(|r| (s.clone(), r))).collect()
+        };
+        for (s, reason) in &expired {
+            if s.closing().is_none() {
+                self.close(s, *reason, None);
+            }
+        }
+        expired.len()
+    }
+
+    /// Close everything (server shutdown).
+    pub fn close_all(&self) {
+        let all: Vec<Arc<Sandbox>> = self.inner.lock().unwrap().open.values().cloned().collect();
+        for s in all {
+            self.close(&s, CloseReason::ServerShutdown, None);
+        }
+    }
+}

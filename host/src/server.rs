@@ -1,0 +1,192 @@
+//! The hosted API: opens storage, loads twins, binds the listener, serves the control plane
+//! and twin traffic, sweeps expired sandboxes, and shuts down gracefully.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::Instrument as _;
+
+use crate::error::{ApiError, REQUEST_ID};
+use crate::limits::{Lifetimes, Limits};
+use crate::metrics::Metrics;
+use crate::runtime::{Runtime, TwinSet};
+use crate::sandbox::Registry;
+use crate::seeds::SeedCache;
+use crate::storage::Storage;
+
+/// Everything `pome serve` needs, already validated.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub quota: usize,
+    pub lifetimes: Lifetimes,
+    pub limits: Limits,
+    pub twins_dir: Option<PathBuf>,
+    /// Register this key for the default team (so scripts know it).
+    pub api_key: Option<String>,
+    /// The URL clients reach this server at, when it is not what they send as `Host`.
+    pub public_url: Option<String>,
+}
+
+/// Shared by every request handler.
+pub struct App {
+    pub rt: Arc<Runtime>,
+    pub twins: TwinSet,
+    pub seeds: SeedCache,
+    pub sandboxes: Arc<Registry>,
+    pub storage: Storage,
+    pub metrics: Arc<Metrics>,
+    pub public_url: Option<String>,
+}
+
+/// A server that is running; dropping it does not stop it, `shutdown` does.
+pub struct Running {
+    pub addr: SocketAddr,
+    /// A key created on this start (first start with an empty data dir), to show the user.
+    pub new_api_key: Option<String>,
+    pub app: Arc<App>,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stop accepting, let in-flight requests finish, close every sandbox.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+
+    /// Wait until the server stops (it stops on `shutdown` or a signal).
+    pub async fn wait(self) {
+        let _ = self.task.await;
+    }
+}
+
+/// Open a directory as a capability: nothing reached through it can escape it.
+pub fn open_dir(path: &std::path::Path) -> anyhow::Result<Dir> {
+    std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
+    Dir::open_ambient_dir(path, ambient_authority()).with_context(|| format!("opening {}", path.display()))
+}
+
+/// The compiled-component cache shared by `serve` and local twins.
+pub fn runtime(limits: Limits, data_dir: &std::path::Path) -> anyhow::Result<Arc<Runtime>> {
+    let data = open_dir(data_dir)?;
+    data.create_dir_all("cache").context("creating the component cache")?;
+    let cache = data.open_dir("cache").context("opening the component cache")?;
+    Runtime::new(limits, Some(cache))
+}
+
+pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
+    let rt = runtime(cfg.limits.clone(), &cfg.data_dir)?;
+    let twins_dir = cfg.twins_dir.as_deref().map(open_dir).transpose()?;
+    let twins = crate::twins::load_all(&rt, twins_dir.as_ref()).await?;
+    if twins.is_empty() {
+        anyhow::bail!("no twins to serve: build them with `make twins`, or pass --twins-dir DIR with twin components");
+    }
+    let storage = Storage::open(&cfg.data_dir.join("pome.db")).context("opening the database")?;
+    let (team, _) = storage.ensure_default_team().await?;
+    let new_api_key = match &cfg.api_key {
+        Some(key) => {
+            storage.add_api_key(&team, key).await?;
+            None
+        }
+        None if !storage.team_has_keys(&team).await? => {
+            let key = crate::auth::new_api_key();
+            storage.add_api_key(&team, &key).await?;
+            Some(key)
+        }
+        None => None,
+    };
+
+    let metrics = Arc::new(Metrics::default());
+    let app = Arc::new(App {
+        rt: rt.clone(),
+        twins,
+        seeds: SeedCache::new(cfg.limits.seed_cache_entries),
+        sandboxes: Registry::new(cfg.quota, cfg.lifetimes, metrics.clone()),
+        storage,
+        metrics,
+        public_url: cfg.public_url.clone(),
+    });
+
+    let listener = TcpListener::bind(cfg.listen).await.with_context(|| format!("binding {}", cfg.listen))?;
+    let addr = listener.local_addr()?;
+    let (stop, mut stopped) = watch::channel(false);
+
+    // Expired sandboxes free their memory and slots even if nobody calls them again.
+    let sweeper = {
+        let registry = app.sandboxes.clone();
+        let mut stopped = stop.subscribe();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => { registry.sweep(); }
+                    _ = stopped.changed() => break,
+                }
+            }
+        })
+    };
+
+    let router = router(app.clone());
+    let registry = app.sandboxes.clone();
+    let task = tokio::spawn(async move {
+        let graceful = async move {
+            let _ = stopped.changed().await;
+        };
+        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(graceful).await {
+            tracing::error!(error = %e, "server stopped");
+        }
+        sweeper.abort();
+        registry.close_all();
+    });
+    tracing::info!(%addr, twins = ?app.twins.keys().collect::<Vec<_>>(), "pome listening");
+    Ok(Running { addr, new_api_key, app, stop, task })
+}
+
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .merge(crate::api::routes())
+        .route("/s/{*rest}", any(crate::proxy::sandbox_twin))
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .fallback(|| async { ApiError::not_found("no such route; the API lives under /v1 and twins under /s/<sandbox>/<twin>/") })
+        .method_not_allowed_fallback(|| async { ApiError::not_found("this route does not take that method") })
+        .with_state(app)
+        .layer(middleware::from_fn(request_context))
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    ([("content-type", "text/plain; version=0.0.4")], app.metrics.render()).into_response()
+}
+
+/// Give every request an id (the caller's `x-request-id` when it is sane) and a span that
+/// carries it, the sandbox and the twin.
+async fn request_context(req: Request, next: Next) -> Response {
+    let rid = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+        .map(String::from)
+        .unwrap_or_else(|| crate::auth::new_id("req"));
+    let span = tracing::info_span!("request", request_id = %rid, method = %req.method(), path = %req.uri().path(), sandbox = tracing::field::Empty, twin = tracing::field::Empty);
+    let mut resp = REQUEST_ID.scope(rid.clone(), next.run(req)).instrument(span).await;
+    if let Ok(v) = rid.parse() {
+        resp.headers_mut().insert("x-request-id", v);
+    }
+    resp
+}

@@ -1,0 +1,287 @@
+//! Embedded storage (SQLite): teams, hashed API keys, named seeds and finalized runs. Open
+//! sandboxes live in memory (their twins are running stores); what must outlive the process
+//! is written here, in a transaction, before the request that produced it is answered.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("database: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("the storage thread stopped")]
+    Gone,
+}
+
+#[derive(Clone)]
+pub struct Storage {
+    conn: Arc<Mutex<Connection>>,
+}
+
+/// A run as listed (without its tapes and states).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunSummary {
+    pub id: String,
+    pub session_id: String,
+    pub task_id: Option<String>,
+    pub group_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub agent_version: Option<String>,
+    pub twins: Vec<String>,
+    pub verdict: Option<String>,
+    pub created_at: String,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS teams (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_hash TEXT PRIMARY KEY,
+    team_id TEXT NOT NULL REFERENCES teams(id),
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS seeds (
+    team_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    twin TEXT NOT NULL,
+    seed TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (team_id, name)
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    team_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    task_id TEXT,
+    group_id TEXT,
+    agent_id TEXT,
+    agent_version TEXT,
+    twins TEXT NOT NULL,
+    verdict TEXT,
+    created_at TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_team ON runs (team_id, created_at);
+";
+
+impl Storage {
+    /// Open (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Storage, StorageError> {
+        let conn = Connection::open(path)?;
+        Self::setup(conn)
+    }
+
+    pub fn in_memory() -> Result<Storage, StorageError> {
+        Self::setup(Connection::open_in_memory()?)
+    }
+
+    fn setup(conn: Connection) -> Result<Storage, StorageError> {
+        // WAL lets readers proceed during a write; FULL sync means an answered finalize
+        // survives a crash right after it.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Storage { conn: Arc::new(Mutex::new(conn)) })
+    }
+
+    /// Run `f` on the connection off the async runtime.
+    async fn with<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<R, StorageError> + Send + 'static,
+    ) -> Result<R, StorageError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || f(&mut conn.lock().unwrap()))
+            .await
+            .map_err(|_| StorageError::Gone)?
+    }
+
+    /// The default team's id, creating the team on first start.
+    pub async fn ensure_default_team(&self) -> Result<(String, bool), StorageError> {
+        self.with(|c| {
+            let existing: Option<String> =
+                c.query_row("SELECT id FROM teams WHERE name = 'default'", [], |r| r.get(0)).optional()?;
+            if let Some(id) = existing {
+                return Ok((id, false));
+            }
+            let id = crate::auth::new_id("team");
+            c.execute("INSERT INTO teams (id, name, created_at) VALUES (?1, 'default', ?2)", params![id, now()])?;
+            Ok((id, true))
+        })
+        .await
+    }
+
+    pub async fn create_team(&self, name: &str) -> Result<String, StorageError> {
+        let name = name.to_string();
+        self.with(move |c| {
+            let id = crate::auth::new_id("team");
+            c.execute("INSERT INTO teams (id, name, created_at) VALUES (?1, ?2, ?3)", params![id, name, now()])?;
+            Ok(id)
+        })
+        .await
+    }
+
+    pub async fn team_has_keys(&self, team_id: &str) -> Result<bool, StorageError> {
+        let team_id = team_id.to_string();
+        self.with(move |c| {
+            let n: i64 = c.query_row("SELECT COUNT(*) FROM api_keys WHERE team_id = ?1", [team_id], |r| r.get(0))?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// Register `key` (only its hash is kept) for `team_id`.
+    pub async fn add_api_key(&self, team_id: &str, key: &str) -> Result<(), StorageError> {
+        let (team_id, hash) = (team_id.to_string(), crate::auth::hash_key(key));
+        self.with(move |c| {
+            c.execute(
+                "INSERT INTO api_keys (key_hash, team_id, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(key_hash) DO UPDATE SET team_id = excluded.team_id",
+                params![hash, team_id, now()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The team a key belongs to. Lookup is by hash, so no key is ever compared in clear.
+    pub async fn team_for_key(&self, key: &str) -> Result<Option<String>, StorageError> {
+        let hash = crate::auth::hash_key(key);
+        self.with(move |c| Ok(c.query_row("SELECT team_id FROM api_keys WHERE key_hash = ?1", [hash], |r| r.get(0)).optional()?))
+            .await
+    }
+
+    pub async fn put_seed(&self, team_id: &str, name: &str, twin: &str, seed: &str) -> Result<(), StorageError> {
+        let (t, n, w, s) = (team_id.to_string(), name.to_string(), twin.to_string(), seed.to_string());
+        self.with(move |c| {
+            c.execute(
+                "INSERT INTO seeds (team_id, name, twin, seed, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(team_id, name) DO UPDATE SET twin = excluded.twin, seed = excluded.seed",
+                params![t, n, w, s, now()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Named seeds of a team: (name, twin, seed JSON).
+    pub async fn seeds(&self, team_id: &str) -> Result<Vec<(String, String, String)>, StorageError> {
+        let t = team_id.to_string();
+        self.with(move |c| {
+            let mut st = c.prepare("SELECT name, twin, seed FROM seeds WHERE team_id = ?1 ORDER BY name")?;
+            let rows = st.query_map([t], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    pub async fn seed(&self, team_id: &str, name: &str) -> Result<Option<(String, String)>, StorageError> {
+        let (t, n) = (team_id.to_string(), name.to_string());
+        self.with(move |c| {
+            Ok(c.query_row("SELECT twin, seed FROM seeds WHERE team_id = ?1 AND name = ?2", [t, n], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?)
+        })
+        .await
+    }
+
+    /// Persist a finalized run in one transaction.
+    pub async fn insert_run(&self, team_id: &str, run: &Value) -> Result<(), StorageError> {
+        let team_id = team_id.to_string();
+        let body = run.to_string();
+        let s = |k: &str| run.get(k).and_then(Value::as_str).map(String::from);
+        let (id, session_id) = (s("id").unwrap_or_default(), s("session_id").unwrap_or_default());
+        let (task_id, group_id, agent_id, agent_version) = (s("task_id"), s("group_id"), s("agent_id"), s("agent_version"));
+        let verdict = s("verdict");
+        let created_at = s("finalized_at").unwrap_or_else(now);
+        let twins = run.get("twins").map(Value::to_string).unwrap_or_else(|| "[]".into());
+        self.with(move |c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "INSERT INTO runs (id, team_id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![id, team_id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, body],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// A team's runs, newest first, optionally filtered by trial group or task.
+    pub async fn runs(&self, team_id: &str, group_id: Option<String>, task_id: Option<String>) -> Result<Vec<RunSummary>, StorageError> {
+        let t = team_id.to_string();
+        self.with(move |c| {
+            let mut st = c.prepare(
+                "SELECT id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at FROM runs
+                 WHERE team_id = ?1 AND (?2 IS NULL OR group_id = ?2) AND (?3 IS NULL OR task_id = ?3)
+                 ORDER BY created_at DESC, id",
+            )?;
+            let rows = st.query_map(params![t, group_id, task_id], |r| {
+                let twins: String = r.get(6)?;
+                Ok(RunSummary {
+                    id: r.get(0)?,
+                    session_id: r.get(1)?,
+                    task_id: r.get(2)?,
+                    group_id: r.get(3)?,
+                    agent_id: r.get(4)?,
+                    agent_version: r.get(5)?,
+                    twins: serde_json::from_str(&twins).unwrap_or_default(),
+                    verdict: r.get(7)?,
+                    created_at: r.get(8)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    /// One run, whole; `None` when it is not this team's.
+    pub async fn run(&self, team_id: &str, run_id: &str) -> Result<Option<Value>, StorageError> {
+        let (t, r) = (team_id.to_string(), run_id.to_string());
+        self.with(move |c| {
+            let body: Option<String> =
+                c.query_row("SELECT body FROM runs WHERE team_id = ?1 AND id = ?2", [t, r], |row| row.get(0)).optional()?;
+            body.map(|b| serde_json::from_str(&b).map_err(|e| StorageError::Corrupt(e.to_string()))).transpose()
+        })
+        .await
+    }
+}
+
+/// Wall-clock now, RFC 3339 (control-plane timestamps; never reaches a twin).
+pub fn now() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn keys_resolve_to_their_team_and_runs_stay_with_it() {
+        let db = Storage::in_memory().unwrap();
+        let (team, created) = db.ensure_default_team().await.unwrap();
+        assert!(created);
+        assert_eq!(db.ensure_default_team().await.unwrap(), (team.clone(), false));
+        db.add_api_key(&team, "pme_abc").await.unwrap();
+        assert_eq!(db.team_for_key("pme_abc").await.unwrap(), Some(team.clone()));
+        assert_eq!(db.team_for_key("pme_abd").await.unwrap(), None);
+
+        let other = db.create_team("other").await.unwrap();
+        let run = serde_json::json!({"id": "run_1", "session_id": "ses_1", "twins": ["github"], "finalized_at": now()});
+        db.insert_run(&team, &run).await.unwrap();
+        assert_eq!(db.runs(&team, None, None).await.unwrap().len(), 1);
+        assert!(db.runs(&other, None, None).await.unwrap().is_empty());
+        assert!(db.run(&other, "run_1").await.unwrap().is_none());
+        assert_eq!(db.run(&team, "run_1").await.unwrap().unwrap()["session_id"], "ses_1");
+    }
+}

@@ -1,0 +1,355 @@
+//! One twin store per (sandbox, twin), owned by one task that serves its calls one at a time:
+//! the tape order is the order of execution. Callers hold a [`TwinStore`] handle around a
+//! bounded channel; each call carries a oneshot for its reply. Dropping the last handle ends
+//! the task and frees the store.
+//!
+//! A trap or a deadline poisons a wasmtime store. The task then rebuilds it: a fresh store
+//! restored from the seed snapshot, with the tape's successful requests replayed at their
+//! recorded times. Nothing the agent created is lost; the failed request is on the tape with
+//! its error.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use base64::Engine as _;
+use tokio::sync::{mpsc, oneshot};
+use wasmtime::Store;
+
+use crate::metrics::Metrics;
+use crate::runtime::{self, Auth, GuestError, HostError, HostErrorKind, HostState, HttpRequest, Runtime, TwinImage, TwinWorld};
+use crate::seeds::SeedImage;
+use crate::tape::{Fidelity, TapeRow};
+
+/// A request as the twin will see it: prefix stripped, headers lower-cased, credentials
+/// redacted.
+#[derive(Debug, Clone)]
+pub struct TwinRequest {
+    pub request_id: String,
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub base_url: String,
+    pub auth: Auth,
+}
+
+#[derive(Debug, Clone)]
+pub struct TwinReply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the twin's seed snapshot did not restore: {0}")]
+    Restore(String),
+    #[error(transparent)]
+    Guest(#[from] GuestError),
+    #[error("instantiating the twin failed: {0}")]
+    Instantiate(String),
+    #[error("the twin store is closed")]
+    Closed,
+}
+
+enum Msg {
+    Handle(TwinRequest, oneshot::Sender<TwinReply>),
+    RenderError(HostErrorKind, String, oneshot::Sender<TwinReply>),
+    Tape(oneshot::Sender<Vec<Arc<TapeRow>>>),
+    State(oneshot::Sender<Result<String, StoreError>>),
+}
+
+/// A cheap, cloneable handle to one twin store's task.
+#[derive(Clone)]
+pub struct TwinStore {
+    pub twin: String,
+    tx: mpsc::Sender<Msg>,
+}
+
+impl TwinStore {
+    /// Instantiate `image`, restore `seed` into it and start its task. Fails (and starts
+    /// nothing) when the twin cannot come up.
+    pub async fn start(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, metrics: Arc<Metrics>) -> Result<TwinStore, StoreError> {
+        let (store, instance) = boot(&rt, &image, &seed).await?;
+        let (tx, rx) = mpsc::channel(rt.limits.store_queue);
+        let twin = image.name.clone();
+        let worker = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics };
+        tokio::spawn(worker.run(rx));
+        Ok(TwinStore { twin, tx })
+    }
+
+    /// Serve one request. `record: false` for requests the host refused (bad credentials):
+    /// the twin renders the refusal, but nothing reaches the tape.
+    pub async fn handle(&self, req: TwinRequest) -> Result<TwinReply, StoreError> {
+        self.ask(|tx| Msg::Handle(req, tx)).await
+    }
+
+    /// Have the twin render a host-side error in its API's own shape.
+    pub async fn render_error(&self, kind: HostErrorKind, message: String) -> Result<TwinReply, StoreError> {
+        self.ask(|tx| Msg::RenderError(kind, message, tx)).await
+    }
+
+    pub async fn tape(&self) -> Result<Vec<Arc<TapeRow>>, StoreError> {
+        self.ask(Msg::Tape).await
+    }
+
+    /// The twin's `state()` JSON.
+    pub async fn state(&self) -> Result<String, StoreError> {
+        self.ask(Msg::State).await?
+    }
+
+    async fn ask<R>(&self, msg: impl FnOnce(oneshot::Sender<R>) -> Msg) -> Result<R, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(msg(tx)).await.map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)
+    }
+}
+
+async fn boot(rt: &Runtime, image: &TwinImage, seed: &SeedImage) -> Result<(Store<HostState>, TwinWorld), StoreError> {
+    let mut store = rt.new_store();
+    let instance = rt.instantiate(&mut store, image).await.map_err(|e| StoreError::Instantiate(format!("{e:#}")))?;
+    let twin = instance.pome_twin_twin();
+    rt.call(&mut store, async |s| twin.call_restore(s, &seed.snapshot).await)
+        .await?
+        .map_err(StoreError::Restore)?;
+    Ok((store, instance))
+}
+
+struct Worker {
+    rt: Arc<Runtime>,
+    image: Arc<TwinImage>,
+    seed: Arc<SeedImage>,
+    store: Store<HostState>,
+    instance: TwinWorld,
+    tape: Vec<Arc<TapeRow>>,
+    tape_bytes: usize,
+    /// The last virtual time handed out, in Unix microseconds; times only move forward.
+    last_us: u64,
+    metrics: Arc<Metrics>,
+}
+
+impl Worker {
+    async fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
+        while let Some(msg) = rx.recv().await {
+            match msg {
+                Msg::Handle(req, reply) => {
+                    let _ = reply.send(self.serve(req).await);
+                }
+                Msg::RenderError(kind, message, reply) => {
+                    let _ = reply.send(self.render_error(kind, message).await);
+                }
+                Msg::Tape(reply) => {
+                    let _ = reply.send(self.tape.clone());
+                }
+                Msg::State(reply) => {
+                    let twin = self.instance.pome_twin_twin();
+                    let state = self.rt.call(&mut self.store, async |s| twin.call_state(s).await).await;
+                    let state = match state {
+                        Ok(s) => Ok(s),
+                        Err(e) => {
+                            self.recover(&e).await;
+                            Err(StoreError::Guest(e))
+                        }
+                    };
+                    let _ = reply.send(state);
+                }
+            }
+        }
+    }
+
+    async fn serve(&mut self, req: TwinRequest) -> TwinReply {
+        let twin = self.image.name.clone();
+        if req.auth != Auth::Agent {
+            // Refused by the host: the twin only renders the refusal; not a tape row.
+            let ts = self.next_time();
+            let seq = self.tape.len() as u64 + 1;
+            return match self.call_handle(&req, ts, seq).await {
+                Ok((reply, _)) => reply,
+                Err(e) => {
+                    self.recover(&e).await;
+                    fallback(500, &e.to_string())
+                }
+            };
+        }
+        if self.tape.len() >= self.rt.limits.tape_rows || self.tape_bytes >= self.rt.limits.tape_bytes {
+            let msg = format!(
+                "this sandbox's {twin} tape is full ({} rows, {} MiB cap); finalize the sandbox and start a new one",
+                self.tape.len(),
+                self.rt.limits.tape_bytes >> 20
+            );
+            return self.render_error(HostErrorKind::TapeFull, msg).await;
+        }
+
+        let started = Instant::now();
+        let ts = self.next_time();
+        let seq = self.tape.len() as u64 + 1;
+        let (reply, facts, error) = match self.call_handle(&req, ts, seq).await {
+            Ok((reply, facts)) if reply.body.len() > self.rt.limits.response_body_bytes => {
+                let msg = format!(
+                    "the {twin} twin answered {} bytes, over the {} MiB response cap",
+                    reply.body.len(),
+                    self.rt.limits.response_body_bytes >> 20
+                );
+                (self.render_error(HostErrorKind::TwinFailed, msg.clone()).await, facts, Some(msg))
+            }
+            Ok((reply, facts)) => (reply, facts, None),
+            Err(e) => {
+                self.metrics.trap(&twin);
+                let msg = format!("{e}; the sandbox was rebuilt and the request had no effect");
+                self.recover(&e).await;
+                let reply = self.render_error(HostErrorKind::TwinFailed, msg.clone()).await;
+                (reply, runtime::CallFacts::default(), Some(msg))
+            }
+        };
+        // A failed request changed nothing that survives (its store was discarded).
+        let changes = if error.is_some() && facts.changes.is_empty() { Vec::new() } else { facts.changes };
+        let (request_body, _) = encode_body(&req.body);
+        let (response_body, _) = encode_body(&reply.body);
+        let row = TapeRow {
+            seq,
+            ts: format_micros(ts),
+            twin: twin.clone(),
+            request_id: req.request_id.clone(),
+            method: req.method.clone(),
+            path: req.path.clone(),
+            query: req.query.clone(),
+            request_headers: req.headers.clone(),
+            request_body,
+            base_url: req.base_url.clone(),
+            status: reply.status,
+            response_headers: reply.headers.clone(),
+            response_body,
+            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+            action: facts.action,
+            fidelity: if facts.unsupported { Fidelity::Unsupported } else { Fidelity::Semantic },
+            state_mutation: !changes.is_empty(),
+            state_delta: changes,
+            error,
+        };
+        self.tape_bytes += row.weight();
+        self.tape.push(Arc::new(row));
+        self.metrics.request(&twin, started.elapsed());
+        reply
+    }
+
+    /// One `handle` call at virtual time `ts_us` with the PRNG at request `seq`, returning
+    /// the reply and what the guest reported.
+    async fn call_handle(&mut self, req: &TwinRequest, ts_us: u64, seq: u64) -> Result<(TwinReply, runtime::CallFacts), GuestError> {
+        self.store.data().clock.set_micros(ts_us);
+        self.store.data().random.reseed(&self.seed.digest, seq);
+        runtime::begin_facts(&mut self.store);
+        let wit_req = HttpRequest {
+            method: req.method.clone(),
+            path: req.path.clone(),
+            query: req.query.clone(),
+            headers: req.headers.clone(),
+            body: req.body.clone(),
+            base_url: req.base_url.clone(),
+            auth: req.auth,
+        };
+        let twin = self.instance.pome_twin_twin();
+        let result = self.rt.call(&mut self.store, async |s| twin.call_handle(s, &wit_req).await).await;
+        // Taken before looking at the result, so a failed call cannot leak into the next.
+        let facts = runtime::take_facts(&mut self.store);
+        let resp = result?;
+        Ok((TwinReply { status: resp.status, headers: resp.headers, body: resp.body }, facts))
+    }
+
+    async fn render_error(&mut self, kind: HostErrorKind, message: String) -> TwinReply {
+        let twin = self.instance.pome_twin_twin();
+        let err = HostError { kind, message: message.clone() };
+        match self.rt.call(&mut self.store, async |s| twin.call_render_error(s, &err).await).await {
+            Ok(r) => TwinReply { status: r.status, headers: r.headers, body: r.body },
+            Err(e) => {
+                self.recover(&e).await;
+                fallback(500, &message)
+            }
+        }
+    }
+
+    /// After a guest failure: rebuild the store and replay the tape. If even that fails
+    /// (a twin that is not deterministic), the old store stays and later calls say so.
+    async fn recover(&mut self, cause: &GuestError) {
+        tracing::warn!(twin = %self.image.name, error = %cause, "twin failed; rebuilding its store from the seed snapshot and the tape");
+        self.metrics.rebuild(&self.image.name);
+        match self.rebuild().await {
+            Ok(()) => {}
+            Err(e) => tracing::error!(twin = %self.image.name, error = %e, "rebuilding the twin store failed"),
+        }
+    }
+
+    async fn rebuild(&mut self) -> Result<(), StoreError> {
+        let (store, instance) = boot(&self.rt, &self.image, &self.seed).await?;
+        let old_store = std::mem::replace(&mut self.store, store);
+        let old_instance = std::mem::replace(&mut self.instance, instance);
+        let rows: Vec<Arc<TapeRow>> = self.tape.iter().filter(|r| r.error.is_none()).cloned().collect();
+        for row in rows {
+            let req = replay_request(&row);
+            let ts = parse_micros(&row.ts).unwrap_or(self.last_us);
+            if let Err(e) = self.call_handle(&req, ts, row.seq).await {
+                self.store = old_store;
+                self.instance = old_instance;
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+
+    fn next_time(&mut self) -> u64 {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
+        self.last_us = now.max(self.last_us + 1);
+        self.last_us
+    }
+}
+
+/// The request a tape row records, as the twin saw it.
+pub fn replay_request(row: &TapeRow) -> TwinRequest {
+    TwinRequest {
+        request_id: row.request_id.clone(),
+        method: row.method.clone(),
+        path: row.path.clone(),
+        query: row.query.clone(),
+        headers: row.request_headers.clone(),
+        body: decode_body(&row.request_body),
+        base_url: row.base_url.clone(),
+        auth: Auth::Agent,
+    }
+}
+
+/// An answer when even the twin cannot render one.
+fn fallback(status: u16, message: &str) -> TwinReply {
+    let body = serde_json::json!({"error": {"type": "internal_error", "message": message}});
+    TwinReply {
+        status,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: serde_json::to_vec(&body).unwrap(),
+    }
+}
+
+const BASE64_PREFIX: &str = "base64:";
+
+/// Bodies on the tape are text; bytes that are not UTF-8 are kept as `base64:<data>` so a
+/// replay sends exactly what the twin saw.
+pub fn encode_body(body: &[u8]) -> (String, bool) {
+    match std::str::from_utf8(body) {
+        Ok(s) if !s.starts_with(BASE64_PREFIX) => (s.to_string(), false),
+        _ => (format!("{BASE64_PREFIX}{}", base64::engine::general_purpose::STANDARD.encode(body)), true),
+    }
+}
+
+pub fn decode_body(s: &str) -> Vec<u8> {
+    match s.strip_prefix(BASE64_PREFIX) {
+        Some(b64) => base64::engine::general_purpose::STANDARD.decode(b64).unwrap_or_default(),
+        None => s.as_bytes().to_vec(),
+    }
+}
+
+pub fn format_micros(us: u64) -> String {
+    humantime::format_rfc3339_micros(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us)).to_string()
+}
+
+pub fn parse_micros(s: &str) -> Option<u64> {
+    let t = humantime::parse_rfc3339(s).ok()?;
+    Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_micros() as u64)
+}
