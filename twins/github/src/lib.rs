@@ -1,1 +1,178 @@
-//! The github twin (being written).
+//! The GitHub twin: a stateful replica of GitHub's REST API (`api.github.com`), faithful
+#![recursion_limit = "512"]
+//! enough that PyGithub and Octokit work against it unmodified.
+//!
+//! Layout: `model` (the world's types), `git` (a real content-addressed object store),
+//! `seed` (strict seed validation and the default world), `render` (GitHub's JSON shapes),
+//! `api` (errors, headers, pagination, permissions) and one module per API area, each
+//! handler a named action. `routes` is the one table of every route the twin serves;
+//! anything else answers the loud 501 `unsupported`.
+
+pub mod api;
+pub mod git;
+pub mod model;
+pub mod render;
+pub mod routes;
+pub mod seed;
+
+mod handlers;
+
+use std::collections::BTreeMap;
+
+use pome_twin_sdk::{Call, HostError, Response, Router, Twin, Value, json};
+use serde::{Deserialize, Serialize};
+
+use crate::api::{ApiError, DOCS, github_headers};
+use crate::model::{Repo, User};
+
+/// The whole replica. `viewer` is the authenticated user every request acts as.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct World {
+    pub viewer: String,
+    /// Lower-cased login → user (organizations too).
+    pub users: BTreeMap<String, User>,
+    /// Lower-cased `owner/name` → repository.
+    pub repos: BTreeMap<String, Repo>,
+    /// Last id handed out; ids are unique across every kind of entity.
+    pub next_id: u64,
+}
+
+impl Twin for World {
+    const NAME: &'static str = "github";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    fn init(seed: Option<Value>) -> Result<Self, String> {
+        seed::build(seed)
+    }
+
+    fn router() -> &'static Router<Self> {
+        static R: std::sync::OnceLock<Router<World>> = std::sync::OnceLock::new();
+        R.get_or_init(routes::router)
+    }
+
+    fn unsupported(call: &Call) -> Response {
+        let body = json!({
+            "message": format!(
+                "{} {} is not implemented by the pome GitHub twin",
+                call.req.method.as_str(),
+                call.req.path
+            ),
+            "fidelity": "unsupported",
+            "documentation_url": DOCS,
+        });
+        github_headers(call, Response::json(501, &body))
+    }
+
+    fn auth_error(call: &Call) -> Response {
+        let message = match call.req.auth {
+            pome_twin_sdk::Auth::Missing => "Requires authentication",
+            _ => "Bad credentials",
+        };
+        github_headers(call, Response::json(401, &ApiError::new(401, message).body()))
+    }
+
+    fn host_error(err: &HostError) -> Response {
+        Response::json(err.kind.status(), &json!({"message": err.message, "documentation_url": DOCS}))
+    }
+
+    fn state(&self) -> Value {
+        self.state_json()
+    }
+}
+
+impl World {
+    /// The world for graders: users, and per repository its settings, labels, milestones,
+    /// issues, pull requests (with reviews and merge state), comments, statuses, check runs,
+    /// releases and, per branch, the head sha and every file's text.
+    pub fn state_json(&self) -> Value {
+        let repos: Vec<Value> = self
+            .repos
+            .values()
+            .map(|r| {
+                let branches: serde_json::Map<String, Value> = r
+                    .git
+                    .branches()
+                    .map(|(name, sha)| {
+                        let tree = r.git.commit(sha).map(|c| c.tree.clone()).unwrap_or_default();
+                        let files: serde_json::Map<String, Value> = r
+                            .git
+                            .flatten(&tree)
+                            .into_iter()
+                            .map(|(p, (_, blob))| {
+                                let text = r.git.blob_bytes(&blob).map(|b| String::from_utf8_lossy(b).into_owned());
+                                (p, json!(text))
+                            })
+                            .collect();
+                        (name.to_string(), json!({"sha": sha, "files": files}))
+                    })
+                    .collect();
+                let issue_view = |i: &model::Issue| {
+                    json!({
+                        "id": i.id, "number": i.number, "title": i.title, "body": i.body, "author": i.user,
+                        "state": i.state, "state_reason": i.state_reason, "labels": i.labels,
+                        "assignees": i.assignees,
+                        "milestone": i.milestone.and_then(|n| r.milestones.get(&n)).map(|m| m.title.clone()),
+                        "locked": i.locked, "comments": i.comments,
+                        "created_at": i.created_at, "updated_at": i.updated_at, "closed_at": i.closed_at,
+                        "closed_by": i.closed_by,
+                        "reactions": i.reactions.iter().map(|x| json!({"user": x.user, "content": x.content})).collect::<Vec<_>>(),
+                    })
+                };
+                let issues: Vec<Value> = r.issues.values().filter(|i| i.pull.is_none()).map(issue_view).collect();
+                let pulls: Vec<Value> = r
+                    .issues
+                    .values()
+                    .filter_map(|i| i.pull.as_ref().map(|p| (i, p)))
+                    .map(|(i, p)| {
+                        let mut v = issue_view(i);
+                        let m = v.as_object_mut().unwrap();
+                        m.insert("head".into(), json!(p.head_ref));
+                        m.insert("head_sha".into(), json!(p.head_sha));
+                        m.insert("base".into(), json!(p.base_ref));
+                        m.insert("draft".into(), json!(p.draft));
+                        m.insert("merged".into(), json!(p.merged));
+                        m.insert("merged_at".into(), json!(p.merged_at));
+                        m.insert("merged_by".into(), json!(p.merged_by));
+                        m.insert("merge_commit_sha".into(), json!(p.merge_commit_sha));
+                        m.insert("requested_reviewers".into(), json!(p.requested_reviewers));
+                        m.insert("reviews".into(), serde_json::to_value(&p.reviews).unwrap());
+                        m.insert(
+                            "review_comments".into(),
+                            json!(r.review_comments.values().filter(|c| c.pull == i.number).count()),
+                        );
+                        v
+                    })
+                    .collect();
+                json!({
+                    "id": r.id, "full_name": r.full_name(), "owner": r.owner, "name": r.name,
+                    "description": r.description, "private": r.private, "archived": r.archived,
+                    "default_branch": r.default_branch, "topics": r.topics, "parent": r.parent,
+                    "collaborators": r.collaborators, "agent_permission": r.agent_role,
+                    "required_status_checks": r.required_contexts,
+                    "labels": serde_json::to_value(&r.labels).unwrap(),
+                    "milestones": r.milestones.values().collect::<Vec<_>>(),
+                    "issues": issues,
+                    "pull_requests": pulls,
+                    "comments": r.comments.values().collect::<Vec<_>>(),
+                    "review_comments": r.review_comments.values().collect::<Vec<_>>(),
+                    "events": r.events,
+                    "statuses": r.statuses,
+                    "check_runs": r.check_runs.values().collect::<Vec<_>>(),
+                    "releases": r.releases.values().collect::<Vec<_>>(),
+                    "branches": branches,
+                    "tags": r.git.tags().map(|(n, s)| (n.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
+                })
+            })
+            .collect();
+        json!({
+            "viewer": self.viewer,
+            "users": self.users.values().collect::<Vec<_>>(),
+            "repositories": repos,
+        })
+    }
+}
+
+// The component export only exists on wasm: a native cdylib cannot link the WIT export
+// names, and native builds are for tests.
+#[cfg(target_arch = "wasm32")]
+pome_twin_sdk::export_twin!(World);

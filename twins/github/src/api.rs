@@ -1,0 +1,233 @@
+//! What every GitHub handler shares: the error type and GitHub's error bodies, the response
+//! headers GitHub sends on every answer, typed bodies, pagination, repository lookup with
+//! visibility, and permission checks.
+
+use pome_twin_sdk::page::PageInfo;
+use pome_twin_sdk::{Call, Response, Value, json};
+use serde::de::DeserializeOwned;
+
+use crate::World;
+use crate::model::{Repo, Role};
+
+pub const DOCS: &str = "https://docs.github.com/rest";
+
+/// An error answer in GitHub's shape: `{message, documentation_url}` plus `errors` for 422.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+    pub errors: Vec<Value>,
+    pub extra: Vec<(String, Value)>,
+}
+
+pub type ApiResult = Result<Response, ApiError>;
+
+impl ApiError {
+    pub fn new(status: u16, message: impl Into<String>) -> ApiError {
+        ApiError { status, message: message.into(), errors: Vec::new(), extra: Vec::new() }
+    }
+    pub fn not_found() -> ApiError {
+        ApiError::new(404, "Not Found")
+    }
+    /// 422 `Validation Failed` with one `{resource, field, code}` error.
+    pub fn invalid(resource: &str, field: &str, code: &str) -> ApiError {
+        ApiError::new(422, "Validation Failed")
+            .with_error(json!({"resource": resource, "field": field, "code": code}))
+    }
+    /// 422 with a custom error message inside `errors` (GitHub's `code: custom`).
+    pub fn custom(resource: &str, field: &str, message: &str) -> ApiError {
+        ApiError::new(422, "Validation Failed").with_error(
+            json!({"resource": resource, "field": field, "code": "custom", "message": message}),
+        )
+    }
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(403, message)
+    }
+    pub fn with_error(mut self, e: Value) -> ApiError {
+        self.errors.push(e);
+        self
+    }
+    pub fn body(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("message".into(), Value::String(self.message.clone()));
+        if !self.errors.is_empty() {
+            m.insert("errors".into(), Value::Array(self.errors.clone()));
+        }
+        for (k, v) in &self.extra {
+            m.insert(k.clone(), v.clone());
+        }
+        m.insert("documentation_url".into(), Value::String(DOCS.into()));
+        Value::Object(m)
+    }
+}
+
+/// The headers GitHub puts on every REST answer. The request id is derived from the
+/// request and the virtual clock, so replays reproduce it.
+pub fn github_headers(call: &Call, mut r: Response) -> Response {
+    let now = pome_twin_sdk::time::now_unix();
+    let mut h = sha1_smol::Sha1::new();
+    h.update(call.req.method.as_str().as_bytes());
+    h.update(call.req.path.as_bytes());
+    h.update(call.req.query.as_bytes());
+    h.update(&call.req.body);
+    h.update(now.to_string().as_bytes());
+    let d = h.digest().to_string().to_uppercase();
+    let rid = format!("{}:{}:{}:{}:{}", &d[0..4], &d[4..9], &d[9..16], &d[16..23], &d[23..31]);
+    let reset = (now / 3600 + 1) * 3600;
+    for (k, v) in [
+        ("x-github-request-id", rid),
+        ("x-github-media-type", "github.v3; format=json".to_string()),
+        ("x-github-api-version-selected", "2022-11-28".to_string()),
+        ("x-ratelimit-limit", "5000".to_string()),
+        ("x-ratelimit-remaining", "4999".to_string()),
+        ("x-ratelimit-reset", reset.to_string()),
+        ("x-ratelimit-used", "1".to_string()),
+        ("x-ratelimit-resource", "core".to_string()),
+        ("x-oauth-scopes", "repo, read:org, workflow".to_string()),
+        ("x-accepted-oauth-scopes", "repo".to_string()),
+    ] {
+        r.headers.push((k.to_string(), v));
+    }
+    r
+}
+
+/// Turn a handler's result into the wire answer.
+pub fn finish(call: &Call, result: ApiResult) -> Response {
+    let r = match result {
+        Ok(r) => r,
+        Err(e) => Response::json(e.status, &e.body()),
+    };
+    github_headers(call, r)
+}
+
+pub fn json(status: u16, v: &Value) -> ApiResult {
+    Ok(Response::json(status, v))
+}
+
+pub fn no_content() -> ApiResult {
+    Ok(Response::empty(204))
+}
+
+/// The body as a typed input. A body that is not JSON is GitHub's 400; a field of the
+/// wrong type is its 422 `Invalid request`.
+pub fn input<T: DeserializeOwned>(call: &Call) -> Result<T, ApiError> {
+    let v = call
+        .req
+        .json_value()
+        .map_err(|_| ApiError::new(400, "Problems parsing JSON"))?;
+    if !v.is_object() {
+        return Err(ApiError::new(400, "Problems parsing JSON"));
+    }
+    serde_json::from_value(v).map_err(|e| ApiError::new(422, format!("Invalid request.\n\n{e}")))
+}
+
+/// A number from a path parameter; anything else is 404 like GitHub.
+pub fn num(call: &Call, name: &str) -> Result<u64, ApiError> {
+    call.param(name).parse().map_err(|_| ApiError::not_found())
+}
+
+/// One page of an already-filtered list, with GitHub's `Link` header. `items` is an
+/// iterator so callers never materialise more than the page.
+pub fn page_of<I, F>(call: &Call, total: usize, items: I, render: F) -> ApiResult
+where
+    I: Iterator,
+    F: Fn(I::Item) -> Value,
+{
+    let (page, per_page) = PageInfo::from_query(&call.req, 30, 100);
+    let info = PageInfo::new(page, per_page, total);
+    let range = info.range(total);
+    let body: Vec<Value> = items.skip(range.start).take(range.len()).map(render).collect();
+    let mut r = Response::json(200, &Value::Array(body));
+    if let Some(link) = info.link_header(&call.req) {
+        r = r.with_header("link", link);
+    }
+    Ok(r)
+}
+
+/// Page a fully built list.
+pub fn page_vec(call: &Call, all: Vec<Value>) -> ApiResult {
+    let n = all.len();
+    page_of(call, n, all.into_iter(), |v| v)
+}
+
+pub fn repo_key(owner: &str, name: &str) -> String {
+    format!("{}/{}", owner.to_ascii_lowercase(), name.to_ascii_lowercase())
+}
+
+impl World {
+    /// The role `login` has on `repo`.
+    pub fn role_of(&self, repo: &Repo, login: &str) -> Role {
+        let l = login.to_ascii_lowercase();
+        if repo.owner.eq_ignore_ascii_case(login) {
+            return Role::Admin;
+        }
+        if let Some(r) = repo.collaborators.get(&l) {
+            return *r;
+        }
+        if l == self.viewer.to_ascii_lowercase() {
+            return repo.agent_role;
+        }
+        if repo.private { Role::None } else { Role::Read }
+    }
+
+    pub fn viewer_role(&self, repo: &Repo) -> Role {
+        self.role_of(repo, &self.viewer)
+    }
+
+    /// The repository named by the route's `{owner}/{repo}`, if the viewer can see it.
+    pub fn repo_key_for(&self, call: &Call) -> Result<String, ApiError> {
+        let key = repo_key(call.param("owner"), call.param("repo"));
+        match self.repos.get(&key) {
+            Some(r) if self.viewer_role(r) >= Role::Read => Ok(key),
+            _ => Err(ApiError::not_found()),
+        }
+    }
+
+    pub fn repo(&self, call: &Call) -> Result<&Repo, ApiError> {
+        let k = self.repo_key_for(call)?;
+        Ok(&self.repos[&k])
+    }
+
+    /// The repository for a write that needs `need`; 403 with GitHub's message otherwise.
+    pub fn repo_mut(&mut self, call: &Call, need: Role) -> Result<&mut Repo, ApiError> {
+        let k = self.repo_key_for(call)?;
+        let role = self.viewer_role(&self.repos[&k]);
+        if role < need {
+            return Err(ApiError::forbidden(denied_message(need)));
+        }
+        let repo = self.repos.get_mut(&k).expect("checked above");
+        if repo.archived && need >= Role::Triage {
+            return Err(ApiError::forbidden("Repository was archived so is read-only."));
+        }
+        Ok(repo)
+    }
+
+    pub fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    pub fn user_exists(&self, login: &str) -> bool {
+        self.users.contains_key(&login.to_ascii_lowercase())
+    }
+}
+
+pub fn denied_message(need: Role) -> &'static str {
+    match need {
+        Role::Admin => "Must have admin rights to Repository.",
+        _ => "Resource not accessible by integration",
+    }
+}
+
+/// `?state=` style enum query parameters: invalid values are GitHub's 422.
+pub fn query_enum(call: &Call, key: &str, allowed: &[&str], default: &str) -> Result<String, ApiError> {
+    match call.req.query(key) {
+        None => Ok(default.to_string()),
+        Some(v) if allowed.contains(&v.as_str()) => Ok(v),
+        Some(_) => Err(ApiError::invalid("Issue", key, "invalid")),
+    }
+}
+
+pub fn bool_query(call: &Call, key: &str) -> Option<bool> {
+    call.req.query(key).map(|v| v == "true" || v == "1")
+}

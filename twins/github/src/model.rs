@@ -1,0 +1,307 @@
+//! The world the GitHub twin keeps: users, repositories and everything inside them.
+//!
+//! Every collection is ordered (BTreeMap/Vec) so that the same seed and the same requests
+//! give the same bytes. Keys that GitHub treats case-insensitively (logins, repository
+//! names, label names) are stored lower-cased in map keys; the display spelling lives in
+//! the value. Snapshots are postcard, so nothing here uses untagged enums, flattening or
+//! skipped fields.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::git::GitStore;
+
+/// A repository role, weakest first, so `role >= Role::Write` reads as GitHub's checks do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    None,
+    Read,
+    Triage,
+    Write,
+    Maintain,
+    Admin,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Option<Role> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "none" => Role::None,
+            "read" | "pull" => Role::Read,
+            "triage" => Role::Triage,
+            "write" | "push" => Role::Write,
+            "maintain" => Role::Maintain,
+            "admin" => Role::Admin,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::None => "none",
+            Role::Read => "read",
+            Role::Triage => "triage",
+            Role::Write => "write",
+            Role::Maintain => "maintain",
+            Role::Admin => "admin",
+        }
+    }
+
+    /// The legacy `permission` word of `GET /collaborators/{u}/permission`.
+    pub fn legacy(self) -> &'static str {
+        match self {
+            Role::None => "none",
+            Role::Read | Role::Triage => "read",
+            Role::Write | Role::Maintain => "write",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct User {
+    pub id: u64,
+    pub login: String,
+    pub name: Option<String>,
+    /// `User`, `Organization` or `Bot`.
+    pub kind: String,
+    pub email: Option<String>,
+    pub bio: Option<String>,
+    pub company: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Label {
+    pub id: u64,
+    pub name: String,
+    pub color: String,
+    pub description: Option<String>,
+    pub default: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Milestone {
+    pub id: u64,
+    pub number: u64,
+    pub title: String,
+    pub description: Option<String>,
+    pub state: String,
+    pub due_on: Option<String>,
+    pub creator: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub closed_at: Option<String>,
+}
+
+/// An issue or a pull request: they share one number space, and every pull request is an
+/// issue (comments, labels, assignees) with `pull` set.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Issue {
+    pub id: u64,
+    pub number: u64,
+    pub title: String,
+    pub body: Option<String>,
+    pub user: String,
+    pub state: String,
+    pub state_reason: Option<String>,
+    pub labels: Vec<String>,
+    pub assignees: Vec<String>,
+    pub milestone: Option<u64>,
+    pub locked: bool,
+    pub active_lock_reason: Option<String>,
+    pub comments: u64,
+    pub created_at: String,
+    pub updated_at: String,
+    pub closed_at: Option<String>,
+    pub closed_by: Option<String>,
+    pub reactions: Vec<Reaction>,
+    pub pull: Option<Pull>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Pull {
+    /// Pull requests have their own id beside the issue's.
+    pub id: u64,
+    pub head_ref: String,
+    /// The head's tip when the pull request was last looked at (kept when the branch goes).
+    pub head_sha: String,
+    pub base_ref: String,
+    pub draft: bool,
+    pub merged: bool,
+    pub merged_at: Option<String>,
+    pub merged_by: Option<String>,
+    pub merge_commit_sha: Option<String>,
+    pub maintainer_can_modify: bool,
+    pub requested_reviewers: Vec<String>,
+    pub reviews: Vec<Review>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Review {
+    pub id: u64,
+    pub user: String,
+    pub body: String,
+    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`, `PENDING` or `DISMISSED`.
+    pub state: String,
+    pub commit_id: String,
+    pub submitted_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Reaction {
+    pub id: u64,
+    pub user: String,
+    pub content: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IssueComment {
+    pub id: u64,
+    pub issue: u64,
+    pub user: String,
+    pub body: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub reactions: Vec<Reaction>,
+}
+
+/// A comment on a pull request's diff.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub pull: u64,
+    pub review_id: Option<u64>,
+    pub in_reply_to: Option<u64>,
+    pub user: String,
+    pub body: String,
+    pub path: String,
+    pub line: Option<u64>,
+    pub side: String,
+    pub commit_id: String,
+    pub diff_hunk: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// One entry of an issue's event log (`GET …/issues/{n}/events`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IssueEvent {
+    pub id: u64,
+    pub issue: u64,
+    pub actor: String,
+    /// `closed`, `reopened`, `labeled`, `unlabeled`, `assigned`, `unassigned`, `milestoned`,
+    /// `demilestoned`, `renamed`, `locked`, `unlocked`, `merged`, `head_ref_deleted`,
+    /// `review_requested`, `referenced`.
+    pub event: String,
+    /// Event-specific detail: label name, assignee login, milestone title, old title.
+    pub detail: Option<String>,
+    pub commit_id: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Status {
+    pub id: u64,
+    pub sha: String,
+    pub state: String,
+    pub context: String,
+    pub description: Option<String>,
+    pub target_url: Option<String>,
+    pub creator: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckRun {
+    pub id: u64,
+    pub name: String,
+    pub head_sha: String,
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub external_id: Option<String>,
+    pub details_url: Option<String>,
+    pub started_at: Option<String>,
+    pub completed_at: Option<String>,
+    pub title: Option<String>,
+    pub summary: Option<String>,
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Release {
+    pub id: u64,
+    pub tag_name: String,
+    pub target_commitish: String,
+    pub name: Option<String>,
+    pub body: Option<String>,
+    pub draft: bool,
+    pub prerelease: bool,
+    pub author: String,
+    pub created_at: String,
+    pub published_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Repo {
+    pub id: u64,
+    pub owner: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub homepage: Option<String>,
+    pub private: bool,
+    pub default_branch: String,
+    pub topics: Vec<String>,
+    pub archived: bool,
+    pub has_issues: bool,
+    pub allow_merge_commit: bool,
+    pub allow_squash_merge: bool,
+    pub allow_rebase_merge: bool,
+    pub delete_branch_on_merge: bool,
+    /// `owner/name` of the repository this one was forked from.
+    pub parent: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub pushed_at: String,
+    /// Lower-cased login → role. The owner (a user) is an implicit admin.
+    pub collaborators: BTreeMap<String, Role>,
+    /// The authenticated user's role when it is neither the owner nor a listed
+    /// collaborator (seed `agent_permission`, default `write`: the agent was brought in to
+    /// work on the seeded repositories).
+    pub agent_role: Role,
+    /// Status contexts that must be `success` before a merge into the default branch.
+    pub required_contexts: Vec<String>,
+    pub labels: Vec<Label>,
+    pub milestones: BTreeMap<u64, Milestone>,
+    pub issues: BTreeMap<u64, Issue>,
+    pub comments: BTreeMap<u64, IssueComment>,
+    pub review_comments: BTreeMap<u64, ReviewComment>,
+    pub events: Vec<IssueEvent>,
+    pub statuses: Vec<Status>,
+    pub check_runs: BTreeMap<u64, CheckRun>,
+    pub releases: BTreeMap<u64, Release>,
+    pub git: GitStore,
+    /// Next issue/pull request number.
+    pub next_number: u64,
+    /// Count of open issues and pull requests (GitHub's `open_issues_count`), kept current
+    /// so rendering a repository costs nothing.
+    pub open_issues: u64,
+}
+
+impl Repo {
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+
+    pub fn label(&self, name: &str) -> Option<&Label> {
+        self.labels.iter().find(|l| l.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Recount open issues after a state change (cheap enough: called on writes only).
+    pub fn recount_open(&mut self) {
+        self.open_issues = self.issues.values().filter(|i| i.state == "open").count() as u64;
+    }
+}

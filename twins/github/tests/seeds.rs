@@ -1,0 +1,99 @@
+//! Seeds: every task seed users already have must init; broken ones are refused by path.
+
+mod common;
+use std::path::PathBuf;
+
+use pome_twin_sdk::{Twin, Value, json};
+use twin_github::World;
+
+fn compat_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tasks-compat")
+}
+
+/// The github part of every `*.seed.json`: flat seeds with `repositories`, or the
+/// `github` key of a multi-twin envelope.
+fn github_seeds() -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![compat_dir()];
+    while let Some(d) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.to_string_lossy().ends_with(".seed.json") {
+                let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+                let g = if v.get("repositories").is_some() { Some(v.clone()) } else { v.get("github").cloned() };
+                if let Some(g) = g {
+                    out.push((p.display().to_string(), g));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_compat_seed_inits() {
+    let seeds = github_seeds();
+    if !compat_dir().exists() {
+        eprintln!("tasks-compat not present; skipping");
+        return;
+    }
+    assert!(seeds.len() >= 15, "found only {} github seeds", seeds.len());
+    for (path, seed) in seeds {
+        let w = World::init(Some(seed)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // Snapshots round-trip through postcard.
+        let bytes = postcard::to_stdvec(&w).unwrap();
+        let back: World = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(back.state(), w.state(), "{path}");
+    }
+}
+
+#[test]
+fn the_default_world_round_trips() {
+    let w = World::init(None).unwrap();
+    let bytes = postcard::to_stdvec(&w).unwrap();
+    let back: World = postcard::from_bytes(&bytes).unwrap();
+    assert_eq!(back.state(), w.state());
+    assert_eq!(w.state()["repositories"][0]["branches"]["main"]["files"]["README.md"], "# api\n\nThe ACME API service.\n");
+}
+
+fn refused(seed: Value) -> String {
+    World::init(Some(seed)).err().expect("seed must be refused")
+}
+
+#[test]
+fn strict_validation_names_the_path() {
+    let e = refused(json!({"repositories": [{"owner": "a", "name": "b", "colour": 1}]}));
+    assert!(e.starts_with("repositories[0]: unknown field \"colour\""), "{e}");
+    let e = refused(json!({"repositories": [{"owner": "a", "name": "b", "issues": [{"title": "t", "state": "weird"}]}]}));
+    assert!(e.starts_with("repositories[0].issues[0].state:"), "{e}");
+    let e = refused(json!({"users": [{"login": "alice"}], "repositories": [{"owner": "a", "name": "b", "collaborators": ["zed"]}]}));
+    assert!(e.contains("repositories[0].collaborators[0]") && e.contains("zed"), "{e}");
+    let e = refused(json!({"repositories": [{"owner": "a", "name": "b", "issues": [{"title": "t", "labels": ["nope"]}]}]}));
+    assert!(e.contains("repositories[0].issues[0].labels") && e.contains("nope"), "{e}");
+    let e = refused(json!({"repositories": [{"owner": "a", "name": "b", "pull_requests": [{"title": "t", "head": "feature"}]}]}));
+    assert!(e.contains("repositories[0].pull_requests[0].head") && e.contains("feature"), "{e}");
+    let e = refused(json!({"repositories": [{"owner": "a", "name": "b",
+        "issues": [{"number": 1, "title": "t"}],
+        "files": [{"path": "x", "content": "1", "branch": "f"}],
+        "pull_requests": [{"number": 1, "title": "t", "head": "f"}]}]}));
+    assert!(e.contains("repositories[0].pull_requests[0].number"), "{e}");
+    // `_meta` is accepted and ignored.
+    World::init(Some(json!({"_meta": {"version": 1}, "repositories": []}))).unwrap();
+}
+
+#[test]
+fn issues_and_pulls_share_numbers() {
+    let w = World::init(Some(json!({"repositories": [{"owner": "a", "name": "b",
+        "files": [{"path": "x", "content": "1"}, {"path": "x", "content": "2", "branch": "f"}],
+        "pull_requests": [{"title": "p", "head": "f"}],
+        "issues": [{"title": "i"}, {"number": 2, "title": "j"}]}]}))).unwrap();
+    let s = w.state();
+    let repo = &s["repositories"][0];
+    assert_eq!(repo["issues"][0]["number"], 1);
+    assert_eq!(repo["issues"][1]["number"], 2);
+    assert_eq!(repo["pull_requests"][0]["number"], 3);
+}
