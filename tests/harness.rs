@@ -1,1 +1,162 @@
+//! The test harness: starts the real server in-process on `127.0.0.1:0` with the embedded
+//! twins plus the hostile test twin, and talks to it over HTTP like any client.
 
+use std::path::PathBuf;
+use std::time::Duration;
+
+use pome::limits::{Lifetimes, Limits};
+use pome::server::{Running, ServeConfig};
+use serde_json::{Value, json};
+
+pub const API_KEY: &str = "pme_test_key_for_the_e2e_suite";
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The directory holding the hostile twin, built by `make twins`.
+pub fn hostile_dir() -> PathBuf {
+    let wasm = workspace().join("target/wasm32-wasip2/release/twin_hostile.wasm");
+    assert!(wasm.exists(), "{} is missing: run `make twins` first", wasm.display());
+    let dir = workspace().join("target/pome-test-twins");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join("twin_hostile.wasm");
+    if std::fs::read(&dst).ok() != std::fs::read(&wasm).ok() {
+        let tmp = dir.join(format!("twin_hostile.wasm.{}", std::process::id()));
+        std::fs::copy(&wasm, &tmp).unwrap();
+        std::fs::rename(&tmp, &dst).unwrap();
+    }
+    dir
+}
+
+pub struct Opts {
+    pub quota: usize,
+    pub lifetimes: Lifetimes,
+    pub limits: Limits,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            quota: 10,
+            lifetimes: Lifetimes::default(),
+            limits: Limits { max_stores: 64, call_deadline: Duration::from_millis(500), ..Limits::default() },
+        }
+    }
+}
+
+pub struct Server {
+    pub url: String,
+    pub running: Option<Running>,
+    pub http: reqwest::Client,
+    _data: tempfile::TempDir,
+}
+
+impl Server {
+    pub async fn start() -> Server {
+        Server::with(Opts::default()).await
+    }
+
+    pub async fn with(opts: Opts) -> Server {
+        let data = tempfile::tempdir().unwrap();
+        let cfg = ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            data_dir: data.path().to_path_buf(),
+            quota: opts.quota,
+            lifetimes: opts.lifetimes,
+            limits: opts.limits,
+            twins_dir: Some(hostile_dir()),
+            api_key: Some(API_KEY.to_string()),
+            public_url: None,
+            // Shared across tests so each component is compiled once per build.
+            cache_dir: Some(workspace().join("target/pome-test-cache")),
+        };
+        let running = pome::server::start(cfg).await.expect("server starts");
+        Server { url: format!("http://{}", running.addr), running: Some(running), http: reqwest::Client::new(), _data: data }
+    }
+
+    pub fn app(&self) -> &std::sync::Arc<pome::server::App> {
+        &self.running.as_ref().unwrap().app
+    }
+
+    /// A control-plane call with the test team's key.
+    pub async fn api(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.api_as(API_KEY, method, path, body).await
+    }
+
+    pub async fn api_as(&self, key: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self.http.request(method.parse().unwrap(), format!("{}{path}", self.url)).header("x-api-key", key);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Create a sandbox and return it, panicking with the server's answer if refused.
+    pub async fn sandbox(&self, twins: &[&str], seed: Option<Value>) -> Sandbox {
+        let mut body = json!({"twins": twins});
+        if let Some(s) = seed {
+            body["seed"] = s;
+        }
+        let (status, v) = self.api("POST", "/v1/sandboxes", Some(body)).await;
+        assert_eq!(status, 201, "create refused: {v}");
+        Sandbox { id: v["id"].as_str().unwrap().into(), token: v["agent_token"].as_str().unwrap().into(), url: self.url.clone(), http: self.http.clone(), body: v }
+    }
+}
+
+pub struct Sandbox {
+    pub id: String,
+    pub token: String,
+    pub url: String,
+    pub http: reqwest::Client,
+    pub body: Value,
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+}
+
+impl Sandbox {
+    pub fn base(&self, twin: &str) -> String {
+        format!("{}/s/{}/{twin}", self.url, self.id)
+    }
+
+    /// A twin call with the agent token.
+    pub async fn call(&self, twin: &str, method: &str, path: &str, body: Option<Value>) -> Reply {
+        self.call_with(twin, method, path, body, Some(&format!("Bearer {}", self.token))).await
+    }
+
+    pub async fn call_with(&self, twin: &str, method: &str, path: &str, body: Option<Value>, auth: Option<&str>) -> Reply {
+        let mut req = self.http.request(method.parse().unwrap(), format!("{}{path}", self.base(twin)));
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        Reply { status: resp.status().as_u16(), headers: resp.headers().clone(), text: resp.text().await.unwrap() }
+    }
+
+    pub async fn events(&self, twin: &str) -> Vec<Value> {
+        let r = self.call(twin, "GET", "/_pome/events", None).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        serde_json::from_str(&r.text).unwrap()
+    }
+
+    pub async fn state(&self, twin: &str) -> Value {
+        let r = self.call(twin, "GET", "/_pome/state", None).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        r.json()
+    }
+}

@@ -115,6 +115,7 @@ impl ServeArgs {
             twins_dir: self.twins_dir.clone(),
             api_key: std::env::var("POME_API_KEY").ok().filter(|k| !k.is_empty()),
             public_url: self.public_url.clone(),
+            cache_dir: None,
         }
     }
 }

@@ -39,6 +39,8 @@ pub struct ServeConfig {
     pub api_key: Option<String>,
     /// The URL clients reach this server at, when it is not what they send as `Host`.
     pub public_url: Option<String>,
+    /// Where compiled twins are cached; `<data_dir>/cache` by default.
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// Shared by every request handler.
@@ -81,16 +83,16 @@ pub fn open_dir(path: &std::path::Path) -> anyhow::Result<Dir> {
     Dir::open_ambient_dir(path, ambient_authority()).with_context(|| format!("opening {}", path.display()))
 }
 
-/// The compiled-component cache shared by `serve` and local twins.
+/// The runtime, with its compiled-component cache (`<data_dir>/cache` by default).
 pub fn runtime(limits: Limits, data_dir: &std::path::Path) -> anyhow::Result<Arc<Runtime>> {
-    let data = open_dir(data_dir)?;
-    data.create_dir_all("cache").context("creating the component cache")?;
-    let cache = data.open_dir("cache").context("opening the component cache")?;
-    Runtime::new(limits, Some(cache))
+    Runtime::new(limits, Some(open_dir(&data_dir.join("cache"))?))
 }
 
 pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
-    let rt = runtime(cfg.limits.clone(), &cfg.data_dir)?;
+    let rt = match &cfg.cache_dir {
+        Some(dir) => Runtime::new(cfg.limits.clone(), Some(open_dir(dir)?))?,
+        None => runtime(cfg.limits.clone(), &cfg.data_dir)?,
+    };
     let twins_dir = cfg.twins_dir.as_deref().map(open_dir).transpose()?;
     let twins = crate::twins::load_all(&rt, twins_dir.as_ref()).await?;
     if twins.is_empty() {

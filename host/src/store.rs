@@ -160,18 +160,6 @@ impl Worker {
 
     async fn serve(&mut self, req: TwinRequest) -> TwinReply {
         let twin = self.image.name.clone();
-        if req.auth != Auth::Agent {
-            // Refused by the host: the twin only renders the refusal; not a tape row.
-            let ts = self.next_time();
-            let seq = self.tape.len() as u64 + 1;
-            return match self.call_handle(&req, ts, seq).await {
-                Ok((reply, _)) => reply,
-                Err(e) => {
-                    self.recover(&e).await;
-                    fallback(500, &e.to_string())
-                }
-            };
-        }
         if self.tape.len() >= self.rt.limits.tape_rows || self.tape_bytes >= self.rt.limits.tape_bytes {
             let msg = format!(
                 "this sandbox's {twin} tape is full ({} rows, {} MiB cap); finalize the sandbox and start a new one",
@@ -185,6 +173,10 @@ impl Worker {
         let ts = self.next_time();
         let seq = self.tape.len() as u64 + 1;
         let (reply, facts, error) = match self.call_handle(&req, ts, seq).await {
+            // Refused by the host and only rendered by the twin: not a tape row. (A twin
+            // may serve a route without a credential, e.g. a pre-signed upload URL; that
+            // request reached its router, so it is recorded like any other.)
+            Ok((reply, facts)) if req.auth != Auth::Agent && facts.action.is_none() && !facts.unsupported => return reply,
             Ok((reply, facts)) if reply.body.len() > self.rt.limits.response_body_bytes => {
                 let msg = format!(
                     "the {twin} twin answered {} bytes, over the {} MiB response cap",
@@ -202,8 +194,7 @@ impl Worker {
                 (reply, runtime::CallFacts::default(), Some(msg))
             }
         };
-        // A failed request changed nothing that survives (its store was discarded).
-        let changes = if error.is_some() && facts.changes.is_empty() { Vec::new() } else { facts.changes };
+        let changes = facts.changes;
         let (request_body, _) = encode_body(&req.body);
         let (response_body, _) = encode_body(&reply.body);
         let row = TapeRow {
@@ -217,6 +208,7 @@ impl Worker {
             request_headers: req.headers.clone(),
             request_body,
             base_url: req.base_url.clone(),
+            auth: auth_name(req.auth).to_string(),
             status: reply.status,
             response_headers: reply.headers.clone(),
             response_body,
@@ -313,7 +305,19 @@ pub fn replay_request(row: &TapeRow) -> TwinRequest {
         headers: row.request_headers.clone(),
         body: decode_body(&row.request_body),
         base_url: row.base_url.clone(),
-        auth: Auth::Agent,
+        auth: match row.auth.as_str() {
+            "missing" => Auth::Missing,
+            "invalid" => Auth::Invalid,
+            _ => Auth::Agent,
+        },
+    }
+}
+
+fn auth_name(a: Auth) -> &'static str {
+    match a {
+        Auth::Agent => "agent",
+        Auth::Missing => "missing",
+        Auth::Invalid => "invalid",
     }
 }
 
@@ -352,4 +356,32 @@ pub fn format_micros(us: u64) -> String {
 pub fn parse_micros(s: &str) -> Option<u64> {
     let t = humantime::parse_rfc3339(s).ok()?;
     Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_micros() as u64)
+}
+
+/// One response that came out differently on replay.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Mismatch {
+    pub seq: u64,
+    pub expected_status: u16,
+    pub actual_status: u16,
+    pub expected_body: String,
+    pub actual_body: String,
+}
+
+/// Re-execute `rows` (a tape) on a fresh store booted from `seed`, each at its recorded time
+/// and sequence number, and report every response that differs from the recorded one.
+/// A deterministic twin gives none.
+pub async fn replay(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, rows: &[TapeRow]) -> Result<Vec<Mismatch>, StoreError> {
+    let (store, instance) = boot(&rt, &image, &seed).await?;
+    let mut w = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics: Arc::new(Metrics::default()) };
+    let mut out = Vec::new();
+    for row in rows.iter().filter(|r| r.error.is_none()) {
+        let ts = parse_micros(&row.ts).unwrap_or_default();
+        let (reply, _) = w.call_handle(&replay_request(row), ts, row.seq).await?;
+        let (body, _) = encode_body(&reply.body);
+        if reply.status != row.status || body != row.response_body || reply.headers != row.response_headers {
+            out.push(Mismatch { seq: row.seq, expected_status: row.status, actual_status: reply.status, expected_body: row.response_body.clone(), actual_body: body });
+        }
+    }
+    Ok(out)
 }

@@ -37,6 +37,9 @@ pub struct TapeRow {
     pub request_body: String,
     /// The client's base URL the twin built links from (needed to replay byte-for-byte).
     pub base_url: String,
+    /// How the request was authenticated: `agent` for nearly every row; `missing` or
+    /// `invalid` only for routes a twin serves without a credential (pre-signed URLs).
+    pub auth: String,
     pub status: u16,
     pub response_headers: Vec<(String, String)>,
     pub response_body: String,

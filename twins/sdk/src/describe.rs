@@ -39,6 +39,7 @@ pub struct Description {
     pub name: String,
     pub version: String,
     pub contract: String,
+    pub client_base_path: String,
     pub surface: Vec<RouteDecl>,
     pub checks: Vec<CheckDecl>,
 }
@@ -49,6 +50,7 @@ impl Description {
             name: T::NAME.to_string(),
             version: T::VERSION.to_string(),
             contract: "pome:twin@0.1.0".to_string(),
+            client_base_path: T::CLIENT_BASE_PATH.to_string(),
             surface: T::router().surface(),
             checks: T::checks(),
         }

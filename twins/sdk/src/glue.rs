@@ -70,7 +70,7 @@ pub fn handle<T: Twin>(req: wit::HttpRequest) -> wit::HttpResponse {
             wit::Auth::Invalid => Auth::Invalid,
         },
     });
-    let response = if call.req.auth == Auth::Agent {
+    let response = if call.req.auth == Auth::Agent || T::serves_without_auth(&call.req) {
         with_world::<T, _>(|world| T::router().dispatch(world, &mut call))
     } else {
         T::auth_error(&call)

@@ -38,6 +38,10 @@ pub trait Twin: serde::Serialize + serde::de::DeserializeOwned + Sized + 'static
     const NAME: &'static str;
     /// The twin's own version, reported by `describe`.
     const VERSION: &'static str;
+    /// What a client appends to the twin's base URL to get its API root, when the real API
+    /// lives under a prefix (Slack: `/api/`, Linear: `/graphql`). Reported by `describe`
+    /// and used by the host for the sandbox's `api_url`.
+    const CLIENT_BASE_PATH: &'static str = "";
 
     /// Build the world from a seed; `None` means the default world. Errors name the offending
     /// path in the seed (`repositories[0].issues[2].state: expected "open" or "closed"`).
@@ -54,6 +58,13 @@ pub trait Twin: serde::Serialize + serde::de::DeserializeOwned + Sized + 'static
     /// in the API's own error shape.
     fn auth_error(call: &Call) -> Response;
     fn host_error(err: &HostError) -> Response;
+
+    /// Whether a request that carries no valid credential may still reach the router. For
+    /// routes that are their own proof, like the pre-signed upload URL Slack hands out
+    /// (`files.getUploadURLExternal`), which clients call without the token. Default: none.
+    fn serves_without_auth(_req: &Request) -> bool {
+        false
+    }
 
     /// The world as canonical JSON for grading. Defaults to the serde form of the world.
     fn state(&self) -> Value {

@@ -1,0 +1,52 @@
+# pome: build the twins (WebAssembly components), the host, and run or test it all.
+#
+#   make run    build everything, then serve on 127.0.0.1:8080 with embedded defaults
+#   make test   every test: Rust unit and end-to-end tests, then the client-library suites
+#   make bench  benchmarks on this machine; prints figures
+
+CARGO        ?= cargo
+WASM_TARGET  := wasm32-wasip2
+TWIN_CRATES  := twin-github twin-slack twin-hostile
+VENV         := .venv
+PYTHON       ?= python3
+
+.PHONY: all run test bench twins host host-release wasm-target venv test-rust test-python clean-data
+
+all: host
+
+wasm-target:
+	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
+
+# Twins are built in release: the host embeds them and compiles them once.
+twins: wasm-target
+	$(CARGO) build --release --target $(WASM_TARGET) $(addprefix -p ,$(TWIN_CRATES))
+
+host: twins
+	$(CARGO) build -p pome
+
+host-release: twins
+	$(CARGO) build --release -p pome
+
+run: host-release
+	./target/release/pome serve
+
+$(VENV)/.installed: tests/python/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+test-rust: host
+	$(CARGO) test --workspace
+
+test-python: host venv
+	$(VENV)/bin/python -m pytest -q tests/python
+
+test: test-rust test-python
+
+bench: host-release
+	bash bench/run.sh
+
+clean-data:
+	rm -rf pome-data
