@@ -46,7 +46,8 @@ test-python: host venv
 test: test-rust test-python
 
 bench: host-release
-	bash bench/run.sh
+	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	$(CARGO) run --release -p pome-bench
 
 clean-data:
 	rm -rf pome-data

@@ -1,0 +1,224 @@
+//! `make bench`: runs the release `pome serve` binary as a separate process and measures it
+//! from outside, over real sockets, the way users meet it. Prints figures; asserts nothing.
+//!
+//! - sandbox create latency, end to end over HTTP (1 twin, 3 twins, a 1 MB seed)
+//! - twin request throughput and latency with `wrk` at 1 and 64 connections
+//! - resident memory per idle sandbox at 1,000 and 10,000 sandboxes
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const KEY: &str = "pme_bench";
+
+struct Server {
+    url: String,
+    child: Child,
+    http: reqwest::Client,
+    _data: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+impl Server {
+    fn start() -> Server {
+        let data = tempfile::tempdir().unwrap();
+        let twins = root().join("target/bench-twins");
+        std::fs::create_dir_all(&twins).unwrap();
+        std::fs::copy(root().join("target/wasm32-wasip2/release/twin_hostile.wasm"), twins.join("twin_hostile.wasm")).unwrap();
+        let mut child = Command::new(root().join("target/release/pome"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--quota", "20000", "--max-stores", "12000", "--tape-rows", "2000000", "--tape-mib", "4096"])
+            .arg("--data")
+            .arg(data.path())
+            .arg("--twins-dir")
+            .arg(&twins)
+            .env("POME_API_KEY", KEY)
+            .env("POME_LOG", "warn")
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("target/release/pome exists (make bench builds it)");
+        use std::io::BufRead;
+        let mut url = String::new();
+        for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+            let line = line.unwrap();
+            if let Some(u) = line.strip_prefix("pome listening on ") {
+                url = u.trim().to_string();
+                break;
+            }
+        }
+        Server { url, child, http: reqwest::Client::new(), _data: data }
+    }
+
+    async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self.http.request(method, format!("{}{path}", self.url)).header("x-api-key", KEY);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        (resp.status().as_u16(), resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn create(&self, body: &Value) -> Value {
+        let (status, v) = self.api(reqwest::Method::POST, "/v1/sandboxes", Some(body.clone())).await;
+        assert_eq!(status, 201, "{v}");
+        v
+    }
+
+    async fn discard(&self, id: &str) {
+        let (_, refusal) = self.api(reqwest::Method::DELETE, &format!("/v1/sandboxes/{id}"), None).await;
+        let token = refusal["error"]["details"]["discard_token"].as_str().unwrap_or_default();
+        self.api(reqwest::Method::DELETE, &format!("/v1/sandboxes/{id}?confirm_discard={token}"), None).await;
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+async fn create_latency(server: &Server, label: &str, body: Value, n: usize) {
+    // The first create on a new seed runs the twin's init; report it apart.
+    let t = Instant::now();
+    let first = server.create(&body).await;
+    let cold = t.elapsed();
+    server.discard(first["id"].as_str().unwrap()).await;
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let sb = server.create(&body).await;
+        times.push(t.elapsed());
+        server.discard(sb["id"].as_str().unwrap()).await;
+    }
+    times.sort();
+    println!(
+        "create {label:<34} p50 {:>8.3} ms   p99 {:>8.3} ms   (first, with init: {:.1} ms; n={n})",
+        percentile(&times, 0.5).as_secs_f64() * 1e3,
+        percentile(&times, 0.99).as_secs_f64() * 1e3,
+        cold.as_secs_f64() * 1e3
+    );
+}
+
+/// A GitHub seed with `n` open issues whose bodies make it about `bytes` long.
+fn github_seed(issues: usize, body_bytes: usize) -> Value {
+    let issues: Vec<Value> = (0..issues)
+        .map(|i| json!({"title": format!("Issue number {i}"), "body": "x".repeat(body_bytes), "state": "open", "labels": [], "assignees": []}))
+        .collect();
+    json!({
+        "users": [{"login": "acme", "type": "Organization"}, {"login": "pome-agent", "type": "User"}],
+        "repositories": [{"owner": "acme", "name": "api", "description": "bench", "private": false, "default_branch": "main",
+                          "files": [{"path": "README.md", "content": "# api\n"}], "issues": issues}]
+    })
+}
+
+struct WrkResult {
+    rps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    non_2xx: u64,
+}
+
+fn wrk(url: &str, token: &str, conns: u32, script: Option<&Path>) -> WrkResult {
+    let threads = conns.min(2).to_string();
+    let mut cmd = Command::new("wrk");
+    cmd.args(["-t", &threads, "-c", &conns.to_string(), "-d", "5s", "--latency", "-H", &format!("Authorization: Bearer {token}")]);
+    if let Some(s) = script {
+        cmd.arg("-s").arg(s);
+    }
+    let out = cmd.arg(url).output().expect("wrk is installed (make bench installs it)");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let field = |prefix: &str| -> Option<String> {
+        text.lines().find(|l| l.trim_start().starts_with(prefix)).map(|l| l.trim_start()[prefix.len()..].trim().split_whitespace().next().unwrap_or("").to_string())
+    };
+    let ms = |s: Option<String>| -> f64 {
+        let s = s.unwrap_or_default();
+        if let Some(v) = s.strip_suffix("us") { v.parse::<f64>().unwrap_or(0.0) / 1000.0 }
+        else if let Some(v) = s.strip_suffix("ms") { v.parse().unwrap_or(0.0) }
+        else if let Some(v) = s.strip_suffix('s') { v.parse::<f64>().unwrap_or(0.0) * 1000.0 }
+        else { 0.0 }
+    };
+    WrkResult {
+        rps: field("Requests/sec:").and_then(|v| v.parse().ok()).unwrap_or(0.0),
+        p50_ms: ms(field("50%")),
+        p99_ms: ms(field("99%")),
+        non_2xx: field("Non-2xx or 3xx responses:").and_then(|v| v.parse().ok()).unwrap_or(0),
+    }
+}
+
+async fn throughput(server: &Server) {
+    let script_dir = tempfile::tempdir().unwrap();
+    let post = script_dir.path().join("create_issue.lua");
+    std::fs::write(&post, "wrk.method = \"POST\"\nwrk.body = '{\"title\": \"Load test issue\", \"body\": \"created by wrk\"}'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n").unwrap();
+
+    let default = server.create(&json!({"twins": ["github"]})).await;
+    let big = server.create(&json!({"twins": ["github"], "seed": github_seed(1000, 200)})).await;
+    let cases: Vec<(&str, &Value, &str, Option<&Path>)> = vec![
+        ("list issues (default world)", &default, "/repos/acme/api/issues", None),
+        ("list issues, page of 30 of 1,000", &big, "/repos/acme/api/issues?per_page=30&page=7", None),
+        ("create issue", &default, "/repos/acme/api/issues", Some(post.as_path())),
+    ];
+    for (label, sb, path, script) in cases {
+        for conns in [1u32, 64] {
+            // Each run gets a fresh sandbox for writes, so the tape starts empty.
+            let target = if script.is_some() { server.create(&json!({"twins": ["github"]})).await } else { (*sb).clone() };
+            let url = format!("{}/s/{}/github{path}", server.url, target["id"].as_str().unwrap());
+            let r = wrk(&url, target["agent_token"].as_str().unwrap(), conns, script);
+            println!(
+                "github {label:<34} c={conns:<3} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms{}",
+                r.rps,
+                r.p50_ms,
+                r.p99_ms,
+                if r.non_2xx > 0 { format!("   ({} non-2xx!)", r.non_2xx) } else { String::new() }
+            );
+        }
+    }
+}
+
+async fn memory(server: &Server) {
+    let body = json!({"twins": ["github"]});
+    // Warm the seed snapshot and the allocator first.
+    let warm = server.create(&body).await;
+    server.discard(warm["id"].as_str().unwrap()).await;
+    let base = server.rss_kib();
+    let mut made = 0usize;
+    for target in [1_000usize, 10_000] {
+        while made < target {
+            server.create(&body).await;
+            made += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let rss = server.rss_kib();
+        println!(
+            "memory {target:>6} idle github sandboxes: RSS {:>7.1} MiB, {:>6.1} KiB per sandbox",
+            rss as f64 / 1024.0,
+            (rss.saturating_sub(base)) as f64 / made as f64
+        );
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let server = Server::start();
+    println!("pome bench on {} cores; server at {}", std::thread::available_parallelism().map_or(0, |n| n.get()), server.url);
+    create_latency(&server, "1 twin (github, default)", json!({"twins": ["github"]}), 300).await;
+    create_latency(&server, "3 twins (github+slack+hostile)", json!({"twins": ["github", "slack", "hostile"]}), 300).await;
+    let seed = github_seed(1000, 900);
+    println!("       (1 MB seed = {} bytes of JSON)", seed.to_string().len());
+    create_latency(&server, "1 twin, 1 MB github seed", json!({"twins": ["github"], "seed": seed}), 100).await;
+    throughput(&server).await;
+    memory(&server).await;
+}
