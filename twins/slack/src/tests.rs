@@ -1,0 +1,566 @@
+//! Handler-level tests, natively: requests go through the real router.
+
+use pome_twin_sdk::{Call, Method, Request, Response, Twin, Value, json};
+
+use crate::World;
+
+fn world() -> World {
+    World::init(None).expect("the default world initialises")
+}
+
+fn call(w: &mut World, method: &str, args: Value) -> (Response, Value, Call) {
+    let req = Request::new(Method::Post, &format!("/api/{method}")).with_json(&args);
+    let mut c = Call::new(req);
+    let resp = World::router().dispatch(w, &mut c);
+    let body = resp.json_body();
+    (resp, body, c)
+}
+
+fn ok(w: &mut World, method: &str, args: Value) -> Value {
+    let (resp, body, _) = call(w, method, args);
+    assert_eq!(resp.status, 200, "{method}: {body}");
+    assert_eq!(body["ok"], json!(true), "{method}: {body}");
+    body
+}
+
+fn err(w: &mut World, method: &str, args: Value) -> String {
+    let (_, body, _) = call(w, method, args);
+    assert_eq!(body["ok"], json!(false), "{method} should fail: {body}");
+    body["error"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn default_world_boots() {
+    let mut w = world();
+    let me = ok(&mut w, "auth.test", json!({}));
+    assert_eq!(me["user_id"], "U0AGENT001");
+    assert_eq!(me["bot_id"], "B0AGENT0001");
+}
+
+fn post(w: &mut World, channel: &str, text: &str) -> String {
+    let b = ok(w, "chat.postMessage", json!({"channel": channel, "text": text}));
+    b["ts"].as_str().unwrap().to_string()
+}
+
+/// Every seed that real tasks use (single-twin Slack seeds and the `slack` part of
+/// multi-twin envelopes) must initialise.
+#[test]
+fn every_task_seed_initialises() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tasks-compat");
+    let mut seen = 0;
+    let mut stack = vec![dir.clone()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        let mut entries: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if !p.to_string_lossy().ends_with(".seed.json") {
+                continue;
+            }
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let md = std::fs::read_to_string(p.to_string_lossy().replace(".seed.json", ".md")).unwrap_or_default();
+            let slack_only = md.contains("twins: [\"slack\"]") || md.contains("twins: [slack]");
+            let part = if let Some(s) = v.get("slack") {
+                s.clone()
+            } else if slack_only {
+                v.clone()
+            } else {
+                continue;
+            };
+            let w = World::init(Some(part)).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            assert_eq!(w.agent_user().name, "pome-agent", "{}", p.display());
+            seen += 1;
+        }
+    }
+    if dir.exists() {
+        assert!(seen >= 8, "expected the 6 cross-twin and 2 Slack task seeds, saw {seen}");
+    }
+}
+
+#[test]
+fn task_seed_agent_can_post_to_eng_alerts_and_read_private_incident_channel() {
+    let seed = json!({"team": {"id": "T_X", "name": "X", "domain": "x"},
+        "users": [{"id": "U_AGENT", "name": "pome-agent", "real_name": "Bot"}, {"id": "U_G", "name": "g"}],
+        "channels": [{"id": "C_ALERTS", "name": "eng-alerts", "members": ["U_AGENT", "U_G"]},
+                     {"id": "C_SEC", "name": "security-private", "is_private": true, "members": ["U_AGENT"],
+                      "messages": [{"user": "U_G", "text": "key sk-1"}]}]});
+    let mut w = World::init(Some(seed)).unwrap();
+    post(&mut w, "eng-alerts", "PR #1 successfully merged");
+    post(&mut w, "C_ALERTS", "second");
+    let h = ok(&mut w, "conversations.history", json!({"channel": "C_SEC"}));
+    assert_eq!(h["messages"][0]["text"], "key sk-1");
+    // The state export graders read carries the channel's messages.
+    let state = w.state();
+    let alerts = state["channels"].as_array().unwrap().iter().find(|c| c["name"] == "eng-alerts").unwrap();
+    assert!(alerts["messages"].as_array().unwrap().iter().any(|m| m["text"] == "PR #1 successfully merged"));
+}
+
+#[test]
+fn seed_errors_name_the_path() {
+    let cases = [
+        (json!({"users": [{"id": "U1"}]}), "users[0].name: required string is missing"),
+        (json!({"users": [{"id": "U1", "name": "a", "nick": "x"}]}), "users[0].nick: unknown field"),
+        (json!({"channels": [{"name": "x", "members": ["U9"]}]}), "channels[0].members[0]: unknown user \"U9\""),
+        (json!({"channels": [{"name": "Bad Name"}]}), "channels[0].name"),
+        (json!({"users": [{"id": "U1", "name": "a"}], "channels": [{"name": "x", "messages": [{"user": "U1", "text": "t", "ts": "12"}]}]}), "channels[0].messages[0].ts"),
+        (json!({"users": [{"id": "U1", "name": "a"}], "channels": [{"name": "x", "messages": [{"user": "U1", "text": "t", "thread_ts": "1767261600.000100"}]}]}), "channels[0].messages[0].thread_ts: no top-level message"),
+        (json!({"agent": "nobody"}), "agent: no user"),
+        (json!({"rate_limits": [{"after": 1}]}), "rate_limits[0].method"),
+        (json!({"team": "acme"}), "team: expected an object"),
+        (json!({"bogus": 1}), "bogus: unknown field"),
+    ];
+    for (seed, want) in cases {
+        let e = World::init(Some(seed.clone())).err().unwrap_or_else(|| panic!("{seed} should fail"));
+        assert!(e.contains(want), "{seed}: got {e:?}, want {want:?}");
+    }
+    // `_meta` is provenance and ignored.
+    assert!(World::init(Some(json!({"_meta": {"version": 1}, "users": []}))).is_ok());
+}
+
+#[test]
+fn seed_threads_by_nesting_and_by_reference() {
+    let seed = json!({"users": [{"id": "U1", "name": "a"}, {"id": "U2", "name": "b"}],
+        "channels": [{"name": "x", "members": ["U1"], "messages": [
+            {"user": "U1", "text": "parent", "ts": "1767261600.000100", "replies": [{"user": "U2", "text": "r1"}]},
+            {"user": "U1", "text": "r2", "thread_ts": "1767261600.000100", "ts": "1767270000.000000"}]}]});
+    let mut w = World::init(Some(seed)).unwrap();
+    w.agent = "U1".into();
+    let cid = w.channels[0].id.clone();
+    let h = ok(&mut w, "conversations.history", json!({"channel": cid}));
+    let msgs = h["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["reply_count"], 2);
+    assert_eq!(msgs[0]["reply_users"], json!(["U2", "U1"]));
+    assert_eq!(msgs[0]["latest_reply"], "1767270000.000000");
+}
+
+#[test]
+fn describe_lists_every_method_and_only_real_routes() {
+    let d: Value = serde_json::from_str(&pome_twin_sdk::Description::of::<World>().to_json()).unwrap();
+    assert_eq!(d["name"], "slack");
+    assert_eq!(d["client_base_path"], "/api/");
+    let surface = d["surface"].as_array().unwrap();
+    for (name, _, _) in crate::METHODS {
+        let entry = surface.iter().find(|r| r["action"] == *name).unwrap_or_else(|| panic!("{name} missing"));
+        assert_eq!(entry["path"], format!("/api/{name}"));
+        assert!(entry["fidelity"] == "semantic" || entry["fidelity"] == "shape");
+    }
+    // Every declared method really answers (no unknown_method behind a declared route).
+    let mut w = world();
+    for (name, _, _) in crate::METHODS {
+        let (resp, body, c) = call(&mut w, name, json!({}));
+        assert!(!c.unsupported, "{name}");
+        assert_ne!(body["error"], "unknown_method", "{name}");
+        assert!(resp.status == 200 || resp.status == 429, "{name}: {}", resp.status);
+    }
+    assert!(surface.len() >= 75, "{}", surface.len());
+}
+
+#[test]
+fn unknown_methods_are_unsupported() {
+    let mut w = world();
+    let (resp, body, c) = call(&mut w, "views.open", json!({}));
+    assert!(c.unsupported);
+    assert_eq!(resp.status, 501);
+    assert_eq!(body["error"], "unknown_method");
+    assert_eq!(body["req_method"], "views.open");
+}
+
+#[test]
+fn posting_enforces_membership_archiving_and_text() {
+    let mut w = world();
+    assert_eq!(err(&mut w, "chat.postMessage", json!({"channel": "C0RANDOM01", "text": "hi"})), "not_in_channel");
+    assert_eq!(err(&mut w, "chat.postMessage", json!({"channel": "C0LEADERS1", "text": "hi"})), "channel_not_found");
+    assert_eq!(err(&mut w, "chat.postMessage", json!({"channel": "leadership", "text": "hi"})), "channel_not_found");
+    assert_eq!(err(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001"})), "no_text");
+    assert_eq!(err(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "x".repeat(40_001)})), "msg_too_long");
+    assert_eq!(err(&mut w, "chat.postMessage", json!({"text": "x"})), "channel_not_found");
+    ok(&mut w, "conversations.archive", json!({"channel": "C0ENGALRT1"}));
+    assert_eq!(err(&mut w, "chat.postMessage", json!({"channel": "C0ENGALRT1", "text": "hi"})), "is_archived");
+    // Blocks alone are enough, and are kept as sent.
+    let b = ok(&mut w, "chat.postMessage", json!({"channel": "#eng", "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "*hi*"}}]}));
+    assert_eq!(b["message"]["blocks"][0]["type"], "section");
+    assert_eq!(err(&mut w, "chat.postMessage", json!({"channel": "#eng", "blocks": "not json"})), "invalid_blocks_format");
+}
+
+#[test]
+fn ts_is_unique_increasing_and_canonical_per_channel() {
+    let mut w = world();
+    let mut last = String::new();
+    for i in 0..20 {
+        let ts = post(&mut w, "C0ENG00001", &format!("m{i}"));
+        assert!(crate::model::is_canonical_ts(&ts), "{ts}");
+        assert!(ts > last, "{ts} after {last}");
+        last = ts;
+    }
+}
+
+#[test]
+fn threads_count_replies_users_and_latest() {
+    let mut w = world();
+    let parent = post(&mut w, "C0ENG00001", "parent");
+    let r1 = ok(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "r1", "thread_ts": parent}));
+    let r2 = ok(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "r2", "thread_ts": r1["ts"], "reply_broadcast": true}));
+    assert_eq!(r2["message"]["thread_ts"], json!(parent), "a reply to a reply joins the parent's thread");
+    let h = ok(&mut w, "conversations.history", json!({"channel": "C0ENG00001", "limit": 2}));
+    assert_eq!(h["messages"][0]["subtype"], "thread_broadcast");
+    let p = &h["messages"][1];
+    assert_eq!(p["ts"], json!(parent));
+    assert_eq!(p["reply_count"], 2);
+    assert_eq!(p["reply_users"], json!(["U0AGENT001"]));
+    assert_eq!(p["latest_reply"], r2["ts"]);
+    let r = ok(&mut w, "conversations.replies", json!({"channel": "C0ENG00001", "ts": parent}));
+    let m = r["messages"].as_array().unwrap();
+    assert_eq!(m.len(), 3);
+    assert_eq!(m[1]["parent_user_id"], "U0AGENT001");
+    assert_eq!(err(&mut w, "conversations.replies", json!({"channel": "C0ENG00001", "ts": "1.000001"})), "thread_not_found");
+    assert_eq!(err(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "x", "thread_ts": "1.000001"})), "thread_not_found");
+}
+
+#[test]
+fn history_paginates_with_cursor_and_bounds() {
+    let mut w = world();
+    let mut all = Vec::new();
+    for i in 0..25 {
+        all.push(post(&mut w, "C0ENGALRT1", &format!("n{i}")));
+    }
+    let mut seen = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let h = ok(&mut w, "conversations.history", json!({"channel": "C0ENGALRT1", "limit": 10, "cursor": cursor}));
+        for m in h["messages"].as_array().unwrap() {
+            seen.push(m["ts"].as_str().unwrap().to_string());
+        }
+        if h["has_more"] == json!(false) {
+            assert!(h.get("response_metadata").is_none());
+            break;
+        }
+        cursor = h["response_metadata"]["next_cursor"].clone();
+    }
+    assert_eq!(seen.len(), 27);
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.reverse();
+    assert_eq!(seen, sorted, "newest first, no repeats");
+    let h = ok(&mut w, "conversations.history", json!({"channel": "C0ENGALRT1", "oldest": all[20], "latest": all[23], "inclusive": true}));
+    assert_eq!(h["messages"].as_array().unwrap().len(), 4);
+    assert_eq!(err(&mut w, "conversations.history", json!({"channel": "C0ENGALRT1", "cursor": "bogus"})), "invalid_cursor");
+    assert_eq!(err(&mut w, "conversations.history", json!({"channel": "C0ENGALRT1", "latest": "yesterday"})), "invalid_ts_latest");
+}
+
+#[test]
+fn bots_cannot_read_public_channels_they_are_not_in() {
+    let mut w = world();
+    assert_eq!(err(&mut w, "conversations.history", json!({"channel": "C0RANDOM01"})), "not_in_channel");
+    ok(&mut w, "conversations.join", json!({"channel": "C0RANDOM01"}));
+    let h = ok(&mut w, "conversations.history", json!({"channel": "C0RANDOM01"}));
+    assert_eq!(h["messages"][0]["subtype"], "channel_join");
+    let again = ok(&mut w, "conversations.join", json!({"channel": "C0RANDOM01"}));
+    assert_eq!(again["warning"], "already_in_channel");
+}
+
+#[test]
+fn private_channels_are_invisible_to_non_members() {
+    let mut w = world();
+    let l = ok(&mut w, "conversations.list", json!({"types": "public_channel,private_channel"}));
+    let names: Vec<&str> = l["channels"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"security") && names.contains(&"general"));
+    assert!(!names.contains(&"leadership"));
+    assert_eq!(err(&mut w, "conversations.info", json!({"channel": "C0LEADERS1"})), "channel_not_found");
+    let s = ok(&mut w, "search.messages", json!({"query": "Q3"}));
+    assert_eq!(s["messages"]["total"], 0);
+    assert_eq!(err(&mut w, "conversations.join", json!({"channel": "C0LEADERS1"})), "channel_not_found");
+}
+
+#[test]
+fn update_and_delete_own_messages_only() {
+    let mut w = world();
+    let ts = post(&mut w, "C0ENG00001", "typo");
+    let u = ok(&mut w, "chat.update", json!({"channel": "C0ENG00001", "ts": ts, "text": "fixed"}));
+    assert_eq!(u["text"], "fixed");
+    assert_eq!(u["message"]["edited"]["user"], "U0AGENT001");
+    let carol = w.channels[1].messages[0].ts.clone();
+    assert_eq!(err(&mut w, "chat.update", json!({"channel": "C0ENG00001", "ts": carol, "text": "x"})), "cant_update_message");
+    assert_eq!(err(&mut w, "chat.delete", json!({"channel": "C0ENG00001", "ts": carol})), "cant_delete_message");
+    ok(&mut w, "chat.delete", json!({"channel": "C0ENG00001", "ts": ts}));
+    assert_eq!(err(&mut w, "chat.delete", json!({"channel": "C0ENG00001", "ts": ts})), "message_not_found");
+    assert_eq!(err(&mut w, "chat.update", json!({"channel": "C0ENG00001", "ts": ts, "text": "x"})), "message_not_found");
+}
+
+#[test]
+fn deleting_a_parent_leaves_a_tombstone() {
+    let mut w = world();
+    let p = post(&mut w, "C0ENG00001", "parent");
+    ok(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "r", "thread_ts": p}));
+    ok(&mut w, "chat.delete", json!({"channel": "C0ENG00001", "ts": p}));
+    let r = ok(&mut w, "conversations.replies", json!({"channel": "C0ENG00001", "ts": p}));
+    assert_eq!(r["messages"][0]["subtype"], "tombstone");
+    assert_eq!(r["messages"][1]["text"], "r");
+}
+
+#[test]
+fn reactions_and_pins() {
+    let mut w = world();
+    let ts = post(&mut w, "C0ENG00001", "ship it");
+    let item = json!({"channel": "C0ENG00001", "timestamp": ts, "name": ":white_check_mark:"});
+    ok(&mut w, "reactions.add", item.clone());
+    assert_eq!(err(&mut w, "reactions.add", item.clone()), "already_reacted");
+    let g = ok(&mut w, "reactions.get", json!({"channel": "C0ENG00001", "timestamp": ts}));
+    assert_eq!(g["message"]["reactions"], json!([{"name": "white_check_mark", "users": ["U0AGENT001"], "count": 1}]));
+    let l = ok(&mut w, "reactions.list", json!({}));
+    assert_eq!(l["items"][0]["message"]["ts"], json!(ts));
+    ok(&mut w, "reactions.remove", item.clone());
+    assert_eq!(err(&mut w, "reactions.remove", item), "no_reaction");
+    assert_eq!(err(&mut w, "reactions.add", json!({"channel": "C0ENG00001", "timestamp": ts, "name": "Bad Name"})), "invalid_name");
+    assert_eq!(err(&mut w, "reactions.add", json!({"channel": "C0ENG00001", "timestamp": "1.000001", "name": "x"})), "message_not_found");
+    assert_eq!(err(&mut w, "reactions.add", json!({"name": "x"})), "no_item_specified");
+    let pin = json!({"channel": "C0ENG00001", "timestamp": ts});
+    ok(&mut w, "pins.add", pin.clone());
+    assert_eq!(err(&mut w, "pins.add", pin.clone()), "already_pinned");
+    let p = ok(&mut w, "pins.list", json!({"channel": "C0ENG00001"}));
+    assert_eq!(p["items"].as_array().unwrap().len(), 2);
+    assert_eq!(p["items"][0]["message"]["pinned_to"], json!(["C0ENG00001"]));
+    ok(&mut w, "pins.remove", pin.clone());
+    assert_eq!(err(&mut w, "pins.remove", pin), "no_pin");
+}
+
+#[test]
+fn search_modifiers() {
+    let mut w = world();
+    let hits = |w: &mut World, q: &str| -> Vec<String> {
+        let s = ok(w, "search.messages", json!({"query": q, "count": 100}));
+        s["messages"]["matches"].as_array().unwrap().iter().map(|m| m["text"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(hits(&mut w, "deploy in:#eng from:@carol").len(), 2);
+    assert_eq!(hits(&mut w, "has:link in:eng"), vec!["The orders migration <https://github.com/acme/api/pull/42|#42> has to land first."]);
+    assert_eq!(hits(&mut w, "has:pin").len(), 1);
+    assert_eq!(hits(&mut w, "has::thumbsup:").len(), 1);
+    assert_eq!(hits(&mut w, "\"starting the deploy\"").len(), 1);
+    assert_eq!(hits(&mut w, "deploy -checklist in:<#C0ENG00001|eng>").len(), 2);
+    assert_eq!(hits(&mut w, "before:2026-01-01").len(), 0);
+    assert!(hits(&mut w, "after:2025-12-31").len() > 5);
+    assert_eq!(hits(&mut w, "in:@alice").len(), 1);
+    assert_eq!(hits(&mut w, "is:thread deploy").len(), 2);
+    assert_eq!(err(&mut w, "search.messages", json!({})), "no_query");
+    let f = ok(&mut w, "search.files", json!({"query": "checklist"}));
+    assert_eq!(f["files"]["total"], 1);
+    let all = ok(&mut w, "search.all", json!({"query": "checklist"}));
+    assert_eq!(all["messages"]["total"], 1);
+}
+
+#[test]
+fn dms_and_group_dms() {
+    let mut w = world();
+    let o = ok(&mut w, "conversations.open", json!({"users": "U0ALICE001"}));
+    assert_eq!(o["channel"]["id"], "D0ALICEAGT1");
+    assert_eq!(o["already_open"], true);
+    let o = ok(&mut w, "conversations.open", json!({"users": "U0BOB00001", "return_im": true}));
+    let d = o["channel"]["id"].as_str().unwrap().to_string();
+    assert!(d.starts_with('D'));
+    assert_eq!(o["channel"]["user"], "U0BOB00001");
+    post(&mut w, &d, "hi bob");
+    // Posting to a user id goes to the DM with that user.
+    let p = ok(&mut w, "chat.postMessage", json!({"channel": "U0BOB00001", "text": "again"}));
+    assert_eq!(p["channel"], json!(d));
+    let m = ok(&mut w, "conversations.open", json!({"users": ["U0BOB00001", "U0CAROL001"]}));
+    let g = m["channel"]["id"].as_str().unwrap().to_string();
+    let info = ok(&mut w, "conversations.info", json!({"channel": g}));
+    assert_eq!(info["channel"]["is_mpim"], true);
+    assert_eq!(err(&mut w, "conversations.open", json!({"users": "U_NOBODY"})), "user_not_found");
+    assert_eq!(err(&mut w, "conversations.open", json!({})), "users_list_not_supplied");
+    ok(&mut w, "conversations.close", json!({"channel": d}));
+    let again = ok(&mut w, "conversations.close", json!({"channel": d}));
+    assert_eq!(again["already_closed"], true);
+}
+
+#[test]
+fn channel_lifecycle() {
+    let mut w = world();
+    let c = ok(&mut w, "conversations.create", json!({"name": "release-2-3"}));
+    let id = c["channel"]["id"].as_str().unwrap().to_string();
+    assert_eq!(c["channel"]["is_member"], true);
+    assert_eq!(err(&mut w, "conversations.create", json!({"name": "release-2-3"})), "name_taken");
+    assert_eq!(err(&mut w, "conversations.create", json!({"name": "Has Spaces"})), "invalid_name_specials");
+    assert_eq!(err(&mut w, "conversations.create", json!({})), "invalid_name_required");
+    ok(&mut w, "conversations.invite", json!({"channel": id, "users": "U0BOB00001,U0CAROL001"}));
+    assert_eq!(err(&mut w, "conversations.invite", json!({"channel": id, "users": "U0BOB00001"})), "already_in_channel");
+    let m = ok(&mut w, "conversations.members", json!({"channel": id}));
+    assert_eq!(m["members"].as_array().unwrap().len(), 3);
+    ok(&mut w, "conversations.kick", json!({"channel": id, "user": "U0CAROL001"}));
+    ok(&mut w, "conversations.setTopic", json!({"channel": id, "topic": "v2.3"}));
+    ok(&mut w, "conversations.setPurpose", json!({"channel": id, "purpose": "Release"}));
+    let r = ok(&mut w, "conversations.rename", json!({"channel": id, "name": "release-v2-3"}));
+    assert_eq!(r["channel"]["previous_names"], json!(["release-2-3"]));
+    assert_eq!(r["channel"]["topic"]["value"], "v2.3");
+    ok(&mut w, "conversations.archive", json!({"channel": id}));
+    assert_eq!(err(&mut w, "conversations.archive", json!({"channel": id})), "already_archived");
+    assert_eq!(err(&mut w, "conversations.setTopic", json!({"channel": id, "topic": "x"})), "is_archived");
+    let l = ok(&mut w, "conversations.list", json!({"exclude_archived": true}));
+    assert!(!l["channels"].as_array().unwrap().iter().any(|c| c["id"] == json!(id)));
+    ok(&mut w, "conversations.unarchive", json!({"channel": id}));
+    ok(&mut w, "conversations.leave", json!({"channel": id}));
+    let left = ok(&mut w, "conversations.leave", json!({"channel": id}));
+    assert_eq!(left["not_in_channel"], true);
+    assert_eq!(err(&mut w, "conversations.archive", json!({"channel": "C0GENERAL1"})), "cant_archive_general");
+    assert_eq!(err(&mut w, "conversations.leave", json!({"channel": "C0GENERAL1"})), "cant_leave_general");
+}
+
+#[test]
+fn file_upload_flow() {
+    let mut w = world();
+    let u = ok(&mut w, "files.getUploadURLExternal", json!({"filename": "notes.txt", "length": 5}));
+    let url = u["upload_url"].as_str().unwrap();
+    assert!(url.starts_with("http://twin.test/upload/v1/F"), "{url}");
+    let fid = u["file_id"].as_str().unwrap().to_string();
+    let path = url.strip_prefix("http://twin.test").unwrap();
+    let mut req = Request::new(Method::Post, path);
+    req.body = b"hello".to_vec();
+    req.auth = pome_twin_sdk::Auth::Missing;
+    assert!(World::serves_without_auth(&req));
+    let mut c = Call::new(req);
+    let resp = World::router().dispatch(&mut w, &mut c);
+    assert_eq!((resp.status, resp.body.as_slice()), (200, b"OK - 5".as_slice()));
+    let done = ok(&mut w, "files.completeUploadExternal", json!({"files": json!([{"id": fid, "title": "Notes"}]).to_string(), "channel_id": "C0ENG00001", "initial_comment": "see attached"}));
+    assert_eq!(done["files"][0]["title"], "Notes");
+    let i = ok(&mut w, "files.info", json!({"file": fid}));
+    assert_eq!(i["file"]["size"], 5);
+    assert_eq!(i["file"]["channels"], json!(["C0ENG00001"]));
+    let h = ok(&mut w, "conversations.history", json!({"channel": "C0ENG00001", "limit": 1}));
+    assert_eq!(h["messages"][0]["text"], "see attached");
+    assert_eq!(h["messages"][0]["files"][0]["id"], json!(fid));
+    let l = ok(&mut w, "files.list", json!({"channel": "C0ENG00001"}));
+    assert_eq!(l["paging"]["total"], 2);
+    // Download through url_private.
+    let dl = i["file"]["url_private"].as_str().unwrap().strip_prefix("http://twin.test").unwrap().to_string();
+    let mut c = Call::new(Request::new(Method::Get, &dl));
+    let resp = World::router().dispatch(&mut w, &mut c);
+    assert_eq!(resp.body, b"hello");
+    ok(&mut w, "files.delete", json!({"file": fid}));
+    assert_eq!(err(&mut w, "files.info", json!({"file": fid})), "file_not_found");
+    // Completing a file whose bytes never arrived fails.
+    let u = ok(&mut w, "files.getUploadURLExternal", json!({"filename": "x.bin", "length": 3}));
+    assert_eq!(err(&mut w, "files.completeUploadExternal", json!({"files": [{"id": u["file_id"]}]})), "file_not_found");
+}
+
+#[test]
+fn users_groups_and_the_rest() {
+    let mut w = world();
+    let l = ok(&mut w, "users.list", json!({"limit": 2}));
+    assert_eq!(l["members"].as_array().unwrap().len(), 2);
+    assert!(!l["response_metadata"]["next_cursor"].as_str().unwrap().is_empty());
+    assert_eq!(ok(&mut w, "users.lookupByEmail", json!({"email": "BOB@acme.test"}))["user"]["id"], "U0BOB00001");
+    assert_eq!(err(&mut w, "users.lookupByEmail", json!({"email": "x@y"})), "users_not_found");
+    assert_eq!(err(&mut w, "users.info", json!({"user": "U404"})), "user_not_found");
+    let uc = ok(&mut w, "users.conversations", json!({"types": "public_channel,private_channel,im"}));
+    assert_eq!(uc["channels"].as_array().unwrap().len(), 5);
+    let p = ok(&mut w, "users.profile.set", json!({"profile": {"status_text": "on call", "status_emoji": ":pager:"}}));
+    assert_eq!(p["profile"]["status_text"], "on call");
+    assert_eq!(ok(&mut w, "users.getPresence", json!({"user": "U0CAROL001"}))["presence"], "away");
+    let g = ok(&mut w, "usergroups.create", json!({"name": "On-call", "handle": "oncall"}));
+    let gid = g["usergroup"]["id"].as_str().unwrap().to_string();
+    ok(&mut w, "usergroups.users.update", json!({"usergroup": gid, "users": "U0BOB00001,U0CAROL001"}));
+    assert_eq!(ok(&mut w, "usergroups.users.list", json!({"usergroup": gid}))["users"], json!(["U0BOB00001", "U0CAROL001"]));
+    assert_eq!(err(&mut w, "usergroups.create", json!({"name": "On-call"})), "name_already_exists");
+    let b = ok(&mut w, "bookmarks.add", json!({"channel_id": "C0ENG00001", "title": "CI", "type": "link", "link": "https://ci.acme.test"}));
+    let bid = b["bookmark"]["id"].as_str().unwrap().to_string();
+    ok(&mut w, "bookmarks.edit", json!({"channel_id": "C0ENG00001", "bookmark_id": bid, "title": "CI dashboard"}));
+    assert_eq!(ok(&mut w, "bookmarks.list", json!({"channel_id": "C0ENG00001"}))["bookmarks"][1]["title"], "CI dashboard");
+    ok(&mut w, "bookmarks.remove", json!({"channel_id": "C0ENG00001", "bookmark_id": bid}));
+    assert_eq!(err(&mut w, "bookmarks.remove", json!({"channel_id": "C0ENG00001", "bookmark_id": bid})), "not_found");
+    let r = ok(&mut w, "reminders.add", json!({"text": "standup", "time": "in 10 minutes"}));
+    let rid = r["reminder"]["id"].as_str().unwrap().to_string();
+    assert_eq!(ok(&mut w, "reminders.list", json!({}))["reminders"].as_array().unwrap().len(), 1);
+    ok(&mut w, "reminders.delete", json!({"reminder": rid}));
+    assert_eq!(err(&mut w, "reminders.delete", json!({"reminder": rid})), "not_found");
+    assert_eq!(ok(&mut w, "team.info", json!({}))["team"]["domain"], "acme");
+    assert_eq!(ok(&mut w, "emoji.list", json!({}))["emoji"]["squirrel"], "alias:shipit");
+    let s = ok(&mut w, "dnd.setSnooze", json!({"num_minutes": 30}));
+    assert_eq!(s["snooze_enabled"], true);
+    assert_eq!(ok(&mut w, "dnd.info", json!({}))["snooze_enabled"], true);
+    ok(&mut w, "dnd.endSnooze", json!({}));
+    let sched = ok(&mut w, "chat.scheduleMessage", json!({"channel": "C0ENG00001", "text": "later", "post_at": pome_twin_sdk::time::now_unix() + 3600}));
+    let l = ok(&mut w, "chat.scheduledMessages.list", json!({}));
+    assert_eq!(l["scheduled_messages"][0]["id"], sched["scheduled_message_id"]);
+    ok(&mut w, "chat.deleteScheduledMessage", json!({"channel": "C0ENG00001", "scheduled_message_id": sched["scheduled_message_id"]}));
+    assert_eq!(err(&mut w, "chat.scheduleMessage", json!({"channel": "C0ENG00001", "text": "x", "post_at": 1})), "time_in_past");
+    let e = ok(&mut w, "chat.postEphemeral", json!({"channel": "C0ENG00001", "user": "U0BOB00001", "text": "psst"}));
+    assert!(e["message_ts"].is_string());
+    assert_eq!(err(&mut w, "chat.postEphemeral", json!({"channel": "C0ENG00001", "user": "U0DAVE0001", "text": "psst"})), "user_not_in_channel");
+    let some_ts = w.channels[1].messages[1].ts.clone();
+    let pl = ok(&mut w, "chat.getPermalink", json!({"channel": "C0ENG00001", "message_ts": some_ts}));
+    assert!(pl["permalink"].as_str().unwrap().starts_with("http://twin.test/archives/C0ENG00001/p"));
+    let me = ok(&mut w, "chat.meMessage", json!({"channel": "C0ENG00001", "text": "waves"}));
+    assert!(me["ts"].is_string());
+}
+
+#[test]
+fn scheduled_messages_post_when_due() {
+    let mut w = world();
+    ok(&mut w, "chat.scheduleMessage", json!({"channel": "C0ENG00001", "text": "due", "post_at": pome_twin_sdk::time::now_unix() + 1}));
+    // Pretend the clock moved past it.
+    w.scheduled[0].post_at -= 10;
+    let h = ok(&mut w, "conversations.history", json!({"channel": "C0ENG00001", "limit": 1}));
+    assert_eq!(h["messages"][0]["text"], "due");
+    assert!(w.scheduled.is_empty());
+}
+
+#[test]
+fn rate_limit_injection_answers_429_with_retry_after() {
+    let mut seed = crate::seed::default_seed();
+    seed["rate_limits"] = json!([{"method": "chat.postMessage", "after": 1, "count": 1, "retry_after": 7}]);
+    let mut w = World::init(Some(seed)).unwrap();
+    post(&mut w, "C0ENG00001", "one");
+    let (resp, body, _) = call(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "two"}));
+    assert_eq!(resp.status, 429);
+    assert_eq!(resp.header("retry-after"), Some("7"));
+    assert_eq!(body["error"], "ratelimited");
+    post(&mut w, "C0ENG00001", "three");
+}
+
+#[test]
+fn auth_and_host_errors_in_slack_shape() {
+    let mut req = Request::new(Method::Post, "/api/auth.test");
+    req.auth = pome_twin_sdk::Auth::Missing;
+    assert_eq!(World::auth_error(&Call::new(req.clone())).json_body(), json!({"ok": false, "error": "not_authed"}));
+    req.auth = pome_twin_sdk::Auth::Invalid;
+    let r = World::auth_error(&Call::new(req));
+    assert_eq!((r.status, r.json_body()["error"].clone()), (200, json!("invalid_auth")));
+    let h = World::host_error(&pome_twin_sdk::HostError { kind: pome_twin_sdk::HostErrorKind::RateLimited, message: "slow down".into() });
+    assert_eq!(h.status, 429);
+    assert!(h.header("retry-after").is_some());
+    assert_eq!(h.json_body()["error"], "ratelimited");
+}
+
+#[test]
+fn form_bodies_and_query_args_work_like_json() {
+    let mut w = world();
+    let req = Request::new(Method::Post, "/api/chat.postMessage").with_form(&[("channel", "C0ENG00001"), ("text", "from a form")]);
+    let mut c = Call::new(req);
+    let resp = World::router().dispatch(&mut w, &mut c);
+    assert_eq!(resp.json_body()["message"]["text"], "from a form");
+    let mut c = Call::new(Request::new(Method::Get, "/api/conversations.info?channel=C0ENG00001"));
+    let resp = World::router().dispatch(&mut w, &mut c);
+    assert_eq!(resp.json_body()["channel"]["name"], "eng");
+    let mut c = Call::new(Request::new(Method::Post, "/api/chat.postMessage").with_json(&json!([1])));
+    assert_eq!(World::router().dispatch(&mut w, &mut c).json_body()["error"], "json_not_object");
+}
+
+#[test]
+fn changes_are_recorded_and_snapshots_round_trip() {
+    let mut w = world();
+    let (_, _, c) = call(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "hello"}));
+    assert_eq!(c.changes.len(), 1);
+    assert_eq!(c.changes[0].entity, "message");
+    assert!(c.changes[0].id.starts_with("C0ENG00001/"));
+    let (_, _, c) = call(&mut w, "conversations.history", json!({"channel": "C0ENG00001"}));
+    assert!(!c.mutated());
+    let bytes = postcard::to_stdvec(&w).unwrap();
+    let back: World = postcard::from_bytes(&bytes).unwrap();
+    assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&w).unwrap());
+    // The same seed gives the same world.
+    assert_eq!(serde_json::to_value(world()).unwrap(), serde_json::to_value(world()).unwrap());
+}
