@@ -9,6 +9,7 @@
 //! anything else answers the loud 501 `unsupported`.
 
 pub mod api;
+pub mod diff;
 pub mod git;
 pub mod model;
 pub mod render;

@@ -6,7 +6,7 @@ use base64::Engine as _;
 use pome_twin_sdk::{Value, json};
 
 use crate::World;
-use crate::git::{Commit, GitStore, Signature};
+use crate::git::{Commit, Signature};
 use crate::model::*;
 
 pub fn node_id(kind: &str, id: u64) -> String {
@@ -460,9 +460,4 @@ pub fn enc(s: &str) -> String {
 
 pub fn enc_path(s: &str) -> String {
     s.split('/').map(enc).collect::<Vec<_>>().join("/")
-}
-
-/// Unused helper kept for symmetry with the git store (silences dead-code on some targets).
-pub fn _store_len(g: &GitStore) -> usize {
-    g.objects.len()
 }

@@ -1,7 +1,11 @@
 //! Route handlers, one module per API area. Each public `fn(&mut World, &mut Call) ->
 //! ApiResult` is one named action (GitHub's operationId with `/` → `.` and `-` → `_`).
 
+pub mod checks;
+pub mod git;
 pub mod issues;
 pub mod pulls;
+pub mod releases;
 pub mod repos;
+pub mod search;
 pub mod users;

@@ -1,0 +1,203 @@
+//! Agent workflows end to end through the router: branch → commit → PR → review → status
+//! → merge; contents with the sha guard; git data multi-file commits; releases; search;
+//! permissions.
+
+mod common;
+use base64::Engine as _;
+use common::*;
+use pome_twin_sdk::{Twin, json};
+use twin_github::World;
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+#[test]
+fn branch_commit_pr_review_status_merge() {
+    let mut w = world();
+    let (_, main) = get(&mut w, "/repos/acme/api/git/ref/heads/main");
+    let main_sha = main["object"]["sha"].as_str().unwrap().to_string();
+    let (s, _) = post(&mut w, "/repos/acme/api/git/refs", json!({"ref": "refs/heads/fix", "sha": main_sha}));
+    assert_eq!(s, 201);
+    let (s, v) = post(&mut w, "/repos/acme/api/git/refs", json!({"ref": "refs/heads/fix", "sha": main_sha}));
+    assert_eq!((s, v["message"].as_str()), (422, Some("Reference already exists")));
+    let (s, v) = put(&mut w, "/repos/acme/api/contents/docs/guide.md", json!({"message": "Add guide", "content": b64("hello\n"), "branch": "fix"}));
+    assert_eq!(s, 201, "{v}");
+    let blob = v["content"]["sha"].as_str().unwrap().to_string();
+    // Updating without the sha is refused; with a stale one is a 409.
+    let (s, _) = put(&mut w, "/repos/acme/api/contents/docs/guide.md", json!({"message": "m", "content": b64("x"), "branch": "fix"}));
+    assert_eq!(s, 422);
+    let (s, _) = put(&mut w, "/repos/acme/api/contents/docs/guide.md", json!({"message": "m", "content": b64("x"), "branch": "fix", "sha": "0".repeat(40)}));
+    assert_eq!(s, 409);
+    let (s, _) = put(&mut w, "/repos/acme/api/contents/docs/guide.md", json!({"message": "Edit guide", "content": b64("hello\nworld\n"), "branch": "fix", "sha": blob}));
+    assert_eq!(s, 200);
+    let (s, pr) = post(&mut w, "/repos/acme/api/pulls", json!({"title": "Guide", "head": "fix", "base": "main", "body": "Fixes #1"}));
+    assert_eq!(s, 201, "{pr}");
+    let n = pr["number"].as_u64().unwrap();
+    assert_eq!(n, 4);
+    assert_eq!(pr["mergeable"], true);
+    assert_eq!(pr["commits"], 2);
+    let (_, files) = get(&mut w, &format!("/repos/acme/api/pulls/{n}/files"));
+    assert_eq!(files[0]["filename"], "docs/guide.md");
+    assert_eq!(files[0]["status"], "added");
+    assert_eq!(files[0]["additions"], 2);
+    // The agent cannot approve its own pull request.
+    let (s, _) = post(&mut w, &format!("/repos/acme/api/pulls/{n}/reviews"), json!({"event": "APPROVE"}));
+    assert_eq!(s, 422);
+    let (s, rv) = post(&mut w, &format!("/repos/acme/api/pulls/{n}/reviews"), json!({"event": "COMMENT", "body": "self-check done"}));
+    assert_eq!(s, 200, "{rv}");
+    assert_eq!(rv["state"], "COMMENTED");
+    let head = pr["head"]["sha"].as_str().unwrap().to_string();
+    let (s, _) = post(&mut w, &format!("/repos/acme/api/statuses/{head}"), json!({"state": "success", "context": "ci/test"}));
+    assert_eq!(s, 201);
+    let (_, st) = get(&mut w, &format!("/repos/acme/api/commits/{head}/status"));
+    assert_eq!(st["state"], "success");
+    let (s, v) = put(&mut w, &format!("/repos/acme/api/pulls/{n}/merge"), json!({"sha": "1".repeat(40)}));
+    assert_eq!((s, v["message"].as_str()), (409, Some("Head branch was modified. Review and try the merge again.")));
+    let (s, v) = put(&mut w, &format!("/repos/acme/api/pulls/{n}/merge"), json!({"sha": head, "merge_method": "squash"}));
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["merged"], true);
+    let (_, pr) = get(&mut w, &format!("/repos/acme/api/pulls/{n}"));
+    assert_eq!(pr["merged"], true);
+    assert_eq!(pr["state"], "closed");
+    let (s, _) = get(&mut w, &format!("/repos/acme/api/pulls/{n}/merge"));
+    assert_eq!(s, 204);
+    let (s, _) = put(&mut w, &format!("/repos/acme/api/pulls/{n}/merge"), json!({}));
+    assert_eq!(s, 405);
+    // "Fixes #1" closed the issue.
+    let (_, i) = get(&mut w, "/repos/acme/api/issues/1");
+    assert_eq!(i["state"], "closed");
+    let (_, f) = get(&mut w, "/repos/acme/api/contents/docs/guide.md");
+    assert_eq!(f["encoding"], "base64");
+    let state = w.state();
+    assert_eq!(state["repositories"][0]["branches"]["main"]["files"]["docs/guide.md"], "hello\nworld\n");
+}
+
+#[test]
+fn git_data_multi_file_commit_and_fast_forward_check() {
+    let mut w = world();
+    let (_, c) = get(&mut w, "/repos/acme/api/commits/main");
+    let parent = c["sha"].as_str().unwrap().to_string();
+    let tree = c["commit"]["tree"]["sha"].as_str().unwrap().to_string();
+    let (s, blob) = post(&mut w, "/repos/acme/api/git/blobs", json!({"content": "print(1)\n", "encoding": "utf-8"}));
+    assert_eq!(s, 201);
+    let (s, t) = post(&mut w, "/repos/acme/api/git/trees", json!({"base_tree": tree, "tree": [
+        {"path": "a/one.py", "mode": "100644", "type": "blob", "sha": blob["sha"]},
+        {"path": "a/two.py", "mode": "100644", "type": "blob", "content": "print(2)\n"},
+        {"path": "README.md", "mode": "100644", "type": "blob", "sha": null},
+    ]}));
+    assert_eq!(s, 201, "{t}");
+    let (s, nc) = post(&mut w, "/repos/acme/api/git/commits", json!({"message": "two files", "tree": t["sha"], "parents": [parent]}));
+    assert_eq!(s, 201, "{nc}");
+    let (s, _) = patch(&mut w, "/repos/acme/api/git/refs/heads/main", json!({"sha": nc["sha"]}));
+    assert_eq!(s, 200);
+    let (_, tr) = get(&mut w, "/repos/acme/api/git/trees/main?recursive=1");
+    let paths: Vec<&str> = tr["tree"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, vec!["a", "a/one.py", "a/two.py", "src", "src/app.py"]);
+    // Moving main back is not a fast-forward.
+    let (s, v) = patch(&mut w, "/repos/acme/api/git/refs/heads/main", json!({"sha": parent}));
+    assert_eq!((s, v["message"].as_str()), (422, Some("Update is not a fast forward")));
+    let (s, _) = patch(&mut w, "/repos/acme/api/git/refs/heads/main", json!({"sha": parent, "force": true}));
+    assert_eq!(s, 200);
+    let (_, cmp) = get(&mut w, &format!("/repos/acme/api/compare/{parent}...{}", nc["sha"].as_str().unwrap()));
+    assert_eq!(cmp["status"], "ahead");
+    assert_eq!(cmp["ahead_by"], 1);
+    assert_eq!(cmp["files"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn merge_needs_push_access_and_green_required_checks() {
+    let seed = json!({
+        "users": [{"login": "alice"}, {"login": "pome-agent"}],
+        "repositories": [{
+            "owner": "acme", "name": "svc", "agent_permission": "triage",
+            "collaborators": ["alice"], "required_status_checks": ["ci/test"],
+            "files": [{"path": "a.txt", "content": "1\n"}, {"path": "a.txt", "content": "2\n", "branch": "f"}],
+            "pull_requests": [{"number": 1, "title": "t", "head": "f", "author": "alice",
+                "statuses": [{"context": "ci/test", "state": "failure"}]}],
+        }, {
+            "owner": "acme", "name": "red", "required_status_checks": ["ci/test"],
+            "collaborators": ["alice"],
+            "files": [{"path": "a.txt", "content": "1\n"}, {"path": "a.txt", "content": "2\n", "branch": "f"}],
+            "pull_requests": [{"number": 1, "title": "t", "head": "f", "author": "alice",
+                "statuses": [{"context": "ci/test", "state": "failure"}]}],
+        }],
+    });
+    let mut w = seeded(seed);
+    let (s, _) = put(&mut w, "/repos/acme/svc/pulls/1/merge", json!({}));
+    assert_eq!(s, 403);
+    let (_, pr) = get(&mut w, "/repos/acme/red/pulls/1");
+    assert_eq!(pr["mergeable_state"], "blocked");
+    let (s, v) = put(&mut w, "/repos/acme/red/pulls/1/merge", json!({}));
+    assert_eq!(s, 405, "{v}");
+    // Triage can label but not write statuses.
+    let (s, _) = post(&mut w, "/repos/acme/svc/issues/1/labels", json!(["x"]));
+    assert_eq!(s, 200);
+    let (s, _) = post(&mut w, "/repos/acme/svc/statuses/main", json!({"state": "success"}));
+    assert_eq!(s, 403);
+}
+
+#[test]
+fn conflicting_pull_request_is_dirty() {
+    let mut w = seeded(json!({"repositories": [{"owner": "o", "name": "r",
+        "files": [{"path": "a", "content": "1"}, {"path": "a", "content": "2", "branch": "x"}],
+        "pull_requests": [{"number": 1, "title": "t", "head": "x"}]}]}));
+    let (_, f) = get(&mut w, "/repos/o/r/contents/a");
+    put(&mut w, "/repos/o/r/contents/a", json!({"message": "m", "content": b64("3"), "sha": f["sha"]}));
+    let (_, pr) = get(&mut w, "/repos/o/r/pulls/1");
+    assert_eq!(pr["mergeable"], false);
+    assert_eq!(pr["mergeable_state"], "dirty");
+    let (s, _) = put(&mut w, "/repos/o/r/pulls/1/merge", json!({}));
+    assert_eq!(s, 405);
+}
+
+#[test]
+fn releases_and_search() {
+    let mut w = world();
+    let (s, r) = post(&mut w, "/repos/acme/api/releases", json!({"tag_name": "v1.0.0", "name": "One", "body": "notes"}));
+    assert_eq!(s, 201, "{r}");
+    let (s, _) = post(&mut w, "/repos/acme/api/releases", json!({"tag_name": "v1.0.0"}));
+    assert_eq!(s, 422);
+    let (_, l) = get(&mut w, "/repos/acme/api/releases/latest");
+    assert_eq!(l["tag_name"], "v1.0.0");
+    let (_, t) = get(&mut w, "/repos/acme/api/tags");
+    assert_eq!(t[0]["name"], "v1.0.0");
+    let (_, s) = get(&mut w, "/search/issues?q=repo:acme/api+is:issue+is:open+label:bug");
+    assert_eq!(s["total_count"], 1);
+    let (_, s) = get(&mut w, "/search/issues?q=repo%3Aacme%2Fapi+is%3Apr");
+    assert_eq!(s["total_count"], 1);
+    let (_, s) = get(&mut w, "/search/issues?q=password+in:title");
+    assert_eq!(s["items"][0]["number"], 1);
+    let (_, s) = get(&mut w, "/search/code?q=handler+repo:acme/api");
+    assert_eq!(s["items"][0]["path"], "src/app.py");
+    let (_, s) = get(&mut w, "/search/repositories?q=ACME+org:acme");
+    assert_eq!(s["total_count"], 1);
+    let (_, s) = get(&mut w, "/search/users?q=alice");
+    assert_eq!(s["items"][0]["login"], "alice");
+    let (st, _) = get(&mut w, "/search/issues");
+    assert_eq!(st, 422);
+}
+
+#[test]
+fn surface_is_complete_and_unique() {
+    let desc = pome_twin_sdk::Description::of::<World>();
+    let mut actions: Vec<&str> = desc.surface.iter().map(|r| r.action.as_str()).collect();
+    let n = actions.len();
+    actions.sort();
+    actions.dedup();
+    assert_eq!(actions.len(), n, "every route has its own action");
+    assert!(n >= 100, "only {n} routes");
+    let json = desc.to_json();
+    for r in &desc.surface {
+        assert!(json.contains(&format!("\"action\":\"{}\"", r.action)));
+        assert!(r.action.contains('.'), "{}", r.action);
+    }
+    // Every declared route is reachable: dispatching its own pattern selects its action.
+    let mut w = world();
+    for r in &desc.surface {
+        let path = r.path.replace("{*", "{").split('/').map(|s| if s.starts_with('{') { "x1" } else { s }).collect::<Vec<_>>().join("/");
+        let method = pome_twin_sdk::Method::parse(&r.method);
+        let (_, _, action) = call(&mut w, method, if path.is_empty() { "/" } else { &path }, None);
+        assert_eq!(action.as_deref(), Some(r.action.as_str()), "{} {}", r.method, r.path);
+    }
+}
