@@ -117,9 +117,48 @@ fn render_at(w: &World, call: &Call, ci: usize, ts: &str) -> Value {
     render::message(w, &call.req.base_url, c, m, &Threads::of(c), View::Plain)
 }
 
+/// `link_names`: turn `@name` and `#channel` into Slack's `<@U…>` and `<#C…|name>` links,
+/// as Slack does when the flag is set (`@here`/`@channel`/`@everyone` become `<!here>` etc.).
+fn link_names(w: &World, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(['@', '#']) {
+        let (before, at) = rest.split_at(i);
+        out.push_str(before);
+        let sigil = &at[..1];
+        let word_len = at[1..].find(|c: char| !(c.is_alphanumeric() || "-_.".contains(c))).unwrap_or(at.len() - 1);
+        let word = at[1..1 + word_len].trim_end_matches('.');
+        let boundary_ok = before.is_empty() || before.ends_with(|c: char| c.is_whitespace() || "([{,;:".contains(c));
+        let link = if !boundary_ok || word.is_empty() {
+            None
+        } else if sigil == "@" && ["here", "channel", "everyone"].contains(&word) {
+            Some(format!("<!{word}>"))
+        } else if sigil == "@" {
+            w.users.iter().find(|u| u.name == word).map(|u| format!("<@{}>", u.id))
+        } else {
+            w.channels.iter().find(|c| !c.is_im() && c.name == word && w.visible(c)).map(|c| format!("<#{}|{}>", c.id, c.name))
+        };
+        match link {
+            Some(l) => {
+                out.push_str(&l);
+                rest = &at[1 + word.len()..];
+            }
+            None => {
+                out.push_str(sigil);
+                rest = &at[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 pub fn post_message(w: &mut World, call: &mut Call, a: &Args) -> Res {
     let ci = find_target(w, call, a.str("channel"))?;
-    let body = content(a)?;
+    let mut body = content(a)?;
+    if a.flag("link_names") {
+        body.text = link_names(w, &body.text);
+    }
     check_writable(w, ci)?;
     let thread = thread_parent(w, ci, a)?;
     let broadcast = thread.is_some() && a.flag("reply_broadcast");

@@ -327,11 +327,10 @@ pub fn join(w: &mut World, call: &mut Call, a: &Args) -> Res {
         return Err(fail("is_archived"));
     }
     if c.has_member(&w.agent) {
-        return ok(json!({
-            "channel": render::conversation(w, c),
-            "warning": "already_in_channel",
-            "response_metadata": {"warnings": ["already_in_channel"]},
-        }));
+        let mut out = serde_json::Map::new();
+        out.insert("channel".into(), render::conversation(w, c));
+        crate::add_warning(&mut out, "already_in_channel");
+        return Ok(out);
     }
     let agent = w.agent.clone();
     update_channel(w, call, ci, |c| c.members.push(agent.clone()));

@@ -180,9 +180,46 @@ pub fn run(w: &mut World, call: &mut Call, name: &str, f: MethodFn) -> Response 
             let mut out = Map::new();
             out.insert("ok".into(), Value::Bool(true));
             out.extend(fields);
+            if let Some(w) = charset_warning(&call.req) {
+                add_warning(&mut out, w);
+            }
             Response::json(200, &Value::Object(out))
         }
         Err(e) => error_response(200, &e),
+    }
+}
+
+/// Slack's warnings about the body's `Content-Type`: JSON should name its charset, forms
+/// should not.
+fn charset_warning(req: &Request) -> Option<&'static str> {
+    if req.body.is_empty() {
+        return None;
+    }
+    let ct = req.content_type().to_ascii_lowercase();
+    let has_charset = ct.contains("charset=");
+    if ct.starts_with("application/json") && !has_charset {
+        Some("missing_charset")
+    } else if ct.starts_with("application/x-www-form-urlencoded") && has_charset {
+        Some("superfluous_charset")
+    } else {
+        None
+    }
+}
+
+/// Add a warning the way Slack reports them: `warning` (comma-joined) and
+/// `response_metadata.warnings`.
+pub fn add_warning(out: &mut Map<String, Value>, warning: &str) {
+    let joined = match out.get("warning").and_then(Value::as_str) {
+        Some(w) if !w.is_empty() => format!("{w},{warning}"),
+        _ => warning.to_string(),
+    };
+    out.insert("warning".into(), Value::String(joined));
+    let meta = out.entry("response_metadata").or_insert_with(|| json!({}));
+    if let Some(m) = meta.as_object_mut() {
+        let list = m.entry("warnings").or_insert_with(|| json!([]));
+        if let Some(a) = list.as_array_mut() {
+            a.push(Value::String(warning.to_string()));
+        }
     }
 }
 

@@ -6,6 +6,8 @@
 //!
 //! Only what the agent may see is searched: public channels and the private channels and DMs
 //! it belongs to. Results are ranked by time (`sort=score` is accepted and ranks the same).
+//! Slack lets only user tokens search; the twin lets the agent search whatever its token
+//! type, because a task hands the agent a single token and search is part of its work.
 
 use pome_twin_sdk::{Call, json, time};
 use serde_json::Value;

@@ -9,7 +9,9 @@ fn world() -> World {
 }
 
 fn call(w: &mut World, method: &str, args: Value) -> (Response, Value, Call) {
-    let req = Request::new(Method::Post, &format!("/api/{method}")).with_json(&args);
+    let mut req = Request::new(Method::Post, &format!("/api/{method}")).with_json(&args);
+    // As slack_sdk sends it (a JSON body without a charset draws Slack's `missing_charset`).
+    req.headers = vec![("content-type".into(), "application/json;charset=utf-8".into())];
     let mut c = Call::new(req);
     let resp = World::router().dispatch(w, &mut c);
     let body = resp.json_body();
@@ -563,4 +565,27 @@ fn changes_are_recorded_and_snapshots_round_trip() {
     assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&w).unwrap());
     // The same seed gives the same world.
     assert_eq!(serde_json::to_value(world()).unwrap(), serde_json::to_value(world()).unwrap());
+}
+
+#[test]
+fn link_names_turns_handles_into_links() {
+    let mut w = world();
+    let b = ok(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "@carol see #eng-alerts, cc @here and bob@acme.test", "link_names": true}));
+    assert_eq!(b["message"]["text"], "<@U0CAROL001> see <#C0ENGALRT1|eng-alerts>, cc <!here> and bob@acme.test");
+    let b = ok(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "@carol"}));
+    assert_eq!(b["message"]["text"], "@carol", "without link_names text is kept as sent");
+}
+
+#[test]
+fn charset_warnings_like_slack() {
+    let mut w = world();
+    let mut req = Request::new(Method::Post, "/api/auth.test").with_json(&json!({}));
+    req.headers = vec![("content-type".into(), "application/json".into())];
+    let body = World::router().dispatch(&mut w, &mut Call::new(req)).json_body();
+    assert_eq!(body["warning"], "missing_charset");
+    assert_eq!(body["response_metadata"]["warnings"], json!(["missing_charset"]));
+    let mut req = Request::new(Method::Post, "/api/auth.test").with_json(&json!({}));
+    req.headers = vec![("content-type".into(), "application/json; charset=utf-8".into())];
+    let body = World::router().dispatch(&mut w, &mut Call::new(req)).json_body();
+    assert!(body.get("warning").is_none());
 }
