@@ -154,8 +154,9 @@ fn link_names(w: &World, text: &str) -> String {
 }
 
 pub fn post_message(w: &mut World, call: &mut Call, a: &Args) -> Res {
-    let ci = find_target(w, call, a.str("channel"))?;
+    // Content first: a refused post must not open a DM on the way.
     let mut body = content(a)?;
+    let ci = find_target(w, call, a.str("channel"))?;
     if a.flag("link_names") {
         body.text = link_names(w, &body.text);
     }

@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod chat;
+pub mod checks;
 pub mod conversations;
 pub mod files;
 pub mod items;
@@ -300,6 +301,10 @@ impl Twin for World {
             Some(s) => resp.with_header("retry-after", s),
             None => resp,
         }
+    }
+
+    fn checks() -> Vec<pome_twin_sdk::CheckDecl> {
+        checks::declared()
     }
 
     /// The upload URL `files.getUploadURLExternal` hands out is pre-signed, like Slack's:

@@ -345,7 +345,9 @@ impl World {
     pub fn new_id(&mut self, prefix: &str) -> String {
         loop {
             self.id_seq += 1;
-            let mut n = 1_000_000_000_000u64 + self.id_seq.wrapping_mul(2_654_435_761) % 2_000_000_000_000;
+            // 1e12 + x, x < 1.8e12: always eight base-36 digits (36^8 ≈ 2.82e12), and
+            // distinct for every seq below 1.8e12 (the multiplier is a prime).
+            let mut n = 1_000_000_000_000u64 + self.id_seq.wrapping_mul(2_654_435_761) % 1_800_000_000_000;
             let mut s = Vec::new();
             for _ in 0..8 {
                 let d = (n % 36) as u8;

@@ -589,3 +589,40 @@ fn charset_warnings_like_slack() {
     let body = World::router().dispatch(&mut w, &mut Call::new(req)).json_body();
     assert!(body.get("warning").is_none());
 }
+
+/// Every `[code]` criterion that real tasks grade on Slack binds to a declared check.
+#[test]
+fn every_slack_task_criterion_binds_to_a_declared_check() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tasks-compat");
+    let mut bound = 0;
+    for sub in ["bundled", "cross-twin"] {
+        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else { continue };
+        let mut files: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "md")).collect();
+        files.sort();
+        for f in files {
+            let md = std::fs::read_to_string(&f).unwrap();
+            let slack_only = md.contains("twins: [\"slack\"]");
+            for line in md.lines() {
+                let Some(rest) = line.trim().strip_prefix("- [code") else { continue };
+                let Some((tag, sentence)) = rest.split_once(']') else { continue };
+                if !(tag.starts_with(":slack") || (slack_only && !tag.starts_with(':'))) {
+                    continue;
+                }
+                let sentence = sentence.trim();
+                assert!(
+                    crate::checks::CHECKS.iter().any(|(_, t, _, _)| crate::checks::matches(t, sentence)),
+                    "{}: {sentence:?} binds to no declared check",
+                    f.display()
+                );
+                bound += 1;
+            }
+        }
+    }
+    if dir.exists() {
+        assert!(bound >= 15, "{bound}");
+    }
+    assert!(crate::checks::matches("A message in \"{channel}\" contains \"{needle}\"", "A message in \"eng-alerts\" contains \"pull/1\""));
+    assert!(!crate::checks::matches("A message in \"{channel}\" contains \"{needle}\"", "A message in eng-alerts"));
+    let d: Value = serde_json::from_str(&pome_twin_sdk::Description::of::<World>().to_json()).unwrap();
+    assert_eq!(d["checks"].as_array().unwrap().len(), crate::checks::CHECKS.len());
+}
