@@ -233,6 +233,14 @@ def test_error_paths_raise_slack_api_error(slack, sb):
     assert unknown["error"] == "unknown_method" and unknown.status_code == 501
 
 
+def test_token_as_a_form_field_and_form_bodies(sb):
+    anonymous = WebClient(base_url=sb.url("slack") + "/api/", retry_handlers=[])
+    me = anonymous.api_call("auth.test", data={"token": sb.token})
+    assert me["user_id"] == AGENT
+    posted = anonymous.api_call("chat.postMessage", data={"token": sb.token, "channel": "eng", "text": "via form"})
+    assert posted["channel"] == ENG and posted["message"]["text"] == "via form"
+
+
 def test_rate_limit_injection(new_sandbox):
     seed = json.loads(json.dumps(DEFAULT_LIKE))
     seed["rate_limits"] = [{"method": "chat.postMessage", "after": 1, "count": 1, "retry_after": 7}]
@@ -346,7 +354,7 @@ KNOWN_DEVIATIONS = {
     "conversations.history": ("edited messages carry `edited: {user, ts}`, which objs_message omits",
                               ["'edited' was unexpected"]),
     "conversations.replies": ("the schema's thread objects list text fields only; Slack sends the whole "
-                              "message (bot_id, blocks, reactions, pinned_to, edited, parent_user_id)",
+                              "message (bot_id, bot_profile, blocks, reactions, pinned_to, edited, parent_user_id)",
                               ["Additional properties are not allowed"]),
 }
 

@@ -37,15 +37,14 @@ pub fn auth_test(w: &mut World, call: &mut Call, _a: &Args) -> Res {
 pub fn bots_info(w: &mut World, call: &mut Call, a: &Args) -> Res {
     let bot = a.str("bot").ok_or_else(|| fail("bot_not_found"))?;
     let u = w.users.iter().find(|u| u.bot_id.as_deref() == Some(bot.as_str())).ok_or_else(|| fail("bot_not_found"))?;
-    let icon = |n: u32| format!("{}/bot-icons/{}_{n}.png", call.req.base_url, bot);
     ok(json!({"bot": {
         "id": bot,
         "deleted": u.deleted,
         "name": u.real_name,
         "updated": u.updated,
-        "app_id": format!("A{}", &bot[1..]),
+        "app_id": crate::render::app_id(&bot),
         "user_id": u.id,
-        "icons": {"image_36": icon(36), "image_48": icon(48), "image_72": icon(72)},
+        "icons": crate::render::bot_icons(&call.req.base_url, &bot),
     }}))
 }
 
@@ -65,8 +64,10 @@ pub fn team_info(w: &mut World, _call: &mut Call, a: &Args) -> Res {
     }}))
 }
 
-pub fn emoji_list(w: &mut World, _call: &mut Call, _a: &Args) -> Res {
-    ok(json!({"emoji": w.emoji, "cache_ts": "1767225600.000000"}))
+pub fn emoji_list(w: &mut World, call: &mut Call, _a: &Args) -> Res {
+    let emoji: Map<String, Value> =
+        w.emoji.iter().map(|(k, v)| (k.clone(), json!(crate::render::emoji_url(&call.req.base_url, v)))).collect();
+    ok(json!({"emoji": emoji, "cache_ts": "1767225600.000000"}))
 }
 
 /// A reminder's `time`: unix seconds, seconds from now (under a day), or `in N units`.

@@ -177,7 +177,8 @@ pub enum View {
 
 pub fn message(w: &World, base: &str, c: &Channel, m: &Message, threads: &Threads, view: View) -> Value {
     let mut o = Map::new();
-    if let Some(u) = w.user(&m.user) {
+    let author = w.user(&m.user);
+    if let Some(u) = author {
         if let Some(b) = &u.bot_id {
             o.insert("bot_id".into(), json!(b));
         }
@@ -252,7 +253,39 @@ pub fn message(w: &World, base: &str, c: &Channel, m: &Message, threads: &Thread
     if c.pins.iter().any(|p| p.ts == m.ts) {
         o.insert("pinned_to".into(), json!([c.id]));
     }
+    if let Some(u) = author.filter(|u| u.bot_id.is_some()) {
+        o.insert("bot_profile".into(), bot_profile(w, base, u));
+    }
     Value::Object(o)
+}
+
+/// The app id Slack pairs with a bot id (`B…` → `A…`).
+pub fn app_id(bot_id: &str) -> String {
+    format!("A{}", bot_id.get(1..).unwrap_or(""))
+}
+
+pub fn bot_icons(base: &str, bot_id: &str) -> Value {
+    let icon = |n: u32| format!("{base}/bot-icons/{bot_id}_{n}.png");
+    json!({"image_36": icon(36), "image_48": icon(48), "image_72": icon(72)})
+}
+
+/// `bot_profile` on messages a bot user posted.
+fn bot_profile(w: &World, base: &str, u: &User) -> Value {
+    let bot = u.bot_id.clone().unwrap_or_default();
+    json!({
+        "id": bot,
+        "deleted": u.deleted,
+        "name": u.real_name,
+        "updated": u.updated,
+        "app_id": app_id(&bot),
+        "icons": bot_icons(base, &bot),
+        "team_id": w.team.id,
+    })
+}
+
+/// Emoji URLs stored as paths (`/emoji/shipit.png`) are served under the request's base.
+pub fn emoji_url(base: &str, v: &str) -> String {
+    if v.starts_with('/') { format!("{base}{v}") } else { v.to_string() }
 }
 
 pub fn file(w: &World, f: &File, base: &str) -> Value {

@@ -18,7 +18,7 @@
 //!              "channels"?, "created"?}],
 //!   "usergroups": [{"id"?, "name", "handle", "description"?, "users"?, "channels"?}],
 //!   "reminders": [{"id"?, "user"?, "text", "time"}],
-//!   "emoji": {"name": "url" | "alias:other"},
+//!   "emoji": {"name": "url" | "/path" | "alias:other"},     // paths are served under the base
 //!   "rate_limits": [{"method", "after"?, "count"?, "retry_after"?}] }
 //! ```
 //!
@@ -829,6 +829,6 @@ pub fn default_seed() -> Value {
             {"id": "S0ENGTEAM1", "name": "Engineering", "handle": "eng-team", "description": "All engineers",
              "users": ["U0ALICE001", "U0BOB00001", "U0CAROL001"], "channels": ["C0ENG00001"]}
         ],
-        "emoji": {"shipit": "https://emoji.acme.test/shipit.png", "squirrel": "alias:shipit"}
+        "emoji": {"shipit": "/emoji/shipit.png", "squirrel": "alias:shipit"}
     })
 }
