@@ -9,6 +9,36 @@ use crate::{SlackError, fail};
 
 pub struct Args(pub Map<String, Value>);
 
+/// The text fields of a `multipart/form-data` body (curl's `-F`), which Slack accepts for any
+/// method. File parts are skipped: the current upload flow sends bytes elsewhere.
+pub fn multipart_fields(content_type: &str, body: &[u8]) -> Option<Map<String, Value>> {
+    if !content_type.to_ascii_lowercase().starts_with("multipart/form-data") {
+        return None;
+    }
+    let boundary = content_type.split(';').map(str::trim).find_map(|p| p.strip_prefix("boundary="))?;
+    let delim = format!("--{}", boundary.trim_matches('"'));
+    let text = String::from_utf8_lossy(body);
+    let mut out = Map::new();
+    for part in text.split(delim.as_str()).skip(1) {
+        if part.starts_with("--") {
+            break;
+        }
+        let Some((head, value)) = part.split_once("\r\n\r\n") else { continue };
+        let name = head
+            .split(';')
+            .map(str::trim)
+            .find_map(|p| p.strip_prefix("name="))
+            .map(|n| n.split(['\r', '\n']).next().unwrap_or(n).trim_matches('"').to_string());
+        let Some(name) = name else { continue };
+        if head.contains("filename=") {
+            continue;
+        }
+        let value = value.strip_suffix("\r\n").unwrap_or(value);
+        out.insert(name, Value::String(value.to_string()));
+    }
+    Some(out)
+}
+
 impl Args {
     /// A scalar argument as a string; absent, null and empty are all `None`.
     pub fn str(&self, key: &str) -> Option<String> {

@@ -165,7 +165,17 @@ pub fn run(w: &mut World, call: &mut Call, name: &str, f: MethodFn) -> Response 
     if let Some(resp) = rate_limited(w, name) {
         return resp;
     }
-    let args = match call.req.args() {
+    let multipart = args::multipart_fields(call.req.content_type(), &call.req.body);
+    let parsed = match multipart {
+        Some(fields) => {
+            let mut m: Map<String, Value> =
+                call.req.query_pairs().into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+            m.extend(fields);
+            Ok(m)
+        }
+        None => call.req.args(),
+    };
+    let args = match parsed {
         Ok(m) => Args(m),
         Err(_) => {
             let code = if call.req.is_json() {

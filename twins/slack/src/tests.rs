@@ -626,3 +626,13 @@ fn every_slack_task_criterion_binds_to_a_declared_check() {
     let d: Value = serde_json::from_str(&pome_twin_sdk::Description::of::<World>().to_json()).unwrap();
     assert_eq!(d["checks"].as_array().unwrap().len(), crate::checks::CHECKS.len());
 }
+
+#[test]
+fn multipart_form_bodies_are_read_like_forms() {
+    let mut w = world();
+    let mut req = Request::new(Method::Post, "/api/chat.postMessage");
+    req.headers = vec![("content-type".into(), "multipart/form-data; boundary=XyZ".into())];
+    req.body = b"--XyZ\r\nContent-Disposition: form-data; name=\"channel\"\r\n\r\nC0ENG00001\r\n--XyZ\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\nfrom curl -F\r\n--XyZ--\r\n".to_vec();
+    let body = World::router().dispatch(&mut w, &mut Call::new(req)).json_body();
+    assert_eq!(body["message"]["text"], "from curl -F", "{body}");
+}
