@@ -99,11 +99,10 @@ impl Args {
                 .collect(),
             Some(Value::String(s)) => {
                 let t = s.trim();
-                if t.starts_with('[') {
-                    if let Ok(Value::Array(a)) = serde_json::from_str::<Value>(t) {
+                if t.starts_with('[')
+                    && let Ok(Value::Array(a)) = serde_json::from_str::<Value>(t) {
                         return Args(Map::from_iter([(key.to_string(), Value::Array(a))])).list(key);
                     }
-                }
                 t.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()
             }
             _ => Vec::new(),

@@ -84,16 +84,14 @@ fn post(
     let agent = w.agent_user().clone();
     let c = &mut w.channels[ci];
     let ts = c.next_ts(now);
-    if let Some(parent) = &thread {
-        if let Some(pi) = c.message(parent) {
-            if c.messages[pi].thread_ts.is_none() {
+    if let Some(parent) = &thread
+        && let Some(pi) = c.message(parent)
+            && c.messages[pi].thread_ts.is_none() {
                 let before = message_entity(&c.id, &c.messages[pi]);
                 c.messages[pi].thread_ts = Some(parent.clone());
                 let after = message_entity(&c.id, &c.messages[pi]);
                 call.updated("message", message_id(&c.id, parent), &before, &after);
             }
-        }
-    }
     let m = Message {
         ts: ts.clone(),
         user: agent.id.clone(),
@@ -236,12 +234,18 @@ pub fn update(w: &mut World, call: &mut Call, a: &Args) -> Res {
     ok(json!({"channel": cid, "ts": ts, "text": rendered["text"], "message": message}))
 }
 
+/// Whether the agent may remove other people's messages and files: workspace admins holding a
+/// user token may; bots may not.
+pub fn moderates(me: &User) -> bool {
+    me.is_admin && !me.is_bot
+}
+
 pub fn delete(w: &mut World, call: &mut Call, a: &Args) -> Res {
     let ci = find(w, a.str("channel"))?;
     let mi = own_message(w, ci, a)?;
     let me = w.agent_user();
     let m = &w.channels[ci].messages[mi];
-    if m.user != w.agent && !(me.is_admin && !me.is_bot) {
+    if m.user != w.agent && !moderates(me) {
         return Err(fail("cant_delete_message"));
     }
     if w.channels[ci].is_archived {
@@ -408,10 +412,9 @@ pub fn deliver_due(w: &mut World, call: &mut Call) {
         };
         call.created("message", message_id(&c.id, &ts), &message_entity(&c.id, &m));
         c.insert_message(m);
-        if let Some(p) = &s.thread_ts {
-            if let Some(pi) = c.message(p) {
+        if let Some(p) = &s.thread_ts
+            && let Some(pi) = c.message(p) {
                 c.messages[pi].thread_ts.get_or_insert_with(|| p.clone());
             }
-        }
     }
 }

@@ -135,7 +135,6 @@ pub fn listing(w: &World, a: &Args, member: Option<&str>) -> Result<Vec<usize>, 
                 && w.visible(c)
                 && !(exclude_archived && c.is_archived)
                 && member.is_none_or(|u| c.has_member(u))
-                && !(matches!(c.kind, Kind::Im | Kind::Mpim) && !c.has_member(&w.agent))
         })
         .collect())
 }

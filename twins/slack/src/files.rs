@@ -155,11 +155,10 @@ pub fn complete_upload(w: &mut World, call: &mut Call, a: &Args) -> Res {
         }
     }
     let thread = a.str("thread_ts");
-    if let (Some(t), Some(&ci)) = (&thread, cis.first()) {
-        if w.channels[ci].message(t).is_none() {
+    if let (Some(t), Some(&ci)) = (&thread, cis.first())
+        && w.channels[ci].message(t).is_none() {
             return Err(fail("thread_not_found"));
         }
-    }
     for (fi, title) in &picked {
         let shared: Vec<String> = cis.iter().map(|&ci| w.channels[ci].id.clone()).collect();
         change_file(w, call, *fi, |f| {
@@ -271,7 +270,7 @@ pub fn list(w: &mut World, call: &mut Call, a: &Args) -> Res {
 pub fn delete(w: &mut World, call: &mut Call, a: &Args) -> Res {
     let fi = visible_file(w, a.str("file"))?;
     let me = w.agent_user();
-    if w.files[fi].user != w.agent && !(me.is_admin && !me.is_bot) {
+    if w.files[fi].user != w.agent && !crate::chat::moderates(me) {
         return Err(fail("cant_delete_file"));
     }
     let f = w.files.remove(fi);

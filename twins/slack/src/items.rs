@@ -117,7 +117,7 @@ pub fn reactions_list(w: &mut World, call: &mut Call, a: &Args) -> Res {
             }
         }
     }
-    found.sort_by(|x, y| y.0.cmp(&x.0));
+    found.sort_by_key(|x| std::cmp::Reverse(x.0));
     let (page, next) = paginate(found, a, "reactions", 100, 1000)?;
     let base = call.req.base_url.clone();
     let items: Vec<Value> = page

@@ -49,11 +49,10 @@ pub fn bots_info(w: &mut World, call: &mut Call, a: &Args) -> Res {
 }
 
 pub fn team_info(w: &mut World, _call: &mut Call, a: &Args) -> Res {
-    if let Some(t) = a.str("team") {
-        if t != w.team.id {
+    if let Some(t) = a.str("team")
+        && t != w.team.id {
             return Err(fail("team_not_found"));
         }
-    }
     let email_domain = w.team.email_domain.clone();
     ok(json!({"team": {
         "id": w.team.id,

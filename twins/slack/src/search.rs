@@ -256,7 +256,7 @@ fn envelope(total: usize, p: &Paging, matches: Vec<Value>) -> Value {
 }
 
 fn ordered<T>(mut hits: Vec<(i64, T)>, a: &Args) -> Vec<T> {
-    hits.sort_by(|x, y| y.0.cmp(&x.0));
+    hits.sort_by_key(|x| std::cmp::Reverse(x.0));
     if a.str("sort").as_deref() == Some("timestamp") && a.str("sort_dir").as_deref() == Some("asc") {
         hits.reverse();
     }

@@ -576,8 +576,8 @@ fn parse_messages(
     // Threads: a reply names a parent that is a top-level message of this channel.
     let tops: Vec<String> = pending.iter().filter(|(m, _, _)| !m.is_reply()).map(|(m, _, _)| m.ts.clone()).collect();
     for (m, p, _) in &pending {
-        if let Some(t) = &m.thread_ts {
-            if *t != m.ts {
+        if let Some(t) = &m.thread_ts
+            && *t != m.ts {
                 if !tops.contains(t) {
                     return Err(format!("{p}.thread_ts: no top-level message in channel {:?} has ts {t:?}", ch.name));
                 }
@@ -585,7 +585,6 @@ fn parse_messages(
                     return Err(format!("{p}.ts: a reply must be later than its parent {t:?}"));
                 }
             }
-        }
     }
     let parents: Vec<String> = pending.iter().filter_map(|(m, _, _)| m.thread_ts.clone()).collect();
     for (mut m, _, pinned) in pending {
@@ -657,11 +656,10 @@ fn parse_message(
         if users.is_empty() {
             return Err(format!("{rp}.users: a reaction needs at least one user"));
         }
-        if let Some(c) = count {
-            if c != users.len() as i64 {
+        if let Some(c) = count
+            && c != users.len() as i64 {
                 return Err(format!("{rp}.count: {c} does not match the {} users listed", users.len()));
             }
-        }
         if reactions.iter().any(|x: &Reaction| x.name == name) {
             return Err(format!("{rp}.name: reaction {name:?} listed twice on one message"));
         }

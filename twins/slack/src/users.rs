@@ -241,11 +241,10 @@ pub fn usergroups_update(w: &mut World, call: &mut Call, a: &Args) -> Res {
             return Err(fail("handle_already_exists"));
         }
     }
-    if let Some(n) = &name {
-        if w.usergroups.iter().enumerate().any(|(i, g)| i != gi && &g.name == n) {
+    if let Some(n) = &name
+        && w.usergroups.iter().enumerate().any(|(i, g)| i != gi && &g.name == n) {
             return Err(fail("name_already_exists"));
         }
-    }
     let channels = a.0.contains_key("channels").then(|| a.list("channels"));
     if let Some(c) = &channels {
         check_channels(w, c)?;
@@ -265,7 +264,7 @@ pub fn usergroups_update(w: &mut World, call: &mut Call, a: &Args) -> Res {
             g.channels = c;
         }
     });
-    ok(json!({"usergroup": render::usergroup(w, &w.usergroups[gi], a.flag("include_count") || true)}))
+    ok(json!({"usergroup": render::usergroup(w, &w.usergroups[gi], true)}))
 }
 
 pub fn usergroups_disable(w: &mut World, call: &mut Call, a: &Args) -> Res {
