@@ -81,6 +81,7 @@ pub trait Twin: serde::Serialize + serde::de::DeserializeOwned + Sized + 'static
 #[macro_export]
 macro_rules! export_twin {
     ($world:ty) => {
+        #[allow(dead_code)]
         struct __PomeTwinExport;
         impl $crate::glue::bindings::exports::pome::twin::twin::Guest for __PomeTwinExport {
             fn describe() -> String {
@@ -109,6 +110,9 @@ macro_rules! export_twin {
                 $crate::glue::restore::<$world>(bytes)
             }
         }
+        // Only the WebAssembly build exports the world: the export names (`pome:twin/…`)
+        // are not valid symbols for a native linker, and native builds are for tests.
+        #[cfg(target_arch = "wasm32")]
         $crate::glue::bindings::__export_guest!(__PomeTwinExport with_types_in $crate::glue::bindings);
     };
 }

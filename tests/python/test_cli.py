@@ -1,0 +1,75 @@
+"""The `pome` command line against a running server, and `pome twin start` on its own."""
+
+import json
+import os
+import re
+import subprocess
+import urllib.request
+
+from conftest import API_KEY, ROOT
+
+POME = str(ROOT / "target" / "debug" / "pome")
+
+
+def pome(server, *args):
+    env = dict(os.environ, POME_API_URL=server.url, POME_API_KEY=API_KEY, POME_LOG="warn")
+    return subprocess.run([POME, *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_sandbox_create_list_stop_and_usage(pome_server):
+    created = pome(pome_server, "sandbox", "create", "--twin", "github", "--format", "json")
+    assert created.returncode == 0, created.stderr
+    sb = json.loads(created.stdout)
+    assert sb["id"].startswith("ses_") and sb["agent_token"]
+
+    listed = pome(pome_server, "session", "list")  # the older spelling is an alias
+    assert sb["id"] in listed.stdout
+
+    env_format = pome(pome_server, "sandbox", "create", "--twin", "github", "--format", "env")
+    assert "export POME_GITHUB_REST_URL=" in env_format.stdout
+    assert "export POME_AUTH_TOKEN=tok_" in env_format.stdout
+
+    refused = pome(pome_server, "sandbox", "stop", sb["id"])
+    assert refused.returncode == 2, refused
+    assert "--discard" in refused.stderr
+
+    stopped = pome(pome_server, "sandbox", "stop", sb["id"], "--discard")
+    assert stopped.returncode == 0, stopped.stderr
+    assert sb["id"] not in pome(pome_server, "sandbox", "list").stdout
+
+    usage = pome(pome_server, "usage")
+    assert usage.returncode == 0 and "of 1000" in usage.stdout
+
+
+def test_cli_exit_codes_for_auth_and_usage_errors(pome_server):
+    env = dict(os.environ, POME_API_URL=pome_server.url, POME_API_KEY="pme_not_a_key")
+    bad_key = subprocess.run([POME, "usage"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad_key.returncode == 3, bad_key
+    too_many = pome(pome_server, "sandbox", "create", "--twin", "a", "--twin", "b", "--twin", "c", "--twin", "d")
+    assert too_many.returncode == 5, too_many
+    assert "too_many_twins" in too_many.stderr
+
+
+def test_a_local_twin_serves_at_the_root_and_records_its_tape(tmp_path):
+    proc = subprocess.Popen([POME, "twin", "start", "github", "--port", "0", "--data", str(tmp_path)],
+                            stdout=subprocess.PIPE, text=True, env=dict(os.environ, POME_LOG="warn"))
+    try:
+        url = token = None
+        for line in proc.stdout:
+            if m := re.match(r"github twin at (http://\S+)", line):
+                url = m.group(1)
+            if m := re.match(r"token: (\S+)", line):
+                token = m.group(1)
+            if url and token:
+                break
+        req = urllib.request.Request(f"{url}/repos/acme/api", headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(req) as resp:
+            repo = json.load(resp)
+        assert repo["full_name"] == "acme/api"
+        assert repo["url"].startswith(url), "links are built from the local base URL"
+        with urllib.request.urlopen(f"{url}/_pome/events") as resp:
+            rows = json.load(resp)
+        assert [r["path"] for r in rows] == ["/repos/acme/api"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
