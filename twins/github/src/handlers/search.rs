@@ -71,12 +71,20 @@ fn q_of(call: &Call) -> Result<Vec<Term>, ApiError> {
 }
 
 fn results(call: &Call, items: Vec<Value>) -> ApiResult {
+    results_with(call, items, None)
+}
+
+fn results_with(call: &Call, items: Vec<Value>, search_type: Option<&str>) -> ApiResult {
     let (page, per_page) = pome_twin_sdk::page::PageInfo::from_query(&call.req, 30, 100);
     let info = pome_twin_sdk::page::PageInfo::new(page, per_page, items.len());
     let total = items.len();
     let range = info.range(total);
     let page_items: Vec<Value> = items.into_iter().skip(range.start).take(range.len()).collect();
-    let mut r = pome_twin_sdk::Response::json(200, &json!({"total_count": total, "incomplete_results": false, "items": page_items}));
+    let mut body = json!({"total_count": total, "incomplete_results": false, "items": page_items});
+    if let Some(t) = search_type {
+        body.as_object_mut().unwrap().insert("search_type".into(), json!(t));
+    }
+    let mut r = pome_twin_sdk::Response::json(200, &body);
     if let Some(link) = info.link_header(&call.req) {
         r = r.with_header("link", link);
     }
@@ -201,7 +209,7 @@ pub fn issues(w: &mut World, call: &mut Call) -> ApiResult {
             v
         })
         .collect();
-    results(call, items)
+    results_with(call, items, Some("lexical"))
 }
 
 fn date_matches(field: &str, spec: &str) -> bool {

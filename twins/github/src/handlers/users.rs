@@ -131,20 +131,25 @@ pub fn get_org(w: &mut World, call: &mut Call) -> ApiResult {
     };
     let url = format!("{b}/orgs/{}", u.login);
     let repos = w.repos.values().filter(|r| r.owner.eq_ignore_ascii_case(&u.login) && !r.private).count();
-    json(
-        200,
-        &json!({
+    let mut v = json!({
             "login": u.login, "id": u.id, "node_id": crate::render::node_id("Organization", u.id),
             "url": url, "repos_url": format!("{url}/repos"), "events_url": format!("{url}/events"),
             "hooks_url": format!("{url}/hooks"), "issues_url": format!("{url}/issues"),
             "members_url": format!("{url}/members{{/member}}"),
             "public_members_url": format!("{url}/public_members{{/member}}"),
-            "avatar_url": format!("{b}/_avatars/{}", u.id), "description": u.bio, "name": u.name,
-            "company": u.company, "blog": "", "location": null, "email": u.email,
+            "avatar_url": format!("{b}/_avatars/{}", u.id), "description": u.bio, "blog": "",
             "is_verified": false, "has_organization_projects": true, "has_repository_projects": true,
             "public_repos": repos, "public_gists": 0, "followers": 0, "following": 0,
             "html_url": format!("{b}/{}", u.login), "created_at": u.created_at, "updated_at": u.created_at,
             "type": "Organization", "archived_at": null,
-        }),
-    )
+    });
+    // Optional profile fields are absent, not null, when unset (GitHub's schema types them
+    // as plain strings).
+    let m = v.as_object_mut().unwrap();
+    for (k, x) in [("name", &u.name), ("company", &u.company), ("email", &u.email)] {
+        if let Some(x) = x {
+            m.insert(k.into(), json!(x));
+        }
+    }
+    json(200, &v)
 }
