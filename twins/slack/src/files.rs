@@ -296,3 +296,41 @@ pub fn download(w: &mut World, call: &mut Call) -> Response {
     let body = if f.binary { STANDARD.decode(&f.content).unwrap_or_default() } else { f.content.clone().into_bytes() };
     Response { status: 200, headers: vec![("content-type".into(), f.mimetype.clone())], body }
 }
+
+pub fn shared_public_url(w: &mut World, call: &mut Call, a: &Args) -> Res {
+    let fi = visible_file(w, a.str("file"))?;
+    if w.files[fi].user != w.agent {
+        return Err(fail("not_allowed"));
+    }
+    if w.files[fi].public_url_shared {
+        return Err(fail("already_public"));
+    }
+    change_file(w, call, fi, |f| f.public_url_shared = true);
+    ok(json!({"file": render::file(w, &w.files[fi], &call.req.base_url)}))
+}
+
+pub fn revoke_public_url(w: &mut World, call: &mut Call, a: &Args) -> Res {
+    let fi = visible_file(w, a.str("file"))?;
+    if w.files[fi].user != w.agent {
+        return Err(fail("not_allowed"));
+    }
+    if w.files[fi].public_url_shared {
+        change_file(w, call, fi, |f| f.public_url_shared = false);
+    }
+    ok(json!({"file": render::file(w, &w.files[fi], &call.req.base_url)}))
+}
+
+/// `GET permalink_public`: the bytes of a publicly shared file, no token needed.
+pub fn download_public(w: &mut World, call: &mut Call) -> Response {
+    let key = call.param("key").to_string();
+    let not_found = || Response { status: 404, headers: vec![("content-type".into(), "text/plain".into())], body: b"File not found".to_vec() };
+    let mut parts = key.rsplitn(2, '-');
+    let (Some(secret), Some(rest)) = (parts.next(), parts.next()) else { return not_found() };
+    let id = rest.rsplit('-').next().unwrap_or("");
+    let Some(f) = w.files.iter().find(|f| f.id == id && f.state == FileState::Complete) else { return not_found() };
+    if !f.public_url_shared || render::public_secret(f) != secret {
+        return not_found();
+    }
+    let body = if f.binary { STANDARD.decode(&f.content).unwrap_or_default() } else { f.content.clone().into_bytes() };
+    Response { status: 200, headers: vec![("content-type".into(), f.mimetype.clone())], body }
+}

@@ -133,12 +133,15 @@ pub const METHODS: &[(&str, Fidelity, MethodFn)] = {
         ("files.info", S, files::info),
         ("files.list", S, files::list),
         ("files.delete", S, files::delete),
+        ("files.sharedPublicURL", S, files::shared_public_url),
+        ("files.revokePublicURL", S, files::revoke_public_url),
         ("reminders.add", S, misc::reminders_add),
         ("reminders.list", S, misc::reminders_list),
         ("reminders.info", S, misc::reminders_info),
         ("reminders.complete", S, misc::reminders_complete),
         ("reminders.delete", S, misc::reminders_delete),
         ("team.info", S, misc::team_info),
+        ("team.profile.get", S, misc::team_profile_get),
         ("emoji.list", S, misc::emoji_list),
         // Do-not-disturb is a per-user snooze timer; scheduled DND hours are not modelled.
         ("dnd.info", H, misc::dnd_info),
@@ -272,6 +275,7 @@ impl Twin for World {
             }
             r.route(Some(Method::Post), "/upload/v1/{file}", "files.upload", Fidelity::Semantic, files::upload_bytes)
                 .route(Some(Method::Get), "/files-pri/{team_file}/{name}", "files.download", Fidelity::Semantic, files::download)
+                .route(Some(Method::Get), "/files-pub/{key}/{name}", "files.download_public", Fidelity::Semantic, files::download_public)
                 .route(
                     Some(Method::Get),
                     "/files-pri/{team_file}/download/{name}",
@@ -319,8 +323,10 @@ impl Twin for World {
 
     /// The upload URL `files.getUploadURLExternal` hands out is pre-signed, like Slack's:
     /// slack_sdk posts the bytes there without the token.
+    /// So is a publicly shared file's `permalink_public`, which is for people without a token.
     fn serves_without_auth(req: &Request) -> bool {
-        req.method == Method::Post && req.path.starts_with("/upload/v1/")
+        (req.method == Method::Post && req.path.starts_with("/upload/v1/"))
+            || (matches!(req.method, Method::Get | Method::Head) && req.path.starts_with("/files-pub/"))
     }
 }
 

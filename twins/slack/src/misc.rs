@@ -216,3 +216,8 @@ pub fn dnd_team_info(w: &mut World, _call: &mut Call, a: &Args) -> Res {
     }
     ok(json!({"users": users}))
 }
+
+/// The workspace's custom profile fields: none are defined in a seeded workspace.
+pub fn team_profile_get(_w: &mut World, _call: &mut Call, _a: &Args) -> Res {
+    ok(json!({"profile": {"fields": []}}))
+}

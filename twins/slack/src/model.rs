@@ -252,6 +252,8 @@ pub struct File {
     /// Conversations it is shared in, in share order.
     pub channels: Vec<String>,
     pub alt_txt: String,
+    /// Whether `files.sharedPublicURL` made it readable without a token.
+    pub public_url_shared: bool,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]

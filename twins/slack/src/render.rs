@@ -294,7 +294,7 @@ pub fn file(w: &World, f: &File, base: &str) -> Value {
         .channels
         .iter()
         .any(|c| w.channels.iter().any(|ch| &ch.id == c && !ch.is_restricted()));
-    let v = json!({
+    let mut v = json!({
         "id": f.id,
         "created": f.created,
         "timestamp": f.created,
@@ -311,7 +311,7 @@ pub fn file(w: &World, f: &File, base: &str) -> Value {
         "is_external": false,
         "external_type": "",
         "is_public": is_public,
-        "public_url_shared": false,
+        "public_url_shared": f.public_url_shared,
         "display_as_bot": false,
         "username": "",
         "url_private": format!("{base}/files-pri/{}-{}/{}", w.team.id, f.id, url_segment(&f.name)),
@@ -323,7 +323,24 @@ pub fn file(w: &World, f: &File, base: &str) -> Value {
         "ims": ims,
         "has_rich_preview": false,
     });
+    if f.public_url_shared {
+        v["permalink_public"] = json!(public_url(w, base, f));
+    }
     v
+}
+
+/// `files.sharedPublicURL`'s link: readable without a token while the share lasts. The
+/// secret is derived from the file, so the same world gives the same link.
+pub fn public_url(w: &World, base: &str, f: &File) -> String {
+    format!("{base}/files-pub/{}-{}-{}/{}", w.team.id, f.id, public_secret(f), url_segment(&f.name))
+}
+
+pub fn public_secret(f: &File) -> String {
+    let mut h: u64 = 0x9e3779b97f4a7c15;
+    for b in f.id.bytes().chain(f.name.bytes()).chain(f.created.to_le_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x100000001b3).rotate_left(7);
+    }
+    format!("{:010x}", h & 0xff_ffff_ffff)
 }
 
 pub fn url_segment(s: &str) -> String {

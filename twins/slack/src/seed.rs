@@ -747,6 +747,7 @@ fn parse_file(w: &mut World, v: &Value, path: &str) -> Result<File, String> {
         state: FileState::Complete,
         channels,
         alt_txt: String::new(),
+        public_url_shared: false,
     })
 }
 

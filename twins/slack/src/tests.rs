@@ -636,3 +636,23 @@ fn multipart_form_bodies_are_read_like_forms() {
     let body = World::router().dispatch(&mut w, &mut Call::new(req)).json_body();
     assert_eq!(body["message"]["text"], "from curl -F", "{body}");
 }
+
+#[test]
+fn public_file_links_work_without_a_token_until_revoked() {
+    let mut w = world();
+    assert_eq!(err(&mut w, "files.sharedPublicURL", json!({"file": "F0CHECKLST1"})), "not_allowed", "alice's file, not the agent's");
+    // The agent's own file.
+    let u = ok(&mut w, "files.getUploadURLExternal", json!({"filename": "a.txt", "length": 2}));
+    let fid = u["file_id"].as_str().unwrap().to_string();
+    let mut c = Call::new({ let mut r = Request::new(Method::Post, &format!("/upload/v1/{fid}")); r.body = b"hi".to_vec(); r });
+    World::router().dispatch(&mut w, &mut c);
+    ok(&mut w, "files.completeUploadExternal", json!({"files": [{"id": fid}]}));
+    let shared = ok(&mut w, "files.sharedPublicURL", json!({"file": fid}));
+    let link = shared["file"]["permalink_public"].as_str().unwrap().strip_prefix("http://twin.test").unwrap().to_string();
+    let mut req = Request::new(Method::Get, &link);
+    req.auth = pome_twin_sdk::Auth::Missing;
+    assert!(World::serves_without_auth(&req));
+    assert_eq!(World::router().dispatch(&mut w, &mut Call::new(req.clone())).body, b"hi");
+    ok(&mut w, "files.revokePublicURL", json!({"file": fid}));
+    assert_eq!(World::router().dispatch(&mut w, &mut Call::new(req)).status, 404);
+}
