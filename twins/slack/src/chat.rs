@@ -312,7 +312,7 @@ pub fn schedule_message(w: &mut World, call: &mut Call, a: &Args) -> Res {
     if post_at <= now {
         return Err(fail("time_in_past"));
     }
-    if post_at > now + MAX_SCHEDULE_SECS {
+    if post_at > now.saturating_add(MAX_SCHEDULE_SECS) {
         return Err(fail("time_too_far"));
     }
     check_writable(w, ci)?;

@@ -257,7 +257,7 @@ pub fn list(w: &mut World, call: &mut Call, a: &Args) -> Res {
         _ => 100,
     };
     let page = match a.int("page") {
-        Some(n) if n > 0 => n as usize,
+        Some(n) if n > 0 => (n as usize).min(1_000_000),
         _ => 1,
     };
     let total = picked.len();

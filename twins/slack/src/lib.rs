@@ -248,7 +248,7 @@ pub fn error_response(status: u16, e: &SlackError) -> Response {
 fn rate_limited(w: &mut World, name: &str) -> Option<Response> {
     let rule = w.rate_limits.iter_mut().find(|r| r.method == name || r.method == "*")?;
     rule.seen = rule.seen.saturating_add(1);
-    let limited = rule.seen > rule.after && (rule.count == 0 || rule.seen <= rule.after + rule.count);
+    let limited = rule.seen > rule.after && (rule.count == 0 || rule.seen <= rule.after.saturating_add(rule.count));
     limited.then(|| {
         error_response(429, &fail("ratelimited")).with_header("retry-after", rule.retry_after.to_string())
     })

@@ -72,7 +72,7 @@ pub fn emoji_list(w: &mut World, call: &mut Call, _a: &Args) -> Res {
 /// A reminder's `time`: unix seconds, seconds from now (under a day), or `in N units`.
 fn reminder_time(s: &str, now: i64) -> Option<i64> {
     if let Ok(n) = s.trim().parse::<i64>() {
-        return Some(if n < 86_400 { now + n } else { n });
+        return Some(if n < 86_400 { now.saturating_add(n) } else { n });
     }
     let words: Vec<String> = s.split_whitespace().map(|x| x.to_ascii_lowercase()).collect();
     let rest = words.strip_prefix(&["in".to_string()]).unwrap_or(&words);
@@ -89,7 +89,7 @@ fn reminder_time(s: &str, now: i64) -> Option<i64> {
         "week" => 604_800,
         _ => return None,
     };
-    Some(now + n * secs)
+    Some(now.saturating_add(n.saturating_mul(secs)))
 }
 
 pub fn reminders_add(w: &mut World, call: &mut Call, a: &Args) -> Res {
@@ -186,7 +186,7 @@ pub fn dnd_set_snooze(w: &mut World, call: &mut Call, a: &Args) -> Res {
         return Err(fail("invalid_duration"));
     }
     let now = now_secs();
-    let until = now + mins * 60;
+    let until = now.saturating_add(mins.saturating_mul(60));
     set_snooze(w, call, until);
     ok(json!({"snooze_enabled": true, "snooze_endtime": until, "snooze_remaining": until - now}))
 }

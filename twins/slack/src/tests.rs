@@ -656,3 +656,23 @@ fn public_file_links_work_without_a_token_until_revoked() {
     ok(&mut w, "files.revokePublicURL", json!({"file": fid}));
     assert_eq!(World::router().dispatch(&mut w, &mut Call::new(req)).status, 404);
 }
+
+/// Hostile arguments get Slack errors, never a panic (a panic would trap the store).
+#[test]
+fn hostile_arguments_do_not_panic() {
+    let mut w = world();
+    let nasty = [
+        json!({"channel": "C0ENG00001", "text": "x", "thread_ts": "99999999999999999999.9"}),
+        json!({"channel": "C0ENG00001", "limit": -5, "cursor": "bmV4dF90czo5OTk5OTk5OTk5OTk5OTk5OTk5OTk5OTk5"}),
+        json!({"channel": ["C0ENG00001"], "ts": {"a": 1}, "text": null}),
+        json!({"query": "before:9999-99-99 after:---- on:2026-13-01 during:99999 in:<#> from:<@>", "count": 1e30, "page": -1}),
+        json!({"time": "in 9999999999999999 weeks", "text": "x", "num_minutes": 9_223_372_036_854_775_807i64}),
+        json!({"users": ",,,", "name": "::skin-tone-99", "timestamp": "1.2.3", "file": "", "page": 9_223_372_036_854_775_807i64}),
+    ];
+    for (name, _, _) in crate::METHODS {
+        for args in &nasty {
+            let (resp, body, _) = call(&mut w, name, args.clone());
+            assert!(body.get("ok").is_some(), "{name} {args}: {resp:?}");
+        }
+    }
+}
