@@ -184,6 +184,44 @@ def test_upload_a_file(slack, sb):
     assert slack_error(slack.files_info, file=fid)["error"] == "file_not_found"
 
 
+def test_scheduled_message_posts_when_due(slack):
+    now = int(float(slack.chat_postMessage(channel=ENG, text="clock")["ts"]))
+    sched = slack.chat_scheduleMessage(channel=ENG, text="reminder: deploy freeze", post_at=now + 2)
+    listed = slack.chat_scheduledMessages_list(channel=ENG)["scheduled_messages"]
+    assert [m["id"] for m in listed] == [sched["scheduled_message_id"]]
+    assert slack.conversations_history(channel=ENG, limit=1)["messages"][0]["text"] == "clock"
+    import time
+    time.sleep(2.5)
+    latest = slack.conversations_history(channel=ENG, limit=1)["messages"][0]
+    assert latest["text"] == "reminder: deploy freeze" and latest["user"] == AGENT
+    assert slack.chat_scheduledMessages_list()["scheduled_messages"] == []
+
+
+def test_people_groups_bookmarks_reminders(slack):
+    assert [u["name"] for u in slack.users_list()["members"]] == ["pome-agent", "alice", "bob", "carol", "dave"]
+    assert slack.users_lookupByEmail(email="carol@acme.test")["user"]["real_name"] == "Carol Okafor"
+    assert slack.users_getPresence(user=CAROL)["presence"] == "away"
+    profile = slack.users_profile_set(profile={"status_text": "deploying", "status_emoji": ":rocket:"})["profile"]
+    assert profile["status_text"] == "deploying"
+    assert slack.users_profile_get()["profile"]["status_emoji"] == ":rocket:"
+    group = slack.usergroups_create(name="On-call", handle="oncall")["usergroup"]
+    slack.usergroups_users_update(usergroup=group["id"], users=[BOB, CAROL])
+    assert slack.usergroups_users_list(usergroup=group["id"])["users"] == [BOB, CAROL]
+    handles = {g["handle"] for g in slack.usergroups_list()["usergroups"]}
+    assert handles == {"eng-team", "oncall"}
+    mark = slack.bookmarks_add(channel_id=ENG, title="Dashboards", type="link", link="https://grafana.acme.test")
+    slack.bookmarks_edit(channel_id=ENG, bookmark_id=mark["bookmark"]["id"], title="Grafana")
+    assert [b["title"] for b in slack.bookmarks_list(channel_id=ENG)["bookmarks"]] == ["Runbook", "Grafana"]
+    slack.bookmarks_remove(channel_id=ENG, bookmark_id=mark["bookmark"]["id"])
+    reminder = slack.reminders_add(text="check the deploy", time="in 15 minutes")["reminder"]
+    assert [r["id"] for r in slack.reminders_list()["reminders"]] == [reminder["id"]]
+    slack.reminders_delete(reminder=reminder["id"])
+    assert slack.team_info()["team"]["name"] == "Acme"
+    assert slack.emoji_list()["emoji"]["shipit"].endswith("/emoji/shipit.png")
+    snooze = slack.dnd_setSnooze(num_minutes=30)
+    assert snooze["snooze_enabled"] and slack.dnd_info()["snooze_enabled"]
+
+
 def test_paginate_a_long_history(new_sandbox):
     messages = [{"user": "U1", "text": f"build #{i} passed"} for i in range(250)]
     seed = {"users": [{"id": "U1", "name": "ci"}, {"id": "UBOT", "name": "pome-agent", "is_bot": True}],
@@ -207,6 +245,7 @@ def test_paginate_a_long_history(new_sandbox):
     assert members == ["U1", "UBOT"]
 
 
+@pytest.mark.filterwarnings("ignore:The top-level `text` argument is missing")
 def test_error_paths_raise_slack_api_error(slack, sb):
     cases = [
         (slack.chat_postMessage, dict(channel="C0NOPE0000", text="x"), "channel_not_found"),
