@@ -273,7 +273,7 @@ impl Twin for World {
             for (name, fidelity, _) in METHODS {
                 r = r.route(None, &format!("/api/{name}"), name, *fidelity, method_route);
             }
-            r.route(Some(Method::Post), "/upload/v1/{file}", "files.upload", Fidelity::Semantic, files::upload_bytes)
+            r.route(Some(Method::Post), "/upload/v1/{file}", "files.upload_bytes", Fidelity::Semantic, files::upload_bytes)
                 .route(Some(Method::Get), "/files-pri/{team_file}/{name}", "files.download", Fidelity::Semantic, files::download)
                 .route(Some(Method::Get), "/files-pub/{key}/{name}", "files.download_public", Fidelity::Semantic, files::download_public)
                 .route(
