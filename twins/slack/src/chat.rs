@@ -26,7 +26,8 @@ struct Content {
 }
 
 fn content(a: &Args) -> Result<Content, SlackError> {
-    let text = a.str("text").unwrap_or_default();
+    let raw = a.str("text").unwrap_or_default();
+    let text = if a.str("parse").as_deref() == Some("none") { raw } else { linkify(&raw) };
     let blocks = match a.json("blocks") {
         Err(()) => return Err(fail("invalid_blocks_format")),
         Ok(None) => None,
@@ -56,6 +57,40 @@ fn content(a: &Args) -> Result<Content, SlackError> {
         return Err(fail("msg_too_long"));
     }
     Ok(Content { text, blocks, attachments })
+}
+
+/// Slack treats text sent to the API as already formatted but still links bare URLs:
+/// `see https://x.test/a.` is stored as `see <https://x.test/a>.` Text already inside `<…>`
+/// is left alone.
+pub fn linkify(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut i = 0;
+    let b = text.as_bytes();
+    while i < text.len() {
+        if b[i] == b'<' {
+            let end = text[i..].find('>').map(|j| i + j + 1).unwrap_or(text.len());
+            out.push_str(&text[i..end]);
+            i = end;
+            continue;
+        }
+        let rest = &text[i..];
+        let at_boundary = i == 0 || text[..i].ends_with(|c: char| c.is_whitespace() || "([{\"'".contains(c));
+        if at_boundary && (rest.starts_with("http://") || rest.starts_with("https://")) {
+            let len = rest.find(|c: char| c.is_whitespace() || c == '<' || c == '>').unwrap_or(rest.len());
+            let url = rest[..len].trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '\'', '"']);
+            if url.len() > "https://".len() {
+                out.push('<');
+                out.push_str(url);
+                out.push('>');
+                i += url.len();
+                continue;
+            }
+        }
+        let ch = rest.chars().next().expect("in bounds");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
 }
 
 /// Resolve `thread_ts` to the thread's parent in channel `ci`.
@@ -168,7 +203,7 @@ pub fn post_message(w: &mut World, call: &mut Call, a: &Args) -> Res {
 
 pub fn me_message(w: &mut World, call: &mut Call, a: &Args) -> Res {
     let ci = find_target(w, call, a.str("channel"))?;
-    let text = a.str("text").ok_or_else(|| fail("no_text"))?;
+    let text = linkify(&a.str("text").ok_or_else(|| fail("no_text"))?);
     if text.chars().count() > MAX_TEXT {
         return Err(fail("msg_too_long"));
     }

@@ -676,3 +676,16 @@ fn hostile_arguments_do_not_panic() {
         }
     }
 }
+
+#[test]
+fn bare_urls_are_linked_like_slack_does() {
+    assert_eq!(crate::chat::linkify("merged https://github.com/a/b/pull/1."), "merged <https://github.com/a/b/pull/1>.");
+    assert_eq!(crate::chat::linkify("(see https://x.test/a?b=1) ok"), "(see <https://x.test/a?b=1>) ok");
+    assert_eq!(crate::chat::linkify("<https://x.test|x> and <@U1>"), "<https://x.test|x> and <@U1>");
+    assert_eq!(crate::chat::linkify("nohttps://x.test é"), "nohttps://x.test é");
+    let mut w = world();
+    let b = ok(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "PR https://github.com/acme/api/pull/7 merged"}));
+    assert_eq!(b["message"]["text"], "PR <https://github.com/acme/api/pull/7> merged");
+    let b = ok(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "raw https://x.test", "parse": "none"}));
+    assert_eq!(b["message"]["text"], "raw https://x.test");
+}
