@@ -9,6 +9,7 @@
 //! anything else answers the loud 501 `unsupported`.
 
 pub mod api;
+pub mod cache;
 pub mod diff;
 pub mod git;
 pub mod model;
@@ -36,6 +37,10 @@ pub struct World {
     pub repos: BTreeMap<String, Repo>,
     /// Last id handed out; ids are unique across every kind of entity.
     pub next_id: u64,
+    /// Which world this is for the response cache (never serialised: a restored world is a
+    /// new one to the cache).
+    #[serde(skip)]
+    pub cache: cache::Generation,
 }
 
 impl Twin for World {

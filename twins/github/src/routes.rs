@@ -6,16 +6,35 @@
 use pome_twin_sdk::{Call, Router};
 
 use crate::World;
-use crate::api::finish;
+use crate::api::github_headers;
+use crate::cache;
 use crate::handlers::*;
 
 macro_rules! h {
     ($f:path) => {
-        |w: &mut World, c: &mut Call| {
-            let r = $f(w, c);
-            finish(c, r)
-        }
+        |w: &mut World, c: &mut Call| serve(w, c, $f)
     };
+}
+
+/// Run one handler: GETs may be answered from the cache of rendered answers; anything
+/// else starts a new world generation.
+fn serve(w: &mut World, c: &mut Call, f: fn(&mut World, &mut Call) -> crate::api::ApiResult) -> pome_twin_sdk::Response {
+    let cacheable = cache::cacheable(c);
+    if cacheable {
+        if let Some(r) = cache::get(&w.cache, c) {
+            return github_headers(c, r);
+        }
+    } else {
+        w.cache.bump();
+    }
+    let r = match f(w, c) {
+        Ok(r) => r,
+        Err(e) => pome_twin_sdk::Response::json(e.status, &e.body()),
+    };
+    if cacheable {
+        cache::put(&w.cache, c, &r);
+    }
+    github_headers(c, r)
 }
 
 pub fn router() -> Router<World> {

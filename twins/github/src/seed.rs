@@ -208,7 +208,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
         return Err(format!("viewer: {viewer:?} is not a valid GitHub login"));
     }
     let now = time::now_iso();
-    let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0 };
+    let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0, cache: Default::default() };
     let mut refs = Refs { explicit_users: top.get("users").is_some(), mentioned: Vec::new() };
 
     for (p, v) in top.arr("users")? {

@@ -1,0 +1,95 @@
+//! A small cache of rendered GET answers, so a client paging through a large, unchanged
+//! repository does not pay for re-rendering GitHub's (large) JSON shapes on every call.
+//!
+//! An answer is a pure function of the world and the request, so caching cannot change what
+//! a client sees, and replays stay byte-identical. Entries are keyed by the world's identity
+//! and generation: every non-GET request starts a new generation, and a world built by
+//! `init` or `restore` is a new identity. The cache lives outside the world (it is neither
+//! snapshotted nor part of the state) and is bounded in entries and bytes.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pome_twin_sdk::{Call, Method, Response};
+
+/// Most answers kept, and most bytes kept in total (a page of 100 issues is ≈ 500 KB).
+const MAX_ENTRIES: usize = 16;
+const MAX_BYTES: usize = 768 * 1024;
+
+static NEXT_IDENTITY: AtomicU64 = AtomicU64::new(1);
+
+/// A world's identity and how many writes it has seen.
+#[derive(Debug)]
+pub struct Generation {
+    identity: u64,
+    generation: u64,
+}
+
+impl Default for Generation {
+    fn default() -> Self {
+        Generation { identity: NEXT_IDENTITY.fetch_add(1, Ordering::Relaxed), generation: 0 }
+    }
+}
+
+impl Clone for Generation {
+    /// A cloned world diverges from its original, so it is a new identity.
+    fn clone(&self) -> Self {
+        Generation::default()
+    }
+}
+
+impl Generation {
+    pub fn bump(&mut self) {
+        self.generation += 1;
+    }
+}
+
+struct Entry {
+    identity: u64,
+    generation: u64,
+    key: String,
+    response: Response,
+}
+
+thread_local! {
+    static CACHE: RefCell<VecDeque<Entry>> = const { RefCell::new(VecDeque::new()) };
+}
+
+fn key_of(call: &Call) -> String {
+    format!("{}\u{0}{}\u{0}{}", call.req.base_url, call.req.path, call.req.query)
+}
+
+/// Whether a request may be answered from the cache: reads whose answer does not depend
+/// on the clock.
+pub fn cacheable(call: &Call) -> bool {
+    call.req.method == Method::Get && !matches!(call.action.as_deref(), Some("rate_limit.get"))
+}
+
+pub fn get(g: &Generation, call: &Call) -> Option<Response> {
+    let key = key_of(call);
+    CACHE.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|e| e.identity == g.identity && e.generation == g.generation && e.key == key)
+            .map(|e| e.response.clone())
+    })
+}
+
+pub fn put(g: &Generation, call: &Call, response: &Response) {
+    if response.status != 200 || response.body.len() > MAX_BYTES {
+        return;
+    }
+    let key = key_of(call);
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        // Entries of older generations or other worlds can never be hit again.
+        c.retain(|e| e.identity == g.identity && e.generation == g.generation);
+        c.push_back(Entry { identity: g.identity, generation: g.generation, key, response: response.clone() });
+        let mut total: usize = c.iter().map(|e| e.response.body.len()).sum();
+        while c.len() > MAX_ENTRIES || total > MAX_BYTES {
+            let Some(e) = c.pop_front() else { break };
+            total -= e.response.body.len();
+        }
+    });
+}
