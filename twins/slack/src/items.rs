@@ -152,7 +152,7 @@ pub fn pins_remove(w: &mut World, call: &mut Call, a: &Args) -> Res {
     let c = &mut w.channels[ci];
     let ts = c.messages[mi].ts.clone();
     let Some(pi) = c.pins.iter().position(|p| p.ts == ts) else {
-        return Err(fail("no_pin"));
+        return Err(fail("not_pinned"));
     };
     if c.is_archived {
         return Err(fail("is_archived"));

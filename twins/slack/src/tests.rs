@@ -327,7 +327,7 @@ fn reactions_and_pins() {
     assert_eq!(p["items"].as_array().unwrap().len(), 2);
     assert_eq!(p["items"][0]["message"]["pinned_to"], json!(["C0ENG00001"]));
     ok(&mut w, "pins.remove", pin.clone());
-    assert_eq!(err(&mut w, "pins.remove", pin), "no_pin");
+    assert_eq!(err(&mut w, "pins.remove", pin), "not_pinned");
 }
 
 #[test]
