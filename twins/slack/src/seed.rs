@@ -28,6 +28,8 @@
 //! the same seed always gives the same world. `replies` nests a thread under its parent;
 //! `thread_ts` does the same by reference to a message with an explicit `ts`.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 use crate::model::*;
@@ -140,7 +142,7 @@ pub fn from_seed(seed: &Value) -> Result<World, String> {
     let mut top = Obj::new(seed, "")?;
     top.get("_meta");
     let mut w = World::default();
-    let mut clock = SeedClock(SEED_EPOCH * 1_000_000);
+    let mut clock = SeedClock(SEED_EPOCH * 1_000_000, BTreeMap::new());
 
     w.team = match top.get("team") {
         Some(t) => {
@@ -321,7 +323,9 @@ pub fn from_seed(seed: &Value) -> Result<World, String> {
     Ok(w)
 }
 
-struct SeedClock(i64);
+/// The seed clock, and the bot ids given to integrations (`username`-only messages) so that
+/// one integration keeps one `bot_id` across the seed.
+struct SeedClock(i64, BTreeMap<String, String>);
 
 impl SeedClock {
     fn tick(&mut self) -> i64 {
@@ -677,6 +681,27 @@ fn parse_message(
         return Err(format!("{path}.replies: replies cannot have replies"));
     }
     let bot_id = bot_id.or_else(|| w.user(&user).and_then(|u| u.bot_id.clone()));
+    // An integration's message (no user): Slack's `bot_message`, with the integration's bot id.
+    let (subtype, bot_id) = match (&username, user.is_empty()) {
+        (Some(name), true) => {
+            let id = match bot_id {
+                Some(b) => {
+                    clock.1.insert(name.clone(), b.clone());
+                    b
+                }
+                None => match clock.1.get(name) {
+                    Some(b) => b.clone(),
+                    None => {
+                        let b = w.new_id("B");
+                        clock.1.insert(name.clone(), b.clone());
+                        b
+                    }
+                },
+            };
+            (subtype.or_else(|| Some("bot_message".into())), Some(id))
+        }
+        _ => (subtype, bot_id),
+    };
     let msg = Message {
         ts: ts.clone(),
         user,
@@ -794,7 +819,7 @@ pub fn default_seed() -> Value {
              "creator": "U0ALICE001",
              "members": ["U0ALICE001", "U0BOB00001", "U0AGENT001"],
              "messages": [
-                {"username": "ci-bot", "text": "CI failed on main: test_checkout timed out after 30s", "subtype": "bot_message"},
+                {"username": "ci-bot", "bot_id": "B0CIBOT0001", "text": "CI failed on main: test_checkout timed out after 30s"},
                 {"user": "U0BOB00001", "text": "Looking into it."}
              ]},
             {"id": "C0RANDOM01", "name": "random", "purpose": "Non-work banter and water cooler conversation",

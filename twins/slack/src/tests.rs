@@ -689,3 +689,19 @@ fn bare_urls_are_linked_like_slack_does() {
     let b = ok(&mut w, "chat.postMessage", json!({"channel": "C0ENG00001", "text": "raw https://x.test", "parse": "none"}));
     assert_eq!(b["message"]["text"], "raw https://x.test");
 }
+
+#[test]
+fn integration_messages_are_bot_messages_with_a_stable_bot_id() {
+    let seed = json!({"users": [{"id": "U1", "name": "a"}], "channels": [{"name": "x", "members": ["U1"], "messages": [
+        {"username": "ci", "text": "one"}, {"username": "ci", "text": "two"}, {"username": "deploys", "text": "three"}]}]});
+    let mut w = World::init(Some(seed)).unwrap();
+    w.agent = "U1".into();
+    let cid = w.channels[0].id.clone();
+    let h = ok(&mut w, "conversations.history", json!({"channel": cid}));
+    let m = h["messages"].as_array().unwrap();
+    assert_eq!(m[2]["subtype"], "bot_message");
+    assert_eq!(m[2]["username"], "ci");
+    assert!(m[2].get("user").is_none());
+    assert_eq!(m[1]["bot_id"], m[2]["bot_id"]);
+    assert_ne!(m[0]["bot_id"], m[2]["bot_id"]);
+}
