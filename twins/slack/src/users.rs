@@ -17,7 +17,8 @@ fn find_user(w: &World, id: Option<String>) -> Result<usize, SlackError> {
 
 pub fn list(w: &mut World, _call: &mut Call, a: &Args) -> Res {
     let all: Vec<usize> = (0..w.users.len()).collect();
-    let (page, next) = paginate(all, a, "users", 200, 1000)?;
+    // Without `limit` Slack returns everyone (up to its page cap).
+    let (page, next) = paginate(all, a, "users", 1000, 1000)?;
     let members: Vec<Value> = page.iter().map(|&i| render::user(w, &w.users[i])).collect();
     ok(json!({"members": members, "cache_ts": now_secs(), "response_metadata": {"next_cursor": next}}))
 }
