@@ -326,6 +326,23 @@ def test_task_seeds_boot_and_the_agent_can_work(new_sandbox, seed):
     assert "PR #1 successfully merged" in texts
 
 
+def cross_twin_envelopes():
+    return [pytest.param(json.loads(p.read_text()), id=p.name)
+            for p in sorted((SHARED / "tasks-compat" / "cross-twin").glob("*.seed.json"))]
+
+
+@pytest.mark.parametrize("envelope", cross_twin_envelopes())
+def test_cross_twin_envelopes_seed_slack_beside_github(new_sandbox, envelope):
+    """The product's own cross-twin shape: one sandbox, GitHub and Slack, seeded from one
+    envelope; the agent reports to #eng-alerts and only Slack's world changes."""
+    sb = new_sandbox(["github", "slack"], seed=envelope)
+    slack = client_for(sb)
+    alerts = next(c for c in slack.conversations_list()["channels"] if c["name"] == "eng-alerts")
+    slack.chat_postMessage(channel=alerts["id"], text="PR https://github.com/viktor-hq/orders-service/pull/1 successfully merged")
+    texts = [m["text"] for c in sb.state("slack")["channels"] if c["name"] == "eng-alerts" for m in c["messages"]]
+    assert any("pull/1" in t and "successfully merged" in t for t in texts)
+
+
 def test_bad_seed_is_refused_with_its_path(pome_server):
     status, body = pome_server.api("POST", "/v1/sandboxes", {
         "twins": ["slack"], "seed": {"users": [{"id": "U1", "name": "a"}],
