@@ -560,6 +560,9 @@ fn changes_are_recorded_and_snapshots_round_trip() {
     assert!(c.changes[0].id.starts_with("C0ENG00001/"));
     let (_, _, c) = call(&mut w, "conversations.history", json!({"channel": "C0ENG00001"}));
     assert!(!c.mutated());
+    let state = w.state();
+    assert!(state.get("id_seq").is_none() && state["channels"][0].get("last_ts").is_none());
+    assert!(state["channels"][0]["messages"].is_array());
     let bytes = postcard::to_stdvec(&w).unwrap();
     let back: World = postcard::from_bytes(&bytes).unwrap();
     assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&w).unwrap());
