@@ -16,7 +16,10 @@ SHARED = HERE.parents[2] / "shared"
 
 
 def gh_for(sb, token=None):
-    return Github(base_url=sb.url("github"), auth=Auth.Token(sb.token if token is None else token), retry=None)
+    # PyGithub throttles itself (0.25 s between requests, 1 s between writes) to be polite to
+    # github.com; a twin needs none of that.
+    return Github(base_url=sb.url("github"), auth=Auth.Token(sb.token if token is None else token), retry=None,
+                  seconds_between_requests=0, seconds_between_writes=0)
 
 
 @pytest.fixture
