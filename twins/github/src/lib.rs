@@ -10,6 +10,7 @@
 
 pub mod api;
 pub mod cache;
+pub mod checks;
 pub mod diff;
 pub mod git;
 pub mod model;
@@ -21,7 +22,7 @@ mod handlers;
 
 use std::collections::BTreeMap;
 
-use pome_twin_sdk::{Call, HostError, Response, Router, Twin, Value, json};
+use pome_twin_sdk::{Call, CheckDecl, HostError, Response, Router, Twin, Value, json};
 use serde::{Deserialize, Serialize};
 
 use crate::api::{ApiError, DOCS, github_headers};
@@ -83,6 +84,10 @@ impl Twin for World {
 
     fn state(&self) -> Value {
         self.state_json()
+    }
+
+    fn checks() -> Vec<CheckDecl> {
+        checks::declared()
     }
 }
 

@@ -2,8 +2,15 @@
 //! is GitHub's own operationId (`issues/create` → `issues.create`), so the tape, graders and
 //! the OpenAPI description all use the same names. Anything not listed here answers the
 //! loud 501 `unsupported`.
+//!
+//! Fidelity tiers (shown by `describe`): routes are `semantic` (state, validation and errors
+//! as GitHub) unless marked `shape`: `rate_limit.get` (fixed budget), `meta.root`,
+//! `repos.list_languages` (by file extension), `repos.list_contributors` (commit authors
+//! that map to users), `repos.add_collaborator` (access is granted at once; GitHub sends an
+//! invitation the invitee must accept), `search.code` and `search.commits` (substring
+//! matching, no ranking).
 
-use pome_twin_sdk::{Call, Router};
+use pome_twin_sdk::{Call, Fidelity, Method, Router};
 
 use crate::World;
 use crate::api::github_headers;
@@ -48,8 +55,8 @@ pub fn router() -> Router<World> {
         .get("/users/{username}/repos", "repos.list_for_user", h!(users::list_for_user))
         .get("/orgs/{org}/repos", "repos.list_for_org", h!(users::list_for_org))
         .get("/orgs/{org}", "orgs.get", h!(users::get_org))
-        .get("/rate_limit", "rate_limit.get", h!(repos::rate_limit))
-        .get("/", "meta.root", h!(repos::root))
+        .route(Some(Method::Get), "/rate_limit", "rate_limit.get", Fidelity::Shape, h!(repos::rate_limit))
+        .route(Some(Method::Get), "/", "meta.root", Fidelity::Shape, h!(repos::root))
         // repositories
         .get(R, "repos.get", h!(repos::get))
         .patch(R, "repos.update", h!(repos::update))
@@ -59,11 +66,11 @@ pub fn router() -> Router<World> {
         .post(&p("/forks"), "repos.create_fork", h!(repos::fork))
         .get(&p("/topics"), "repos.get_all_topics", h!(repos::get_topics))
         .put(&p("/topics"), "repos.replace_all_topics", h!(repos::replace_topics))
-        .get(&p("/languages"), "repos.list_languages", h!(repos::languages))
-        .get(&p("/contributors"), "repos.list_contributors", h!(repos::contributors))
+        .route(Some(Method::Get), &p("/languages"), "repos.list_languages", Fidelity::Shape, h!(repos::languages))
+        .route(Some(Method::Get), &p("/contributors"), "repos.list_contributors", Fidelity::Shape, h!(repos::contributors))
         .get(&p("/collaborators"), "repos.list_collaborators", h!(repos::list_collaborators))
         .get(&p("/collaborators/{username}"), "repos.check_collaborator", h!(repos::check_collaborator))
-        .put(&p("/collaborators/{username}"), "repos.add_collaborator", h!(repos::add_collaborator))
+        .route(Some(Method::Put), &p("/collaborators/{username}"), "repos.add_collaborator", Fidelity::Shape, h!(repos::add_collaborator))
         .delete(&p("/collaborators/{username}"), "repos.remove_collaborator", h!(repos::remove_collaborator))
         .get(&p("/collaborators/{username}/permission"), "repos.get_collaborator_permission_level", h!(repos::collaborator_permission))
         // contents, branches, tags
@@ -141,9 +148,9 @@ pub fn router() -> Router<World> {
         // search
         .get("/search/issues", "search.issues_and_pull_requests", h!(search::issues))
         .get("/search/repositories", "search.repos", h!(search::repositories))
-        .get("/search/code", "search.code", h!(search::code))
+        .route(Some(Method::Get), "/search/code", "search.code", Fidelity::Shape, h!(search::code))
         .get("/search/users", "search.users", h!(search::users))
-        .get("/search/commits", "search.commits", h!(search::commits))
+        .route(Some(Method::Get), "/search/commits", "search.commits", Fidelity::Shape, h!(search::commits))
         // issues
         .get(&p("/issues"), "issues.list_for_repo", h!(issues::list_for_repo))
         .get("/issues", "issues.list", h!(issues::list_for_user))

@@ -97,3 +97,53 @@ fn issues_and_pulls_share_numbers() {
     assert_eq!(repo["issues"][1]["number"], 2);
     assert_eq!(repo["pull_requests"][0]["number"], 3);
 }
+
+/// Does `sentence` fit `template` (`{param}` matches any non-empty text)?
+fn fits(template: &str, sentence: &str) -> bool {
+    match template.find('{') {
+        None => template == sentence,
+        Some(i) => {
+            let (lit, rest) = template.split_at(i);
+            let Some(s) = sentence.strip_prefix(lit) else { return false };
+            let after = &rest[rest.find('}').unwrap() + 1..];
+            (1..=s.len()).filter(|&k| s.is_char_boundary(k)).any(|k| fits(after, &s[k..]))
+        }
+    }
+}
+
+#[test]
+fn every_github_criterion_in_the_task_files_fits_a_declared_check() {
+    let dir = compat_dir();
+    if !dir.exists() {
+        return;
+    }
+    let checks = World::checks();
+    let mut seen = 0;
+    for sub in ["bundled", "cross-twin"] {
+        let Ok(rd) = std::fs::read_dir(dir.join(sub)) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension().is_none_or(|x| x != "md") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let github_task = text.contains("twins: [github") || text.contains("twins: github") || text.contains("- github");
+            for line in text.lines() {
+                let Some(rest) = line.trim().strip_prefix("- [code") else { continue };
+                let (tag, sentence) = rest.split_once(']').unwrap();
+                let ours = tag.contains("github") || (tag.trim().is_empty() || tag.trim() == "always-scored") && github_task;
+                if !ours {
+                    continue;
+                }
+                let sentence = sentence.trim();
+                seen += 1;
+                assert!(
+                    checks.iter().any(|c| fits(&c.template, sentence)),
+                    "{}: no declared check fits {sentence:?}",
+                    p.display()
+                );
+            }
+        }
+    }
+    assert!(seen >= 10, "only {seen} github criteria found");
+}

@@ -1321,17 +1321,17 @@ fn reactions_of<'a>(r: &'a mut Repo, call: &Call, on_comment: bool) -> Result<&'
 }
 
 fn list_reactions(w: &mut World, call: &mut Call, on_comment: bool) -> ApiResult {
-    let key = w.repo_key_for(call)?;
+    let r = w.repo(call)?;
     let content = call.req.query("content");
-    let mut r = w.repos[&key].clone();
-    let list: Vec<Reaction> = reactions_of(&mut r, call, on_comment)?
-        .iter()
-        .filter(|x| content.as_deref().is_none_or(|c| x.content == c))
-        .cloned()
-        .collect();
+    let all: &Vec<Reaction> = if on_comment {
+        &r.comments.get(&num(call, "comment_id")?).ok_or_else(ApiError::not_found)?.reactions
+    } else {
+        &r.issues.get(&num(call, "issue_number")?).ok_or_else(ApiError::not_found)?.reactions
+    };
+    let list: Vec<&Reaction> = all.iter().filter(|x| content.as_deref().is_none_or(|c| x.content == c)).collect();
     let b = call.req.base_url.clone();
     let n = list.len();
-    page_of(call, n, list.iter(), |x| w.reaction_json(&b, x))
+    page_of(call, n, list.into_iter(), |x| w.reaction_json(&b, x))
 }
 
 fn create_reaction(w: &mut World, call: &mut Call, on_comment: bool) -> ApiResult {
