@@ -368,3 +368,105 @@ def test_every_task_seed_boots(new_sandbox):
                     assert r.get_pull(pr["number"]).head.ref == pr["head"]
         count += 1
     assert count >= 15
+
+
+# --- the rest of what agents reach for -----------------------------------------------------
+
+def test_browse_code_and_history(team):
+    _, gh = team
+    repo = gh.get_repo("acme/api")
+    root = repo.get_contents("")
+    assert sorted(c.path for c in root) == ["README.md", "src"]
+    assert [c.type for c in repo.get_contents("src")] == ["file"]
+    assert repo.get_readme().decoded_content == b"# api\n"
+    assert sorted(b.name for b in repo.get_branches()) == ["fix-total", "main", "sneaky"]
+    refs = [r.ref for r in repo.get_git_matching_refs("heads/f")]
+    assert refs == ["refs/heads/fix-total"]
+    commits = list(repo.get_commits(sha="fix-total"))
+    assert len(commits) == 2 and commits[0].commit.message == "Skip None in total"
+    assert commits[0].author.login == "alice"
+    # The seed's initial commit is by the first collaborator; alice's fix is not on main yet.
+    assert [c.commit.message for c in repo.get_commits(author="alice")] == ["Initial commit"]
+    full = repo.get_commit(commits[0].sha)
+    assert [f.filename for f in full.files] == ["src/orders.py"] and full.stats.total == 2
+    pulls = repo.get_pulls(state="open", base="main")
+    assert [p.number for p in pulls] == [4, 3]
+    assert [p.number for p in repo.get_pulls(head="acme:fix-total")] == [3]
+
+
+def test_reviews_requests_comments_and_timeline(team):
+    _, gh = team
+    repo = gh.get_repo("acme/api")
+    pr = repo.get_pull(3)
+    pr.create_review_request(reviewers=["bob"])
+    users, teams = pr.get_review_requests()
+    assert [u.login for u in users] == ["bob"] and list(teams) == []
+    head = repo.get_commit(pr.head.sha)
+    c = pr.create_review_comment("Could this be a generator?", head, "src/orders.py", line=2)
+    assert c.path == "src/orders.py" and c.commit_id == pr.head.sha
+    reply = pr.create_review_comment_reply(c.id, "It is one already.")
+    assert reply.in_reply_to_id == c.id
+    assert [x.body for x in pr.get_review_comments()] == ["Could this be a generator?", "It is one already."]
+    with pytest.raises(GithubException) as e:
+        pr.create_review_comment("nope", head, "not/in/diff.py", line=1)
+    assert e.value.status == 422
+    pending = pr.create_review(body="still reading")
+    assert pending.state == "PENDING"
+    issue = repo.get_issue(3)
+    issue.create_comment("ping")
+    kinds = [e.event for e in issue.get_timeline()]
+    assert "review_requested" in kinds and "commented" in kinds
+
+
+def test_update_branch_and_rebase_merge(team):
+    _, gh = team
+    repo = gh.get_repo("acme/api")
+    readme = repo.get_contents("README.md")
+    repo.update_file("README.md", "Docs", "# api\n\nOrders.\n", readme.sha)
+    pr = repo.get_pull(3)
+    assert pr.mergeable_state == "behind"
+    assert pr.update_branch()
+    pr = repo.get_pull(3)
+    # The merge of main made a new head commit: the required check has to run again.
+    assert pr.mergeable_state == "blocked" and pr.commits == 2  # the fix and the merge of main
+    repo.get_commit(pr.head.sha).create_status(state="success", context="ci/test")
+    assert repo.get_pull(3).mergeable_state == "clean"
+    assert pr.merge(merge_method="rebase").merged
+    assert repo.get_contents("src/orders.py").decoded_content == b"def total(items):\n    return sum(i for i in items if i)\n"
+    assert repo.get_contents("README.md").decoded_content == b"# api\n\nOrders.\n"
+
+
+def test_repositories_create_edit_fork_delete(gh, sb):
+    me = gh.get_user()
+    repo = me.create_repo("notes", description="scratch", auto_init=True, private=True)
+    assert repo.private and repo.owner.login == "pome-agent" and repo.get_contents("README.md")
+    repo.edit(description="agent notes", has_issues=True)
+    assert gh.get_repo("pome-agent/notes").description == "agent notes"
+    repo.create_file("todo.md", "todo", "- [ ] ship\n")
+    fork = gh.get_repo("acme/api").create_fork()
+    assert fork.full_name == "pome-agent/api" and fork.fork and fork.parent.full_name == "acme/api"
+    assert fork.get_contents("README.md").decoded_content.startswith(b"# api")
+    repo.delete()
+    with pytest.raises(UnknownObjectException):
+        gh.get_repo("pome-agent/notes")
+    assert {r.full_name for r in gh.get_user().get_repos()} == {"acme/api", "pome-agent/api"}
+
+
+def test_delete_file_and_comment_edits(gh):
+    repo = gh.get_repo("acme/api")
+    f = repo.get_contents("src/app.py")
+    repo.delete_file("src/app.py", "remove app", f.sha)
+    with pytest.raises(UnknownObjectException):
+        repo.get_contents("src/app.py")
+    issue = repo.get_issue(1)
+    comment = issue.create_comment("first")
+    comment.edit("second")
+    comment.create_reaction("+1")
+    assert [r.content for r in comment.get_reactions()] == ["+1"]
+    assert issue.get_comment(comment.id).body == "second"
+    comment.delete()
+    assert issue.get_comments().totalCount == 0
+    issue.edit(state="closed")
+    issue.edit(state="open")
+    issue = repo.get_issue(1)
+    assert issue.state == "open" and issue.state_reason == "reopened"
