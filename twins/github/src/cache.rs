@@ -57,7 +57,8 @@ thread_local! {
 }
 
 fn key_of(call: &Call) -> String {
-    format!("{}\u{0}{}\u{0}{}", call.req.base_url, call.req.path, call.req.query)
+    let accept = call.req.header("accept").unwrap_or("");
+    format!("{}\u{0}{}\u{0}{}\u{0}{accept}", call.req.base_url, call.req.path, call.req.query)
 }
 
 /// Whether a request may be answered from the cache: reads whose answer does not depend

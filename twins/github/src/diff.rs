@@ -82,6 +82,42 @@ pub fn diff_trees(g: &GitStore, a: &str, b: &str) -> Vec<FileDiff> {
     diff_flat(g, &g.flatten(a), &g.flatten(b))
 }
 
+/// A whole diff as `git diff` prints it (the `application/vnd.github.diff` media type).
+pub fn unified(files: &[FileDiff], old: &crate::git::Flat, new: &crate::git::Flat) -> String {
+    let mut out = String::new();
+    for f in files {
+        let p = &f.filename;
+        out.push_str(&format!("diff --git a/{p} b/{p}\n"));
+        let short = |x: Option<&(String, String)>| x.map(|v| v.1[..7].to_string()).unwrap_or_else(|| "0000000".into());
+        match f.status {
+            "added" => out.push_str(&format!("new file mode 100644\nindex 0000000..{}\n--- /dev/null\n+++ b/{p}\n", short(new.get(p)))),
+            "removed" => out.push_str(&format!("deleted file mode 100644\nindex {}..0000000\n--- a/{p}\n+++ /dev/null\n", short(old.get(p)))),
+            _ => out.push_str(&format!("index {}..{} 100644\n--- a/{p}\n+++ b/{p}\n", short(old.get(p)), short(new.get(p)))),
+        }
+        match &f.patch {
+            Some(patch) if !patch.is_empty() => {
+                out.push_str(patch);
+                out.push('\n');
+            }
+            Some(_) => {}
+            None => out.push_str(&format!("Binary files differ\n")),
+        }
+    }
+    out
+}
+
+/// The media type a client asked for with `Accept`: `diff`, `patch` or JSON.
+pub fn wants(accept: Option<&str>) -> Option<&'static str> {
+    let a = accept.unwrap_or("");
+    if a.contains(".diff") {
+        Some("diff")
+    } else if a.contains(".patch") {
+        Some("patch")
+    } else {
+        None
+    }
+}
+
 pub fn entry_json(base: &str, full_name: &str, reference: &str, f: &FileDiff) -> Value {
     let p = enc_path(&f.filename);
     let mut v = json!({

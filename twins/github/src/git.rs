@@ -237,6 +237,10 @@ impl GitStore {
 
     /// Resolve a branch, tag, full ref or (possibly abbreviated) commit sha to a commit sha.
     pub fn resolve(&self, rev: &str) -> Option<String> {
+        self.resolve_any(rev).filter(|s| self.commit(s).is_some())
+    }
+
+    fn resolve_any(&self, rev: &str) -> Option<String> {
         let rev = rev.strip_prefix("heads/").map(|r| r.to_string()).unwrap_or_else(|| rev.to_string());
         if let Some(s) = self.refs.get(&rev) {
             return Some(self.peel(s));

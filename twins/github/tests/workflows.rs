@@ -201,3 +201,19 @@ fn surface_is_complete_and_unique() {
         assert_eq!(action.as_deref(), Some(r.action.as_str()), "{} {}", r.method, r.path);
     }
 }
+
+#[test]
+fn diff_media_type() {
+    use pome_twin_sdk::{Call, Method, Request, Twin};
+    let mut w = world();
+    let mut req = Request::new(Method::Get, "/repos/acme/api/pulls/3");
+    req.headers.push(("accept".into(), "application/vnd.github.v3.diff".into()));
+    let mut c = Call::new(req);
+    let r = World::router().dispatch(&mut w, &mut c);
+    let text = String::from_utf8(r.body).unwrap();
+    assert!(text.starts_with("diff --git a/src/app.py b/src/app.py\nindex "), "{text}");
+    assert!(text.contains("+def health():"), "{text}");
+    // JSON is still JSON for the same URL (the cache keys on Accept).
+    let (_, v) = get(&mut w, "/repos/acme/api/pulls/3");
+    assert_eq!(v["number"], 3);
+}

@@ -599,6 +599,12 @@ pub fn get_commit(w: &mut World, call: &mut Call) -> ApiResult {
         .ok_or_else(|| ApiError::new(422, format!("No commit found for SHA: {reference}")))?;
     let b = &call.req.base_url;
     let c = r.git.commit(&sha).unwrap();
+    if let Some(kind) = crate::diff::wants(call.req.header("accept")) {
+        let parent_tree = c.parents.first().map(|p| tree_of(r, p)).unwrap_or_default();
+        let (old, new) = (r.git.flatten(&parent_tree), r.git.flatten(&c.tree));
+        let files = crate::diff::diff_flat(&r.git, &old, &new);
+        return Ok(crate::handlers::pulls::text_response(kind, crate::diff::unified(&files, &old, &new)));
+    }
     json(200, &w.commit_json(b, r, &sha, c, Some(commit_files(b, r, &sha))))
 }
 
@@ -624,6 +630,11 @@ pub fn compare(w: &mut World, call: &mut Call) -> ApiResult {
         (0, _) => "behind",
         _ => "diverged",
     };
+    if let Some(kind) = crate::diff::wants(call.req.header("accept")) {
+        let (old, new) = (r.git.flatten(&tree_of(r, &mb)), r.git.flatten(&tree_of(r, &hs)));
+        let files = crate::diff::diff_flat(&r.git, &old, &new);
+        return Ok(crate::handlers::pulls::text_response(kind, crate::diff::unified(&files, &old, &new)));
+    }
     let b = call.req.base_url.clone();
     let fname = r.full_name();
     let files: Vec<Value> = diff_trees(&r.git, &tree_of(r, &mb), &tree_of(r, &hs))
@@ -776,6 +787,9 @@ pub fn create_tree(w: &mut World, call: &mut Call) -> ApiResult {
             .map(|p| p.trim_matches('/').to_string())
             .filter(|p| !p.is_empty())
             .ok_or_else(|| ApiError::new(422, format!("tree.path is missing for item {i}")))?;
+        if path.split('/').any(|s| s.is_empty() || s == "." || s == ".." || s == ".git") {
+            return Err(ApiError::new(422, format!("tree.path contains a malformed path component: {path}")));
+        }
         let mode = it.mode.clone().unwrap_or_else(|| "100644".into());
         if !["100644", "100755", "040000", "160000", "120000"].contains(&mode.as_str()) {
             return Err(ApiError::new(422, format!("tree.mode {mode:?} is invalid")));

@@ -230,7 +230,25 @@ pub fn list(w: &mut World, call: &mut Call) -> ApiResult {
 pub fn get(w: &mut World, call: &mut Call) -> ApiResult {
     let r = w.repo(call)?;
     let i = pull_of(r, call)?;
+    if let Some(kind) = crate::diff::wants(call.req.header("accept")) {
+        let p = i.pull.as_ref().unwrap();
+        let head = head_sha(r, p, i.state == "open");
+        let base = base_sha(r, p);
+        let mb = r.git.merge_base(&base, &head).unwrap_or(base);
+        let (old, new) = (r.git.flatten(&tree_of(r, &mb)), r.git.flatten(&tree_of(r, &head)));
+        let files = crate::diff::diff_flat(&r.git, &old, &new);
+        return Ok(text_response(kind, crate::diff::unified(&files, &old, &new)));
+    }
     json(200, &w.pull_json(&call.req.base_url, r, i, true))
+}
+
+/// A diff or patch answer (`Accept: application/vnd.github.diff`).
+pub fn text_response(kind: &str, body: String) -> Response {
+    Response {
+        status: 200,
+        headers: vec![("content-type".into(), format!("application/vnd.github.{kind}; charset=utf-8"))],
+        body: body.into_bytes(),
+    }
 }
 
 #[derive(Debug, Deserialize)]
