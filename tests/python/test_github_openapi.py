@@ -111,6 +111,7 @@ SEED = {
     "repositories": [{
         "owner": "acme", "name": "api", "description": "ACME API",
         "collaborators": ["alice", "bob", {"login": "pome-agent", "permission": "admin"}],
+        "required_status_checks": ["ci"],
         "labels": [{"name": "bug", "color": "d73a4a", "description": "broken"}],
         "milestones": [{"title": "v1", "due_on": "2030-01-01T00:00:00Z"}],
         "files": [
@@ -303,6 +304,21 @@ def drive(c):
     c("GET", "/search/commits?q=add+repo:acme/api", expect=200)
     c("PUT", f"{R}/topics", {"names": ["api", "orders"]}, expect=200)
     c("PATCH", R, {"description": "ACME API service", "delete_branch_on_merge": True}, expect=200)
+    c("GET", f"{R}/branches/main/protection", expect=200)
+    c("GET", f"{R}/branches/main/protection/required_status_checks", expect=200)
+    c("GET", f"{R}/branches/work/protection", expect=404)
+    c("GET", f"{R}/actions/runs", expect=200)
+    c("GET", "/orgs/acme/members", expect=200)
+    c("GET", "/orgs/acme/members/alice", expect=204)
+    c("GET", "/user/orgs", expect=200)
+    c("GET", "/users/alice/orgs", expect=200)
+    c("GET", f"{R}/commits/{sha}/pulls", expect=200)
+    c("GET", f"{R}/pulls/2/reviews/{rv['id']}/comments", expect=200)
+    c("POST", f"{R}/git/refs", {"ref": "refs/heads/side", "sha": main["object"]["sha"]}, expect=201)
+    c("PUT", f"{R}/contents/side.txt", {"message": "side", "content": base64.b64encode(b"s\n").decode(), "branch": "side"}, expect=201)
+    c("POST", f"{R}/merges", {"base": "main", "head": "side"}, expect=201)
+    c("POST", f"{R}/merges", {"base": "main", "head": "side"}, expect=204)
+    c("GET", f"{R}/pulls/{p}", expect=200)
     c("GET", f"{R}/pages", expect=501)
 
 

@@ -8,7 +8,9 @@
 //! `repos.list_languages` (by file extension), `repos.list_contributors` (commit authors
 //! that map to users), `repos.add_collaborator` (access is granted at once; GitHub sends an
 //! invitation the invitee must accept), `search.code` and `search.commits` (substring
-//! matching, no ranking).
+//! matching, no ranking), `actions.list_workflow_runs_for_repo` (always empty: CI is statuses
+//! and check runs), and the `orgs.*` membership reads (members are those with write access to
+//! one of the org's repositories).
 
 use pome_twin_sdk::{Call, Fidelity, Method, Router};
 
@@ -145,6 +147,17 @@ pub fn router() -> Router<World> {
         .get(&p("/releases/{release_id}"), "repos.get_release", h!(releases::get))
         .patch(&p("/releases/{release_id}"), "repos.update_release", h!(releases::update))
         .delete(&p("/releases/{release_id}"), "repos.delete_release", h!(releases::delete))
+        // branch protection, orgs, commit ↔ pulls, review comments of a review, merges
+        .get(&p("/branches/{branch}/protection"), "repos.get_branch_protection", h!(misc::get_protection))
+        .get(&p("/branches/{branch}/protection/required_status_checks"), "repos.get_status_checks_protection", h!(misc::get_status_checks_protection))
+        .route(Some(Method::Get), &p("/actions/runs"), "actions.list_workflow_runs_for_repo", Fidelity::Shape, h!(misc::list_workflow_runs))
+        .route(Some(Method::Get), "/orgs/{org}/members", "orgs.list_members", Fidelity::Shape, h!(misc::list_members))
+        .route(Some(Method::Get), "/orgs/{org}/members/{username}", "orgs.check_membership_for_user", Fidelity::Shape, h!(misc::check_member))
+        .route(Some(Method::Get), "/user/orgs", "orgs.list_for_authenticated_user", Fidelity::Shape, h!(misc::list_my_orgs))
+        .route(Some(Method::Get), "/users/{username}/orgs", "orgs.list_for_user", Fidelity::Shape, h!(misc::list_user_orgs))
+        .get(&p("/commits/{commit_sha}/pulls"), "repos.list_pull_requests_associated_with_commit", h!(misc::pulls_for_commit))
+        .get(&p("/pulls/{pull_number}/reviews/{review_id}/comments"), "pulls.list_comments_for_review", h!(misc::review_comments_for_review))
+        .post(&p("/merges"), "repos.merge", h!(misc::merge_branches))
         // search
         .get("/search/issues", "search.issues_and_pull_requests", h!(search::issues))
         .get("/search/repositories", "search.repos", h!(search::repositories))

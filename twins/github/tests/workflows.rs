@@ -217,3 +217,34 @@ fn diff_media_type() {
     let (_, v) = get(&mut w, "/repos/acme/api/pulls/3");
     assert_eq!(v["number"], 3);
 }
+
+#[test]
+fn protection_membership_and_commit_pulls() {
+    let mut w = seeded(json!({
+        "users": [{"login": "alice"}, {"login": "pome-agent"}, {"login": "eve"}],
+        "repositories": [{"owner": "acme", "name": "api", "required_status_checks": ["ci/test"],
+            "collaborators": [{"login": "alice", "permission": "admin"}, {"login": "pome-agent", "permission": "admin"}],
+            "files": [{"path": "a", "content": "1"}, {"path": "a", "content": "2", "branch": "f"}],
+            "pull_requests": [{"number": 1, "title": "t", "head": "f", "author": "alice"}]}]}));
+    let (s, v) = get(&mut w, "/repos/acme/api/branches/main/protection");
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["required_status_checks"]["contexts"][0], "ci/test");
+    let (s, _) = get(&mut w, "/repos/acme/api/branches/f/protection");
+    assert_eq!(s, 404);
+    let (s, _) = get(&mut w, "/orgs/acme/members/alice");
+    assert_eq!(s, 204);
+    let (s, _) = get(&mut w, "/orgs/acme/members/eve");
+    assert_eq!(s, 404);
+    let (_, orgs) = get(&mut w, "/user/orgs");
+    assert_eq!(orgs[0]["login"], "acme");
+    let (_, pr) = get(&mut w, "/repos/acme/api/pulls/1");
+    let head = pr["head"]["sha"].as_str().unwrap().to_string();
+    let (_, pulls) = get(&mut w, &format!("/repos/acme/api/commits/{head}/pulls"));
+    assert_eq!(pulls[0]["number"], 1);
+    let (s, v) = post(&mut w, "/repos/acme/api/merges", json!({"base": "main", "head": "f"}));
+    assert_eq!(s, 201, "{v}");
+    let (s, _) = post(&mut w, "/repos/acme/api/merges", json!({"base": "main", "head": "f"}));
+    assert_eq!(s, 204);
+    let (_, runs) = get(&mut w, "/repos/acme/api/actions/runs");
+    assert_eq!(runs["total_count"], 0);
+}

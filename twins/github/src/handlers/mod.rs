@@ -4,6 +4,7 @@
 pub mod checks;
 pub mod git;
 pub mod issues;
+pub mod misc;
 pub mod pulls;
 pub mod releases;
 pub mod repos;
