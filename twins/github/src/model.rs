@@ -93,6 +93,9 @@ pub struct Milestone {
     pub created_at: String,
     pub updated_at: String,
     pub closed_at: Option<String>,
+    /// Issue counts, kept current by `Repo::recount` after every write.
+    pub open_issues: u64,
+    pub closed_issues: u64,
 }
 
 /// An issue or a pull request: they share one number space, and every pull request is an
@@ -300,8 +303,27 @@ impl Repo {
         self.labels.iter().find(|l| l.name.eq_ignore_ascii_case(name))
     }
 
-    /// Recount open issues after a state change (cheap enough: called on writes only).
-    pub fn recount_open(&mut self) {
-        self.open_issues = self.issues.values().filter(|i| i.state == "open").count() as u64;
+    /// Recount open issues and milestone progress (after every write to the repository, so
+    /// reads never count).
+    pub fn recount(&mut self) {
+        let mut open = 0;
+        for m in self.milestones.values_mut() {
+            m.open_issues = 0;
+            m.closed_issues = 0;
+        }
+        for i in self.issues.values() {
+            let is_open = i.state == "open";
+            if is_open {
+                open += 1;
+            }
+            if let Some(m) = i.milestone.and_then(|n| self.milestones.get_mut(&n)) {
+                if is_open {
+                    m.open_issues += 1;
+                } else {
+                    m.closed_issues += 1;
+                }
+            }
+        }
+        self.open_issues = open;
     }
 }

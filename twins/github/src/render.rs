@@ -200,10 +200,7 @@ impl World {
     }
 
     pub fn milestone_json(&self, b: &str, r: &Repo, m: &Milestone) -> Value {
-        let (open, closed) = r.issues.values().filter(|i| i.milestone == Some(m.number)).fold(
-            (0, 0),
-            |(o, c), i| if i.state == "open" { (o + 1, c) } else { (o, c + 1) },
-        );
+        let (open, closed) = (m.open_issues, m.closed_issues);
         let u = format!("{b}/repos/{}/milestones/{}", r.full_name(), m.number);
         json!({
             "url": u, "html_url": format!("{b}/{}/milestone/{}", r.full_name(), m.number),

@@ -506,6 +506,8 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
                 creator: owner.clone(),
                 created_at: now.to_string(),
                 updated_at: now.to_string(),
+                open_issues: 0,
+                closed_issues: 0,
             },
         );
     }
@@ -669,7 +671,7 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
         }
     }
     repo.next_number = used.iter().max().map(|m| m + 1).unwrap_or(1);
-    repo.recount_open();
+    repo.recount();
 
     for (rp, r) in o.arr("releases")? {
         let ro = Obj::new(r, &rp, &["tag_name", "name", "body", "draft", "prerelease", "target_commitish"])?;

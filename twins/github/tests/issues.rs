@@ -117,3 +117,31 @@ fn unsupported_route_is_a_loud_501() {
     assert_eq!(r.status, 501);
     assert_eq!(v["fidelity"], "unsupported");
 }
+
+#[test]
+fn milestone_progress_and_open_count_follow_writes() {
+    let mut w = world();
+    let (_, v) = post(&mut w, "/repos/acme/api/issues", json!({"title": "m", "milestone": 1}));
+    assert_eq!(v["milestone"]["open_issues"], 1);
+    let n = v["number"].as_u64().unwrap();
+    let (_, v) = patch(&mut w, &format!("/repos/acme/api/issues/{n}"), json!({"state": "closed"}));
+    assert_eq!(v["milestone"]["open_issues"], 0);
+    assert_eq!(v["milestone"]["closed_issues"], 1);
+    let (_, r) = get(&mut w, "/repos/acme/api");
+    assert_eq!(r["open_issues_count"], 2); // issue #1 and pull request #3
+}
+
+#[test]
+fn auth_and_host_errors_are_githubs() {
+    use pome_twin_sdk::{Auth, Call, HostError, HostErrorKind, Method, Request, Twin};
+    let mut req = Request::new(Method::Get, "/user");
+    req.auth = Auth::Missing;
+    let r = twin_github::World::auth_error(&Call::new(req.clone()));
+    assert_eq!((r.status, r.json_body()["message"].as_str()), (401, Some("Requires authentication")));
+    req.auth = Auth::Invalid;
+    let r = twin_github::World::auth_error(&Call::new(req));
+    assert_eq!((r.status, r.json_body()["message"].as_str()), (401, Some("Bad credentials")));
+    let r = twin_github::World::host_error(&HostError { kind: HostErrorKind::RateLimited, message: "slow down".into() });
+    assert_eq!(r.status, 429);
+    assert_eq!(r.json_body(), json!({"message": "slow down", "documentation_url": "https://docs.github.com/rest"}));
+}

@@ -370,10 +370,10 @@ pub fn create(w: &mut World, call: &mut Call) -> ApiResult {
         reactions: Vec::new(),
         pull: None,
     };
-    r.open_issues += 1;
     r.updated_at = now;
     call.created("issue", issue_ref(r, number), &issue);
     r.issues.insert(number, issue);
+    r.recount();
     let r = &w.repos[&key];
     let b = &call.req.base_url;
     let v = w.issue_json(b, r, &r.issues[&number]);
@@ -420,7 +420,6 @@ pub fn set_state(w: &mut World, key: &str, number: u64, state: &str, reason: Opt
         if i.pull.is_none() {
             i.state_reason = Some(reason);
         }
-        r.open_issues = r.open_issues.saturating_sub(1);
     } else {
         i.closed_at = None;
         i.closed_by = None;
@@ -428,8 +427,8 @@ pub fn set_state(w: &mut World, key: &str, number: u64, state: &str, reason: Opt
             i.state_reason = Some("reopened".into());
         }
         reason_detail = None;
-        r.open_issues += 1;
     }
+    r.recount();
     let ev = if state == "closed" { "closed" } else { "reopened" };
     push_event(w, key, number, ev, reason_detail, None);
 }
@@ -607,6 +606,7 @@ pub fn apply_update(w: &mut World, call: &mut Call, key: &str, number: u64, inp:
     }
     let now = time::now_iso();
     let r = w.repos.get_mut(key).unwrap();
+    r.recount();
     let i = r.issues.get_mut(&number).unwrap();
     i.updated_at = now;
     let after = i.clone();
@@ -1185,6 +1185,8 @@ pub fn create_milestone(w: &mut World, call: &mut Call) -> ApiResult {
         creator: viewer,
         created_at: now.clone(),
         updated_at: now,
+        open_issues: 0,
+        closed_issues: 0,
     };
     call.created("milestone", format!("{}:{number}", r.full_name()), &m);
     r.milestones.insert(number, m);

@@ -353,9 +353,9 @@ pub fn create(w: &mut World, call: &mut Call) -> ApiResult {
             reactions: Vec::new(),
             pull: Some(pull),
         };
-        r.open_issues += 1;
         call.created("pull_request", issue_ref(r, n), &issue);
         r.issues.insert(n, issue);
+        r.recount();
         n
     };
     let r = &w.repos[&key];
@@ -620,8 +620,8 @@ pub fn merge(w: &mut World, call: &mut Call) -> ApiResult {
     i.closed_at = Some(now.clone());
     i.closed_by = Some(viewer);
     i.updated_at = now;
-    r.open_issues = r.open_issues.saturating_sub(1);
     let after = i.clone();
+    r.recount();
     call.updated("pull_request", issue_ref(r, number), &before, &after);
     push_event(w, &key, number, "merged", None, Some(new_sha.clone()));
     push_event(w, &key, number, "closed", None, Some(new_sha.clone()));
