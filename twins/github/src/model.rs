@@ -303,8 +303,28 @@ impl Repo {
         self.labels.iter().find(|l| l.name.eq_ignore_ascii_case(name))
     }
 
-    /// Recount open issues and milestone progress (after every write to the repository, so
-    /// reads never count).
+    /// Move one issue's contribution to the counts from `before` to `after` (each `(open,
+    /// milestone)`, `None` = not counted). Called wherever an issue is created, changes state
+    /// or changes milestone, so reads never count and writes cost O(1).
+    pub fn track(&mut self, before: Option<(bool, Option<u64>)>, after: Option<(bool, Option<u64>)>) {
+        for (entry, sign) in [(before, -1i64), (after, 1i64)] {
+            let Some((open, milestone)) = entry else { continue };
+            let add = |n: &mut u64| *n = n.saturating_add_signed(sign);
+            if open {
+                add(&mut self.open_issues);
+            }
+            if let Some(m) = milestone.and_then(|n| self.milestones.get_mut(&n)) {
+                if open {
+                    add(&mut m.open_issues);
+                } else {
+                    add(&mut m.closed_issues);
+                }
+            }
+        }
+    }
+
+    /// Recount open issues and milestone progress from scratch (seeds; tests compare it with
+    /// the tracked counts).
     pub fn recount(&mut self) {
         let mut open = 0;
         for m in self.milestones.values_mut() {

@@ -25,10 +25,6 @@ macro_rules! h {
     };
 }
 
-fn param<'a>(c: &'a Call, name: &str) -> Option<&'a str> {
-    c.params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-}
-
 /// Run one handler: GETs may be answered from the cache of rendered answers; anything
 /// else starts a new world generation.
 fn serve(w: &mut World, c: &mut Call, f: fn(&mut World, &mut Call) -> crate::api::ApiResult) -> pome_twin_sdk::Response {
@@ -46,10 +42,6 @@ fn serve(w: &mut World, c: &mut Call, f: fn(&mut World, &mut Call) -> crate::api
     };
     if cacheable {
         cache::put(&w.cache, c, &r);
-    } else if let (Some(o), Some(n)) = (param(c, "owner"), param(c, "repo")) {
-        if let Some(repo) = w.repos.get_mut(&crate::api::repo_key(o, n)) {
-            repo.recount();
-        }
     }
     github_headers(c, r)
 }

@@ -145,3 +145,24 @@ fn auth_and_host_errors_are_githubs() {
     assert_eq!(r.status, 429);
     assert_eq!(r.json_body(), json!({"message": "slow down", "documentation_url": "https://docs.github.com/rest"}));
 }
+
+#[test]
+fn tracked_counts_match_a_recount() {
+    let mut w = world();
+    for i in 0..5 {
+        post(&mut w, "/repos/acme/api/issues", json!({"title": format!("t{i}"), "milestone": 1}));
+    }
+    patch(&mut w, "/repos/acme/api/issues/4", json!({"state": "closed"}));
+    patch(&mut w, "/repos/acme/api/issues/5", json!({"milestone": null}));
+    patch(&mut w, "/repos/acme/api/issues/6", json!({"state": "closed", "milestone": null}));
+    patch(&mut w, "/repos/acme/api/issues/4", json!({"state": "open"}));
+    patch(&mut w, "/repos/acme/api/issues/1", json!({"milestone": 1, "state": "closed"}));
+    put(&mut w, "/repos/acme/api/pulls/3/merge", json!({}));
+    let repo = &w.repos["acme/api"];
+    let mut fresh = repo.clone();
+    fresh.recount();
+    assert_eq!(repo.open_issues, fresh.open_issues);
+    let counts = |r: &twin_github::model::Repo| r.milestones.values().map(|m| (m.open_issues, m.closed_issues)).collect::<Vec<_>>();
+    assert_eq!(counts(repo), counts(&fresh));
+    assert_eq!(fresh.open_issues, 4);
+}

@@ -68,3 +68,21 @@ fn cached_answers_follow_every_write() {
     let (_, d) = get(&mut restored, "/repos/acme/api/issues/1");
     assert_eq!(d["title"], "changed");
 }
+
+#[test]
+#[ignore]
+/// `perf stat` target: 20,000 issue creations (no response parsing).
+fn profile_create() {
+    use pome_twin_sdk::{Call, Method, Request, Twin};
+    let mut w = world();
+    let body = json!({"title": "A bug", "body": "It broke", "labels": ["bug"], "assignees": ["alice"]});
+    let t = std::time::Instant::now();
+    for _ in 0..20000 {
+        let mut req = Request::new(Method::Post, "/repos/acme/api/issues").with_json(&body);
+        req.base_url = "http://h/s/ses_1/github".into();
+        let mut c = Call::new(req);
+        let r = twin_github::World::router().dispatch(&mut w, &mut c);
+        assert_eq!(r.status, 201);
+    }
+    eprintln!("create: {:?}", t.elapsed() / 20000);
+}

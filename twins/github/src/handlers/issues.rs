@@ -372,8 +372,8 @@ pub fn create(w: &mut World, call: &mut Call) -> ApiResult {
     };
     r.updated_at = now;
     call.created("issue", issue_ref(r, number), &issue);
+    r.track(None, Some((true, milestone)));
     r.issues.insert(number, issue);
-    r.recount();
     let r = &w.repos[&key];
     let b = &call.req.base_url;
     let v = w.issue_json(b, r, &r.issues[&number]);
@@ -409,6 +409,7 @@ pub fn set_state(w: &mut World, key: &str, number: u64, state: &str, reason: Opt
         }
         return;
     }
+    let (was_open, milestone) = (i.state == "open", i.milestone);
     i.state = state.to_string();
     i.updated_at = now.clone();
     let reason_detail;
@@ -428,7 +429,7 @@ pub fn set_state(w: &mut World, key: &str, number: u64, state: &str, reason: Opt
         }
         reason_detail = None;
     }
-    r.recount();
+    r.track(Some((was_open, milestone)), Some((state == "open", milestone)));
     let ev = if state == "closed" { "closed" } else { "reopened" };
     push_event(w, key, number, ev, reason_detail, None);
 }
@@ -579,7 +580,11 @@ pub fn apply_update(w: &mut World, call: &mut Call, key: &str, number: u64, inp:
                 push_event(w, key, number, "milestoned", Some(t), None);
             }
         }
-        w.repos.get_mut(key).unwrap().issues.get_mut(&number).unwrap().milestone = m;
+        let r = w.repos.get_mut(key).unwrap();
+        let i = r.issues.get_mut(&number).unwrap();
+        let open = i.state == "open";
+        i.milestone = m;
+        r.track(Some((open, old)), Some((open, m)));
     }
     match inp.state.as_deref() {
         Some("closed") => {
@@ -606,7 +611,6 @@ pub fn apply_update(w: &mut World, call: &mut Call, key: &str, number: u64, inp:
     }
     let now = time::now_iso();
     let r = w.repos.get_mut(key).unwrap();
-    r.recount();
     let i = r.issues.get_mut(&number).unwrap();
     i.updated_at = now;
     let after = i.clone();

@@ -355,7 +355,7 @@ pub fn create(w: &mut World, call: &mut Call) -> ApiResult {
         };
         call.created("pull_request", issue_ref(r, n), &issue);
         r.issues.insert(n, issue);
-        r.recount();
+        r.track(None, Some((true, None)));
         n
     };
     let r = &w.repos[&key];
@@ -621,7 +621,7 @@ pub fn merge(w: &mut World, call: &mut Call) -> ApiResult {
     i.closed_by = Some(viewer);
     i.updated_at = now;
     let after = i.clone();
-    r.recount();
+    r.track(Some((true, after.milestone)), Some((false, after.milestone)));
     call.updated("pull_request", issue_ref(r, number), &before, &after);
     push_event(w, &key, number, "merged", None, Some(new_sha.clone()));
     push_event(w, &key, number, "closed", None, Some(new_sha.clone()));
