@@ -144,6 +144,24 @@ where
     Ok(r)
 }
 
+/// Like [`page_of`], for typed items serialised straight to bytes (no `Value` tree).
+pub fn page_typed<I, T, F>(call: &Call, total: usize, items: I, render: F) -> ApiResult
+where
+    I: Iterator,
+    T: serde::Serialize,
+    F: Fn(I::Item) -> T,
+{
+    let (page, per_page) = PageInfo::from_query(&call.req, 30, 100);
+    let info = PageInfo::new(page, per_page, total);
+    let range = info.range(total);
+    let body: Vec<T> = items.skip(range.start).take(range.len()).map(render).collect();
+    let mut r = Response::json(200, &body);
+    if let Some(link) = info.link_header(&call.req) {
+        r = r.with_header("link", link);
+    }
+    Ok(r)
+}
+
 /// Page a fully built list.
 pub fn page_vec(call: &Call, all: Vec<Value>) -> ApiResult {
     let n = all.len();

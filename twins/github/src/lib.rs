@@ -12,6 +12,7 @@ pub mod api;
 pub mod cache;
 pub mod checks;
 pub mod diff;
+pub mod fast;
 pub mod git;
 pub mod model;
 pub mod render;

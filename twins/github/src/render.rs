@@ -234,46 +234,7 @@ impl World {
     }
 
     pub fn issue_json(&self, b: &str, r: &Repo, i: &Issue) -> Value {
-        let fname = r.full_name();
-        let ru = format!("{b}/repos/{fname}");
-        let u = format!("{ru}/issues/{}", i.number);
-        let labels: Vec<Value> =
-            i.labels.iter().filter_map(|n| r.label(n)).map(|l| self.label_json(b, r, l)).collect();
-        let assignees: Vec<Value> = i.assignees.iter().map(|a| self.user_json(b, a)).collect();
-        let kind = if i.pull.is_some() { "pull" } else { "issues" };
-        let mut v = json!({
-            "url": u, "repository_url": ru, "labels_url": format!("{u}/labels{{/name}}"),
-            "comments_url": format!("{u}/comments"), "events_url": format!("{u}/events"),
-            "html_url": format!("{b}/{fname}/{kind}/{}", i.number),
-            "id": i.id, "node_id": node_id("Issue", i.id), "number": i.number, "title": i.title,
-            "user": self.user_json(b, &i.user), "labels": labels, "state": i.state,
-            "locked": i.locked,
-            "assignee": assignees.first().cloned().unwrap_or(Value::Null),
-            "assignees": assignees,
-            "milestone": i.milestone.and_then(|n| r.milestones.get(&n)).map(|m| self.milestone_json(b, r, m)),
-            "comments": i.comments, "created_at": i.created_at, "updated_at": i.updated_at,
-            "closed_at": i.closed_at, "author_association": self.author_association(r, &i.user),
-            "active_lock_reason": i.active_lock_reason, "body": i.body,
-            "closed_by": self.opt_user_json(b, i.closed_by.as_deref()),
-            "reactions": self.reactions_json(format!("{u}/reactions"), &i.reactions),
-            "timeline_url": format!("{u}/timeline"), "performed_via_github_app": null,
-            "state_reason": i.state_reason,
-        });
-        if let Some(p) = &i.pull {
-            let pu = format!("{ru}/pulls/{}", i.number);
-            let m = v.as_object_mut().unwrap();
-            m.insert("draft".into(), json!(p.draft));
-            m.insert(
-                "pull_request".into(),
-                json!({
-                    "url": pu, "html_url": format!("{b}/{fname}/pull/{}", i.number),
-                    "diff_url": format!("{b}/{fname}/pull/{}.diff", i.number),
-                    "patch_url": format!("{b}/{fname}/pull/{}.patch", i.number),
-                    "merged_at": p.merged_at,
-                }),
-            );
-        }
-        v
+        serde_json::to_value(self.issue_out(b, r, i)).expect("issues render")
     }
 
     pub fn comment_json(&self, b: &str, r: &Repo, c: &IssueComment) -> Value {

@@ -86,3 +86,19 @@ fn profile_create() {
     }
     eprintln!("create: {:?}", t.elapsed() / 20000);
 }
+
+#[test]
+#[ignore]
+/// `perf` target: the cheapest route, to see the fixed cost of a call.
+fn profile_rate_limit() {
+    use pome_twin_sdk::{Call, Method, Request, Twin};
+    let mut w = world();
+    let t = std::time::Instant::now();
+    for _ in 0..20000 {
+        let mut req = Request::new(Method::Get, "/rate_limit");
+        req.base_url = "http://h/s/ses_1/github".into();
+        let mut c = Call::new(req);
+        let _ = twin_github::World::router().dispatch(&mut w, &mut c);
+    }
+    eprintln!("rate_limit: {:?}", t.elapsed() / 20000);
+}

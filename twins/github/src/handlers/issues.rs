@@ -5,7 +5,7 @@ use pome_twin_sdk::{Call, Response, Value, json, time};
 use serde::Deserialize;
 
 use crate::World;
-use crate::api::{ApiError, ApiResult, input, json, no_content, num, page_of, page_vec, query_enum};
+use crate::api::{ApiError, ApiResult, input, json, no_content, num, page_of, page_typed, page_vec, query_enum};
 use crate::model::*;
 
 pub fn issue_ref(r: &Repo, n: u64) -> String {
@@ -185,7 +185,7 @@ pub fn list_for_repo(w: &mut World, call: &mut Call) -> ApiResult {
         } else {
             Box::new(r.issues.values().filter(|i| f.keep(r, i)))
         };
-        return page_of(call, total, it, |i| w.issue_json(&b, r, i));
+        return page_typed(call, total, it, |i| w.issue_out(&b, r, i));
     }
     let mut list: Vec<&Issue> = r.issues.values().filter(|i| f.keep(r, i)).collect();
     match sort.as_str() {
@@ -196,7 +196,7 @@ pub fn list_for_repo(w: &mut World, call: &mut Call) -> ApiResult {
         list.reverse();
     }
     let n = list.len();
-    page_of(call, n, list.into_iter(), |i| w.issue_json(&b, r, i))
+    page_typed(call, n, list.into_iter(), |i| w.issue_out(&b, r, i))
 }
 
 /// `GET /issues` and `GET /user/issues`: issues assigned to the viewer across repositories.
@@ -231,7 +231,7 @@ pub fn list_for_user(w: &mut World, call: &mut Call) -> ApiResult {
 pub fn get(w: &mut World, call: &mut Call) -> ApiResult {
     let r = w.repo(call)?;
     let i = r.issues.get(&num(call, "issue_number")?).ok_or_else(ApiError::not_found)?;
-    json(200, &w.issue_json(&call.req.base_url, r, i))
+    Ok(Response::json(200, &w.issue_out(&call.req.base_url, r, i)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -376,7 +376,7 @@ pub fn create(w: &mut World, call: &mut Call) -> ApiResult {
     r.issues.insert(number, issue);
     let r = &w.repos[&key];
     let b = &call.req.base_url;
-    let v = w.issue_json(b, r, &r.issues[&number]);
+    let v = w.issue_out(b, r, &r.issues[&number]);
     Ok(Response::json(201, &v).with_header("location", format!("{b}/repos/{}/issues/{number}", r.full_name())))
 }
 
@@ -626,7 +626,7 @@ pub fn update(w: &mut World, call: &mut Call) -> ApiResult {
     let number = num(call, "issue_number")?;
     apply_update(w, call, &key, number, inp)?;
     let r = &w.repos[&key];
-    json(200, &w.issue_json(&call.req.base_url, r, &r.issues[&number]))
+    Ok(Response::json(200, &w.issue_out(&call.req.base_url, r, &r.issues[&number])))
 }
 
 #[derive(Debug, Deserialize, Default)]
