@@ -141,6 +141,19 @@ fn split(path: &str) -> impl Iterator<Item = &str> {
 
 /// Specificity score (2 literal, 1 param, 0 tail per segment) and captured params.
 fn matches(pattern: &[Seg], path: &[&str]) -> Option<(Vec<u8>, Vec<(String, String)>)> {
+    // Reject on length and literals before allocating anything: most routes of a large
+    // table fail here, and this runs for every route on every request.
+    let has_tail = matches!(pattern.last(), Some(Seg::Tail(_)));
+    if (has_tail && path.len() < pattern.len()) || (!has_tail && path.len() != pattern.len()) {
+        return None;
+    }
+    for (seg, p) in pattern.iter().zip(path) {
+        if let Seg::Lit(lit) = seg {
+            if lit != p {
+                return None;
+            }
+        }
+    }
     let mut score = Vec::with_capacity(pattern.len());
     let mut params = Vec::new();
     for (i, seg) in pattern.iter().enumerate() {
