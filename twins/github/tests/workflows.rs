@@ -248,3 +248,16 @@ fn protection_membership_and_commit_pulls() {
     let (_, runs) = get(&mut w, "/repos/acme/api/actions/runs");
     assert_eq!(runs["total_count"], 0);
 }
+
+#[test]
+fn deleting_the_head_branch_closes_the_pull_request() {
+    let mut w = world();
+    let (s, _) = delete(&mut w, "/repos/acme/api/git/refs/heads/add-health-check");
+    assert_eq!(s, 204);
+    let (_, pr) = get(&mut w, "/repos/acme/api/pulls/3");
+    assert_eq!(pr["state"], "closed");
+    assert_eq!(pr["merged"], false);
+    assert!(pr["head"]["sha"].as_str().unwrap().len() == 40);
+    let (s, _) = put(&mut w, "/repos/acme/api/pulls/3/merge", json!({}));
+    assert_eq!(s, 405);
+}

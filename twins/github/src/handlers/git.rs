@@ -520,6 +520,29 @@ pub fn delete_ref(w: &mut World, call: &mut Call) -> ApiResult {
     }
     let sha = r.git.refs.remove(&name).ok_or_else(|| ApiError::new(422, "Reference does not exist"))?;
     call.deleted("ref", format!("{}:{name}", r.full_name()), &json!({"sha": sha}));
+    // Deleting the head branch of an open pull request closes it, as on GitHub.
+    if let Some(branch) = name.strip_prefix("refs/heads/") {
+        let open: Vec<u64> = r
+            .issues
+            .values()
+            .filter(|i| i.state == "open" && i.pull.as_ref().is_some_and(|p| p.head_ref == branch))
+            .map(|i| i.number)
+            .collect();
+        for n in &open {
+            if let Some(p) = r.issues.get_mut(n).and_then(|i| i.pull.as_mut()) {
+                p.head_sha = sha.clone();
+            }
+        }
+        let key = w.repo_key_for(call)?;
+        for n in open {
+            let before = w.repos[&key].issues[&n].clone();
+            crate::handlers::issues::push_event(w, &key, n, "head_ref_deleted", None, None);
+            crate::handlers::issues::set_state(w, &key, n, "closed", None);
+            let r = &w.repos[&key];
+            let after = r.issues[&n].clone();
+            call.updated("pull_request", crate::handlers::issues::issue_ref(r, n), &before, &after);
+        }
+    }
     no_content()
 }
 

@@ -385,6 +385,13 @@ pub fn update(w: &mut World, call: &mut Call) -> ApiResult {
             return Err(ApiError::invalid("PullRequest", "base", "invalid"));
         }
     }
+    if inp.state.as_deref() == Some("open") {
+        let r = &w.repos[&key];
+        let p = r.issues[&number].pull.as_ref().unwrap();
+        if r.issues[&number].state == "closed" && r.git.branch(&p.head_ref).is_none() {
+            return Err(ApiError::custom("PullRequest", "state", "state cannot be changed. The head branch has been deleted."));
+        }
+    }
     let upd = UpdateIssue { title: inp.title, body: inp.body, state: inp.state, ..Default::default() };
     issues::apply_update(w, call, &key, number, upd)?;
     let r = w.repos.get_mut(&key).unwrap();
