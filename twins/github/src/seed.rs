@@ -11,7 +11,7 @@
 //!   "repositories": [{
 //!     owner, name, description, homepage, private, archived, default_branch, topics[],
 //!     collaborators: ["login" | {login, permission}], agent_permission,
-//!     required_status_checks: ["ci/test"],
+//!     required_status_checks: ["ci/test"],   (default: the contexts seeded on PRs)
 //!     labels: [{name, color, description}],
 //!     milestones: [{number, title, description, state, due_on}],
 //!     files: [{path, content, branch, encoding: utf-8|base64}],
@@ -668,6 +668,16 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
             seed_pull(w, &mut repo, it, &default_author, now)?;
         } else {
             seed_issue(w, &mut repo, it, &default_author, now)?;
+        }
+    }
+    // Without an explicit `required_status_checks`, the contexts seeded on pull requests are
+    // the required checks of the default branch: a seeded red check gates the merge (the
+    // behaviour tasks written for this product family rely on). `[]` turns the gate off.
+    if o.get("required_status_checks").is_none() {
+        for s in &repo.statuses {
+            if !repo.required_contexts.contains(&s.context) {
+                repo.required_contexts.push(s.context.clone());
+            }
         }
     }
     repo.next_number = used.iter().max().map(|m| m + 1).unwrap_or(1);

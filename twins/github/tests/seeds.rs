@@ -147,3 +147,57 @@ fn every_github_criterion_in_the_task_files_fits_a_declared_check() {
     }
     assert!(seen >= 10, "only {seen} github criteria found");
 }
+
+/// Every pull request a task expects merged can be merged by the agent, and every one a
+/// task expects left alone is still open in the seed.
+#[test]
+fn pull_requests_tasks_expect_merged_are_mergeable() {
+    let dir = compat_dir();
+    if !dir.exists() {
+        return;
+    }
+    let mut merged = 0;
+    let mut blocked = 0;
+    for sub in ["bundled", "cross-twin"] {
+        let Ok(rd) = std::fs::read_dir(dir.join(sub)) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension().is_none_or(|x| x != "md") {
+                continue;
+            }
+            let seed_path = p.with_extension("seed.json");
+            let Ok(text) = std::fs::read_to_string(&seed_path) else { continue };
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let Some(seed) = (if v.get("repositories").is_some() { Some(v.clone()) } else { v.get("github").cloned() }) else { continue };
+            let md = std::fs::read_to_string(&p).unwrap();
+            for line in md.lines() {
+                if !line.trim_start().starts_with("- [code") {
+                    continue;
+                }
+                let Some(rest) = line.split("Pull request #").nth(1) else { continue };
+                let n: u64 = rest.split_whitespace().next().unwrap().parse().unwrap();
+                let repo = rest.split('`').nth(1).unwrap();
+                let mut w = World::init(Some(seed.clone())).unwrap();
+                if line.trim_end().ends_with("is not merged") {
+                    // A red seeded check gates the merge (task 18, cross-twin 03).
+                    let red = seed.to_string().contains("\"failure\"");
+                    let (_, pr) = common::get(&mut w, &format!("/repos/{repo}/pulls/{n}"));
+                    let (s, _) = common::put(&mut w, &format!("/repos/{repo}/pulls/{n}/merge"), json!({}));
+                    if red && pr["mergeable_state"] == "blocked" {
+                        assert_eq!(s, 405, "{}", p.display());
+                        blocked += 1;
+                    }
+                    continue;
+                }
+                if !line.trim_end().ends_with("is merged") {
+                    continue;
+                }
+                let (s, body) = common::put(&mut w, &format!("/repos/{repo}/pulls/{n}/merge"), json!({}));
+                assert_eq!(s, 200, "{}: merging #{n} in {repo}: {body}", p.display());
+                merged += 1;
+            }
+        }
+    }
+    assert!(merged >= 3, "only {merged} merge criteria found");
+    assert!(blocked >= 2, "only {blocked} red-check merges refused");
+}

@@ -261,3 +261,27 @@ fn deleting_the_head_branch_closes_the_pull_request() {
     let (s, _) = put(&mut w, "/repos/acme/api/pulls/3/merge", json!({}));
     assert_eq!(s, 405);
 }
+
+#[test]
+fn a_seeded_red_check_gates_the_merge_until_it_is_green() {
+    // Task 18's shape: the PR's failing `ci/test` is a required check.
+    let mut w = seeded(json!({"repositories": [{"owner": "acme", "name": "api", "collaborators": ["alice", "pome-agent"],
+        "files": [{"path": "a", "content": "1"}, {"path": "a", "content": "2", "branch": "f"}],
+        "pull_requests": [{"number": 1, "title": "t", "head": "f", "author": "alice",
+            "statuses": [{"context": "ci/test", "state": "failure"}]}]}]}));
+    let (_, pr) = get(&mut w, "/repos/acme/api/pulls/1");
+    assert_eq!(pr["mergeable_state"], "blocked");
+    let (s, v) = put(&mut w, "/repos/acme/api/pulls/1/merge", json!({}));
+    assert_eq!(s, 405);
+    assert_eq!(v["message"], "Required status check \"ci/test\" is failing.");
+    let head = pr["head"]["sha"].as_str().unwrap().to_string();
+    post(&mut w, &format!("/repos/acme/api/statuses/{head}"), json!({"state": "success", "context": "ci/test"}));
+    let (s, _) = put(&mut w, "/repos/acme/api/pulls/1/merge", json!({}));
+    assert_eq!(s, 200);
+    // `required_status_checks: []` turns the gate off.
+    let mut w = seeded(json!({"repositories": [{"owner": "acme", "name": "api", "required_status_checks": [],
+        "files": [{"path": "a", "content": "1"}, {"path": "a", "content": "2", "branch": "f"}],
+        "pull_requests": [{"number": 1, "title": "t", "head": "f", "statuses": [{"context": "ci/test", "state": "failure"}]}]}]}));
+    let (s, _) = put(&mut w, "/repos/acme/api/pulls/1/merge", json!({}));
+    assert_eq!(s, 200);
+}
