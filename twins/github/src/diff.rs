@@ -100,7 +100,7 @@ pub fn unified(files: &[FileDiff], old: &crate::git::Flat, new: &crate::git::Fla
                 out.push('\n');
             }
             Some(_) => {}
-            None => out.push_str(&format!("Binary files differ\n")),
+            None => out.push_str("Binary files differ\n"),
         }
     }
     out

@@ -150,9 +150,7 @@ impl World {
             let mb = r.git.merge_base(&base, &head).unwrap_or_else(|| base.clone());
             let files = diff_trees(&r.git, &tree_of(r, &mb), &tree_of(r, &head));
             let commits = r.git.commits_between(&base, &head).len();
-            let (mergeable, state) = if p.merged {
-                (Value::Null, "unknown")
-            } else if !open {
+            let (mergeable, state) = if p.merged || !open {
                 (Value::Null, "unknown")
             } else if !conflicts(r, p, &head).is_empty() {
                 (json!(false), "dirty")
@@ -940,7 +938,7 @@ pub fn create_review(w: &mut World, call: &mut Call) -> ApiResult {
     json(200, &review_json(w, &call.req.base_url, r, number, &review))
 }
 
-fn review_mut<'a>(r: &'a mut Repo, number: u64, id: u64) -> Result<&'a mut Review, ApiError> {
+fn review_mut(r: &mut Repo, number: u64, id: u64) -> Result<&mut Review, ApiError> {
     r.issues
         .get_mut(&number)
         .and_then(|i| i.pull.as_mut())
