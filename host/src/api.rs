@@ -35,6 +35,9 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v1/runs/{id}", get(get_run))
         .route("/v1/seeds", post(put_seed).get(list_seeds))
         .route("/v1/twins", get(list_twins))
+        .route("/v1/tasks", post(crate::task_api::create).get(crate::task_api::list))
+        .route("/v1/tasks/validate", post(crate::task_api::validate))
+        .route("/v1/tasks/{id}", get(crate::task_api::show))
 }
 
 /// The team a request's API key belongs to.
@@ -99,10 +102,24 @@ async fn create_sandbox(State(app): State<Arc<App>>, Team(team): Team, headers: 
         }
     }
 
-    let names = twin_names(&app, &body)?;
-    let seeds = seed_texts(&app, &team, &names, body.get("seed")).await?;
+    // A task (`task_id` or `task_source`) names the twins and the seed.
+    let task = crate::task_api::for_create(&app, &team, &body).await?;
+    let (names, seed) = match &task {
+        Some(t) => {
+            let names = twin_names(&app, &json!({"twins": t.config.twins}))?;
+            if body.get("twins").is_some_and(|_| twin_names(&app, &body).ok().as_ref() != Some(&names)) {
+                return Err(ApiError::validation(format!("`twins` differs from the task's twins {names:?}; leave it out")).with_details(json!({"field": "twins"})));
+            }
+            if body.get("seed").is_some_and(|v| !v.is_null()) {
+                return Err(ApiError::validation("a sandbox created from a task boots from the task's seed; leave `seed` out").with_details(json!({"field": "seed"})));
+            }
+            (names, t.seed_for_create())
+        }
+        None => (twin_names(&app, &body)?, body.get("seed").cloned()),
+    };
+    let seeds = seed_texts(&app, &team, &names, seed.as_ref()).await?;
     let meta = SandboxMeta {
-        task_id: opt_string(&body, "task_id")?,
+        task_id: task.as_ref().map(|t| t.id.clone()).or(opt_string(&body, "task_id")?),
         group_id: opt_string(&body, "group_id")?,
         agent_id: opt_string(&body, "agent_id")?,
         agent_version: opt_string(&body, "agent_version")?,
@@ -317,13 +334,18 @@ async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<
     if !app.sandboxes.begin_close(&s, CloseReason::Finalized) {
         return Err(ApiError::expired(&id, s.closing().map_or("closing", CloseReason::as_str)));
     }
-    let run = match collect_run(&s).await {
+    let mut run = match collect_run(&s).await {
         Ok(run) => run,
         Err(e) => {
             app.sandboxes.abort_close(&s);
             return Err(e);
         }
     };
+    // Graded before it is written: the verdict is in the same row, the same transaction.
+    if let Err(e) = crate::task_api::grade_into(&app, &team, s.meta.task_id.as_deref(), &mut run).await {
+        app.sandboxes.abort_close(&s);
+        return Err(e);
+    }
     if let Err(e) = app.storage.insert_run(&team, &run).await {
         app.sandboxes.abort_close(&s);
         return Err(e.into());
@@ -336,9 +358,10 @@ async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<
         "id": s.id,
         "session_id": s.id,
         "state": "closed",
-        "verdict": Value::Null,
-        "score": Value::Null,
-        "criteria_results": [],
+        "verdict": run["verdict"],
+        "score": run["score"],
+        "pass_threshold": run["pass_threshold"],
+        "criteria_results": run.get("criteria_results").cloned().unwrap_or(json!([])),
         "tape_rows": tape_rows,
     })))
 }
@@ -419,7 +442,7 @@ async fn put_seed(State(app): State<Arc<App>>, Team(team): Team, body: Bytes) ->
 
 async fn list_seeds(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json<Value>, ApiError> {
     let seeds = app.storage.seeds(&team).await?;
-    let data: Vec<Value> = seeds.into_iter().map(|(name, twin, _)| json!({"name": name, "twin": twin})).collect();
+    let data: Vec<Value> = seeds.into_iter().filter(|(_, twin, _)| twin != crate::task_api::TASK_KIND).map(|(name, twin, _)| json!({"name": name, "twin": twin})).collect();
     Ok(Json(json!({"object": "list", "data": data})))
 }
 

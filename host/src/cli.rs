@@ -30,6 +30,48 @@ pub enum Command {
     Sandbox(SandboxCommand),
     /// Show the team's concurrency usage.
     Usage(ClientArgs),
+    /// Run an agent against a task: sandbox, agent, finalize, verdict, `runs/<task>/<run-id>/`.
+    Run(crate::run::RunArgs),
+    /// Regrade a run directory offline with the same grader.
+    Eval {
+        /// A `runs/<task>/<run-id>` directory.
+        run_dir: PathBuf,
+    },
+    /// Re-execute a run's tapes on fresh stores and report every response that differs.
+    Replay {
+        /// A run directory, or a run id on the server.
+        run: String,
+        #[command(flatten)]
+        client: ClientArgs,
+        #[arg(long, env = "POME_TWINS_DIR")]
+        twins_dir: Option<PathBuf>,
+        #[arg(long, env = "POME_DATA", default_value = "pome-data")]
+        data: PathBuf,
+    },
+    /// Task files.
+    #[command(subcommand)]
+    Tasks(TasksCommand),
+    /// The checks each twin declares (what `[code]` criteria bind to).
+    Checks {
+        twin: Option<String>,
+        #[arg(long, env = "POME_TWINS_DIR")]
+        twins_dir: Option<PathBuf>,
+        #[arg(long, env = "POME_DATA", default_value = "pome-data")]
+        data: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TasksCommand {
+    /// Parse task files and bind every `[code]` criterion to a declared check.
+    Validate {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long, env = "POME_TWINS_DIR")]
+        twins_dir: Option<PathBuf>,
+        #[arg(long, env = "POME_DATA", default_value = "pome-data")]
+        data: PathBuf,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -197,6 +239,8 @@ pub enum SandboxCommand {
 /// Exit codes (DESIGN §9).
 pub mod exit {
     pub const OK: i32 = 0;
+    /// The verdict is `fail` or `incomplete`.
+    pub const FAIL: i32 = 1;
     pub const ORCHESTRATION: i32 = 2;
     pub const AUTH: i32 = 3;
     pub const QUOTA: i32 = 4;
@@ -209,6 +253,11 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Twin(cmd) => crate::local::run(cmd).await,
         Command::Sandbox(cmd) => return crate::client::sandbox(cmd).await,
         Command::Usage(client) => return crate::client::usage(client).await,
+        Command::Run(args) => return crate::run::run(args).await,
+        Command::Eval { run_dir } => return crate::run::eval(run_dir).await,
+        Command::Replay { run, client, twins_dir, data } => return crate::run::replay(run, client, twins_dir, data).await,
+        Command::Tasks(TasksCommand::Validate { files, twins_dir, data }) => return crate::run::validate(files, twins_dir, data).await,
+        Command::Checks { twin, twins_dir, data } => return crate::run::checks(twin, twins_dir, data).await,
     };
     match result {
         Ok(()) => exit::OK,

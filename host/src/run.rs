@@ -1,0 +1,534 @@
+//! `pome run`, `pome eval`, `pome replay`, `pome tasks validate`, `pome checks`: from a task
+//! file to a verdict, with every artefact of the run on disk.
+//!
+//! `pome run` talks to a server over HTTP (`--local` starts one in this process on
+//! 127.0.0.1:0 first, so the local and hosted paths are the same code): it stores the task,
+//! creates a sandbox from it, runs the agent with the connection details in its environment
+//! (DESIGN §9) under the task's timeout (TERM, then KILL), finalizes (which grades), and
+//! writes `runs/<task>/<run-id>/`. `pome eval` regrades such a directory offline with the same
+//! grader; `pome replay` re-executes its tapes on fresh stores.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::cli::{ClientArgs, exit};
+use crate::grade::{self, Catalog, Grade, TwinRun};
+use crate::limits::{Lifetimes, Limits};
+use crate::task::{self, Task};
+
+/// `pome run` arguments, already validated by clap.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The task file (markdown; a `<task>.seed.json` beside it is its seed).
+    pub task: PathBuf,
+    /// Trials to run (one trial group); the task's `runs` by default.
+    #[arg(short = 'n', long = "trials")]
+    pub trials: Option<u32>,
+    /// Run everything in this process: a server on 127.0.0.1:0, no account needed.
+    #[arg(long)]
+    pub local: bool,
+    /// Recorded on the run, to compare agent versions.
+    #[arg(long)]
+    pub agent_version: Option<String>,
+    #[arg(long)]
+    pub agent_id: Option<String>,
+    /// Where run directories go.
+    #[arg(long, default_value = "runs")]
+    pub runs_dir: PathBuf,
+    /// Override the task's timeout (seconds).
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// Third-party twins for `--local`.
+    #[arg(long, env = "POME_TWINS_DIR")]
+    pub twins_dir: Option<PathBuf>,
+    /// Where `--local` caches compiled twins.
+    #[arg(long, env = "POME_DATA", default_value = "pome-data")]
+    pub data: PathBuf,
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// The agent command, after `--`.
+    #[arg(last = true, required = true)]
+    pub agent: Vec<String>,
+}
+
+/// A failure with its exit code (DESIGN §9).
+#[derive(Debug)]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+fn fail(code: i32, message: impl Into<String>) -> Failure {
+    Failure { code, message: message.into() }
+}
+
+fn finish(r: Result<i32, Failure>) -> i32 {
+    match r {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("pome: {}", f.message);
+            f.code
+        }
+    }
+}
+
+/// A control-plane client.
+struct Api {
+    http: reqwest::Client,
+    base: String,
+    key: String,
+}
+
+impl Api {
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
+        let mut req = self.http.request(method, format!("{}{path}", self.base)).header("x-api-key", &self.key);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.map_err(|e| fail(exit::ORCHESTRATION, format!("cannot reach the pome server at {} ({e})", self.base)))?;
+        let status = resp.status().as_u16();
+        let v: Value = resp.json().await.unwrap_or(Value::Null);
+        if status < 400 {
+            return Ok(v);
+        }
+        let code = match status {
+            401 | 403 => exit::AUTH,
+            402 => exit::QUOTA,
+            400 | 422 => exit::USAGE,
+            _ => exit::ORCHESTRATION,
+        };
+        Err(fail(code, format!("{} (HTTP {status}{})", v["error"]["message"].as_str().unwrap_or("request failed"), v["error"].get("details").map(|d| format!(", details: {d}")).unwrap_or_default())))
+    }
+}
+
+pub async fn run(args: RunArgs) -> i32 {
+    finish(run_inner(args).await)
+}
+
+async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
+    let t = task::load(&args.task).map_err(|e| fail(exit::USAGE, e.to_string()))?;
+    let source = std::fs::read_to_string(&args.task).map_err(|e| fail(exit::USAGE, format!("reading {}: {e}", args.task.display())))?;
+    let sidecar = std::fs::read_to_string(args.task.with_file_name(format!("{}.seed.json", t.id))).ok();
+
+    // --local: the same server, in this process, on a private port and a throwaway database.
+    let mut local = None;
+    let mut _local_data = None;
+    let api = if args.local {
+        let data = std::env::temp_dir().join(format!("pome-local-{}-{}", std::process::id(), crate::auth::new_id("d")));
+        std::fs::create_dir_all(&data).map_err(|e| fail(exit::ORCHESTRATION, format!("creating {}: {e}", data.display())))?;
+        let key = crate::auth::new_api_key();
+        let cfg = crate::server::ServeConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            data_dir: data.clone(),
+            quota: 64,
+            lifetimes: Lifetimes::default(),
+            limits: Limits::default(),
+            twins_dir: args.twins_dir.clone(),
+            api_key: Some(key.clone()),
+            public_url: None,
+            cache_dir: Some(args.data.join("cache")),
+        };
+        let running = crate::server::start(cfg).await.map_err(|e| fail(exit::ORCHESTRATION, format!("starting the local server: {e:#}")))?;
+        let base = format!("http://{}", running.addr);
+        local = Some(running);
+        _local_data = Some(TempDir(data));
+        Api { http: reqwest::Client::new(), base, key }
+    } else {
+        let key = args.client.api_key.clone().filter(|k| !k.is_empty()).ok_or_else(|| {
+            fail(exit::AUTH, "no API key: set POME_API_KEY (printed by `pome serve` on first start), or use --local")
+        })?;
+        Api { http: reqwest::Client::new(), base: args.client.api_url.trim_end_matches('/').to_string(), key }
+    };
+
+    let sidecar_json: Option<Value> = sidecar.as_deref().and_then(|s| serde_json::from_str(s).ok());
+    let stored = api.call(reqwest::Method::POST, "/v1/tasks", Some(json!({"id": t.id, "source": source, "seed": sidecar_json}))).await?;
+    for c in stored["criteria"].as_array().into_iter().flatten().filter(|c| c["kind"] == "code" && c["binding"].is_null()) {
+        eprintln!("pome: warning: criterion {} binds to no check: {} ({})", c["index"], c["text"].as_str().unwrap_or(""), c["unmatched"].as_str().unwrap_or(""));
+    }
+    let twins_v = api.call(reqwest::Method::GET, "/v1/twins", None).await?;
+    let descriptions: BTreeMap<String, Value> =
+        twins_v["data"].as_array().into_iter().flatten().map(|d| (d["name"].as_str().unwrap_or("").to_string(), d["description"].clone())).collect();
+    let catalog = Catalog::from_descriptions(descriptions.iter().filter(|(n, _)| t.config.twins.contains(n)));
+
+    let trials = args.trials.unwrap_or(t.config.runs).max(1);
+    let group_id = crate::auth::new_id("grp");
+    let mut passes = 0;
+    let mut worst = exit::OK;
+    for trial in 1..=trials {
+        if trials > 1 {
+            println!("── trial {trial} of {trials}");
+        }
+        let outcome = trial_once(&api, &t, &source, sidecar.as_deref(), &catalog, &args, &group_id).await?;
+        if outcome == "pass" {
+            passes += 1;
+        } else {
+            worst = 1;
+        }
+    }
+    if trials > 1 {
+        let k = trials as u64;
+        println!("pass rate {passes}/{trials} ({:.0}%), pass^{k} = {:.3}", 100.0 * passes as f64 / trials as f64, pass_hat_k(trials as u64, passes as u64, k));
+        println!("group {group_id}");
+    }
+    if let Some(r) = local {
+        r.shutdown().await;
+    }
+    Ok(worst)
+}
+
+/// pass^k (τ-bench): the chance that k fresh trials all pass, estimated from n trials with c
+/// passes as C(c, k) / C(n, k).
+pub fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
+    fn choose(n: u64, k: u64) -> f64 {
+        if k > n {
+            return 0.0;
+        }
+        (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (k - i) as f64)
+    }
+    if k > n { 0.0 } else { choose(c, k) / choose(n, k) }
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn trial_once(api: &Api, t: &Task, source: &str, sidecar: Option<&str>, catalog: &Catalog, args: &RunArgs, group_id: &str) -> Result<String, Failure> {
+    let sb = api
+        .call(
+            reqwest::Method::POST,
+            "/v1/sandboxes",
+            Some(json!({"task_id": t.id, "group_id": group_id, "agent_id": args.agent_id, "agent_version": args.agent_version})),
+        )
+        .await?;
+    let sid = sb["id"].as_str().unwrap_or_default().to_string();
+    let token = sb["agent_token"].as_str().unwrap_or_default().to_string();
+
+    let task_dir = args.runs_dir.join(&t.id);
+    let pending = task_dir.join(format!(".{sid}"));
+    std::fs::create_dir_all(&pending).map_err(|e| fail(exit::ORCHESTRATION, format!("creating {}: {e}", pending.display())))?;
+
+    let mut env: Vec<(String, String)> = vec![
+        ("POME_TASK".into(), t.prompt.clone()),
+        ("POME_TASK_ID".into(), t.id.clone()),
+        ("POME_TASK_FILE".into(), args.task.display().to_string()),
+        ("POME_TWIN_NAMES".into(), t.config.twins.join(",")),
+        ("POME_AUTH_TOKEN".into(), token.clone()),
+        ("POME_RUN_ID".into(), sid.clone()),
+        ("POME_SESSION_ID".into(), sid.clone()),
+        ("POME_SANDBOX_ID".into(), sid.clone()),
+    ];
+    for twin in &t.config.twins {
+        let up = twin.to_uppercase();
+        let pt = &sb["per_twin"][twin];
+        let api_url = pt["api_url"].as_str().unwrap_or_default().to_string();
+        env.push((format!("POME_{up}_REST_URL"), api_url.clone()));
+        env.push((format!("POME_{up}_BASE_URL"), pt["base_url"].as_str().unwrap_or_default().to_string()));
+        match twin.as_str() {
+            "stripe" => {
+                env.push(("POME_STRIPE_API_BASE".into(), api_url));
+                env.push(("POME_STRIPE_API_KEY".into(), token.clone()));
+            }
+            other => env.push((format!("POME_{}_TOKEN", other.to_uppercase()), token.clone())),
+        }
+    }
+
+    let timeout = Duration::from_secs(args.timeout.unwrap_or(t.config.timeout));
+    let started = Instant::now();
+    let started_at = crate::storage::now();
+    let agent = run_agent(&args.agent, &env, &pending, timeout).await?;
+    let elapsed = started.elapsed();
+
+    let fin = api.call(reqwest::Method::POST, &format!("/v1/sandboxes/{sid}/finalize"), None).await?;
+    let run_id = fin["run_id"].as_str().unwrap_or_default().to_string();
+    let run = api.call(reqwest::Method::GET, &format!("/v1/runs/{run_id}"), None).await?;
+
+    // Everything `pome eval` and `pome replay` need, offline.
+    let mut events = String::new();
+    let (mut initial, mut fin_state, mut seeds) = (serde_json::Map::new(), serde_json::Map::new(), serde_json::Map::new());
+    for twin in &t.config.twins {
+        let pt = &run["per_twin"][twin];
+        for row in pt["tape"].as_array().into_iter().flatten() {
+            events.push_str(&row.to_string());
+            events.push('\n');
+        }
+        initial.insert(twin.clone(), pt["initial_state"].clone());
+        fin_state.insert(twin.clone(), pt["final_state"].clone());
+        seeds.insert(twin.clone(), pt.get("seed").cloned().unwrap_or(json!("")));
+    }
+    let verdict = json!({
+        "run_id": run_id, "task": t.id, "score": fin["score"], "verdict": fin["verdict"],
+        "pass_threshold": fin["pass_threshold"], "criteria_results": fin["criteria_results"],
+    });
+    let meta = json!({
+        "run_id": run_id, "task": t.id, "title": t.title, "task_file": args.task.display().to_string(),
+        "sandbox_id": sid, "group_id": group_id, "agent_id": args.agent_id, "agent_version": args.agent_version,
+        "agent_command": args.agent, "agent_exit": agent.exit, "timed_out": agent.timed_out,
+        "started_at": started_at, "finished_at": crate::storage::now(), "duration_ms": elapsed.as_millis() as u64,
+        "twins": t.config.twins, "server": if args.local { "local".to_string() } else { api.base.clone() },
+    });
+    let write = |name: &str, text: String| -> Result<(), Failure> {
+        std::fs::write(pending.join(name), text).map_err(|e| fail(exit::ORCHESTRATION, format!("writing {name}: {e}")))
+    };
+    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
+    write("meta.json", pretty(&meta))?;
+    write("events.jsonl", events)?;
+    write("state_initial.json", pretty(&Value::Object(initial)))?;
+    write("state_final.json", pretty(&Value::Object(fin_state)))?;
+    write("verdict.json", pretty(&verdict))?;
+    write("task.md", source.to_string())?;
+    if let Some(s) = sidecar {
+        write("task.seed.json", s.to_string())?;
+    }
+    write("seed.json", pretty(&Value::Object(seeds)))?;
+    write("checks.json", pretty(&serde_json::to_value(catalog).unwrap_or_default()))?;
+    let dir = task_dir.join(&run_id);
+    std::fs::rename(&pending, &dir).map_err(|e| fail(exit::ORCHESTRATION, format!("moving the run to {}: {e}", dir.display())))?;
+
+    if agent.timed_out {
+        println!("agent timed out after {}s and was stopped", timeout.as_secs());
+    }
+    let g: Grade = grade_from_verdict(&verdict);
+    print_grade(&g);
+    println!("run {run_id}  →  {}", dir.display());
+    Ok(g.verdict)
+}
+
+fn grade_from_verdict(v: &Value) -> Grade {
+    Grade {
+        score: v["score"].as_u64().map(|s| s as u32),
+        verdict: v["verdict"].as_str().unwrap_or("incomplete").to_string(),
+        pass_threshold: v["pass_threshold"].as_u64().unwrap_or(100) as u32,
+        criteria_results: serde_json::from_value(v["criteria_results"].clone()).unwrap_or_default(),
+    }
+}
+
+pub fn print_grade(g: &Grade) {
+    for r in &g.criteria_results {
+        let status = serde_json::to_value(r.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        let ev = match &r.evidence {
+            Value::Null => String::new(),
+            e => format!("  [{}]", evidence_text(e)),
+        };
+        let tag = match (&r.kind[..], &r.twin) {
+            ("code", Some(tw)) => format!("code:{tw}"),
+            (k, _) => k.to_string(),
+        };
+        println!("  {status:<9} [{tag}] {}", r.text);
+        println!("            {}{ev}", r.reason);
+    }
+    let score = g.score.map_or("–".to_string(), |s| s.to_string());
+    println!("verdict {}  score {score} (threshold {})", g.verdict.to_uppercase(), g.pass_threshold);
+}
+
+fn evidence_text(e: &Value) -> String {
+    let twin = e["twin"].as_str().unwrap_or("");
+    if let Some(p) = e["state"].as_str() {
+        format!("{twin} state {p}")
+    } else if let Some(s) = e["seq"].as_u64() {
+        format!("{twin} tape seq {s}")
+    } else {
+        e.to_string()
+    }
+}
+
+struct AgentResult {
+    exit: Option<i32>,
+    timed_out: bool,
+}
+
+/// Run the agent with `env`, its output to `dir/{stdout.txt,stderr.log}`; past `timeout`,
+/// SIGTERM, then SIGKILL after a grace period.
+async fn run_agent(cmd: &[String], env: &[(String, String)], dir: &Path, timeout: Duration) -> Result<AgentResult, Failure> {
+    let out = std::fs::File::create(dir.join("stdout.txt")).map_err(|e| fail(exit::ORCHESTRATION, e.to_string()))?;
+    let err = std::fs::File::create(dir.join("stderr.log")).map_err(|e| fail(exit::ORCHESTRATION, e.to_string()))?;
+    let mut child = tokio::process::Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| fail(exit::USAGE, format!("cannot start the agent `{}`: {e}", cmd[0])))?;
+    match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(status) => Ok(AgentResult { exit: status.ok().and_then(|s| s.code()), timed_out: false }),
+        Err(_) => {
+            if let Some(pid) = child.id() {
+                let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+            }
+            if tokio::time::timeout(Duration::from_secs(5), child.wait()).await.is_err() {
+                let _ = child.kill().await;
+            }
+            let code = child.try_wait().ok().flatten().and_then(|s| s.code());
+            Ok(AgentResult { exit: code, timed_out: true })
+        }
+    }
+}
+
+/// Regrade a run directory offline: the task, states and tape it holds, the checks recorded
+/// with it, the same grader. Returns the fresh grade and the recorded one.
+pub async fn eval_dir(dir: &Path) -> Result<(Grade, Grade), Failure> {
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| fail(exit::USAGE, format!("{}: {e}", dir.join(name).display())));
+    let json_of = |name: &str| -> Result<Value, Failure> { serde_json::from_str(&read(name)?).map_err(|e| fail(exit::USAGE, format!("{name}: {e}"))) };
+    let meta = json_of("meta.json")?;
+    let id = meta["task"].as_str().unwrap_or("task");
+    let t = task::parse(&dir.join("task.md").display().to_string(), id, &read("task.md")?, read("task.seed.json").ok().as_deref())
+        .map_err(|e| fail(exit::USAGE, e.to_string()))?;
+    let catalog: Catalog = serde_json::from_value(json_of("checks.json")?).map_err(|e| fail(exit::USAGE, format!("checks.json: {e}")))?;
+    let (initial, fin) = (json_of("state_initial.json")?, json_of("state_final.json")?);
+    let mut data: grade::RunData = t
+        .config
+        .twins
+        .iter()
+        .map(|tw| (tw.clone(), TwinRun { initial_state: initial[tw].clone(), final_state: fin[tw].clone(), tape: Vec::new() }))
+        .collect();
+    for line in read("events.jsonl")?.lines().filter(|l| !l.trim().is_empty()) {
+        let row: Value = serde_json::from_str(line).map_err(|e| fail(exit::USAGE, format!("events.jsonl: {e}")))?;
+        if let Some(tr) = data.get_mut(row["twin"].as_str().unwrap_or("")) {
+            tr.tape.push(row);
+        }
+    }
+    let g = grade::grade(&t, &data, &catalog, grade::Judge::from_env().as_ref()).await;
+    Ok((g, grade_from_verdict(&json_of("verdict.json")?)))
+}
+
+pub async fn eval(dir: PathBuf) -> i32 {
+    finish(async {
+        let (g, recorded) = eval_dir(&dir).await?;
+        print_grade(&g);
+        if g.verdict != recorded.verdict || g.score != recorded.score {
+            println!("differs from the recorded verdict: {} score {:?}", recorded.verdict, recorded.score);
+        } else {
+            println!("same as the recorded verdict");
+        }
+        Ok(if g.verdict == "pass" { exit::OK } else { 1 })
+    }
+    .await)
+}
+
+/// Re-execute a run's tapes on fresh stores from its seeds; every differing response is
+/// reported. `target` is a run directory or a run id on the server.
+pub async fn replay(target: String, client: ClientArgs, twins_dir: Option<PathBuf>, data: PathBuf) -> i32 {
+    finish(async {
+        let per_twin: Vec<(String, String, Vec<Value>)> = if Path::new(&target).is_dir() {
+            let dir = Path::new(&target);
+            let seeds: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("seed.json")).map_err(|e| fail(exit::USAGE, format!("seed.json: {e}")))?)
+                .map_err(|e| fail(exit::USAGE, format!("seed.json: {e}")))?;
+            let events = std::fs::read_to_string(dir.join("events.jsonl")).map_err(|e| fail(exit::USAGE, format!("events.jsonl: {e}")))?;
+            let rows: Vec<Value> = events.lines().filter(|l| !l.trim().is_empty()).filter_map(|l| serde_json::from_str(l).ok()).collect();
+            seeds
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(tw, s)| (tw.clone(), s.as_str().unwrap_or("").to_string(), rows.iter().filter(|r| r["twin"] == *tw).cloned().collect()))
+                .collect()
+        } else {
+            let key = client.api_key.clone().filter(|k| !k.is_empty()).ok_or_else(|| fail(exit::AUTH, "no API key: set POME_API_KEY"))?;
+            let api = Api { http: reqwest::Client::new(), base: client.api_url.trim_end_matches('/').to_string(), key };
+            let run = api.call(reqwest::Method::GET, &format!("/v1/runs/{target}"), None).await?;
+            if run.get("task").is_none() {
+                eprintln!("pome: warning: run {target} has no task, so its seeds are unknown; replaying on default worlds");
+            }
+            run["per_twin"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(tw, pt)| (tw.clone(), pt["seed"].as_str().unwrap_or("").to_string(), pt["tape"].as_array().cloned().unwrap_or_default()))
+                .collect()
+        };
+        let rt = crate::server::runtime(Limits::default(), &data).map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+        let dir = twins_dir.as_deref().map(crate::server::open_dir).transpose().map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+        let twins = crate::twins::load_all(&rt, dir.as_ref()).await.map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+        let seeds = crate::seeds::SeedCache::new(8);
+        let mut differ = 0;
+        for (twin, seed, rows) in per_twin {
+            let image = twins.get(&twin).cloned().ok_or_else(|| fail(exit::ORCHESTRATION, format!("this binary has no `{twin}` twin")))?;
+            let seed_image = seeds.get(&rt, &image, &seed).await.map_err(|e| fail(exit::ORCHESTRATION, format!("the {twin} seed: {e}")))?;
+            let rows: Vec<crate::tape::TapeRow> =
+                rows.into_iter().map(serde_json::from_value).collect::<Result<_, _>>().map_err(|e| fail(exit::USAGE, format!("a {twin} tape row: {e}")))?;
+            let mismatches = crate::store::replay(rt.clone(), image, seed_image, &rows).await.map_err(|e| fail(exit::ORCHESTRATION, format!("replaying {twin}: {e}")))?;
+            println!("{twin}: {} rows replayed, {} differ", rows.len(), mismatches.len());
+            for m in &mismatches {
+                println!("  seq {}: status {} → {}\n    expected {}\n    actual   {}", m.seq, m.expected_status, m.actual_status, m.expected_body, m.actual_body);
+            }
+            differ += mismatches.len();
+        }
+        Ok(if differ == 0 { exit::OK } else { 1 })
+    }
+    .await)
+}
+
+/// The catalog of the twins this binary has (embedded plus `--twins-dir`).
+async fn local_catalog(twins_dir: Option<&Path>, data: &Path) -> Result<Catalog, Failure> {
+    let rt = crate::server::runtime(Limits::default(), data).map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+    let dir = twins_dir.map(crate::server::open_dir).transpose().map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+    let twins = crate::twins::load_all(&rt, dir.as_ref()).await.map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+    let descs: Vec<(String, Value)> = twins.iter().map(|(n, i)| (n.clone(), i.description.clone())).collect();
+    Ok(Catalog::from_descriptions(descs.iter().map(|(n, d)| (n, d))))
+}
+
+/// `pome tasks validate FILE…`: 0 when every file parses and every `[code]` criterion of a
+/// twin this binary has binds; 1 when some criterion is unbound; 5 when a file is invalid.
+pub async fn validate(files: Vec<PathBuf>, twins_dir: Option<PathBuf>, data: PathBuf) -> i32 {
+    finish(async {
+        let catalog = local_catalog(twins_dir.as_deref(), &data).await?;
+        let mut code = exit::OK;
+        for f in files {
+            match task::load(&f) {
+                Err(e) => {
+                    println!("{e}");
+                    code = exit::USAGE;
+                }
+                Ok(t) => {
+                    let rows = grade::bindings(&t, &catalog);
+                    let missing: Vec<&Value> = rows.iter().filter(|r| r["kind"] == "code" && r["binding"].is_null()).collect();
+                    let absent: Vec<&String> = t.config.twins.iter().filter(|tw| !catalog.twins.contains_key(*tw)).collect();
+                    println!("{}: {} criteria, twins {:?}{}", f.display(), rows.len(), t.config.twins, if absent.is_empty() { String::new() } else { format!(" (not in this binary: {absent:?})") });
+                    for r in &rows {
+                        let b = r["binding"].as_str().unwrap_or("UNBOUND");
+                        println!("  {:>2}. {b:<40} {}", r["index"], r["text"].as_str().unwrap_or(""));
+                        if let Some(why) = r["unmatched"].as_str() {
+                            println!("      {why}");
+                        }
+                    }
+                    let bound_missing = missing.iter().any(|r| r["twin"].as_str().is_some_and(|tw| catalog.twins.contains_key(tw)));
+                    if bound_missing && code == exit::OK {
+                        code = 1;
+                    }
+                }
+            }
+        }
+        Ok(code)
+    }
+    .await)
+}
+
+/// `pome checks [twin]`: the checks each twin declares.
+pub async fn checks(twin: Option<String>, twins_dir: Option<PathBuf>, data: PathBuf) -> i32 {
+    finish(async {
+        let catalog = local_catalog(twins_dir.as_deref(), &data).await?;
+        for (name, decls) in &catalog.twins {
+            if twin.as_ref().is_some_and(|t| t != name) {
+                continue;
+            }
+            println!("{name}");
+            for d in decls {
+                let mark = if grade::checks::KNOWN.contains(&d.id.as_str()) { "" } else { "  (no predicate in this host)" };
+                println!("  {:<44} {:<10} {:<8} {}{mark}", d.id, d.substrate, d.polarity, d.template);
+            }
+        }
+        if let Some(t) = twin.filter(|t| !catalog.twins.contains_key(t)) {
+            return Err(fail(exit::USAGE, format!("no twin `{t}`; this binary has {:?}", catalog.twins.keys().collect::<Vec<_>>())));
+        }
+        Ok(exit::OK)
+    }
+    .await)
+}
