@@ -281,6 +281,7 @@ def drive(c):
     c("GET", f"{R}/check-runs/{run['id']}", expect=200)
     c("PATCH", f"{R}/check-runs/{run['id']}", {"conclusion": "success", "output": {"title": "ok", "summary": "clean"}}, expect=200)
     c("GET", f"{R}/commits/{sha}/check-runs", expect=200)
+    c("GET", f"{R}/commits/{sha}/check-suites", expect=200)
     c("PUT", f"{R}/pulls/{p}/merge", {"sha": "0" * 40}, expect=409)
     c("PUT", f"{R}/pulls/2/update-branch", {}, expect=422)
     c("PUT", f"{R}/pulls/{p}/merge", {"merge_method": "merge"}, expect=200)

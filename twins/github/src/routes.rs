@@ -139,6 +139,7 @@ pub fn router() -> Router<World> {
         .get(&p("/check-runs/{check_run_id}"), "checks.get", h!(checks::get_check_run))
         .patch(&p("/check-runs/{check_run_id}"), "checks.update", h!(checks::update_check_run))
         .get(&p("/commits/{ref}/check-runs"), "checks.list_for_ref", h!(checks::list_check_runs))
+        .get(&p("/commits/{ref}/check-suites"), "checks.list_suites_for_ref", h!(checks::list_check_suites))
         // releases
         .get(&p("/releases"), "repos.list_releases", h!(releases::list))
         .post(&p("/releases"), "repos.create_release", h!(releases::create))

@@ -122,16 +122,71 @@ fn check_run_json(w: &World, b: &str, r: &Repo, c: &CheckRun) -> Value {
         "status": c.status, "conclusion": c.conclusion, "started_at": c.started_at, "completed_at": c.completed_at,
         "output": {"title": c.title, "summary": c.summary, "text": c.text, "annotations_count": 0, "annotations_url": annotations},
         "name": c.name,
-        "check_suite": {"id": c.id},
-        "app": {
-            "id": 1, "slug": "pome-ci", "node_id": node_id("App", 1), "name": "pome CI",
-            "owner": w.user_json(b, &r.owner), "description": "Checks created through the API",
-            "external_url": b, "html_url": format!("{b}/apps/pome-ci"),
-            "created_at": r.created_at, "updated_at": r.created_at,
-            "permissions": {"checks": "write"}, "events": [],
-        },
+        "check_suite": {"id": suite_id(r, &c.head_sha)},
+        "app": app_json(w, b, r),
         "pull_requests": pulls,
     })
+}
+
+/// The app every check run belongs to (the twin has one: checks created through the API).
+fn app_json(w: &World, b: &str, r: &Repo) -> Value {
+    json!({
+        "id": 1, "slug": "pome-ci", "node_id": node_id("App", 1), "name": "pome CI",
+        "owner": w.user_json(b, &r.owner), "description": "Checks created through the API",
+        "external_url": b, "html_url": format!("{b}/apps/pome-ci"),
+        "created_at": r.created_at, "updated_at": r.created_at,
+        "permissions": {"checks": "write"}, "events": [],
+    })
+}
+
+/// One check suite per head commit (one app), named by its first run's id.
+fn suite_id(r: &Repo, sha: &str) -> u64 {
+    r.check_runs.values().filter(|c| c.head_sha == sha).map(|c| c.id).min().unwrap_or(0)
+}
+
+/// `GET /repos/{owner}/{repo}/commits/{ref}/check-suites` (`checks.list_suites_for_ref`):
+/// the suite of the commit's check runs, if it has any.
+pub fn list_check_suites(w: &mut World, call: &mut Call) -> ApiResult {
+    let r = w.repo(call)?;
+    let sha = resolve(r, call).map_err(|_| ApiError::not_found())?;
+    let runs: Vec<&CheckRun> = r.check_runs.values().filter(|c| c.head_sha == sha).collect();
+    if runs.is_empty() {
+        return json(200, &json!({"total_count": 0, "check_suites": []}));
+    }
+    let b = &call.req.base_url;
+    let fname = r.full_name();
+    let id = suite_id(r, &sha);
+    let done = runs.iter().all(|c| c.status == "completed");
+    let conclusion = if !done {
+        None
+    } else {
+        ["action_required", "timed_out", "failure", "cancelled", "stale", "neutral", "skipped", "success"]
+            .into_iter()
+            .find(|k| runs.iter().any(|c| c.conclusion.as_deref() == Some(*k)))
+    };
+    let status = if done { "completed" } else if runs.iter().any(|c| c.status == "in_progress") { "in_progress" } else { "queued" };
+    let commit = r.git.commit(&sha).unwrap();
+    let branch = r.git.branches().find(|(_, s)| **s == sha).map(|(n, _)| n.to_string());
+    let first = runs.iter().filter_map(|c| c.started_at.clone()).min();
+    let last = runs.iter().filter_map(|c| c.completed_at.clone().or(c.started_at.clone())).max();
+    let suite = json!({
+        "id": id, "node_id": node_id("CheckSuite", id), "head_branch": branch, "head_sha": sha,
+        "status": status, "conclusion": conclusion,
+        "url": format!("{b}/repos/{fname}/check-suites/{id}"),
+        "before": commit.parents.first(), "after": sha,
+        "pull_requests": [], "app": app_json(w, b, r),
+        "repository": w.repo_json(b, r, false),
+        "created_at": first, "updated_at": last,
+        "head_commit": {
+            "id": sha, "tree_id": commit.tree, "message": commit.message, "timestamp": commit.committer.date,
+            "author": {"name": commit.author.name, "email": commit.author.email},
+            "committer": {"name": commit.committer.name, "email": commit.committer.email},
+        },
+        "latest_check_runs_count": runs.len(),
+        "check_runs_url": format!("{b}/repos/{fname}/check-suites/{id}/check-runs"),
+        "rerequestable": false, "runs_rerequestable": false,
+    });
+    json(200, &json!({"total_count": 1, "check_suites": [suite]}))
 }
 
 #[derive(Debug, Deserialize, Default)]
