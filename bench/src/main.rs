@@ -50,13 +50,16 @@ impl Server {
             .expect("target/release/pome exists (make bench builds it)");
         use std::io::BufRead;
         let mut url = String::new();
-        for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        for line in lines.by_ref() {
             let line = line.unwrap();
             if let Some(u) = line.strip_prefix("pome listening on ") {
                 url = u.trim().to_string();
                 break;
             }
         }
+        // Keep reading, so the server never writes into a closed pipe.
+        std::thread::spawn(move || lines.for_each(drop));
         Server { url, child, http: reqwest::Client::new(), _data: data }
     }
 
@@ -188,6 +191,28 @@ async fn throughput(server: &Server) {
     }
 }
 
+/// 64 connections spread over `n` sandboxes of one seed: each sandbox serves its requests
+/// in order on one store, different sandboxes in parallel.
+async fn spread(server: &Server, n: usize) {
+    let mut entries = Vec::new();
+    for _ in 0..n {
+        let sb = server.create(&json!({"twins": ["github"]})).await;
+        entries.push(format!("{{p=\"/s/{}/github/repos/acme/api/issues\", a=\"Bearer {}\"}}", sb["id"].as_str().unwrap(), sb["agent_token"].as_str().unwrap()));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("spread.lua");
+    std::fs::write(&script, format!(
+        "local s = {{{}}}\nlocal i = 0\nrequest = function()\n  i = i % #s + 1\n  return wrk.format(\"GET\", s[i].p, {{Authorization = s[i].a}})\nend\n",
+        entries.join(",")
+    )).unwrap();
+    let r = wrk(&format!("{}/", server.url), "unused", 64, Some(&script));
+    println!(
+        "github list issues over {n} sandboxes         c=64  {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms{}",
+        r.rps, r.p50_ms, r.p99_ms,
+        if r.non_2xx > 0 { format!("   ({} non-2xx!)", r.non_2xx) } else { String::new() }
+    );
+}
+
 async fn memory(server: &Server) {
     let body = json!({"twins": ["github"]});
     // Warm the seed snapshot and the allocator first.
@@ -220,5 +245,6 @@ async fn main() {
     println!("       (1 MB seed = {} bytes of JSON)", seed.to_string().len());
     create_latency(&server, "1 twin, 1 MB github seed", json!({"twins": ["github"], "seed": seed}), 100).await;
     throughput(&server).await;
+    spread(&server, 8).await;
     memory(&server).await;
 }

@@ -53,10 +53,10 @@ impl Metrics {
     pub fn sandbox_closed(&self) {
         self.sandboxes_open.dec();
     }
-    pub fn request(&self, twin: &str, took: Duration) {
+    /// The request counters of one twin, looked up once per store rather than per request.
+    pub fn twin_requests(&self, twin: &str) -> TwinRequestMetrics {
         let l = TwinLabel { twin: twin.to_string() };
-        self.requests.get_or_create(&l).inc();
-        self.latency.get_or_create(&l).observe(took.as_secs_f64());
+        TwinRequestMetrics { requests: self.requests.get_or_create(&l).clone(), latency: self.latency.get_or_create(&l).clone() }
     }
     pub fn trap(&self, twin: &str) {
         self.traps.get_or_create(&TwinLabel { twin: twin.to_string() }).inc();
@@ -70,5 +70,19 @@ impl Metrics {
         let mut out = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry.lock().unwrap());
         out
+    }
+}
+
+/// Handles to one twin's request metrics (cheap clones of shared counters).
+#[derive(Clone)]
+pub struct TwinRequestMetrics {
+    requests: Counter,
+    latency: Histogram,
+}
+
+impl TwinRequestMetrics {
+    pub fn observe(&self, took: Duration) {
+        self.requests.inc();
+        self.latency.observe(took.as_secs_f64());
     }
 }

@@ -221,6 +221,10 @@ impl Runtime {
         config.epoch_interruption(true);
         config.memory_init_cow(true);
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        if std::env::var("POME_PERFMAP").is_ok_and(|v| v == "1") {
+            // `perf record` can then name guest functions (writes /tmp/perf-<pid>.map).
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         // Linear memories live in fixed pool slots sized to the cap, so no guest can grow
         // past it and reserving address space for thousands of stores stays cheap.
         config.memory_reservation(limits.store_memory_bytes as u64);
@@ -236,7 +240,8 @@ impl Runtime {
         pool.max_tables_per_component(8);
         pool.table_elements(20_000);
         pool.max_memory_size(limits.store_memory_bytes);
-        pool.total_stacks(limits.max_stores.min(4096));
+        // A store keeps its fiber stack between calls, so every store needs one.
+        pool.total_stacks(limits.max_stores);
         pool.max_component_instance_size(1 << 20);
         pool.max_core_instance_size(1 << 20);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));

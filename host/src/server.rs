@@ -175,6 +175,16 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
     ([("content-type", "text/plain; version=0.0.4")], app.metrics.render()).into_response()
 }
 
+/// `req_<process prefix><counter>`: unique across restarts (random prefix) without a
+/// syscall per request.
+fn next_request_id() -> String {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let prefix = PREFIX.get_or_init(|| crate::auth::new_id("req"));
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}{n:08x}", &prefix[..12])
+}
+
 /// Give every request an id (the caller's `x-request-id` when it is sane) and a span that
 /// carries it, the sandbox and the twin.
 async fn request_context(req: Request, next: Next) -> Response {
@@ -184,7 +194,7 @@ async fn request_context(req: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
         .map(String::from)
-        .unwrap_or_else(|| crate::auth::new_id("req"));
+        .unwrap_or_else(next_request_id);
     let span = tracing::info_span!("request", request_id = %rid, method = %req.method(), path = %req.uri().path(), sandbox = tracing::field::Empty, twin = tracing::field::Empty);
     let mut resp = REQUEST_ID.scope(rid.clone(), next.run(req)).instrument(span).await;
     if let Ok(v) = rid.parse() {

@@ -21,6 +21,10 @@ pub enum StorageError {
 #[derive(Clone)]
 pub struct Storage {
     conn: Arc<Mutex<Connection>>,
+    /// Key hash → team, for keys already seen: every control-plane call authenticates, and
+    /// a database round trip per call would dominate sandbox creation. Keys are never
+    /// revoked today; revocation must clear this.
+    key_cache: Arc<Mutex<std::collections::HashMap<String, String>>>,
 }
 
 /// A run as listed (without its tapes and states).
@@ -90,7 +94,7 @@ impl Storage {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.execute_batch(SCHEMA)?;
-        Ok(Storage { conn: Arc::new(Mutex::new(conn)) })
+        Ok(Storage { conn: Arc::new(Mutex::new(conn)), key_cache: Default::default() })
     }
 
     /// Run `f` on the connection off the async runtime.
@@ -149,14 +153,25 @@ impl Storage {
             )?;
             Ok(())
         })
-        .await
+        .await?;
+        // The key may have moved teams.
+        self.key_cache.lock().unwrap().clear();
+        Ok(())
     }
 
     /// The team a key belongs to. Lookup is by hash, so no key is ever compared in clear.
     pub async fn team_for_key(&self, key: &str) -> Result<Option<String>, StorageError> {
         let hash = crate::auth::hash_key(key);
-        self.with(move |c| Ok(c.query_row("SELECT team_id FROM api_keys WHERE key_hash = ?1", [hash], |r| r.get(0)).optional()?))
-            .await
+        if let Some(team) = self.key_cache.lock().unwrap().get(&hash) {
+            return Ok(Some(team.clone()));
+        }
+        let h = hash.clone();
+        let team: Option<String> =
+            self.with(move |c| Ok(c.query_row("SELECT team_id FROM api_keys WHERE key_hash = ?1", [h], |r| r.get(0)).optional()?)).await?;
+        if let Some(t) = &team {
+            self.key_cache.lock().unwrap().insert(hash, t.clone());
+        }
+        Ok(team)
     }
 
     pub async fn put_seed(&self, team_id: &str, name: &str, twin: &str, seed: &str) -> Result<(), StorageError> {

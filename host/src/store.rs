@@ -15,7 +15,7 @@ use base64::Engine as _;
 use tokio::sync::{mpsc, oneshot};
 use wasmtime::Store;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, TwinRequestMetrics};
 use crate::runtime::{self, Auth, GuestError, HostError, HostErrorKind, HostState, HttpRequest, Runtime, TwinImage, TwinWorld};
 use crate::seeds::SeedImage;
 use crate::tape::{Fidelity, TapeRow};
@@ -74,7 +74,8 @@ impl TwinStore {
         let (store, instance) = boot(&rt, &image, &seed).await?;
         let (tx, rx) = mpsc::channel(rt.limits.store_queue);
         let twin = image.name.clone();
-        let worker = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics };
+        let served = metrics.twin_requests(&twin);
+        let worker = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served };
         tokio::spawn(worker.run(rx));
         Ok(TwinStore { twin, tx })
     }
@@ -127,6 +128,7 @@ struct Worker {
     /// The last virtual time handed out, in Unix microseconds; times only move forward.
     last_us: u64,
     metrics: Arc<Metrics>,
+    served: TwinRequestMetrics,
 }
 
 impl Worker {
@@ -158,7 +160,7 @@ impl Worker {
         }
     }
 
-    async fn serve(&mut self, req: TwinRequest) -> TwinReply {
+    async fn serve(&mut self, mut req: TwinRequest) -> TwinReply {
         let twin = self.image.name.clone();
         if self.tape.len() >= self.rt.limits.tape_rows || self.tape_bytes >= self.rt.limits.tape_bytes {
             let msg = format!(
@@ -172,7 +174,7 @@ impl Worker {
         let started = Instant::now();
         let ts = self.next_time();
         let seq = self.tape.len() as u64 + 1;
-        let (reply, facts, error) = match self.call_handle(&req, ts, seq).await {
+        let (reply, facts, error) = match self.call_handle(&mut req, ts, seq).await {
             // Refused by the host and only rendered by the twin: not a tape row. (A twin
             // may serve a route without a credential, e.g. a pre-signed upload URL; that
             // request reached its router, so it is recorded like any other.)
@@ -201,13 +203,13 @@ impl Worker {
             seq,
             ts: format_micros(ts),
             twin: twin.clone(),
-            request_id: req.request_id.clone(),
-            method: req.method.clone(),
-            path: req.path.clone(),
-            query: req.query.clone(),
-            request_headers: req.headers.clone(),
+            request_id: req.request_id,
+            method: req.method,
+            path: req.path,
+            query: req.query,
+            request_headers: req.headers,
             request_body,
-            base_url: req.base_url.clone(),
+            base_url: req.base_url,
             auth: auth_name(req.auth).to_string(),
             status: reply.status,
             response_headers: reply.headers.clone(),
@@ -221,29 +223,32 @@ impl Worker {
         };
         self.tape_bytes += row.weight();
         self.tape.push(Arc::new(row));
-        self.metrics.request(&twin, started.elapsed());
+        self.served.observe(started.elapsed());
         reply
     }
 
     /// One `handle` call at virtual time `ts_us` with the PRNG at request `seq`, returning
-    /// the reply and what the guest reported.
-    async fn call_handle(&mut self, req: &TwinRequest, ts_us: u64, seq: u64) -> Result<(TwinReply, runtime::CallFacts), GuestError> {
+    /// the reply and what the guest reported. The request is lent to the guest and handed
+    /// back unchanged (moved, not copied: bodies can be large).
+    async fn call_handle(&mut self, req: &mut TwinRequest, ts_us: u64, seq: u64) -> Result<(TwinReply, runtime::CallFacts), GuestError> {
         self.store.data().clock.set_micros(ts_us);
         self.store.data().random.reseed(&self.seed.digest, seq);
         runtime::begin_facts(&mut self.store);
         let wit_req = HttpRequest {
-            method: req.method.clone(),
-            path: req.path.clone(),
-            query: req.query.clone(),
-            headers: req.headers.clone(),
-            body: req.body.clone(),
-            base_url: req.base_url.clone(),
+            method: std::mem::take(&mut req.method),
+            path: std::mem::take(&mut req.path),
+            query: std::mem::take(&mut req.query),
+            headers: std::mem::take(&mut req.headers),
+            body: std::mem::take(&mut req.body),
+            base_url: std::mem::take(&mut req.base_url),
             auth: req.auth,
         };
         let twin = self.instance.pome_twin_twin();
         let result = self.rt.call(&mut self.store, async |s| twin.call_handle(s, &wit_req).await).await;
         // Taken before looking at the result, so a failed call cannot leak into the next.
         let facts = runtime::take_facts(&mut self.store);
+        let HttpRequest { method, path, query, headers, body, base_url, .. } = wit_req;
+        (req.method, req.path, req.query, req.headers, req.body, req.base_url) = (method, path, query, headers, body, base_url);
         let resp = result?;
         Ok((TwinReply { status: resp.status, headers: resp.headers, body: resp.body }, facts))
     }
@@ -277,9 +282,9 @@ impl Worker {
         let old_instance = std::mem::replace(&mut self.instance, instance);
         let rows: Vec<Arc<TapeRow>> = self.tape.iter().filter(|r| r.error.is_none()).cloned().collect();
         for row in rows {
-            let req = replay_request(&row);
+            let mut req = replay_request(&row);
             let ts = parse_micros(&row.ts).unwrap_or(self.last_us);
-            if let Err(e) = self.call_handle(&req, ts, row.seq).await {
+            if let Err(e) = self.call_handle(&mut req, ts, row.seq).await {
                 self.store = old_store;
                 self.instance = old_instance;
                 return Err(e.into());
@@ -373,11 +378,13 @@ pub struct Mismatch {
 /// A deterministic twin gives none.
 pub async fn replay(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, rows: &[TapeRow]) -> Result<Vec<Mismatch>, StoreError> {
     let (store, instance) = boot(&rt, &image, &seed).await?;
-    let mut w = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics: Arc::new(Metrics::default()) };
+    let metrics = Arc::new(Metrics::default());
+    let served = metrics.twin_requests(&image.name);
+    let mut w = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served };
     let mut out = Vec::new();
     for row in rows.iter().filter(|r| r.error.is_none()) {
         let ts = parse_micros(&row.ts).unwrap_or_default();
-        let (reply, _) = w.call_handle(&replay_request(row), ts, row.seq).await?;
+        let (reply, _) = w.call_handle(&mut replay_request(row), ts, row.seq).await?;
         let (body, _) = encode_body(&reply.body);
         if reply.status != row.status || body != row.response_body || reply.headers != row.response_headers {
             out.push(Mismatch { seq: row.seq, expected_status: row.status, actual_status: reply.status, expected_body: row.response_body.clone(), actual_body: body });

@@ -95,26 +95,29 @@ impl<T: crate::Twin> Router<T> {
     /// answer (marking the call unsupported) when none matches.
     pub fn dispatch(&self, world: &mut T, call: &mut Call) -> Response {
         let method = if call.req.method == Method::Head { Method::Get } else { call.req.method };
-        let path = call.req.path.clone();
+        let path = std::mem::take(&mut call.req.path);
         let segs: Vec<&str> = split(&path).collect();
-        let mut best: Option<(&Route<T>, Vec<u8>, Vec<(String, String)>)> = None;
+        // Scoring allocates nothing; only the winner's parameters are captured.
+        let mut best: Option<(&Route<T>, u64)> = None;
         for route in &self.routes {
             if route.method.is_some_and(|m| m != method) {
                 continue;
             }
-            if let Some((score, params)) = matches(&route.segs, &segs) {
-                if best.as_ref().is_none_or(|(_, s, _)| score > *s) {
-                    best = Some((route, score, params));
+            if let Some(score) = score(&route.segs, &segs) {
+                if best.is_none_or(|(_, s)| score > s) {
+                    best = Some((route, score));
                 }
             }
         }
-        match best {
-            Some((route, _, params)) => {
+        let params = best.map(|(route, _)| capture(&route.segs, &segs));
+        call.req.path = path;
+        match (best, params) {
+            (Some((route, _)), Some(params)) => {
                 call.params = params;
                 call.action = Some(route.action.clone());
                 (route.handler)(world, call)
             }
-            None => {
+            _ => {
                 call.unsupported = true;
                 T::unsupported(call)
             }
@@ -139,48 +142,44 @@ fn split(path: &str) -> impl Iterator<Item = &str> {
     path.split('/').filter(|s| !s.is_empty())
 }
 
-/// Specificity score (2 literal, 1 param, 0 tail per segment) and captured params.
-fn matches(pattern: &[Seg], path: &[&str]) -> Option<(Vec<u8>, Vec<(String, String)>)> {
-    // Reject on length and literals before allocating anything: most routes of a large
-    // table fail here, and this runs for every route on every request.
-    let has_tail = matches!(pattern.last(), Some(Seg::Tail(_)));
-    if (has_tail && path.len() < pattern.len()) || (!has_tail && path.len() != pattern.len()) {
-        return None;
-    }
-    for (seg, p) in pattern.iter().zip(path) {
-        if let Seg::Lit(lit) = seg {
-            if lit != p {
-                return None;
-            }
-        }
-    }
-    let mut score = Vec::with_capacity(pattern.len());
-    let mut params = Vec::new();
+/// Specificity of `pattern` for `path`, or `None` if it does not match. Segment by segment
+/// (most significant first) a literal scores 2, a parameter 1, a tail 0; two bits each.
+fn score(pattern: &[Seg], path: &[&str]) -> Option<u64> {
+    let mut score = 0u64;
     for (i, seg) in pattern.iter().enumerate() {
+        let shift = 62u32.saturating_sub(2 * i as u32);
         match seg {
-            Seg::Tail(name) => {
-                if i >= path.len() {
-                    return None;
-                }
-                let rest: Vec<String> = path[i..].iter().map(|s| decode_segment(s)).collect();
-                params.push((name.clone(), rest.join("/")));
-                score.push(0);
-                return Some((score, params));
-            }
+            Seg::Tail(_) => return (i < path.len()).then_some(score),
             Seg::Lit(lit) => {
                 if path.get(i) != Some(&lit.as_str()) {
                     return None;
                 }
-                score.push(2);
+                score |= 2 << shift;
             }
-            Seg::Param(name) => {
-                let v = path.get(i)?;
-                params.push((name.clone(), decode_segment(v)));
-                score.push(1);
+            Seg::Param(_) => {
+                path.get(i)?;
+                score |= 1 << shift;
             }
         }
     }
-    (pattern.len() == path.len()).then_some((score, params))
+    (pattern.len() == path.len()).then_some(score)
+}
+
+/// The parameters `pattern` captures from `path` (which it matches).
+fn capture(pattern: &[Seg], path: &[&str]) -> Vec<(String, String)> {
+    let mut params = Vec::new();
+    for (i, seg) in pattern.iter().enumerate() {
+        match seg {
+            Seg::Tail(name) => {
+                let rest: Vec<String> = path[i..].iter().map(|s| decode_segment(s)).collect();
+                params.push((name.clone(), rest.join("/")));
+                break;
+            }
+            Seg::Param(name) => params.push((name.clone(), decode_segment(path[i]))),
+            Seg::Lit(_) => {}
+        }
+    }
+    params
 }
 
 #[cfg(test)]
@@ -198,9 +197,10 @@ mod tests {
                 .collect()
         };
         let path: Vec<&str> = split("/repos/a/b/issues/comments").collect();
-        let (lit, _) = matches(&pat("/repos/{o}/{r}/issues/comments"), &path).unwrap();
-        let (par, params) = matches(&pat("/repos/{o}/{r}/issues/{n}"), &path).unwrap();
+        let lit = score(&pat("/repos/{o}/{r}/issues/comments"), &path).unwrap();
+        let par = score(&pat("/repos/{o}/{r}/issues/{n}"), &path).unwrap();
         assert!(lit > par);
+        let params = capture(&pat("/repos/{o}/{r}/issues/{n}"), &path);
         assert_eq!(params[2], ("n".to_string(), "comments".to_string()));
     }
 }
