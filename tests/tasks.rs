@@ -116,6 +116,19 @@ async fn a_task_source_sandbox_boots_from_its_seed_and_finalize_grades_it() {
     let task_id = run["task_id"].as_str().unwrap();
     let (_, list) = server.api("GET", &format!("/v1/runs?task={task_id}"), None).await;
     assert_eq!(list["data"].as_array().unwrap().len(), 1);
+    let diff = run["per_twin"]["github"]["diff"].as_array().unwrap();
+    assert!(diff.iter().any(|d| d["path"] == "repositories[0].issues[0].labels[0]" && d["after"] == "bug"), "{diff:?}");
+    let report = server
+        .http
+        .get(format!("{}/v1/runs/{}/report", server.url, fin["run_id"].as_str().unwrap()))
+        .header("x-api-key", pome_e2e::API_KEY)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(report.contains("**INCOMPLETE**") && report.contains("| passed |") && report.contains("`repositories[0].issues[0].labels[0]`"), "{report}");
 
     let (status, v) = server.api("POST", "/v1/tasks/validate", Some(json!({"source": md.replace("exists in", "is somewhere in")}))).await;
     assert_eq!(status, 200);
@@ -130,9 +143,16 @@ async fn a_task_source_sandbox_boots_from_its_seed_and_finalize_grades_it() {
 
 /// `pome run --local TASK -- AGENT…` in this process; returns the exit code and the run dir.
 async fn pome_run(runs: &Path, agent: &str) -> (i32, PathBuf) {
+    let script = workspace().join("examples/agents").join(agent).display().to_string();
+    let (code, mut dirs) = pome_run_with(runs, &[], &["python3".into(), script]).await;
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    (code, dirs.remove(0))
+}
+
+async fn pome_run_with(runs: &Path, flags: &[&str], agent: &[String]) -> (i32, Vec<PathBuf>) {
     let ws = workspace();
     let task = ws.join("tasks/cross-twin-merge-report.md");
-    let cli = pome::cli::Cli::try_parse_from([
+    let mut argv: Vec<String> = vec![
         "pome".into(),
         "run".into(),
         task.display().to_string(),
@@ -143,16 +163,16 @@ async fn pome_run(runs: &Path, agent: &str) -> (i32, PathBuf) {
         ws.join("target/pome-test-run").display().to_string(),
         "--agent-version".into(),
         "test".into(),
-        "--".into(),
-        "python3".into(),
-        ws.join("examples/agents").join(agent).display().to_string(),
-    ])
-    .unwrap();
+    ];
+    argv.extend(flags.iter().map(|f| f.to_string()));
+    argv.push("--".into());
+    argv.extend(agent.iter().cloned());
+    let cli = pome::cli::Cli::try_parse_from(argv).unwrap();
     let code = pome::cli::run(cli).await;
     let dir = runs.join("cross-twin-merge-report");
-    let runs: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.')).collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    (code, runs[0].clone())
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.')).collect();
+    runs.sort();
+    (code, runs)
 }
 
 fn read_json(p: &Path) -> Value {
@@ -167,7 +187,7 @@ async fn the_cross_twin_example_passes_with_the_reporting_agent_and_eval_and_rep
     assert_eq!(code, 0, "{verdict:#}\nstderr: {}", std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default());
     assert_eq!(verdict["verdict"], "pass");
     assert_eq!(verdict["score"], 100);
-    for f in ["meta.json", "events.jsonl", "state_initial.json", "state_final.json", "stdout.txt", "stderr.log", "verdict.json"] {
+    for f in ["meta.json", "events.jsonl", "state_initial.json", "state_final.json", "stdout.txt", "stderr.log", "verdict.json", "report.md"] {
         assert!(dir.join(f).exists(), "{f} is missing");
     }
     let meta = read_json(&dir.join("meta.json"));
@@ -203,6 +223,20 @@ async fn the_agent_that_never_tells_slack_fails_on_the_slack_criteria_alone() {
     let (fresh, recorded) = pome::run::eval_dir(&dir).await.unwrap_or_else(|f| panic!("{}", f.message));
     assert_eq!(fresh, recorded);
     assert!(fresh.criteria_results.iter().filter(|r| r.status == Status::Failed).all(|r| r.twin.as_deref() == Some("slack")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_past_its_timeout_is_stopped_and_k_trials_share_a_group() {
+    let runs = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let (code, dirs) = pome_run_with(runs.path(), &["--timeout", "1", "-n", "2"], &["sh".into(), "-c".into(), "sleep 30".into()]).await;
+    assert_eq!(code, 1);
+    assert_eq!(dirs.len(), 2, "{dirs:?}");
+    assert!(started.elapsed() < Duration::from_secs(25), "the agent was not stopped");
+    let metas: Vec<Value> = dirs.iter().map(|d| read_json(&d.join("meta.json"))).collect();
+    assert!(metas.iter().all(|m| m["timed_out"] == true), "{metas:?}");
+    assert_eq!(metas[0]["group_id"], metas[1]["group_id"]);
+    assert_eq!(read_json(&dirs[0].join("verdict.json"))["verdict"], "fail");
 }
 
 #[test]

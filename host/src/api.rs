@@ -33,6 +33,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v1/usage", get(usage))
         .route("/v1/runs", get(list_runs))
         .route("/v1/runs/{id}", get(get_run))
+        .route("/v1/runs/{id}/report", get(crate::task_api::report))
         .route("/v1/seeds", post(put_seed).get(list_seeds))
         .route("/v1/twins", get(list_twins))
         .route("/v1/tasks", post(crate::task_api::create).get(crate::task_api::list))
@@ -372,11 +373,13 @@ async fn collect_run(s: &Sandbox) -> Result<Value, ApiError> {
         let tape = t.store.tape().await.map_err(|e| ApiError::internal(format!("reading the {} tape: {e}", t.name)))?;
         let final_state = t.store.state().await.map_err(|e| ApiError::internal(format!("reading the {} state: {e}", t.name)))?;
         let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::String(s.to_string()));
+        let (initial, fin) = (parse(&t.seed.state), parse(&final_state));
         per_twin.insert(
             t.name.clone(),
             json!({
-                "initial_state": parse(&t.seed.state),
-                "final_state": parse(&final_state),
+                "diff": crate::grade::diff::state_diff(&initial, &fin),
+                "initial_state": initial,
+                "final_state": fin,
                 "tape": tape.iter().map(|r| serde_json::to_value(&**r).unwrap_or(Value::Null)).collect::<Vec<_>>(),
             }),
         );

@@ -10,6 +10,7 @@
 //! What no template covers is written as `expr: <CEL>` (`grade::expr`). The README says why.
 
 pub mod checks;
+pub mod diff;
 pub mod expr;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,11 @@ pub struct CheckDecl {
     pub template: String,
     pub substrate: String,
     pub polarity: String,
+    /// A CEL predicate the twin ships with the check (over `state`, `seed`, `tape` and the
+    /// template's parameters as strings), for checks this host has no typed predicate for:
+    /// how a third-party twin brings its own checks with no host change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<String>,
 }
 
 /// Every twin's declared checks, by twin name.
@@ -53,7 +59,9 @@ impl Catalog {
 /// What a `[code]` criterion bound to.
 #[derive(Debug, Clone)]
 pub enum Binding {
-    Check { decl: CheckDecl, params: BTreeMap<String, String> },
+    /// A declared check; `declared` is the twin's own CEL predicate when the host has no
+    /// typed one for this id.
+    Check { decl: CheckDecl, params: BTreeMap<String, String>, declared: Option<expr::Expr> },
     Expr(expr::Expr),
     Unmatched(String),
 }
@@ -81,9 +89,19 @@ pub fn bind(catalog: &Catalog, twin: &str, text: &str) -> Binding {
         }
     }
     match best {
-        Some((_, decl, params)) => match checks::validate(&decl.id, &params) {
-            Ok(()) => Binding::Check { decl: decl.clone(), params },
+        Some((_, decl, params)) if checks::KNOWN.contains(&decl.id.as_str()) => match checks::validate(&decl.id, &params) {
+            Ok(()) => Binding::Check { decl: decl.clone(), params, declared: None },
             Err(why) => Binding::Unmatched(format!("matches `{}` but {why}", decl.template)),
+        },
+        Some((_, decl, params)) => match &decl.predicate {
+            Some(source) => match expr::Expr::compile(source) {
+                Ok(e) => Binding::Check { decl: decl.clone(), params, declared: Some(e) },
+                Err(e) => Binding::Unmatched(format!("check `{}` declares a predicate that does not compile: {e}", decl.id)),
+            },
+            None => Binding::Unmatched(format!(
+                "matches check `{}`, which this host has no predicate for and the twin declares none; write it as `expr: <CEL>`",
+                decl.id
+            )),
         },
         None => Binding::Unmatched(format!("no check the {twin} twin declares has this sentence (see `pome checks {twin}`)")),
     }
@@ -336,7 +354,8 @@ fn grade_code(c: &Criterion, run: &RunData, catalog: &Catalog) -> CriterionResul
     };
     let eval = |w: &World| -> Result<Outcome, String> {
         match &binding {
-            Binding::Check { decl, params } => checks::evaluate(&decl.id, params, w),
+            Binding::Check { declared: Some(e), params, .. } => e.evaluate_with(w, params),
+            Binding::Check { decl, params, .. } => checks::evaluate(&decl.id, params, w),
             Binding::Expr(e) => e.evaluate(w),
             Binding::Unmatched(_) => unreachable!(),
         }
@@ -349,10 +368,10 @@ fn grade_code(c: &Criterion, run: &RunData, catalog: &Catalog) -> CriterionResul
     };
     if !c.always_scored {
         let seed_world = World { seed: &tr.initial_state, state: &tr.initial_state, tape: &[] };
-        if let Ok(o) = eval(&seed_world) {
-            if o.holds {
-                return result(c, Status::Skipped, format!("already_true_in_seed: {}", o.reason), with_twin(o.evidence, twin), check_id);
-            }
+        if let Ok(o) = eval(&seed_world)
+            && o.holds
+        {
+            return result(c, Status::Skipped, format!("already_true_in_seed: {}", o.reason), with_twin(o.evidence, twin), check_id);
         }
     }
     let world = World { seed: &tr.initial_state, state: &tr.final_state, tape: &tr.tape };
@@ -436,7 +455,7 @@ pub fn bindings(task: &Task, catalog: &Catalog) -> Vec<Value> {
             match c.kind {
                 CriterionKind::Model => v["binding"] = json!("judge"),
                 CriterionKind::Code => match bind(catalog, c.twin.as_deref().unwrap_or_default(), &c.text) {
-                    Binding::Check { decl, params } => {
+                    Binding::Check { decl, params, .. } => {
                         v["binding"] = json!(decl.id);
                         v["params"] = json!(params);
                     }
@@ -481,6 +500,34 @@ mod tests {
         assert_eq!((g.score, g.verdict.as_str()), (Some(33), "pass"));
         let g = verdict(vec![r(Failed, "")], 0);
         assert_eq!((g.score, g.verdict.as_str()), (Some(0), "pass"), "score 0 meets threshold 0");
+    }
+
+    #[tokio::test]
+    async fn a_twin_declared_cel_predicate_decides_its_check_with_no_host_change() {
+        let desc = json!({"checks": [{
+            "id": "acme.ticket_closed", "template": "Ticket {ticket} is closed", "substrate": "final", "polarity": "positive",
+            "predicate": "state.tickets.exists(t, string(t.id) == ticket && t.closed)"
+        }]});
+        let catalog = Catalog::from_descriptions([(&"acme".to_string(), &desc)]);
+        let md = "# T\n## Prompt\nClose it.\n## Success Criteria\n- [code] Ticket 7 is closed\n## Config\ntwins: [acme]\n";
+        let task = crate::task::parse("t.md", "t", md, None).unwrap();
+        let world = |closed: bool| {
+            let mut run = RunData::new();
+            run.insert("acme".into(), TwinRun {
+                initial_state: json!({"tickets": [{"id": 7, "closed": false}]}),
+                final_state: json!({"tickets": [{"id": 7, "closed": closed}]}),
+                tape: vec![],
+            });
+            run
+        };
+        let g = grade(&task, &world(true), &catalog, None).await;
+        assert_eq!((g.verdict.as_str(), g.criteria_results[0].check_id.as_deref()), ("pass", Some("acme.ticket_closed")), "{g:?}");
+        let g = grade(&task, &world(false), &catalog, None).await;
+        assert_eq!(g.verdict, "fail", "{g:?}");
+        let broken = json!({"checks": [{"id": "acme.ticket_closed", "template": "Ticket {ticket} is closed", "substrate": "final", "polarity": "positive"}]});
+        let catalog = Catalog::from_descriptions([(&"acme".to_string(), &broken)]);
+        let g = grade(&task, &world(true), &catalog, None).await;
+        assert_eq!(g.criteria_results[0].status, Status::Unmatched, "no predicate anywhere is never a pass");
     }
 
     #[test]

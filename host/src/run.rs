@@ -289,6 +289,7 @@ async fn trial_once(api: &Api, t: &Task, source: &str, sidecar: Option<&str>, ca
     }
     write("seed.json", pretty(&Value::Object(seeds)))?;
     write("checks.json", pretty(&serde_json::to_value(catalog).unwrap_or_default()))?;
+    write("report.md", crate::task_api::markdown(&run))?;
     let dir = task_dir.join(&run_id);
     std::fs::rename(&pending, &dir).map_err(|e| fail(exit::ORCHESTRATION, format!("moving the run to {}: {e}", dir.display())))?;
 
@@ -334,6 +335,10 @@ fn evidence_text(e: &Value) -> String {
         format!("{twin} state {p}")
     } else if let Some(s) = e["seq"].as_u64() {
         format!("{twin} tape seq {s}")
+    } else if let Some(n) = e["tape"].as_u64() {
+        format!("{twin} tape ({n} rows)")
+    } else if let Some(x) = e["expr"].as_str() {
+        format!("{twin} {x} (expression)")
     } else {
         e.to_string()
     }
@@ -521,7 +526,13 @@ pub async fn checks(twin: Option<String>, twins_dir: Option<PathBuf>, data: Path
             }
             println!("{name}");
             for d in decls {
-                let mark = if grade::checks::KNOWN.contains(&d.id.as_str()) { "" } else { "  (no predicate in this host)" };
+                let mark = if grade::checks::KNOWN.contains(&d.id.as_str()) {
+                    ""
+                } else if d.predicate.is_some() {
+                    "  (the twin's CEL predicate)"
+                } else {
+                    "  (no predicate: criteria bound to it are unmatched)"
+                };
                 println!("  {:<44} {:<10} {:<8} {}{mark}", d.id, d.substrate, d.polarity, d.template);
             }
         }
@@ -531,4 +542,15 @@ pub async fn checks(twin: Option<String>, twins_dir: Option<PathBuf>, data: Path
         Ok(exit::OK)
     }
     .await)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pass_hat_k_is_the_chance_that_k_fresh_trials_all_pass() {
+        assert_eq!(super::pass_hat_k(3, 3, 3), 1.0);
+        assert_eq!(super::pass_hat_k(3, 2, 3), 0.0);
+        assert!((super::pass_hat_k(4, 2, 1) - 0.5).abs() < 1e-9);
+        assert!((super::pass_hat_k(4, 3, 2) - 0.5).abs() < 1e-9, "C(3,2)/C(4,2)");
+    }
 }

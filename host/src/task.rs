@@ -174,7 +174,7 @@ fn split_sections(text: &str) -> Sections {
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
         if let Some(f) = &fence {
-            if trimmed.starts_with(f.as_str()) && trimmed.trim_start_matches(|c| c == '`' || c == '~').trim().is_empty() {
+            if trimmed.starts_with(f.as_str()) && trimmed.trim_start_matches(['`', '~']).trim().is_empty() {
                 fence = None;
             }
         } else if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
@@ -183,11 +183,11 @@ fn split_sections(text: &str) -> Sections {
         } else if let Some(h) = line.strip_prefix("## ") {
             out.sections.push(Section { name: h.trim().trim_end_matches(':').to_string(), line: i + 1, body: String::new() });
             continue;
-        } else if let Some(h) = line.strip_prefix("# ") {
-            if out.title.is_none() {
-                out.title = Some(h.trim().to_string());
-                continue;
-            }
+        } else if let Some(h) = line.strip_prefix("# ")
+            && out.title.is_none()
+        {
+            out.title = Some(h.trim().to_string());
+            continue;
         }
         if let Some(s) = out.sections.last_mut() {
             s.body.push_str(line);
@@ -337,11 +337,11 @@ fn parse_criteria(body: &str, section_line: usize, twins: &[String]) -> Result<V
                 other => return Err(format!("criterion at line {line_no}: unknown word `{other}` in the tag `[{tag}]`; only `always-scored` may follow the twin")),
             }
         }
-        if let Some(after) = text.strip_prefix("always-scored") {
-            if after.starts_with(char::is_whitespace) {
-                always_scored = true;
-                text = after.trim();
-            }
+        if let Some(after) = text.strip_prefix("always-scored")
+            && after.starts_with(char::is_whitespace)
+        {
+            always_scored = true;
+            text = after.trim();
         }
         let (kind, twin) = match head.split_once(':') {
             Some((k, t)) if k.eq_ignore_ascii_case("code") => (CriterionKind::Code, Some(t.trim().to_string())),

@@ -198,3 +198,67 @@ pub async fn grade_into(app: &App, team: &str, task_id: Option<&str>, run: &mut 
     }
     Ok(())
 }
+
+/// `GET /v1/runs/:id/report`: the run as a markdown report (verdict, criteria with their
+/// evidence, each twin's calls and state changes).
+pub async fn report(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse as _;
+    let run = app.storage.run(&team, &id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} in your team")))?;
+    Ok(([("content-type", "text/markdown; charset=utf-8")], markdown(&run)).into_response())
+}
+
+fn cell(v: &Value) -> String {
+    let s = match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let s = s.replace('|', "\\|").replace('\n', " ");
+    if s.chars().count() > 120 { format!("{}…", s.chars().take(120).collect::<String>()) } else { s }
+}
+
+/// A run body as markdown.
+pub fn markdown(run: &Value) -> String {
+    let mut md = String::new();
+    let title = run["task"]["title"].as_str().unwrap_or("(no task)");
+    md.push_str(&format!("# Run {} — {}\n\n", cell(&run["id"]), title));
+    let verdict = run["verdict"].as_str().map_or("ungraded".to_string(), str::to_uppercase);
+    md.push_str(&format!(
+        "**{verdict}** · score {} (threshold {}) · sandbox `{}` · twins {} · agent {} {} · finalized {}\n\n",
+        cell(&run["score"]), cell(&run["pass_threshold"]), cell(&run["session_id"]),
+        run["twins"].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
+        cell(&run["agent_id"]), cell(&run["agent_version"]), cell(&run["finalized_at"]),
+    ));
+    if let Some(results) = run["criteria_results"].as_array() {
+        md.push_str("## Criteria\n\n| # | status | criterion | reason | evidence |\n|---|---|---|---|---|\n");
+        for r in results {
+            let ev = &r["evidence"];
+            let ev = match (ev["state"].as_str(), ev["seq"].as_u64()) {
+                (Some(p), _) => format!("{} state `{p}`", cell(&ev["twin"])),
+                (_, Some(s)) => format!("{} tape seq {s}", cell(&ev["twin"])),
+                _ => cell(ev),
+            };
+            md.push_str(&format!("| {} | {} | {} | {} | {} |\n", cell(&r["index"]), cell(&r["status"]), cell(&r["text"]), cell(&r["reason"]), ev));
+        }
+        md.push('\n');
+    }
+    for (twin, pt) in run["per_twin"].as_object().into_iter().flatten() {
+        md.push_str(&format!("## {twin}\n\n"));
+        let tape = pt["tape"].as_array().cloned().unwrap_or_default();
+        md.push_str(&format!("### Calls ({})\n\n", tape.len()));
+        if !tape.is_empty() {
+            md.push_str("| seq | method | path | status | action | fidelity |\n|---|---|---|---|---|---|\n");
+            for r in &tape {
+                md.push_str(&format!("| {} | {} | {} | {} | {} | {} |\n", cell(&r["seq"]), cell(&r["method"]), cell(&r["path"]), cell(&r["status"]), cell(&r["action"]), cell(&r["fidelity"])));
+            }
+            md.push('\n');
+        }
+        let diff = pt["diff"].as_array().cloned().unwrap_or_default();
+        md.push_str(&format!("### State changes ({})\n\n", diff.len()));
+        for d in &diff {
+            md.push_str(&format!("- `{}`: {} → {}\n", cell(&d["path"]), cell(&d["before"]), cell(&d["after"])));
+        }
+        md.push('\n');
+    }
+    md
+}

@@ -46,7 +46,20 @@ impl Expr {
     }
 
     pub fn evaluate(&self, w: &World) -> Result<Outcome, String> {
+        self.evaluate_with(w, &std::collections::BTreeMap::new())
+    }
+
+    /// Evaluate with a check's template parameters bound too: each as a string variable of
+    /// its own name (unless it would shadow `state`, `seed` or `tape`) and all as `params`.
+    pub fn evaluate_with(&self, w: &World, params: &std::collections::BTreeMap<String, String>) -> Result<Outcome, String> {
         let mut ctx = Context::default();
+        for (k, v) in params {
+            if !["state", "seed", "tape", "params"].contains(&k.as_str()) {
+                ctx.add_variable_from_value(k.as_str(), Cel::String(Arc::new(v.clone())));
+            }
+        }
+        let map: HashMap<Key, Cel> = params.iter().map(|(k, v)| (Key::String(Arc::new(k.clone())), Cel::String(Arc::new(v.clone())))).collect();
+        ctx.add_variable_from_value("params", Cel::Map(Map { map: Arc::new(map) }));
         ctx.add_variable_from_value("state", to_cel(w.state));
         ctx.add_variable_from_value("seed", to_cel(w.seed));
         ctx.add_variable_from_value("tape", Cel::List(Arc::new(w.tape.iter().map(to_cel).collect())));
