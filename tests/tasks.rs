@@ -318,6 +318,9 @@ fn a_graded_run_survives_the_server_being_killed_right_after_finalize() {
         let (_, list) = api("GET", "/v1/runs?group_id=grp_kill&task=xtwin", None).await;
         assert_eq!(list["data"][0]["id"], run_id);
         assert_eq!(list["data"][0]["verdict"], "pass");
+        // `pome replay RUN_ID`: the persisted tapes, re-executed from the task's seeds.
+        let client = pome::cli::ClientArgs { api_url: base.clone(), api_key: Some(key.to_string()) };
+        assert_eq!(pome::run::replay(run_id.clone(), client, None, workspace().join("target/pome-test-run")).await, 0);
     });
     child.kill().unwrap();
     child.wait().unwrap();

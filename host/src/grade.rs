@@ -530,6 +530,36 @@ mod tests {
         assert_eq!(g.criteria_results[0].status, Status::Unmatched, "no predicate anywhere is never a pass");
     }
 
+    #[tokio::test]
+    async fn model_criteria_go_to_the_configured_judge() {
+        use axum::{Json, Router, routing::post};
+        let app = Router::new().route(
+            "/v1/chat/completions",
+            post(|Json(body): Json<Value>| async move {
+                let prompt = body["messages"][0]["content"].as_str().unwrap_or("").to_string();
+                let verdict = if prompt.contains("Criterion: It merged") { "PASS" } else { "FAIL" };
+                Json(json!({"choices": [{"message": {"content": format!("{verdict}\nseen on the tape")}}]}))
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let judge = Judge { url: format!("http://{addr}/v1/chat/completions"), model: "fake".into(), key: Some("k".into()) };
+        let md = "# T\n## Prompt\nMerge.\n## Success Criteria\n- [model] It merged\n- [model] It sang\n## Config\ntwins: [github]\n";
+        let task = crate::task::parse("t.md", "t", md, None).unwrap();
+        let mut run = RunData::new();
+        run.insert("github".into(), TwinRun::default());
+        let g = grade(&task, &run, &Catalog::default(), Some(&judge)).await;
+        assert_eq!(g.criteria_results[0].status, Status::Passed, "{g:?}");
+        assert_eq!(g.criteria_results[0].reason, "judge: seen on the tape");
+        assert_eq!(g.criteria_results[1].status, Status::Failed);
+        assert_eq!((g.score, g.verdict.as_str()), (Some(50), "fail"));
+        let nobody = Judge { url: "http://127.0.0.1:9/none".into(), model: "x".into(), key: None };
+        let g = grade(&task, &run, &Catalog::default(), Some(&nobody)).await;
+        assert_eq!(g.criteria_results[0].status, Status::Errored, "an unreachable judge is an error, not a pass");
+        assert_eq!(g.verdict, "incomplete");
+    }
+
     #[test]
     fn templates_match_with_params() {
         let p = match_template("Issue #{issue} in `{repo}` is in state {state}", "Issue #1 in `acme/api` is in state open").unwrap();
