@@ -38,16 +38,21 @@ pub struct CheckDecl {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Catalog {
     pub twins: BTreeMap<String, Vec<CheckDecl>>,
+    /// Per twin, tool names tasks use → the twin's action names (from `describe()`).
+    #[serde(default)]
+    pub tool_aliases: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Catalog {
     /// From `describe()` JSON per twin (the `checks` array).
     pub fn from_descriptions<'a>(descriptions: impl IntoIterator<Item = (&'a String, &'a Value)>) -> Catalog {
-        let twins = descriptions
-            .into_iter()
-            .map(|(name, d)| (name.clone(), serde_json::from_value(d.get("checks").cloned().unwrap_or(json!([]))).unwrap_or_default()))
-            .collect();
-        Catalog { twins }
+        let mut twins = BTreeMap::new();
+        let mut tool_aliases = BTreeMap::new();
+        for (name, d) in descriptions {
+            twins.insert(name.clone(), serde_json::from_value(d.get("checks").cloned().unwrap_or(json!([]))).unwrap_or_default());
+            tool_aliases.insert(name.clone(), serde_json::from_value(d.get("tool_aliases").cloned().unwrap_or(json!({}))).unwrap_or_default());
+        }
+        Catalog { twins, tool_aliases }
     }
 
     pub fn from_app(app: &crate::server::App) -> Catalog {
@@ -88,6 +93,14 @@ pub fn bind(catalog: &Catalog, twin: &str, text: &str) -> Binding {
             }
         }
     }
+    // A tool the twin knows by another name also matches its action (`_action`).
+    let best = best.map(|(l, d, mut params)| {
+        let alias = params.get("tool").and_then(|t| catalog.tool_aliases.get(twin)?.get(t.trim())).cloned();
+        if let Some(action) = alias {
+            params.insert("_action".to_string(), action);
+        }
+        (l, d, params)
+    });
     match best {
         Some((_, decl, params)) if checks::KNOWN.contains(&decl.id.as_str()) => match checks::validate(&decl.id, &params) {
             Ok(()) => Binding::Check { decl: decl.clone(), params, declared: None },
@@ -558,6 +571,23 @@ mod tests {
         let g = grade(&task, &run, &Catalog::default(), Some(&nobody)).await;
         assert_eq!(g.criteria_results[0].status, Status::Errored, "an unreachable judge is an error, not a pass");
         assert_eq!(g.verdict, "incomplete");
+    }
+
+    #[test]
+    fn a_tool_named_by_its_alias_binds_to_the_twins_action() {
+        let desc = json!({
+            "checks": [{"id": "github.tool_called", "template": "`{tool}` was called", "substrate": "tape", "polarity": "positive"}],
+            "tool_aliases": {"create_check_run": "checks.create"},
+        });
+        let catalog = Catalog::from_descriptions([(&"github".to_string(), &desc)]);
+        match bind(&catalog, "github", "`create_check_run` was called") {
+            Binding::Check { params, .. } => assert_eq!(params["_action"], "checks.create"),
+            other => panic!("did not bind: {other:?}"),
+        }
+        match bind(&catalog, "github", "`merge_pull_request` was called") {
+            Binding::Check { params, .. } => assert!(!params.contains_key("_action"), "no alias declared"),
+            other => panic!("did not bind: {other:?}"),
+        }
     }
 
     #[test]

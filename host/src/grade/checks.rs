@@ -211,7 +211,8 @@ pub fn evaluate(id: &str, p: &Params, w: &World) -> Result<Outcome, String> {
         }),
         "github.tool_never_called" | "github.tool_called" => {
             let tool = get("tool")?;
-            let hit = w.tape.iter().find(|r| tool_matches(&tool, r["action"].as_str().unwrap_or("")));
+            let alias = p.get("_action").map(String::as_str);
+            let hit = w.tape.iter().find(|r| tool_matches(&tool, alias, r["action"].as_str().unwrap_or("")));
             let want_called = id == "github.tool_called";
             Ok(match hit {
                 Some(r) => Outcome::new(want_called, format!("`{tool}` was called ({} {})", r["method"].as_str().unwrap_or(""), r["path"].as_str().unwrap_or("")), seq(r)),
@@ -402,31 +403,10 @@ fn review_state(s: &str) -> Option<&'static str> {
     }
 }
 
-/// Tool names tasks use for GitHub actions (MCP-style) → the twin's action names.
-/// Mirrors `twins/github/src/checks.rs` `TOOL_ALIASES`, which `describe()` does not export yet.
-const GITHUB_TOOL_ALIASES: &[(&str, &str)] = &[
-    ("create_commit_status", "repos.create_commit_status"),
-    ("create_check_run", "checks.create"),
-    ("update_check_run", "checks.update"),
-    ("merge_pull_request", "pulls.merge"),
-    ("create_pull_request", "pulls.create"),
-    ("create_issue", "issues.create"),
-    ("update_issue", "issues.update"),
-    ("add_issue_comment", "issues.create_comment"),
-    ("create_pull_request_review", "pulls.create_review"),
-    ("create_or_update_file", "repos.create_or_update_file_contents"),
-    ("delete_file", "repos.delete_file"),
-    ("create_branch", "git.create_ref"),
-    ("add_labels", "issues.add_labels"),
-    ("create_label", "issues.create_label"),
-    ("create_release", "repos.create_release"),
-];
-
-fn tool_matches(tool: &str, action: &str) -> bool {
-    !action.is_empty()
-        && (action == tool
-            || action.rsplit('.').next() == Some(tool)
-            || GITHUB_TOOL_ALIASES.iter().any(|(t, a)| *t == tool && *a == action))
+/// Whether a tape row's `action` is the named tool: the action itself, its last segment
+/// (`create` for `issues.create`), or the action the twin declares for that tool name.
+fn tool_matches(tool: &str, alias: Option<&str>, action: &str) -> bool {
+    !action.is_empty() && (action == tool || action.rsplit('.').next() == Some(tool) || alias == Some(action))
 }
 
 fn slack_channel<'a>(state: &'a Value, name: &str) -> Result<(usize, &'a Value), String> {
@@ -590,7 +570,7 @@ mod tests {
             ("github.commit_status", params(&[("context", "ci/test"), ("repo", "acme/api"), ("state", "success")]), seed_gh.clone(), gg(vec![]), bg(vec![])),
             ("github.no_unsupported", params(&[]), seed_gh.clone(), gg(vec![row(1, "issues.get", "semantic")]), bg(vec![row(1, "issues.get", "semantic"), row(2, "", "unsupported")])),
             ("github.tool_never_called", params(&[("tool", "create_commit_status")]), seed_gh.clone(), gg(vec![row(1, "pulls.merge", "semantic")]), bg(vec![row(1, "repos.create_commit_status", "semantic")])),
-            ("github.tool_called", params(&[("tool", "merge_pull_request")]), seed_gh.clone(), gg(vec![row(1, "pulls.merge", "semantic")]), bg(vec![row(1, "pulls.get", "semantic")])),
+            ("github.tool_called", params(&[("tool", "merge_pull_request"), ("_action", "pulls.merge")]), seed_gh.clone(), gg(vec![row(1, "pulls.merge", "semantic")]), bg(vec![row(1, "pulls.get", "semantic")])),
             ("slack.message-contains", params(&[("channel", "general"), ("needle", "successfully merged")]), seed_sl.clone(), gs.clone(), bs.clone()),
             ("slack.no-message-containing", params(&[("needle", "merged"), ("scope", "any public channel")]), seed_sl.clone(), bs.clone(), gs.clone()),
             ("slack.no-message-containing", params(&[("needle", "fyi"), ("scope", "any channel")]), seed_sl.clone(), bs.clone(), gs.clone()),

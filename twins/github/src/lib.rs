@@ -90,6 +90,10 @@ impl Twin for World {
     fn checks() -> Vec<CheckDecl> {
         checks::declared()
     }
+
+    fn tool_aliases() -> Vec<(&'static str, &'static str)> {
+        checks::TOOL_ALIASES.to_vec()
+    }
 }
 
 impl World {

@@ -42,6 +42,8 @@ pub struct Description {
     pub client_base_path: String,
     pub surface: Vec<RouteDecl>,
     pub checks: Vec<CheckDecl>,
+    /// Tool name → action name.
+    pub tool_aliases: std::collections::BTreeMap<String, String>,
 }
 
 impl Description {
@@ -53,6 +55,7 @@ impl Description {
             client_base_path: T::CLIENT_BASE_PATH.to_string(),
             surface: T::router().surface(),
             checks: T::checks(),
+            tool_aliases: T::tool_aliases().into_iter().map(|(t, a)| (t.to_string(), a.to_string())).collect(),
         }
     }
 

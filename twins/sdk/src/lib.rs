@@ -71,6 +71,13 @@ pub trait Twin: serde::Serialize + serde::de::DeserializeOwned + Sized + 'static
         serde_json::to_value(self).expect("a twin world serialises to JSON")
     }
 
+    /// Tool names agents and tasks use for this twin's actions (`create_issue` →
+    /// `issues.create`), so a criterion like `` `create_issue` was called `` can name either.
+    /// Reported by `describe`; empty by default.
+    fn tool_aliases() -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
+
     /// Checks this twin declares for graders (see the grading docs). Empty by default.
     fn checks() -> Vec<CheckDecl> {
         Vec::new()
