@@ -445,7 +445,7 @@ async fn put_seed(State(app): State<Arc<App>>, Team(team): Team, body: Bytes) ->
 
 async fn list_seeds(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json<Value>, ApiError> {
     let seeds = app.storage.seeds(&team).await?;
-    let data: Vec<Value> = seeds.into_iter().filter(|(_, twin, _)| twin != crate::task_api::TASK_KIND).map(|(name, twin, _)| json!({"name": name, "twin": twin})).collect();
+    let data: Vec<Value> = seeds.into_iter().map(|(name, twin, _)| json!({"name": name, "twin": twin})).collect();
     Ok(Json(json!({"object": "list", "data": data})))
 }
 

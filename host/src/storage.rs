@@ -1,4 +1,4 @@
-//! Embedded storage (SQLite): teams, hashed API keys, named seeds and finalized runs. Open
+//! Embedded storage (SQLite): teams, hashed API keys, named seeds, tasks and finalized runs. Open
 //! sandboxes live in memory (their twins are running stores); what must outlive the process
 //! is written here, in a transaction, before the request that produced it is answered.
 
@@ -59,6 +59,13 @@ CREATE TABLE IF NOT EXISTS seeds (
     seed TEXT NOT NULL,
     created_at TEXT NOT NULL,
     PRIMARY KEY (team_id, name)
+);
+CREATE TABLE IF NOT EXISTS tasks (
+    team_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (team_id, id)
 );
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
@@ -209,6 +216,36 @@ impl Storage {
         .await
     }
 
+    /// Store (or replace) a task: its markdown and sidecar seed, as JSON.
+    pub async fn put_task(&self, team_id: &str, id: &str, body: &str) -> Result<(), StorageError> {
+        let (t, i, b) = (team_id.to_string(), id.to_string(), body.to_string());
+        self.with(move |c| {
+            c.execute(
+                "INSERT INTO tasks (team_id, id, body, created_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(team_id, id) DO UPDATE SET body = excluded.body",
+                params![t, i, b, now()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn task(&self, team_id: &str, id: &str) -> Result<Option<String>, StorageError> {
+        let (t, i) = (team_id.to_string(), id.to_string());
+        self.with(move |c| Ok(c.query_row("SELECT body FROM tasks WHERE team_id = ?1 AND id = ?2", [t, i], |r| r.get(0)).optional()?)).await
+    }
+
+    /// A team's tasks: (id, body), by id.
+    pub async fn tasks(&self, team_id: &str) -> Result<Vec<(String, String)>, StorageError> {
+        let t = team_id.to_string();
+        self.with(move |c| {
+            let mut st = c.prepare("SELECT id, body FROM tasks WHERE team_id = ?1 ORDER BY id")?;
+            let rows = st.query_map([t], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
     /// Persist a finalized run in one transaction.
     pub async fn insert_run(&self, team_id: &str, run: &Value) -> Result<(), StorageError> {
         let team_id = team_id.to_string();
@@ -298,5 +335,12 @@ mod tests {
         assert!(db.runs(&other, None, None).await.unwrap().is_empty());
         assert!(db.run(&other, "run_1").await.unwrap().is_none());
         assert_eq!(db.run(&team, "run_1").await.unwrap().unwrap()["session_id"], "ses_1");
+
+        db.put_task(&team, "triage", "{\"source\": \"# A\"}").await.unwrap();
+        db.put_task(&team, "triage", "{\"source\": \"# B\"}").await.unwrap();
+        assert_eq!(db.task(&team, "triage").await.unwrap().as_deref(), Some("{\"source\": \"# B\"}"), "a task is replaced, not duplicated");
+        assert_eq!(db.tasks(&team).await.unwrap().len(), 1);
+        assert!(db.task(&other, "triage").await.unwrap().is_none(), "tasks stay with their team");
+        assert!(db.seeds(&team).await.unwrap().is_empty(), "tasks are not seeds");
     }
 }

@@ -1,9 +1,7 @@
 //! The control plane's task routes (`POST/GET /v1/tasks`, `POST /v1/tasks/validate`), the
 //! task a sandbox is created from (`task_id` or `task_source`), and grading at finalize.
 //!
-//! Tasks are stored per team beside named seeds, under the reserved twin name
-//! [`TASK_KIND`] (no schema change: the storage layer is owned elsewhere; a `tasks` table is
-//! the proper home and a drop-in change behind `put`/`get`/`list`).
+//! Tasks are stored per team in the `tasks` table: the markdown and its sidecar seed.
 
 use std::sync::Arc;
 
@@ -19,9 +17,6 @@ use crate::error::ApiError;
 use crate::grade::{self, Catalog};
 use crate::server::App;
 use crate::task::{self, Task};
-
-/// The `twin` column value that marks a stored task in the seeds table.
-pub const TASK_KIND: &str = "__task__";
 
 /// The markdown a request carries: `source` (markdown text) or `source_base64`/`task_source`
 /// (base64 markdown).
@@ -65,7 +60,7 @@ fn valid_id(id: &str) -> bool {
 /// Store a task: its markdown and, when its seed lives in a sidecar, that seed.
 pub async fn put(app: &App, team: &str, id: &str, source: &str, sidecar: Option<&Value>) -> Result<(), ApiError> {
     let stored = json!({"source": source, "seed": sidecar});
-    app.storage.put_seed(team, &format!("task:{id}"), TASK_KIND, &stored.to_string()).await?;
+    app.storage.put_task(team, id, &stored.to_string()).await?;
     Ok(())
 }
 
@@ -79,9 +74,9 @@ fn parse_stored(id: &str, stored: &str) -> Result<(Task, String), task::TaskErro
 
 /// A stored task, parsed.
 pub async fn get(app: &App, team: &str, id: &str) -> Result<Option<(Task, String)>, ApiError> {
-    match app.storage.seed(team, &format!("task:{id}")).await? {
-        Some((kind, stored)) if kind == TASK_KIND => Ok(Some(parse_stored(id, &stored).map_err(invalid)?)),
-        _ => Ok(None),
+    match app.storage.task(team, id).await? {
+        Some(stored) => Ok(Some(parse_stored(id, &stored).map_err(invalid)?)),
+        None => Ok(None),
     }
 }
 
@@ -140,9 +135,8 @@ fn describe(t: &Task, catalog: &Catalog) -> Value {
 pub async fn list(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json<Value>, ApiError> {
     let catalog = Catalog::from_app(&app);
     let mut data = Vec::new();
-    for (name, kind, stored) in app.storage.seeds(&team).await? {
-        let Some(id) = name.strip_prefix("task:").filter(|_| kind == TASK_KIND) else { continue };
-        if let Ok((t, _)) = parse_stored(id, &stored) {
+    for (id, stored) in app.storage.tasks(&team).await? {
+        if let Ok((t, _)) = parse_stored(&id, &stored) {
             data.push(describe(&t, &catalog));
         }
     }
