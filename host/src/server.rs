@@ -12,6 +12,7 @@ use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
+use axum::serve::ListenerExt as _;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use tokio::net::TcpListener;
@@ -149,6 +150,10 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         let graceful = async move {
             let _ = stopped.changed().await;
         };
+        // Answers are written whole; Nagle's algorithm would only hold small ones back.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(graceful).await {
             tracing::error!(error = %e, "server stopped");
         }
