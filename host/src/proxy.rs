@@ -127,12 +127,12 @@ fn reply(result: Result<TwinReply, crate::store::StoreError>) -> Response {
         Err(e) => return ApiError::internal(format!("the twin is unavailable: {e}")).into_response(),
     };
     let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut headers = HeaderMap::new();
-    for (k, v) in r.headers {
+    let mut headers = HeaderMap::with_capacity(r.headers.len());
+    for (k, v) in r.headers.iter() {
         if HOP_HEADERS.contains(&k.as_str()) {
             continue;
         }
-        if let (Ok(k), Ok(v)) = (HeaderName::try_from(k), HeaderValue::try_from(v)) {
+        if let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) {
             headers.append(k, v);
         }
     }

@@ -11,14 +11,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use base64::Engine as _;
+use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use wasmtime::Store;
 
 use crate::metrics::{Metrics, TwinRequestMetrics};
 use crate::runtime::{self, Auth, GuestError, HostError, HostErrorKind, HostState, HttpRequest, Runtime, TwinImage, TwinWorld};
 use crate::seeds::SeedImage;
-use crate::tape::{Fidelity, TapeRow};
+use crate::tape::{Body, Fidelity, Headers, TapeRow};
 
 /// A request as the twin will see it: prefix stripped, headers lower-cased, credentials
 /// redacted.
@@ -34,11 +34,18 @@ pub struct TwinRequest {
     pub auth: Auth,
 }
 
+/// A twin's answer. Headers and body are shared with the tape row that records them.
 #[derive(Debug, Clone)]
 pub struct TwinReply {
     pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
+    pub headers: Headers,
+    pub body: Bytes,
+}
+
+impl From<runtime::HttpResponse> for TwinReply {
+    fn from(r: runtime::HttpResponse) -> TwinReply {
+        TwinReply { status: r.status, headers: r.headers.into(), body: r.body.into() }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +59,9 @@ pub enum StoreError {
     #[error("the twin store is closed")]
     Closed,
 }
+
+/// How many of the latest rows a new row may share bytes with.
+const SHARE_WINDOW: usize = 8;
 
 enum Msg {
     Handle(TwinRequest, oneshot::Sender<TwinReply>),
@@ -197,11 +207,11 @@ impl Worker {
             }
         };
         let changes = facts.changes;
-        let (request_body, _) = encode_body(&req.body);
-        let (response_body, _) = encode_body(&reply.body);
+        let reply = self.share_recorded(reply);
+        let request_body = self.recorded_body(req.body);
         let row = TapeRow {
             seq,
-            ts: format_micros(ts),
+            ts,
             twin: twin.clone(),
             request_id: req.request_id,
             method: req.method,
@@ -213,7 +223,7 @@ impl Worker {
             auth: auth_name(req.auth).to_string(),
             status: reply.status,
             response_headers: reply.headers.clone(),
-            response_body,
+            response_body: Body(reply.body.clone()),
             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
             action: facts.action,
             fidelity: if facts.unsupported { Fidelity::Unsupported } else { Fidelity::Semantic },
@@ -249,15 +259,39 @@ impl Worker {
         let facts = runtime::take_facts(&mut self.store);
         let HttpRequest { method, path, query, headers, body, base_url, .. } = wit_req;
         (req.method, req.path, req.query, req.headers, req.body, req.base_url) = (method, path, query, headers, body, base_url);
-        let resp = result?;
-        Ok((TwinReply { status: resp.status, headers: resp.headers, body: resp.body }, facts))
+        Ok((result?.into(), facts))
+    }
+
+    /// Rows recent enough to be worth sharing bytes with: clients repeat themselves.
+    fn recent_rows(&self) -> impl Iterator<Item = &TapeRow> {
+        self.tape.iter().rev().take(SHARE_WINDOW).map(|r| &**r)
+    }
+
+    /// A request body for the tape, sharing a recent row's copy when the bytes are the same.
+    fn recorded_body(&self, body: Vec<u8>) -> Body {
+        self.recent_rows()
+            .find(|r| *r.request_body.0 == *body)
+            .map(|r| r.request_body.clone())
+            .unwrap_or_else(|| Body(body.into()))
+    }
+
+    /// The reply with its headers and body swapped for a recent row's identical ones, so a
+    /// client polling an unchanged answer does not grow the tape by a copy each time.
+    fn share_recorded(&self, mut reply: TwinReply) -> TwinReply {
+        if let Some(r) = self.recent_rows().find(|r| r.response_body.0 == reply.body) {
+            reply.body = r.response_body.0.clone();
+        }
+        if let Some(r) = self.recent_rows().find(|r| r.response_headers == reply.headers) {
+            reply.headers = r.response_headers.clone();
+        }
+        reply
     }
 
     async fn render_error(&mut self, kind: HostErrorKind, message: String) -> TwinReply {
         let twin = self.instance.pome_twin_twin();
         let err = HostError { kind, message: message.clone() };
         match self.rt.call(&mut self.store, async |s| twin.call_render_error(s, &err).await).await {
-            Ok(r) => TwinReply { status: r.status, headers: r.headers, body: r.body },
+            Ok(r) => r.into(),
             Err(e) => {
                 self.recover(&e).await;
                 fallback(500, &message)
@@ -283,8 +317,7 @@ impl Worker {
         let rows: Vec<Arc<TapeRow>> = self.tape.iter().filter(|r| r.error.is_none()).cloned().collect();
         for row in rows {
             let mut req = replay_request(&row);
-            let ts = parse_micros(&row.ts).unwrap_or(self.last_us);
-            if let Err(e) = self.call_handle(&mut req, ts, row.seq).await {
+            if let Err(e) = self.call_handle(&mut req, row.ts, row.seq).await {
                 self.store = old_store;
                 self.instance = old_instance;
                 return Err(e.into());
@@ -308,7 +341,7 @@ pub fn replay_request(row: &TapeRow) -> TwinRequest {
         path: row.path.clone(),
         query: row.query.clone(),
         headers: row.request_headers.clone(),
-        body: decode_body(&row.request_body),
+        body: row.request_body.0.to_vec(),
         base_url: row.base_url.clone(),
         auth: match row.auth.as_str() {
             "missing" => Auth::Missing,
@@ -331,36 +364,9 @@ fn fallback(status: u16, message: &str) -> TwinReply {
     let body = serde_json::json!({"error": {"type": "internal_error", "message": message}});
     TwinReply {
         status,
-        headers: vec![("content-type".into(), "application/json".into())],
-        body: serde_json::to_vec(&body).unwrap(),
+        headers: vec![("content-type".to_string(), "application/json".to_string())].into(),
+        body: serde_json::to_vec(&body).unwrap().into(),
     }
-}
-
-const BASE64_PREFIX: &str = "base64:";
-
-/// Bodies on the tape are text; bytes that are not UTF-8 are kept as `base64:<data>` so a
-/// replay sends exactly what the twin saw.
-pub fn encode_body(body: &[u8]) -> (String, bool) {
-    match std::str::from_utf8(body) {
-        Ok(s) if !s.starts_with(BASE64_PREFIX) => (s.to_string(), false),
-        _ => (format!("{BASE64_PREFIX}{}", base64::engine::general_purpose::STANDARD.encode(body)), true),
-    }
-}
-
-pub fn decode_body(s: &str) -> Vec<u8> {
-    match s.strip_prefix(BASE64_PREFIX) {
-        Some(b64) => base64::engine::general_purpose::STANDARD.decode(b64).unwrap_or_default(),
-        None => s.as_bytes().to_vec(),
-    }
-}
-
-pub fn format_micros(us: u64) -> String {
-    humantime::format_rfc3339_micros(std::time::UNIX_EPOCH + std::time::Duration::from_micros(us)).to_string()
-}
-
-pub fn parse_micros(s: &str) -> Option<u64> {
-    let t = humantime::parse_rfc3339(s).ok()?;
-    Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_micros() as u64)
 }
 
 /// One response that came out differently on replay.
@@ -383,11 +389,15 @@ pub async fn replay(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage
     let mut w = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served };
     let mut out = Vec::new();
     for row in rows.iter().filter(|r| r.error.is_none()) {
-        let ts = parse_micros(&row.ts).unwrap_or_default();
-        let (reply, _) = w.call_handle(&mut replay_request(row), ts, row.seq).await?;
-        let (body, _) = encode_body(&reply.body);
-        if reply.status != row.status || body != row.response_body || reply.headers != row.response_headers {
-            out.push(Mismatch { seq: row.seq, expected_status: row.status, actual_status: reply.status, expected_body: row.response_body.clone(), actual_body: body });
+        let (reply, _) = w.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
+        if reply.status != row.status || reply.body != row.response_body.0 || reply.headers != row.response_headers {
+            out.push(Mismatch {
+                seq: row.seq,
+                expected_status: row.status,
+                actual_status: reply.status,
+                expected_body: row.response_body.to_text(),
+                actual_body: Body(reply.body).to_text(),
+            });
         }
     }
     Ok(out)

@@ -1,7 +1,11 @@
 //! The tape: one row per request a twin served, in execution order, with what it changed.
 //! Plain data; no wasmtime here.
 
-use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 /// What the twin reported about one entity change through the `tape` import.
@@ -25,8 +29,10 @@ pub enum Fidelity {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TapeRow {
     pub seq: u64,
-    /// The virtual time given to the twin for this request (RFC 3339, microseconds).
-    pub ts: String,
+    /// The virtual time given to the twin for this request, in Unix microseconds; written
+    /// as RFC 3339 with microseconds.
+    #[serde(with = "rfc3339_micros")]
+    pub ts: u64,
     pub twin: String,
     pub request_id: String,
     pub method: String,
@@ -34,15 +40,15 @@ pub struct TapeRow {
     pub query: String,
     /// Lower-cased, credentials redacted: exactly what the twin saw.
     pub request_headers: Vec<(String, String)>,
-    pub request_body: String,
+    pub request_body: Body,
     /// The client's base URL the twin built links from (needed to replay byte-for-byte).
     pub base_url: String,
     /// How the request was authenticated: `agent` for nearly every row; `missing` or
     /// `invalid` only for routes a twin serves without a credential (pre-signed URLs).
     pub auth: String,
     pub status: u16,
-    pub response_headers: Vec<(String, String)>,
-    pub response_body: String,
+    pub response_headers: Headers,
+    pub response_body: Body,
     pub latency_ms: f64,
     pub action: Option<String>,
     pub fidelity: Fidelity,
@@ -55,6 +61,84 @@ impl TapeRow {
     /// Bytes this row holds, for the tape's byte cap.
     pub fn weight(&self) -> usize {
         self.request_body.len() + self.response_body.len() + self.path.len() + self.query.len() + 256
+    }
+}
+
+/// Response headers, shared between the tape and the HTTP answer (and between rows that
+/// recorded the same ones).
+pub type Headers = Arc<[(String, String)]>;
+
+/// A recorded body. It is shared, not copied: the tape row and the HTTP answer hold one
+/// allocation, and rows that recorded the same bytes (a client polling an unchanged list)
+/// hold one between them. On the wire it is text: UTF-8 as it is, anything else as
+/// `base64:<data>`, so a replay sends exactly the bytes the twin saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Body(pub Bytes);
+
+const BASE64_PREFIX: &str = "base64:";
+
+impl Body {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The text form.
+    pub fn to_text(&self) -> String {
+        match std::str::from_utf8(&self.0) {
+            Ok(s) if !s.starts_with(BASE64_PREFIX) => s.to_string(),
+            _ => format!("{BASE64_PREFIX}{}", base64::engine::general_purpose::STANDARD.encode(&self.0)),
+        }
+    }
+
+    /// Back from the text form.
+    pub fn from_text(s: &str) -> Body {
+        Body(match s.strip_prefix(BASE64_PREFIX) {
+            Some(b64) => base64::engine::general_purpose::STANDARD.decode(b64).unwrap_or_default().into(),
+            None => Bytes::copy_from_slice(s.as_bytes()),
+        })
+    }
+}
+
+impl Serialize for Body {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(&self.0) {
+            Ok(text) if !text.starts_with(BASE64_PREFIX) => s.serialize_str(text),
+            _ => s.serialize_str(&self.to_text()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Body {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Body, D::Error> {
+        Ok(Body::from_text(&String::deserialize(d)?))
+    }
+}
+
+/// `ts` on the wire: RFC 3339 with microseconds, in UTC.
+pub mod rfc3339_micros {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    pub fn format(us: u64) -> String {
+        humantime::format_rfc3339_micros(UNIX_EPOCH + Duration::from_micros(us)).to_string()
+    }
+
+    pub fn parse(s: &str) -> Option<u64> {
+        let t = humantime::parse_rfc3339(s).ok()?;
+        Some(t.duration_since(UNIX_EPOCH).ok()?.as_micros() as u64)
+    }
+
+    pub fn serialize<S: Serializer>(us: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format(*us))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let text = String::deserialize(d)?;
+        parse(&text).ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not an RFC 3339 time")))
     }
 }
 
@@ -150,5 +234,16 @@ mod tests {
         assert_eq!(redact_bytes(b"token=tok_abc&x=1".to_vec(), &["tok_abc"]), b"token=[redacted]&x=1");
         let binary = redact_bytes(vec![0xff, b'a', b't', b'k', 0xfe], &["tk"]);
         assert_eq!(binary, [&[0xff, b'a'][..], REDACTED.as_bytes(), &[0xfe]].concat());
+    }
+
+    #[test]
+    fn bodies_are_text_on_the_wire_and_round_trip_whatever_the_bytes() {
+        for bytes in [&b"{\"ok\":true}"[..], b"", &[0xff, 0x00, 0xfe], b"base64:looks encoded"] {
+            let body = Body(Bytes::copy_from_slice(bytes));
+            let json = serde_json::to_string(&body).unwrap();
+            assert_eq!(serde_json::from_str::<Body>(&json).unwrap(), body, "{json}");
+        }
+        assert_eq!(serde_json::to_string(&Body(Bytes::from_static(b"hi"))).unwrap(), "\"hi\"");
+        assert_eq!(serde_json::to_string(&Body(Bytes::from_static(&[0xff]))).unwrap(), "\"base64:/w==\"");
     }
 }

@@ -71,22 +71,34 @@ pub fn github_headers(call: &Call, mut r: Response) -> Response {
     h.update(call.req.query.as_bytes());
     h.update(&call.req.body);
     h.update(now.to_string().as_bytes());
-    let d = h.digest().to_string().to_uppercase();
-    let rid = format!("{}:{}:{}:{}:{}", &d[0..4], &d[4..9], &d[9..16], &d[16..23], &d[23..31]);
+    // GitHub's shape: upper-case hex in groups of 4:5:7:7:8.
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut rid = String::with_capacity(35);
+    for (i, b) in h.digest().bytes().iter().flat_map(|b| [b >> 4, b & 15]).take(31).enumerate() {
+        if matches!(i, 4 | 9 | 16 | 23) {
+            rid.push(':');
+        }
+        rid.push(HEX[b as usize] as char);
+    }
     let reset = (now / 3600 + 1) * 3600;
+    r.headers.reserve(10);
+    r.headers.push(("x-github-request-id".into(), rid));
     for (k, v) in [
-        ("x-github-request-id", rid),
-        ("x-github-media-type", "github.v3; format=json".to_string()),
-        ("x-github-api-version-selected", "2022-11-28".to_string()),
-        ("x-ratelimit-limit", "5000".to_string()),
-        ("x-ratelimit-remaining", "4999".to_string()),
-        ("x-ratelimit-reset", reset.to_string()),
-        ("x-ratelimit-used", "1".to_string()),
-        ("x-ratelimit-resource", "core".to_string()),
-        ("x-oauth-scopes", "repo, read:org, workflow".to_string()),
-        ("x-accepted-oauth-scopes", "repo".to_string()),
+        ("x-github-media-type", "github.v3; format=json"),
+        ("x-github-api-version-selected", "2022-11-28"),
+        ("x-ratelimit-limit", "5000"),
+        ("x-ratelimit-remaining", "4999"),
     ] {
-        r.headers.push((k.to_string(), v));
+        r.headers.push((k.into(), v.into()));
+    }
+    r.headers.push(("x-ratelimit-reset".into(), reset.to_string()));
+    for (k, v) in [
+        ("x-ratelimit-used", "1"),
+        ("x-ratelimit-resource", "core"),
+        ("x-oauth-scopes", "repo, read:org, workflow"),
+        ("x-accepted-oauth-scopes", "repo"),
+    ] {
+        r.headers.push((k.into(), v.into()));
     }
     r
 }

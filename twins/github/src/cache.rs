@@ -48,17 +48,39 @@ impl Generation {
 struct Entry {
     identity: u64,
     generation: u64,
-    key: String,
+    key: Key,
     response: Response,
+}
+
+/// What an answer depends on besides the world: the request's address and its `Accept`.
+struct Key {
+    base_url: String,
+    path: String,
+    query: String,
+    accept: String,
+}
+
+impl Key {
+    fn of(call: &Call) -> Key {
+        Key {
+            base_url: call.req.base_url.clone(),
+            path: call.req.path.clone(),
+            query: call.req.query.clone(),
+            accept: call.req.header("accept").unwrap_or("").to_string(),
+        }
+    }
+
+    /// Compared in place: a lookup allocates nothing.
+    fn matches(&self, call: &Call) -> bool {
+        self.path == call.req.path
+            && self.query == call.req.query
+            && self.base_url == call.req.base_url
+            && self.accept == call.req.header("accept").unwrap_or("")
+    }
 }
 
 thread_local! {
     static CACHE: RefCell<VecDeque<Entry>> = const { RefCell::new(VecDeque::new()) };
-}
-
-fn key_of(call: &Call) -> String {
-    let accept = call.req.header("accept").unwrap_or("");
-    format!("{}\u{0}{}\u{0}{}\u{0}{accept}", call.req.base_url, call.req.path, call.req.query)
 }
 
 /// Whether a request may be answered from the cache: reads whose answer does not depend
@@ -68,11 +90,10 @@ pub fn cacheable(call: &Call) -> bool {
 }
 
 pub fn get(g: &Generation, call: &Call) -> Option<Response> {
-    let key = key_of(call);
     CACHE.with(|c| {
         c.borrow()
             .iter()
-            .find(|e| e.identity == g.identity && e.generation == g.generation && e.key == key)
+            .find(|e| e.identity == g.identity && e.generation == g.generation && e.key.matches(call))
             .map(|e| e.response.clone())
     })
 }
@@ -81,7 +102,7 @@ pub fn put(g: &Generation, call: &Call, response: &Response) {
     if response.status != 200 || response.body.len() > MAX_BYTES {
         return;
     }
-    let key = key_of(call);
+    let key = Key::of(call);
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         // Entries of older generations or other worlds can never be hit again.

@@ -19,16 +19,9 @@ pub enum Method {
 
 impl Method {
     pub fn parse(s: &str) -> Method {
-        match s.to_ascii_uppercase().as_str() {
-            "GET" => Method::Get,
-            "HEAD" => Method::Head,
-            "POST" => Method::Post,
-            "PUT" => Method::Put,
-            "PATCH" => Method::Patch,
-            "DELETE" => Method::Delete,
-            "OPTIONS" => Method::Options,
-            _ => Method::Other,
-        }
+        const ALL: [Method; 7] =
+            [Method::Get, Method::Head, Method::Post, Method::Put, Method::Patch, Method::Delete, Method::Options];
+        ALL.into_iter().find(|m| m.as_str().eq_ignore_ascii_case(s)).unwrap_or(Method::Other)
     }
 
     pub fn as_str(self) -> &'static str {

@@ -21,6 +21,8 @@ struct Route<T> {
     method: Option<Method>,
     pattern: String,
     segs: Vec<Seg>,
+    /// Paths this route can match have exactly this many segments (`None` with a tail).
+    len: Option<usize>,
     action: String,
     fidelity: Fidelity,
     handler: Handler<T>,
@@ -60,11 +62,13 @@ impl<T: crate::Twin> Router<T> {
                     Seg::Lit(s.to_string())
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let len = (!segs.iter().any(|s| matches!(s, Seg::Tail(_)))).then_some(segs.len());
         self.routes.push(Route {
             method,
             pattern: pattern.to_string(),
             segs,
+            len,
             action: action.to_string(),
             fidelity,
             handler,
@@ -100,7 +104,9 @@ impl<T: crate::Twin> Router<T> {
         // Scoring allocates nothing; only the winner's parameters are captured.
         let mut best: Option<(&Route<T>, u64)> = None;
         for route in &self.routes {
-            if route.method.is_some_and(|m| m != method) {
+            // Cheap refusals first: a twin has a hundred or more routes and this runs on
+            // every request.
+            if route.method.is_some_and(|m| m != method) || route.len.is_some_and(|n| n != segs.len()) {
                 continue;
             }
             if let Some(score) = score(&route.segs, &segs) {
