@@ -22,7 +22,10 @@ pub fn hostile_dir() -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     let dst = dir.join("twin_hostile.wasm");
     if std::fs::read(&dst).ok() != std::fs::read(&wasm).ok() {
-        let tmp = dir.join(format!("twin_hostile.wasm.{}", std::process::id()));
+        // Tests run in parallel threads of one process: each copy needs its own name.
+        static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dir.join(format!("twin_hostile.wasm.{}.{n}", std::process::id()));
         std::fs::copy(&wasm, &tmp).unwrap();
         std::fs::rename(&tmp, &dst).unwrap();
     }

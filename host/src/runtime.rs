@@ -161,8 +161,8 @@ impl pome::twin::tape::Host for HostState {
             return Ok(());
         }
         self.charge(entity.len() + id.len() + before.as_ref().map_or(0, String::len) + after.as_ref().map_or(0, String::len))?;
-        let parse = |s: String| serde_json::from_str(&s).unwrap_or(serde_json::Value::String(s));
-        self.facts.changes.push(StateChange { entity, id, before: before.map(parse), after: after.map(parse) });
+        let json = StateChange::entity_json;
+        self.facts.changes.push(StateChange { entity, id, before: before.map(json), after: after.map(json) });
         Ok(())
     }
 

@@ -6,15 +6,39 @@ use std::sync::Arc;
 use base64::Engine as _;
 use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
-/// What the twin reported about one entity change through the `tape` import.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// What the twin reported about one entity change through the `tape` import. `before` and
+/// `after` are kept as the JSON text the twin sent: checked, never rebuilt into a tree,
+/// since most rows are written once and read only at finalize.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StateChange {
     pub entity: String,
     pub id: String,
-    pub before: Option<Value>,
-    pub after: Option<Value>,
+    pub before: Option<Box<RawValue>>,
+    pub after: Option<Box<RawValue>>,
+}
+
+impl StateChange {
+    /// Text a twin reported as an entity; text that is not JSON is kept as a JSON string.
+    pub fn entity_json(text: String) -> Box<RawValue> {
+        match serde_json::from_str::<&RawValue>(&text) {
+            Ok(_) => RawValue::from_string(text).expect("checked just above"),
+            Err(_) => serde_json::value::to_raw_value(&text).expect("a string is JSON"),
+        }
+    }
+
+    fn weight(&self) -> usize {
+        let len = |v: &Option<Box<RawValue>>| v.as_ref().map_or(0, |v| v.get().len());
+        self.entity.len() + self.id.len() + len(&self.before) + len(&self.after)
+    }
+}
+
+impl PartialEq for StateChange {
+    fn eq(&self, other: &Self) -> bool {
+        let text = |v: &Option<Box<RawValue>>| v.as_ref().map(|v| v.get().to_string());
+        self.entity == other.entity && self.id == other.id && text(&self.before) == text(&other.before) && text(&self.after) == text(&other.after)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -60,7 +84,8 @@ pub struct TapeRow {
 impl TapeRow {
     /// Bytes this row holds, for the tape's byte cap.
     pub fn weight(&self) -> usize {
-        self.request_body.len() + self.response_body.len() + self.path.len() + self.query.len() + 256
+        let delta: usize = self.state_delta.iter().map(StateChange::weight).sum();
+        self.request_body.len() + self.response_body.len() + self.path.len() + self.query.len() + delta + 256
     }
 }
 
@@ -245,5 +270,11 @@ mod tests {
         }
         assert_eq!(serde_json::to_string(&Body(Bytes::from_static(b"hi"))).unwrap(), "\"hi\"");
         assert_eq!(serde_json::to_string(&Body(Bytes::from_static(&[0xff]))).unwrap(), "\"base64:/w==\"");
+    }
+
+    #[test]
+    fn entity_json_is_kept_verbatim_and_text_that_is_not_json_becomes_a_string() {
+        assert_eq!(StateChange::entity_json(r#"{"id":1,"b":[true]}"#.into()).get(), r#"{"id":1,"b":[true]}"#);
+        assert_eq!(StateChange::entity_json("not json".into()).get(), r#""not json""#);
     }
 }
