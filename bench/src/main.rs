@@ -174,10 +174,18 @@ async fn throughput(server: &Server) {
         ("list issues, page of 30 of 1,000", &big, "/repos/acme/api/issues?per_page=30&page=7", None),
         ("create issue", &default, "/repos/acme/api/issues", Some(post.as_path())),
     ];
+    // Every answer different: no page is served twice in a row, so neither the twin's
+    // answer cache nor the tape's sharing of identical bodies applies.
+    let pages = script_dir.path().join("pages.lua");
+    let path = format!("/s/{}/github/repos/acme/api/issues?per_page=30&page=", big["id"].as_str().unwrap());
+    std::fs::write(&pages, format!("local n = 0\nrequest = function()\n  n = n % 34 + 1\n  return wrk.format(nil, \"{path}\" .. n)\nend\n")).unwrap();
+    let mut cases = cases;
+    cases.push(("list issues, pages 1-34 in turn", &big, "/", Some(pages.as_path())));
     for (label, sb, path, script) in cases {
         for conns in [1u32, 64] {
             // Each run gets a fresh sandbox for writes, so the tape starts empty.
-            let target = if script.is_some() { server.create(&json!({"twins": ["github"]})).await } else { (*sb).clone() };
+            let writes = script.is_some_and(|s| s == post.as_path());
+            let target = if writes { server.create(&json!({"twins": ["github"]})).await } else { (*sb).clone() };
             let url = format!("{}/s/{}/github{path}", server.url, target["id"].as_str().unwrap());
             let r = wrk(&url, target["agent_token"].as_str().unwrap(), conns, script);
             println!(

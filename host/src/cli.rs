@@ -128,6 +128,9 @@ pub struct LimitArgs {
     /// Twin stores that may exist at once (address space is reserved for them up front).
     #[arg(long, default_value_t = Limits::default().max_stores)]
     pub max_stores: u32,
+    /// Client connections served at once; more wait to be accepted.
+    #[arg(long, default_value_t = Limits::default().max_connections)]
+    pub max_connections: usize,
 }
 
 impl LimitArgs {
@@ -141,6 +144,7 @@ impl LimitArgs {
             tape_rows: self.tape_rows,
             tape_bytes: self.tape_mib << 20,
             max_stores: self.max_stores,
+            max_connections: self.max_connections,
             ..Limits::default()
         }
     }

@@ -34,6 +34,10 @@ pub struct Limits {
     pub store_queue: usize,
     /// Seed snapshots kept in memory (one per distinct (twin, seed) pair).
     pub seed_cache_entries: usize,
+    /// Client connections served at once. At the cap the server stops accepting until one
+    /// closes (new clients wait in the kernel's backlog), so a flood of clients costs
+    /// bounded memory and file descriptors.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -50,6 +54,7 @@ impl Default for Limits {
             max_stores: 12_000,
             store_queue: 256,
             seed_cache_entries: 256,
+            max_connections: 10_000,
         }
     }
 }
