@@ -61,7 +61,7 @@ pub enum StoreError {
 }
 
 /// How many of the latest rows a new row may share bytes with.
-const SHARE_WINDOW: usize = 8;
+const SHARE_WINDOW: usize = 64;
 
 enum Msg {
     Handle(TwinRequest, oneshot::Sender<TwinReply>),

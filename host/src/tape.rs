@@ -181,8 +181,10 @@ pub fn redact_headers(headers: Vec<(String, String)>, secrets: &[&str]) -> Vec<(
         .map(|(k, v)| {
             if SECRET_HEADERS.contains(&k.as_str()) || looks_like_key(&v) {
                 (k, REDACTED.to_string())
-            } else {
+            } else if secrets.iter().any(|s| !s.is_empty() && v.contains(s)) {
                 let v = redact_text(&v, secrets);
+                (k, v)
+            } else {
                 (k, v)
             }
         })

@@ -4,34 +4,67 @@
 //! twin's hottest paths, so they skip the tree. `render.rs` builds the same shapes as
 //! `Value`s for the places that extend them (search scores, pull requests).
 
+use std::fmt;
+
+use serde::ser::{SerializeStruct as _, Serializer};
 use serde::Serialize;
 
 use crate::World;
 use crate::model::*;
 use crate::render::{enc, node_id};
 
-#[derive(Serialize)]
+/// A user as GitHub embeds one in every issue, comment and milestone. Its dozen URLs are
+/// written straight into the output rather than built as strings first: an issue list
+/// embeds several users per issue.
 pub struct UserOut<'a> {
+    base: &'a str,
     login: &'a str,
     id: u64,
-    node_id: String,
-    avatar_url: String,
-    gravatar_id: &'static str,
-    url: String,
-    html_url: String,
-    followers_url: String,
-    following_url: String,
-    gists_url: String,
-    starred_url: String,
-    subscriptions_url: String,
-    organizations_url: String,
-    repos_url: String,
-    events_url: String,
-    received_events_url: String,
-    #[serde(rename = "type")]
     kind: &'a str,
-    user_view_type: &'static str,
-    site_admin: bool,
+}
+
+/// Text written by a closure: serialised in place, with no intermediate `String`.
+struct Text<F: Fn(&mut fmt::Formatter) -> fmt::Result>(F);
+
+impl<F: Fn(&mut fmt::Formatter) -> fmt::Result> fmt::Display for Text<F> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        (self.0)(f)
+    }
+}
+
+impl<F: Fn(&mut fmt::Formatter) -> fmt::Result> Serialize for Text<F> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl Serialize for UserOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (b, login, id) = (self.base, self.login, self.id);
+        // `{u}<suffix>` for the URLs under the user's API URL.
+        let under = |suffix: &'static str| Text(move |f: &mut fmt::Formatter| write!(f, "{b}/users/{login}{suffix}"));
+        let mut m = s.serialize_struct("UserOut", 19)?;
+        m.serialize_field("login", login)?;
+        m.serialize_field("id", &id)?;
+        m.serialize_field("node_id", &node_id("User", id))?;
+        m.serialize_field("avatar_url", &Text(|f: &mut fmt::Formatter| write!(f, "{b}/_avatars/{id}")))?;
+        m.serialize_field("gravatar_id", "")?;
+        m.serialize_field("url", &under(""))?;
+        m.serialize_field("html_url", &Text(|f: &mut fmt::Formatter| write!(f, "{b}/{login}")))?;
+        m.serialize_field("followers_url", &under("/followers"))?;
+        m.serialize_field("following_url", &under("/following{/other_user}"))?;
+        m.serialize_field("gists_url", &under("/gists{/gist_id}"))?;
+        m.serialize_field("starred_url", &under("/starred{/owner}{/repo}"))?;
+        m.serialize_field("subscriptions_url", &under("/subscriptions"))?;
+        m.serialize_field("organizations_url", &under("/orgs"))?;
+        m.serialize_field("repos_url", &under("/repos"))?;
+        m.serialize_field("events_url", &under("/events{/privacy}"))?;
+        m.serialize_field("received_events_url", &under("/received_events"))?;
+        m.serialize_field("type", self.kind)?;
+        m.serialize_field("user_view_type", "public")?;
+        m.serialize_field("site_admin", &false)?;
+        m.end()
+    }
 }
 
 #[derive(Serialize)]
@@ -144,33 +177,12 @@ pub fn reactions(url: String, rs: &[Reaction]) -> ReactionsOut {
 }
 
 impl World {
-    pub fn user_out<'a>(&'a self, b: &str, login: &'a str) -> UserOut<'a> {
+    pub fn user_out<'a>(&'a self, b: &'a str, login: &'a str) -> UserOut<'a> {
         let (id, login, kind) = match self.users.get(&login.to_ascii_lowercase()) {
             Some(u) => (u.id, u.login.as_str(), u.kind.as_str()),
             None => (0, login, "User"),
         };
-        let u = format!("{b}/users/{login}");
-        UserOut {
-            login,
-            id,
-            node_id: node_id("User", id),
-            avatar_url: format!("{b}/_avatars/{id}"),
-            gravatar_id: "",
-            html_url: format!("{b}/{login}"),
-            followers_url: format!("{u}/followers"),
-            following_url: format!("{u}/following{{/other_user}}"),
-            gists_url: format!("{u}/gists{{/gist_id}}"),
-            starred_url: format!("{u}/starred{{/owner}}{{/repo}}"),
-            subscriptions_url: format!("{u}/subscriptions"),
-            organizations_url: format!("{u}/orgs"),
-            repos_url: format!("{u}/repos"),
-            events_url: format!("{u}/events{{/privacy}}"),
-            received_events_url: format!("{u}/received_events"),
-            url: u,
-            kind,
-            user_view_type: "public",
-            site_admin: false,
-        }
+        UserOut { base: b, login, id, kind }
     }
 
     pub fn label_out<'a>(&self, b: &str, fname: &str, l: &'a Label) -> LabelOut<'a> {
@@ -185,7 +197,7 @@ impl World {
         }
     }
 
-    pub fn milestone_out<'a>(&'a self, b: &str, fname: &str, m: &'a Milestone) -> MilestoneOut<'a> {
+    pub fn milestone_out<'a>(&'a self, b: &'a str, fname: &str, m: &'a Milestone) -> MilestoneOut<'a> {
         let u = format!("{b}/repos/{fname}/milestones/{}", m.number);
         MilestoneOut {
             html_url: format!("{b}/{fname}/milestone/{}", m.number),
@@ -207,7 +219,7 @@ impl World {
         }
     }
 
-    pub fn issue_out<'a>(&'a self, b: &str, r: &'a Repo, i: &'a Issue) -> IssueOut<'a> {
+    pub fn issue_out<'a>(&'a self, b: &'a str, r: &'a Repo, i: &'a Issue) -> IssueOut<'a> {
         let fname = r.full_name();
         let ru = format!("{b}/repos/{fname}");
         let u = format!("{ru}/issues/{}", i.number);
