@@ -39,8 +39,46 @@ impl<F: Fn(&mut fmt::Formatter) -> fmt::Result> Serialize for Text<F> {
 }
 
 impl Serialize for UserOut<'_> {
+    /// Written from the memo of rendered users: a page of issues embeds the same few users
+    /// over and over.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (b, login, id) = (self.base, self.login, self.id);
+        USERS.with(|memo| {
+            let mut memo = memo.borrow_mut();
+            if let Some(m) = memo.iter().find(|m| m.id == self.id && m.login == self.login && m.kind == self.kind && m.base == self.base) {
+                return m.json.serialize(s);
+            }
+            let json = serde_json::value::to_raw_value(&Fields(self)).map_err(serde::ser::Error::custom)?;
+            let out = json.serialize(s);
+            if memo.len() >= MEMO_USERS {
+                memo.clear();
+            }
+            memo.push(Rendered { id: self.id, login: self.login.to_string(), kind: self.kind.to_string(), base: self.base.to_string(), json });
+            out
+        })
+    }
+}
+
+/// A user's JSON is a function of these four alone, so a memo entry never goes stale.
+struct Rendered {
+    id: u64,
+    login: String,
+    kind: String,
+    base: String,
+    json: Box<serde_json::value::RawValue>,
+}
+
+const MEMO_USERS: usize = 256;
+
+thread_local! {
+    static USERS: std::cell::RefCell<Vec<Rendered>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The fields themselves.
+struct Fields<'a, 'b>(&'b UserOut<'a>);
+
+impl Serialize for Fields<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (b, login, id) = (self.0.base, self.0.login, self.0.id);
         // `{u}<suffix>` for the URLs under the user's API URL.
         let under = |suffix: &'static str| Text(move |f: &mut fmt::Formatter| write!(f, "{b}/users/{login}{suffix}"));
         let mut m = s.serialize_struct("UserOut", 19)?;
@@ -60,7 +98,7 @@ impl Serialize for UserOut<'_> {
         m.serialize_field("repos_url", &under("/repos"))?;
         m.serialize_field("events_url", &under("/events{/privacy}"))?;
         m.serialize_field("received_events_url", &under("/received_events"))?;
-        m.serialize_field("type", self.kind)?;
+        m.serialize_field("type", self.0.kind)?;
         m.serialize_field("user_view_type", "public")?;
         m.serialize_field("site_admin", &false)?;
         m.end()
@@ -265,5 +303,29 @@ impl World {
             }),
             repository_url: ru,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memoised_user_is_the_same_json_as_a_fresh_one_and_the_same_value_as_render() {
+        use pome_twin_sdk::Twin as _;
+        let w = World::init(None).unwrap();
+        let b = "http://h/s/ses_1/github";
+        let fresh = serde_json::to_string(&Fields(&w.user_out(b, "alice"))).unwrap();
+        let first = serde_json::to_string(&w.user_out(b, "alice")).unwrap();
+        let memoised = serde_json::to_string(&w.user_out(b, "alice")).unwrap();
+        assert_eq!(fresh, first);
+        assert_eq!(fresh, memoised);
+        // Another base URL is another user object.
+        assert!(serde_json::to_string(&w.user_out("http://other", "alice")).unwrap().contains("http://other/users/alice"));
+        // The `Value` form, used where answers are extended, parses the memo's text.
+        let v = w.user_json(b, "alice");
+        assert_eq!(v["url"], "http://h/s/ses_1/github/users/alice");
+        assert_eq!(v["starred_url"], "http://h/s/ses_1/github/users/alice/starred{/owner}{/repo}");
+        assert_eq!(serde_json::to_string(&v).unwrap(), fresh);
     }
 }

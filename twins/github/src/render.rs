@@ -15,26 +15,7 @@ pub fn node_id(kind: &str, id: u64) -> String {
 
 impl World {
     pub fn user_json(&self, b: &str, login: &str) -> Value {
-        let (id, login, kind) = match self.users.get(&login.to_ascii_lowercase()) {
-            Some(u) => (u.id, u.login.clone(), u.kind.clone()),
-            None => (0, login.to_string(), "User".to_string()),
-        };
-        let u = format!("{b}/users/{login}");
-        json!({
-            "login": login, "id": id, "node_id": node_id("User", id),
-            "avatar_url": format!("{b}/_avatars/{id}"), "gravatar_id": "",
-            "url": u, "html_url": format!("{b}/{login}"),
-            "followers_url": format!("{u}/followers"),
-            "following_url": format!("{u}/following{{/other_user}}"),
-            "gists_url": format!("{u}/gists{{/gist_id}}"),
-            "starred_url": format!("{u}/starred{{/owner}}{{/repo}}"),
-            "subscriptions_url": format!("{u}/subscriptions"),
-            "organizations_url": format!("{u}/orgs"),
-            "repos_url": format!("{u}/repos"),
-            "events_url": format!("{u}/events{{/privacy}}"),
-            "received_events_url": format!("{u}/received_events"),
-            "type": kind, "user_view_type": "public", "site_admin": false,
-        })
+        serde_json::to_value(self.user_out(b, login)).expect("users render")
     }
 
     pub fn opt_user_json(&self, b: &str, login: Option<&str>) -> Value {
