@@ -80,19 +80,15 @@ pub fn github_headers(call: &Call, mut r: Response) -> Response {
         }
         rid.push(HEX[b as usize] as char);
     }
-    let reset = (now / 3600 + 1) * 3600;
+    let reset = ((now / 3600 + 1) * 3600).to_string();
     r.headers.reserve(10);
-    r.headers.push(("x-github-request-id".into(), rid));
     for (k, v) in [
+        ("x-github-request-id", rid.as_str()),
         ("x-github-media-type", "github.v3; format=json"),
         ("x-github-api-version-selected", "2022-11-28"),
         ("x-ratelimit-limit", "5000"),
         ("x-ratelimit-remaining", "4999"),
-    ] {
-        r.headers.push((k.into(), v.into()));
-    }
-    r.headers.push(("x-ratelimit-reset".into(), reset.to_string()));
-    for (k, v) in [
+        ("x-ratelimit-reset", reset.as_str()),
         ("x-ratelimit-used", "1"),
         ("x-ratelimit-resource", "core"),
         ("x-oauth-scopes", "repo, read:org, workflow"),
