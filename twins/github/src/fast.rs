@@ -161,14 +161,59 @@ pub struct PullRef<'a> {
     merged_at: &'a Option<String>,
 }
 
+/// A URL under a repository, `{base}/repos/{owner}/{name}{path}{number}{suffix}` for the API
+/// (`{base}/{owner}/{name}…` for the web), written straight into the output.
+#[derive(Clone, Copy)]
+pub struct RepoUrl<'a> {
+    base: &'a str,
+    api: bool,
+    owner: &'a str,
+    name: &'a str,
+    path: &'static str,
+    number: Option<u64>,
+    suffix: &'static str,
+}
+
+impl<'a> RepoUrl<'a> {
+    fn api(base: &'a str, r: &'a Repo) -> RepoUrl<'a> {
+        RepoUrl { base, api: true, owner: &r.owner, name: &r.name, path: "", number: None, suffix: "" }
+    }
+    fn web(base: &'a str, r: &'a Repo) -> RepoUrl<'a> {
+        RepoUrl { api: false, ..RepoUrl::api(base, r) }
+    }
+    fn at(self, path: &'static str, number: u64) -> RepoUrl<'a> {
+        RepoUrl { path, number: Some(number), ..self }
+    }
+    fn then(self, suffix: &'static str) -> RepoUrl<'a> {
+        RepoUrl { suffix, ..self }
+    }
+}
+
+impl fmt::Display for RepoUrl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let root = if self.api { "/repos/" } else { "/" };
+        write!(f, "{}{root}{}/{}{}", self.base, self.owner, self.name, self.path)?;
+        if let Some(n) = self.number {
+            write!(f, "{n}")?;
+        }
+        f.write_str(self.suffix)
+    }
+}
+
+impl Serialize for RepoUrl<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 #[derive(Serialize)]
 pub struct IssueOut<'a> {
-    url: String,
-    repository_url: String,
-    labels_url: String,
-    comments_url: String,
-    events_url: String,
-    html_url: String,
+    url: RepoUrl<'a>,
+    repository_url: RepoUrl<'a>,
+    labels_url: RepoUrl<'a>,
+    comments_url: RepoUrl<'a>,
+    events_url: RepoUrl<'a>,
+    html_url: RepoUrl<'a>,
     id: u64,
     node_id: String,
     number: u64,
@@ -189,7 +234,7 @@ pub struct IssueOut<'a> {
     body: &'a Option<String>,
     closed_by: Option<UserOut<'a>>,
     reactions: ReactionsOut,
-    timeline_url: String,
+    timeline_url: RepoUrl<'a>,
     performed_via_github_app: Option<()>,
     state_reason: &'a Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -259,18 +304,17 @@ impl World {
 
     pub fn issue_out<'a>(&'a self, b: &'a str, r: &'a Repo, i: &'a Issue) -> IssueOut<'a> {
         let fname = r.full_name();
-        let ru = format!("{b}/repos/{fname}");
-        let u = format!("{ru}/issues/{}", i.number);
-        let kind = if i.pull.is_some() { "pull" } else { "issues" };
+        let u = RepoUrl::api(b, r).at("/issues/", i.number);
+        let kind = if i.pull.is_some() { "/pull/" } else { "/issues/" };
         let assignees: Vec<UserOut<'a>> = i.assignees.iter().map(|a| self.user_out(b, a)).collect();
         let assignee = i.assignees.first().map(|a| self.user_out(b, a));
         IssueOut {
-            labels_url: format!("{u}/labels{{/name}}"),
-            comments_url: format!("{u}/comments"),
-            events_url: format!("{u}/events"),
-            html_url: format!("{b}/{fname}/{kind}/{}", i.number),
-            timeline_url: format!("{u}/timeline"),
-            reactions: reactions(format!("{u}/reactions"), &i.reactions),
+            labels_url: u.then("/labels{/name}"),
+            comments_url: u.then("/comments"),
+            events_url: u.then("/events"),
+            html_url: RepoUrl::web(b, r).at(kind, i.number),
+            timeline_url: u.then("/timeline"),
+            reactions: reactions(u.then("/reactions").to_string(), &i.reactions),
             url: u,
             id: i.id,
             node_id: node_id("Issue", i.id),
@@ -295,13 +339,13 @@ impl World {
             state_reason: &i.state_reason,
             draft: i.pull.as_ref().map(|p| p.draft),
             pull_request: i.pull.as_ref().map(|p| PullRef {
-                url: format!("{ru}/pulls/{}", i.number),
+                url: RepoUrl::api(b, r).at("/pulls/", i.number).to_string(),
                 html_url: format!("{b}/{fname}/pull/{}", i.number),
                 diff_url: format!("{b}/{fname}/pull/{}.diff", i.number),
                 patch_url: format!("{b}/{fname}/pull/{}.patch", i.number),
                 merged_at: &p.merged_at,
             }),
-            repository_url: ru,
+            repository_url: RepoUrl::api(b, r),
         }
     }
 }
