@@ -10,8 +10,25 @@ fn compat_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tasks-compat")
 }
 
-/// The github part of every `*.seed.json`: flat seeds with `repositories`, or the
-/// `github` key of a multi-twin envelope.
+/// The github part of a seed file: a flat seed with `repositories`, or the `github` key
+/// of a multi-twin envelope.
+fn github_part(seed: &Value) -> Option<Value> {
+    if seed.get("repositories").is_some() { Some(seed.clone()) } else { seed.get("github").cloned() }
+}
+
+/// The task files (`*.md`) of the bundled and cross-twin sets, in name order.
+fn task_files() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = ["bundled", "cross-twin"]
+        .iter()
+        .filter_map(|sub| std::fs::read_dir(compat_dir().join(sub)).ok())
+        .flat_map(|rd| rd.flatten().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The github part of every `*.seed.json`.
 fn github_seeds() -> Vec<(String, Value)> {
     let mut out = Vec::new();
     let mut dirs = vec![compat_dir()];
@@ -24,8 +41,7 @@ fn github_seeds() -> Vec<(String, Value)> {
                 dirs.push(p);
             } else if p.to_string_lossy().ends_with(".seed.json") {
                 let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
-                let g = if v.get("repositories").is_some() { Some(v.clone()) } else { v.get("github").cloned() };
-                if let Some(g) = g {
+                if let Some(g) = github_part(&v) {
                     out.push((p.display().to_string(), g));
                 }
             }
@@ -119,30 +135,23 @@ fn every_github_criterion_in_the_task_files_fits_a_declared_check() {
     }
     let checks = World::checks();
     let mut seen = 0;
-    for sub in ["bundled", "cross-twin"] {
-        let Ok(rd) = std::fs::read_dir(dir.join(sub)) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.extension().is_none_or(|x| x != "md") {
+    for p in task_files() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        let github_task = text.contains("twins: [github") || text.contains("twins: github") || text.contains("- github");
+        for line in text.lines() {
+            let Some(rest) = line.trim().strip_prefix("- [code") else { continue };
+            let (tag, sentence) = rest.split_once(']').unwrap();
+            let ours = tag.contains("github") || (tag.trim().is_empty() || tag.trim() == "always-scored") && github_task;
+            if !ours {
                 continue;
             }
-            let text = std::fs::read_to_string(&p).unwrap();
-            let github_task = text.contains("twins: [github") || text.contains("twins: github") || text.contains("- github");
-            for line in text.lines() {
-                let Some(rest) = line.trim().strip_prefix("- [code") else { continue };
-                let (tag, sentence) = rest.split_once(']').unwrap();
-                let ours = tag.contains("github") || (tag.trim().is_empty() || tag.trim() == "always-scored") && github_task;
-                if !ours {
-                    continue;
-                }
-                let sentence = sentence.trim();
-                seen += 1;
-                assert!(
-                    checks.iter().any(|c| fits(&c.template, sentence)),
-                    "{}: no declared check fits {sentence:?}",
-                    p.display()
-                );
-            }
+            let sentence = sentence.trim();
+            seen += 1;
+            assert!(
+                checks.iter().any(|c| fits(&c.template, sentence)),
+                "{}: no declared check fits {sentence:?}",
+                p.display()
+            );
         }
     }
     assert!(seen >= 10, "only {seen} github criteria found");
@@ -158,44 +167,37 @@ fn pull_requests_tasks_expect_merged_are_mergeable() {
     }
     let mut merged = 0;
     let mut blocked = 0;
-    for sub in ["bundled", "cross-twin"] {
-        let Ok(rd) = std::fs::read_dir(dir.join(sub)) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.extension().is_none_or(|x| x != "md") {
+    for p in task_files() {
+        let seed_path = p.with_extension("seed.json");
+        let Ok(text) = std::fs::read_to_string(&seed_path) else { continue };
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let Some(seed) = github_part(&v) else { continue };
+        let md = std::fs::read_to_string(&p).unwrap();
+        for line in md.lines() {
+            if !line.trim_start().starts_with("- [code") {
                 continue;
             }
-            let seed_path = p.with_extension("seed.json");
-            let Ok(text) = std::fs::read_to_string(&seed_path) else { continue };
-            let v: Value = serde_json::from_str(&text).unwrap();
-            let Some(seed) = (if v.get("repositories").is_some() { Some(v.clone()) } else { v.get("github").cloned() }) else { continue };
-            let md = std::fs::read_to_string(&p).unwrap();
-            for line in md.lines() {
-                if !line.trim_start().starts_with("- [code") {
-                    continue;
+            let Some(rest) = line.split("Pull request #").nth(1) else { continue };
+            let n: u64 = rest.split_whitespace().next().unwrap().parse().unwrap();
+            let repo = rest.split('`').nth(1).unwrap();
+            let mut w = World::init(Some(seed.clone())).unwrap();
+            if line.trim_end().ends_with("is not merged") {
+                // A red seeded check gates the merge (task 18, cross-twin 03).
+                let red = seed.to_string().contains("\"failure\"");
+                let (_, pr) = common::get(&mut w, &format!("/repos/{repo}/pulls/{n}"));
+                let (s, _) = common::put(&mut w, &format!("/repos/{repo}/pulls/{n}/merge"), json!({}));
+                if red && pr["mergeable_state"] == "blocked" {
+                    assert_eq!(s, 405, "{}", p.display());
+                    blocked += 1;
                 }
-                let Some(rest) = line.split("Pull request #").nth(1) else { continue };
-                let n: u64 = rest.split_whitespace().next().unwrap().parse().unwrap();
-                let repo = rest.split('`').nth(1).unwrap();
-                let mut w = World::init(Some(seed.clone())).unwrap();
-                if line.trim_end().ends_with("is not merged") {
-                    // A red seeded check gates the merge (task 18, cross-twin 03).
-                    let red = seed.to_string().contains("\"failure\"");
-                    let (_, pr) = common::get(&mut w, &format!("/repos/{repo}/pulls/{n}"));
-                    let (s, _) = common::put(&mut w, &format!("/repos/{repo}/pulls/{n}/merge"), json!({}));
-                    if red && pr["mergeable_state"] == "blocked" {
-                        assert_eq!(s, 405, "{}", p.display());
-                        blocked += 1;
-                    }
-                    continue;
-                }
-                if !line.trim_end().ends_with("is merged") {
-                    continue;
-                }
-                let (s, body) = common::put(&mut w, &format!("/repos/{repo}/pulls/{n}/merge"), json!({}));
-                assert_eq!(s, 200, "{}: merging #{n} in {repo}: {body}", p.display());
-                merged += 1;
+                continue;
             }
+            if !line.trim_end().ends_with("is merged") {
+                continue;
+            }
+            let (s, body) = common::put(&mut w, &format!("/repos/{repo}/pulls/{n}/merge"), json!({}));
+            assert_eq!(s, 200, "{}: merging #{n} in {repo}: {body}", p.display());
+            merged += 1;
         }
     }
     assert!(merged >= 3, "only {merged} merge criteria found");
