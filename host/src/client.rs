@@ -1,19 +1,37 @@
-//! CLI commands that talk to a running server (`pome sandbox …`, `pome usage`).
+//! CLI commands that talk to a running server (`pome sandbox …`, `pome usage`), and the
+//! control-plane client they share with `pome run` and `pome replay`.
 
 use serde_json::{Value, json};
 
 use crate::cli::{ClientArgs, Format, SandboxCommand, exit};
 
-struct Client {
+/// A control-plane client: one team's API key against one server.
+pub struct Client {
     http: reqwest::Client,
-    base: String,
+    pub base: String,
     key: String,
 }
 
-/// A failed call, already mapped to its exit code.
-struct Failure {
-    code: i32,
-    message: String,
+/// A failed command, already mapped to its exit code (DESIGN §9).
+#[derive(Debug)]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+pub fn fail(code: i32, message: impl Into<String>) -> Failure {
+    Failure { code, message: message.into() }
+}
+
+/// The process exit code for a command's result, saying why on stderr when it failed.
+pub fn finish(r: Result<i32, Failure>) -> i32 {
+    match r {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("pome: {}", f.message);
+            f.code
+        }
+    }
 }
 
 impl Client {
@@ -22,10 +40,15 @@ impl Client {
             code: exit::AUTH,
             message: "no API key: set POME_API_KEY (printed by `pome serve` on first start) or pass --api-key".into(),
         })?;
-        Ok(Client { http: reqwest::Client::new(), base: args.api_url.trim_end_matches('/').to_string(), key })
+        Ok(Client::at(&args.api_url, key))
     }
 
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
+    /// A client of the server at `base` with `key`.
+    pub fn at(base: &str, key: String) -> Client {
+        Client { http: reqwest::Client::new(), base: base.trim_end_matches('/').to_string(), key }
+    }
+
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
         let mut req = self.http.request(method, format!("{}{path}", self.base)).header("x-api-key", &self.key);
         if let Some(b) = body {
             req = req.json(&b);
@@ -57,18 +80,8 @@ fn details(v: &Value) -> String {
     }
 }
 
-fn finish(r: Result<(), Failure>) -> i32 {
-    match r {
-        Ok(()) => exit::OK,
-        Err(f) => {
-            eprintln!("pome: {}", f.message);
-            f.code
-        }
-    }
-}
-
 pub async fn sandbox(cmd: SandboxCommand) -> i32 {
-    finish(sandbox_inner(cmd).await)
+    finish(sandbox_inner(cmd).await.map(|()| exit::OK))
 }
 
 async fn sandbox_inner(cmd: SandboxCommand) -> Result<(), Failure> {
@@ -154,6 +167,6 @@ pub async fn usage(args: ClientArgs) -> i32 {
         let c = Client::new(&args)?;
         let u = c.call(reqwest::Method::GET, "/v1/usage", None).await?;
         println!("sandboxes open {} of {} ({} remaining)", u["sessions_used"], u["sessions_quota"], u["sessions_remaining"]);
-        Ok(())
+        Ok(exit::OK)
     }.await)
 }

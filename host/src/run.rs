@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::cli::{ClientArgs, exit};
+use crate::client::{Client, Failure, fail, finish};
 use crate::grade::{self, Catalog, Grade, TwinRun};
 use crate::limits::{Lifetimes, Limits};
 use crate::task::{self, Task};
@@ -55,56 +56,6 @@ pub struct RunArgs {
     pub agent: Vec<String>,
 }
 
-/// A failure with its exit code (DESIGN §9).
-#[derive(Debug)]
-pub struct Failure {
-    pub code: i32,
-    pub message: String,
-}
-
-fn fail(code: i32, message: impl Into<String>) -> Failure {
-    Failure { code, message: message.into() }
-}
-
-fn finish(r: Result<i32, Failure>) -> i32 {
-    match r {
-        Ok(code) => code,
-        Err(f) => {
-            eprintln!("pome: {}", f.message);
-            f.code
-        }
-    }
-}
-
-/// A control-plane client.
-struct Api {
-    http: reqwest::Client,
-    base: String,
-    key: String,
-}
-
-impl Api {
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
-        let mut req = self.http.request(method, format!("{}{path}", self.base)).header("x-api-key", &self.key);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let resp = req.send().await.map_err(|e| fail(exit::ORCHESTRATION, format!("cannot reach the pome server at {} ({e})", self.base)))?;
-        let status = resp.status().as_u16();
-        let v: Value = resp.json().await.unwrap_or(Value::Null);
-        if status < 400 {
-            return Ok(v);
-        }
-        let code = match status {
-            401 | 403 => exit::AUTH,
-            402 => exit::QUOTA,
-            400 | 422 => exit::USAGE,
-            _ => exit::ORCHESTRATION,
-        };
-        Err(fail(code, format!("{} (HTTP {status}{})", v["error"]["message"].as_str().unwrap_or("request failed"), v["error"].get("details").map(|d| format!(", details: {d}")).unwrap_or_default())))
-    }
-}
-
 pub async fn run(args: RunArgs) -> i32 {
     finish(run_inner(args).await)
 }
@@ -136,12 +87,12 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
         let base = format!("http://{}", running.addr);
         local = Some(running);
         _local_data = Some(TempDir(data));
-        Api { http: reqwest::Client::new(), base, key }
+        Client::at(&base, key)
     } else {
         let key = args.client.api_key.clone().filter(|k| !k.is_empty()).ok_or_else(|| {
             fail(exit::AUTH, "no API key: set POME_API_KEY (printed by `pome serve` on first start), or use --local")
         })?;
-        Api { http: reqwest::Client::new(), base: args.client.api_url.trim_end_matches('/').to_string(), key }
+        Client::at(&args.client.api_url, key)
     };
 
     let sidecar_json: Option<Value> = sidecar.as_deref().and_then(|s| serde_json::from_str(s).ok());
@@ -200,7 +151,7 @@ impl Drop for TempDir {
     }
 }
 
-async fn trial_once(api: &Api, t: &Task, source: &str, sidecar: Option<&str>, catalog: &Catalog, args: &RunArgs, group_id: &str) -> Result<String, Failure> {
+async fn trial_once(api: &Client, t: &Task, source: &str, sidecar: Option<&str>, catalog: &Catalog, args: &RunArgs, group_id: &str) -> Result<String, Failure> {
     let sb = api
         .call(
             reqwest::Method::POST,
@@ -437,7 +388,7 @@ pub async fn replay(target: String, client: ClientArgs, twins_dir: Option<PathBu
                 .collect()
         } else {
             let key = client.api_key.clone().filter(|k| !k.is_empty()).ok_or_else(|| fail(exit::AUTH, "no API key: set POME_API_KEY"))?;
-            let api = Api { http: reqwest::Client::new(), base: client.api_url.trim_end_matches('/').to_string(), key };
+            let api = Client::at(&client.api_url, key);
             let run = api.call(reqwest::Method::GET, &format!("/v1/runs/{target}"), None).await?;
             if run.get("task").is_none() {
                 eprintln!("pome: warning: run {target} has no task, so its seeds are unknown; replaying on default worlds");
