@@ -34,6 +34,25 @@ pub struct CheckDecl {
     pub polarity: String,
 }
 
+impl CheckDecl {
+    /// Whether `sentence` is an instance of this check's template: each `{param}` matches
+    /// any non-empty text. Twins test with it that the criteria users write fit their checks.
+    pub fn fits(&self, sentence: &str) -> bool {
+        fn go(t: &str, s: &str) -> bool {
+            match t.find('{') {
+                None => t == s,
+                Some(i) => {
+                    let (lit, rest) = t.split_at(i);
+                    let Some(s) = s.strip_prefix(lit) else { return false };
+                    let after = &rest[rest.find('}').map(|j| j + 1).unwrap_or(rest.len())..];
+                    (1..=s.len()).filter(|&k| s.is_char_boundary(k)).any(|k| go(after, &s[k..]))
+                }
+            }
+        }
+        go(&self.template, sentence.trim())
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Description {
     pub name: String,
@@ -61,5 +80,23 @@ impl Description {
 
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("descriptions serialise")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CheckDecl;
+
+    #[test]
+    fn a_sentence_fits_a_template_when_each_param_takes_some_text() {
+        let c = CheckDecl {
+            id: "slack.message-contains".into(),
+            template: "A message in \"{channel}\" contains \"{needle}\"".into(),
+            substrate: "final".into(),
+            polarity: "positive".into(),
+        };
+        assert!(c.fits("A message in \"eng-alerts\" contains \"pull/1\""));
+        assert!(!c.fits("A message in eng-alerts"));
+        assert!(!c.fits("A message in \"\" contains \"x\""), "a param takes non-empty text");
     }
 }

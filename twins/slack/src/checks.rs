@@ -32,19 +32,3 @@ pub fn declared() -> Vec<CheckDecl> {
         })
         .collect()
 }
-
-/// Whether `sentence` is an instance of `template` (`{param}` matches any non-empty text).
-pub fn matches(template: &str, sentence: &str) -> bool {
-    fn go(t: &str, s: &str) -> bool {
-        match t.find('{') {
-            None => t == s,
-            Some(i) => {
-                let (lit, rest) = t.split_at(i);
-                let Some(s) = s.strip_prefix(lit) else { return false };
-                let after = &rest[rest.find('}').map(|j| j + 1).unwrap_or(rest.len())..];
-                (1..=s.len()).filter(|&k| s.is_char_boundary(k)).any(|k| go(after, &s[k..]))
-            }
-        }
-    }
-    go(template, sentence.trim())
-}

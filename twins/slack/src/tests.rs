@@ -613,7 +613,7 @@ fn every_slack_task_criterion_binds_to_a_declared_check() {
                 }
                 let sentence = sentence.trim();
                 assert!(
-                    crate::checks::CHECKS.iter().any(|(_, t, _, _)| crate::checks::matches(t, sentence)),
+                    crate::checks::declared().iter().any(|c| c.fits(sentence)),
                     "{}: {sentence:?} binds to no declared check",
                     f.display()
                 );
@@ -624,8 +624,6 @@ fn every_slack_task_criterion_binds_to_a_declared_check() {
     if dir.exists() {
         assert!(bound >= 15, "{bound}");
     }
-    assert!(crate::checks::matches("A message in \"{channel}\" contains \"{needle}\"", "A message in \"eng-alerts\" contains \"pull/1\""));
-    assert!(!crate::checks::matches("A message in \"{channel}\" contains \"{needle}\"", "A message in eng-alerts"));
     let d: Value = serde_json::from_str(&pome_twin_sdk::Description::of::<World>().to_json()).unwrap();
     assert_eq!(d["checks"].as_array().unwrap().len(), crate::checks::CHECKS.len());
 }
