@@ -6,11 +6,14 @@
 
 CARGO        ?= cargo
 WASM_TARGET  := wasm32-wasip2
-TWIN_CRATES  := twin-github twin-slack twin-hostile
+# Twins are discovered, never listed: every crate under twins/ (and the test twins under
+# tests/*-twin) whose library is a `cdylib` is a twin component.
+TWIN_CRATES  := $(shell for f in twins/*/Cargo.toml tests/*-twin/Cargo.toml; do \
+                  grep -q cdylib $$f && sed -n 's/^name *= *"\(.*\)"/\1/p' $$f | head -1; done)
 VENV         := .venv
 PYTHON       ?= python3
 
-.PHONY: all run test bench twins host host-release wasm-target venv test-rust test-python clean-data
+.PHONY: all run test bench twins host host-release wasm-target venv node-deps test-rust test-python test-node clean-data
 
 all: host
 
@@ -37,13 +40,24 @@ $(VENV)/.installed: tests/python/requirements.txt
 
 venv: $(VENV)/.installed
 
+# The official Node clients (stripe, @linear/sdk, @googleapis/gmail), pinned in
+# tests/node/package.json and installed beside the tests.
+tests/node/node_modules/.installed: tests/node/package.json
+	cd tests/node && npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+node-deps: tests/node/node_modules/.installed
+
 test-rust: host
 	$(CARGO) test --workspace
 
 test-python: host venv
 	$(VENV)/bin/python -m pytest -q tests/python
 
-test: test-rust test-python
+test-node: host node-deps
+	cd tests/node && node --test
+
+test: test-rust test-python test-node
 
 bench: host-release
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
