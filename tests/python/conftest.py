@@ -66,7 +66,9 @@ def pome_server():
     data = tempfile.mkdtemp(prefix="pome-pytest-")
     env = dict(os.environ, POME_API_KEY=API_KEY, POME_LOG="warn")
     proc = subprocess.Popen(
-        [str(binary), "serve", "--listen", "127.0.0.1:0", "--data", data, "--quota", "1000", "--max-stores", "1200"],
+        [str(binary), "serve", "--listen", "127.0.0.1:0", "--data", data, "--quota", "1000", "--max-stores", "1200"]
+        # A twin author serves a component under development without rebuilding the host.
+        + (["--twins-dir", os.environ["POME_TEST_TWINS_DIR"]] if os.environ.get("POME_TEST_TWINS_DIR") else []),
         stdout=subprocess.PIPE, stderr=None, env=env, text=True,
     )
     url = None
