@@ -243,7 +243,7 @@ fn sandbox_json(app: &App, s: &Sandbox, headers: &HeaderMap, with_token: bool) -
     let mut per_twin = Map::new();
     for t in &s.twins {
         let base = format!("{origin}/s/{}/{}", s.id, t.name);
-        let client_path = app.twins.get(&t.name).and_then(|i| i.description.get("client_base_path")).and_then(Value::as_str).unwrap_or("");
+        let client_path = app.twins.get(&t.name).map_or("", |i| i.description.client_base_path.as_str());
         per_twin.insert(
             t.name.clone(),
             json!({
@@ -451,6 +451,6 @@ async fn list_seeds(State(app): State<Arc<App>>, Team(team): Team) -> Result<Jso
 
 /// The twins this server hosts, with their descriptions.
 async fn list_twins(State(app): State<Arc<App>>, Team(_): Team) -> Json<Value> {
-    let data: Vec<Value> = app.twins.values().map(|t| json!({"name": t.name, "origin": t.origin, "description": t.description})).collect();
+    let data: Vec<Value> = app.twins.values().map(|t| json!({"name": t.name, "origin": t.origin, "description": t.description_json})).collect();
     Json(json!({"object": "list", "data": data}))
 }

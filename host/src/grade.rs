@@ -56,7 +56,7 @@ impl Catalog {
     }
 
     pub fn from_app(app: &crate::server::App) -> Catalog {
-        let descs: Vec<(String, Value)> = app.twins.iter().map(|(n, i)| (n.clone(), i.description.clone())).collect();
+        let descs: Vec<(String, Value)> = app.twins.iter().map(|(n, i)| (n.clone(), i.description_json.clone())).collect();
         Catalog::from_descriptions(descs.iter().map(|(n, d)| (n, d)))
     }
 }

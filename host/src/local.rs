@@ -28,7 +28,7 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
             let rt = crate::server::runtime(Limits::default(), &data)?;
             let dir = twins_dir.as_deref().map(crate::server::open_dir).transpose()?;
             for (name, image) in crate::twins::load_all(&rt, dir.as_ref()).await? {
-                let routes = image.description["surface"].as_array().map_or(0, Vec::len);
+                let routes = image.description.surface.len();
                 println!("{name:<8} {routes:>4} routes  ({})", image.origin);
             }
             Ok(())

@@ -427,7 +427,7 @@ async fn local_catalog(twins_dir: Option<&Path>, data: &Path) -> Result<Catalog,
     let rt = crate::server::runtime(Limits::default(), data).map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
     let dir = twins_dir.map(crate::server::open_dir).transpose().map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
     let twins = crate::twins::load_all(&rt, dir.as_ref()).await.map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
-    let descs: Vec<(String, Value)> = twins.iter().map(|(n, i)| (n.clone(), i.description.clone())).collect();
+    let descs: Vec<(String, Value)> = twins.iter().map(|(n, i)| (n.clone(), i.description_json.clone())).collect();
     Ok(Catalog::from_descriptions(descs.iter().map(|(n, d)| (n, d))))
 }
 

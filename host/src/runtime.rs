@@ -17,20 +17,37 @@ use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use pome_contract::Description;
+
 use crate::limits::{EPOCH_TICK, Limits};
 use crate::tape::StateChange;
 
-wasmtime::component::bindgen!({
-    path: "../wit",
-    world: "twin-world",
-    imports: { default: trappable },
-    exports: { default: async },
-});
+/// Bindings of each contract version this host speaks. A published version never changes, so
+/// a component built against 0.1.0 keeps loading; new twins target 0.2.0.
+mod v1 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.1",
+        world: "twin-world",
+        imports: { default: trappable },
+        exports: { default: async },
+    });
+}
+mod v2 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.2",
+        world: "twin-world",
+        imports: { default: trappable },
+        exports: { default: async },
+    });
+}
 
-pub use exports::pome::twin::twin::{Auth, HostError, HostErrorKind, HttpRequest, HttpResponse};
+/// The host speaks in the newest version's types; calls into a 0.1.0 twin are converted.
+pub use v2::exports::pome::twin::twin::{Auth, CheckCall, CheckOutcome, CheckWorld, Evidence, HostError, HostErrorKind, HttpRequest, HttpResponse};
 
-/// The twin contract this host speaks.
-pub const CONTRACT: &str = "pome:twin@0.1.0";
+pub use pome_contract::{CONTRACT_V1, CONTRACT_V2};
+
+/// The newest twin contract this host speaks.
+pub const CONTRACT: &str = CONTRACT_V2;
 
 /// Why a guest call failed. Guest failures are tagged as the guest's, so users can tell a
 /// broken twin from a broken host.
@@ -55,6 +72,16 @@ struct DeadlineExceeded;
 #[error("host-call data cap exceeded")]
 struct HostCallDataExceeded;
 
+/// A webhook the twin asked for while serving the current request.
+#[derive(Debug, Clone)]
+pub struct OutboundRequest {
+    pub url: String,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub event: String,
+}
+
 /// Per-request facts the guest reports through the `tape` import. Set before each `handle`
 /// and taken right after it, so one request's facts never leak into the next.
 #[derive(Debug, Default)]
@@ -62,6 +89,7 @@ pub struct CallFacts {
     pub action: Option<String>,
     pub unsupported: bool,
     pub changes: Vec<StateChange>,
+    pub deliveries: Vec<OutboundRequest>,
     /// Only `handle` records; calls in `init`, `state` etc. are ignored.
     recording: bool,
     bytes: usize,
@@ -149,14 +177,8 @@ impl WasiView for HostState {
     }
 }
 
-impl pome::twin::tape::Host for HostState {
-    fn record_change(
-        &mut self,
-        entity: String,
-        id: String,
-        before: Option<String>,
-        after: Option<String>,
-    ) -> wasmtime::Result<()> {
+impl HostState {
+    fn record_change(&mut self, entity: String, id: String, before: Option<String>, after: Option<String>) -> wasmtime::Result<()> {
         if !self.facts.recording {
             return Ok(());
         }
@@ -182,6 +204,35 @@ impl pome::twin::tape::Host for HostState {
     }
 }
 
+/// The same `tape` import under each contract version.
+macro_rules! tape_host {
+    ($v:ident) => {
+        impl $v::pome::twin::tape::Host for HostState {
+            fn record_change(&mut self, entity: String, id: String, before: Option<String>, after: Option<String>) -> wasmtime::Result<()> {
+                HostState::record_change(self, entity, id, before, after)
+            }
+            fn set_action(&mut self, name: String) -> wasmtime::Result<()> {
+                HostState::set_action(self, name)
+            }
+            fn mark_unsupported(&mut self) -> wasmtime::Result<()> {
+                HostState::mark_unsupported(self)
+            }
+        }
+    };
+}
+tape_host!(v1);
+tape_host!(v2);
+
+impl v2::pome::twin::outbound::Host for HostState {
+    fn deliver(&mut self, d: v2::pome::twin::outbound::Delivery) -> wasmtime::Result<()> {
+        if self.facts.recording {
+            self.charge(d.url.len() + d.method.len() + d.body.len() + d.event.len() + d.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>())?;
+            self.facts.deliveries.push(OutboundRequest { url: d.url, method: d.method, headers: d.headers, body: d.body, event: d.event });
+        }
+        Ok(())
+    }
+}
+
 impl HostState {
     fn charge(&mut self, n: usize) -> wasmtime::Result<()> {
         self.facts.bytes += n;
@@ -195,11 +246,13 @@ impl HostState {
 /// One loaded twin: its compiled component, ready to instantiate, and what it says of itself.
 pub struct TwinImage {
     pub name: String,
-    /// The `describe()` JSON.
-    pub description: serde_json::Value,
+    /// What `describe()` declared.
+    pub description: Description,
+    /// The same, as the JSON the twin sent (served by `GET /v1/twins` as it is).
+    pub description_json: serde_json::Value,
     /// SHA-256 of the component bytes; seed snapshots are keyed by it.
     pub digest: [u8; 32],
-    pub pre: TwinWorldPre<HostState>,
+    pub pre: TwinPre,
     /// Where it came from, for messages (`embedded` or a file path).
     pub origin: String,
 }
@@ -262,7 +315,8 @@ impl Runtime {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from).context("linking WASI")?;
-        TwinWorld::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s).map_err(anyhow::Error::from).context("linking the tape")?;
+        v1::TwinWorld::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s).map_err(anyhow::Error::from).context("linking the 0.1.0 tape")?;
+        v2::TwinWorld::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s).map_err(anyhow::Error::from).context("linking the 0.2.0 tape and outbound")?;
         Ok(Arc::new(Runtime { engine, linker, limits, cache }))
     }
 
@@ -271,21 +325,33 @@ impl Runtime {
         let digest: [u8; 32] = Sha256::digest(bytes).into();
         let component = self.compile(bytes, &digest).with_context(|| format!("{origin}: not a WebAssembly component"))?;
         let pre = self.linker.instantiate_pre(&component).map_err(|e| {
-            anyhow!("{origin}: refused: it imports something pome does not grant ({e:#}); twins may import only WASI 0.2 and {CONTRACT}/tape")
+            anyhow!("{origin}: refused: it imports something pome does not grant ({e:#}); twins may import only WASI 0.2 and {CONTRACT}'s `tape` and `outbound` (or {CONTRACT_V1}'s `tape`)")
         })?;
-        let pre = TwinWorldPre::new(pre).map_err(|e| {
-            anyhow!("{origin}: refused: it does not export the {CONTRACT} `twin` interface ({e:#}); build it against wit/twin.wit")
-        })?;
-        let mut image = TwinImage { name: String::new(), description: serde_json::Value::Null, digest, pre, origin: origin.to_string() };
+        // The newest version first; a component exporting neither is named by what the newest lacks.
+        let pre = match v2::TwinWorldPre::new(pre.clone()) {
+            Ok(p) => TwinPre::V2(p),
+            Err(e2) => match v1::TwinWorldPre::new(pre) {
+                Ok(p) => TwinPre::V1(p),
+                Err(_) => anyhow::bail!("{origin}: refused: it does not export the {CONTRACT} `twin` interface ({e2:#}); build it against wit/v0.2/twin.wit"),
+            },
+        };
+        let mut image = TwinImage {
+            name: String::new(),
+            description: Description::from_json(r#"{"name": "", "version": ""}"#).expect("a minimal description reads"),
+            description_json: serde_json::Value::Null,
+            digest,
+            pre,
+            origin: origin.to_string(),
+        };
         let mut store = self.new_store();
         let instance = self.instantiate(&mut store, &image).await.with_context(|| format!("{origin}: instantiating"))?;
-        let described = self.call(&mut store, async |s| instance.pome_twin_twin().call_describe(s).await).await.with_context(|| format!("{origin}: describe() failed"))?;
-        let description: serde_json::Value = serde_json::from_str(&described).with_context(|| format!("{origin}: describe() did not return JSON"))?;
-        let name = description.get("name").and_then(|v| v.as_str()).unwrap_or_default().to_string();
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
-            anyhow::bail!("{origin}: describe() name {name:?} must be lower-case letters, digits or '-'");
+        let described = self.call(&mut store, async |s| instance.describe(s).await).await.with_context(|| format!("{origin}: describe() failed"))?;
+        let description = Description::from_json(&described).map_err(|e| anyhow!("{origin}: {e}"))?;
+        if !description.name_is_valid() {
+            anyhow::bail!("{origin}: describe() name {:?} must be lower-case letters, digits or '-'", description.name);
         }
-        image.name = name;
+        image.name = description.name.clone();
+        image.description_json = serde_json::from_str(&described).with_context(|| format!("{origin}: describe() did not return JSON"))?;
         image.description = description;
         Ok(image)
     }
@@ -358,9 +424,25 @@ impl Runtime {
         store
     }
 
-    pub async fn instantiate(&self, store: &mut Store<HostState>, image: &TwinImage) -> anyhow::Result<TwinWorld> {
+    pub async fn instantiate(&self, store: &mut Store<HostState>, image: &TwinImage) -> anyhow::Result<TwinInstance> {
         self.arm(store);
-        Ok(image.pre.instantiate_async(store).await?)
+        Ok(match &image.pre {
+            TwinPre::V1(pre) => TwinInstance::V1(pre.instantiate_async(store).await?),
+            TwinPre::V2(pre) => TwinInstance::V2(pre.instantiate_async(store).await?),
+        })
+    }
+
+    /// Decide checks on a fresh instance of `image`: checks are pure functions of their
+    /// inputs, so grading needs no sandbox and a run can be regraded offline. `None` for a
+    /// 0.1.0 twin, which cannot decide its own checks.
+    pub async fn evaluate_checks(&self, image: &TwinImage, world: &CheckWorld, calls: &[CheckCall]) -> anyhow::Result<Option<Vec<Result<CheckOutcome, String>>>> {
+        if matches!(image.pre, TwinPre::V1(_)) {
+            return Ok(None);
+        }
+        let mut store = self.new_store();
+        let instance = self.instantiate(&mut store, image).await?;
+        let out = self.call(&mut store, async |s| instance.evaluate_checks(s, world, calls).await).await?;
+        Ok(out)
     }
 
     /// Run one guest call under the deadline, mapping traps to [`GuestError`].
@@ -407,6 +489,106 @@ pub fn begin_facts(store: &mut Store<HostState>) {
 /// Take what the guest reported, and stop recording.
 pub fn take_facts(store: &mut Store<HostState>) -> CallFacts {
     std::mem::take(&mut store.data_mut().facts)
+}
+
+/// A compiled twin ready to instantiate, under the contract version it was built against.
+pub enum TwinPre {
+    V1(v1::TwinWorldPre<HostState>),
+    V2(v2::TwinWorldPre<HostState>),
+}
+
+/// One instantiated twin. Its methods are the contract's exports, in the newest version's
+/// types; a 0.1.0 twin's answers are converted.
+pub enum TwinInstance {
+    V1(v1::TwinWorld),
+    V2(v2::TwinWorld),
+}
+
+impl TwinInstance {
+    pub async fn describe(&self, s: &mut Store<HostState>) -> wasmtime::Result<String> {
+        match self {
+            TwinInstance::V1(i) => i.pome_twin_twin().call_describe(s).await,
+            TwinInstance::V2(i) => i.pome_twin_twin().call_describe(s).await,
+        }
+    }
+
+    pub async fn init(&self, s: &mut Store<HostState>, seed: &str) -> wasmtime::Result<Result<(), String>> {
+        match self {
+            TwinInstance::V1(i) => i.pome_twin_twin().call_init(s, seed).await,
+            TwinInstance::V2(i) => i.pome_twin_twin().call_init(s, seed).await,
+        }
+    }
+
+    pub async fn handle(&self, s: &mut Store<HostState>, req: &HttpRequest) -> wasmtime::Result<HttpResponse> {
+        match self {
+            TwinInstance::V1(i) => {
+                use v1::exports::pome::twin::twin as old;
+                let auth = match req.auth {
+                    Auth::Agent => old::Auth::Agent,
+                    Auth::Missing => old::Auth::Missing,
+                    Auth::Invalid => old::Auth::Invalid,
+                };
+                let r = old::HttpRequest {
+                    method: req.method.clone(),
+                    path: req.path.clone(),
+                    query: req.query.clone(),
+                    headers: req.headers.clone(),
+                    body: req.body.clone(),
+                    base_url: req.base_url.clone(),
+                    auth,
+                };
+                let a = i.pome_twin_twin().call_handle(s, &r).await?;
+                Ok(HttpResponse { status: a.status, headers: a.headers, body: a.body })
+            }
+            TwinInstance::V2(i) => i.pome_twin_twin().call_handle(s, req).await,
+        }
+    }
+
+    pub async fn render_error(&self, s: &mut Store<HostState>, err: &HostError) -> wasmtime::Result<HttpResponse> {
+        match self {
+            TwinInstance::V1(i) => {
+                use v1::exports::pome::twin::twin as old;
+                let kind = match err.kind {
+                    HostErrorKind::PayloadTooLarge => old::HostErrorKind::PayloadTooLarge,
+                    HostErrorKind::TapeFull => old::HostErrorKind::TapeFull,
+                    HostErrorKind::TwinFailed => old::HostErrorKind::TwinFailed,
+                    HostErrorKind::RateLimited => old::HostErrorKind::RateLimited,
+                };
+                let a = i.pome_twin_twin().call_render_error(s, &old::HostError { kind, message: err.message.clone() }).await?;
+                Ok(HttpResponse { status: a.status, headers: a.headers, body: a.body })
+            }
+            TwinInstance::V2(i) => i.pome_twin_twin().call_render_error(s, err).await,
+        }
+    }
+
+    pub async fn state(&self, s: &mut Store<HostState>) -> wasmtime::Result<String> {
+        match self {
+            TwinInstance::V1(i) => i.pome_twin_twin().call_state(s).await,
+            TwinInstance::V2(i) => i.pome_twin_twin().call_state(s).await,
+        }
+    }
+
+    pub async fn snapshot(&self, s: &mut Store<HostState>) -> wasmtime::Result<Vec<u8>> {
+        match self {
+            TwinInstance::V1(i) => i.pome_twin_twin().call_snapshot(s).await,
+            TwinInstance::V2(i) => i.pome_twin_twin().call_snapshot(s).await,
+        }
+    }
+
+    pub async fn restore(&self, s: &mut Store<HostState>, snapshot: &[u8]) -> wasmtime::Result<Result<(), String>> {
+        match self {
+            TwinInstance::V1(i) => i.pome_twin_twin().call_restore(s, snapshot).await,
+            TwinInstance::V2(i) => i.pome_twin_twin().call_restore(s, snapshot).await,
+        }
+    }
+
+    /// `Ok(empty)` for a 0.1.0 twin: it decides nothing itself.
+    pub async fn evaluate_checks(&self, s: &mut Store<HostState>, world: &CheckWorld, calls: &[CheckCall]) -> wasmtime::Result<Option<Vec<Result<CheckOutcome, String>>>> {
+        match self {
+            TwinInstance::V1(_) => Ok(None),
+            TwinInstance::V2(i) => i.pome_twin_twin().call_evaluate_checks(s, world, calls).await.map(Some),
+        }
+    }
 }
 
 /// The set of twins this host serves, by name.

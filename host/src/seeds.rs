@@ -94,10 +94,10 @@ async fn init_seed(rt: &Runtime, image: &TwinImage, seed: &str, key: Key) -> Res
     store.data().clock.set_micros(SEED_EPOCH_MICROS);
     store.data().random.reseed(&digest, 0);
     let instance = rt.instantiate(&mut store, image).await.map_err(|e| SeedError::Host(format!("{e:#}")))?;
-    let twin = instance.pome_twin_twin();
+    let twin = &instance;
     let seed = seed.to_string();
-    rt.call(&mut store, async |s| twin.call_init(s, &seed).await).await?.map_err(SeedError::Rejected)?;
-    let snapshot = rt.call(&mut store, async |s| twin.call_snapshot(s).await).await?;
-    let state = rt.call(&mut store, async |s| twin.call_state(s).await).await?;
+    rt.call(&mut store, async |s| twin.init(s, &seed).await).await?.map_err(SeedError::Rejected)?;
+    let snapshot = rt.call(&mut store, async |s| twin.snapshot(s).await).await?;
+    let state = rt.call(&mut store, async |s| twin.state(s).await).await?;
     Ok(Arc::new(SeedImage { digest, snapshot, state }))
 }

@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use wasmtime::Store;
 
 use crate::metrics::{Metrics, TwinRequestMetrics};
-use crate::runtime::{self, Auth, GuestError, HostError, HostErrorKind, HostState, HttpRequest, Runtime, TwinImage, TwinWorld};
+use crate::runtime::{self, Auth, GuestError, HostError, HostErrorKind, HostState, HttpRequest, Runtime, TwinImage, TwinInstance};
 use crate::seeds::SeedImage;
 use crate::tape::{Body, Fidelity, Headers, TapeRow};
 
@@ -117,11 +117,10 @@ impl TwinStore {
     }
 }
 
-async fn boot(rt: &Runtime, image: &TwinImage, seed: &SeedImage) -> Result<(Store<HostState>, TwinWorld), StoreError> {
+async fn boot(rt: &Runtime, image: &TwinImage, seed: &SeedImage) -> Result<(Store<HostState>, TwinInstance), StoreError> {
     let mut store = rt.new_store();
     let instance = rt.instantiate(&mut store, image).await.map_err(|e| StoreError::Instantiate(format!("{e:#}")))?;
-    let twin = instance.pome_twin_twin();
-    rt.call(&mut store, async |s| twin.call_restore(s, &seed.snapshot).await)
+    rt.call(&mut store, async |s| instance.restore(s, &seed.snapshot).await)
         .await?
         .map_err(StoreError::Restore)?;
     Ok((store, instance))
@@ -132,7 +131,7 @@ struct Worker {
     image: Arc<TwinImage>,
     seed: Arc<SeedImage>,
     store: Store<HostState>,
-    instance: TwinWorld,
+    instance: TwinInstance,
     tape: Vec<Arc<TapeRow>>,
     tape_bytes: usize,
     /// The last virtual time handed out, in Unix microseconds; times only move forward.
@@ -155,8 +154,8 @@ impl Worker {
                     let _ = reply.send(self.tape.clone());
                 }
                 Msg::State(reply) => {
-                    let twin = self.instance.pome_twin_twin();
-                    let state = self.rt.call(&mut self.store, async |s| twin.call_state(s).await).await;
+                    let twin = &self.instance;
+                    let state = self.rt.call(&mut self.store, async |s| twin.state(s).await).await;
                     let state = match state {
                         Ok(s) => Ok(s),
                         Err(e) => {
@@ -229,6 +228,13 @@ impl Worker {
             fidelity: if facts.unsupported { Fidelity::Unsupported } else { Fidelity::Semantic },
             state_mutation: !changes.is_empty(),
             state_delta: changes,
+            deliveries: facts.deliveries.into_iter().map(|d| pome_contract::Delivery {
+                url: d.url,
+                method: d.method,
+                headers: d.headers,
+                body: Body(d.body.into()).to_text(),
+                event: d.event,
+            }).collect(),
             error,
         };
         self.tape_bytes += row.weight();
@@ -253,8 +259,8 @@ impl Worker {
             base_url: std::mem::take(&mut req.base_url),
             auth: req.auth,
         };
-        let twin = self.instance.pome_twin_twin();
-        let result = self.rt.call(&mut self.store, async |s| twin.call_handle(s, &wit_req).await).await;
+        let twin = &self.instance;
+        let result = self.rt.call(&mut self.store, async |s| twin.handle(s, &wit_req).await).await;
         // Taken before looking at the result, so a failed call cannot leak into the next.
         let facts = runtime::take_facts(&mut self.store);
         let HttpRequest { method, path, query, headers, body, base_url, .. } = wit_req;
@@ -288,9 +294,9 @@ impl Worker {
     }
 
     async fn render_error(&mut self, kind: HostErrorKind, message: String) -> TwinReply {
-        let twin = self.instance.pome_twin_twin();
+        let twin = &self.instance;
         let err = HostError { kind, message: message.clone() };
-        match self.rt.call(&mut self.store, async |s| twin.call_render_error(s, &err).await).await {
+        match self.rt.call(&mut self.store, async |s| twin.render_error(s, &err).await).await {
             Ok(r) => r.into(),
             Err(e) => {
                 self.recover(&e).await;

@@ -78,13 +78,18 @@ pub struct TapeRow {
     pub fidelity: Fidelity,
     pub state_mutation: bool,
     pub state_delta: Vec<StateChange>,
+    /// Webhooks the twin asked the host to deliver while serving this request; the attempts
+    /// are in the sandbox's delivery log.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deliveries: Vec<pome_contract::Delivery>,
     pub error: Option<String>,
 }
 
 impl TapeRow {
     /// Bytes this row holds, for the tape's byte cap.
     pub fn weight(&self) -> usize {
-        let delta: usize = self.state_delta.iter().map(StateChange::weight).sum();
+        let delta: usize = self.state_delta.iter().map(StateChange::weight).sum::<usize>()
+            + self.deliveries.iter().map(|d| d.url.len() + d.body.len() + d.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()).sum::<usize>();
         self.request_body.len() + self.response_body.len() + self.path.len() + self.query.len() + delta + 256
     }
 }

@@ -5,12 +5,7 @@
 use pome_twin_sdk::CheckDecl;
 
 fn check(id: &str, template: &str, substrate: &str, polarity: &str) -> CheckDecl {
-    CheckDecl {
-        id: id.to_string(),
-        template: template.to_string(),
-        substrate: substrate.to_string(),
-        polarity: polarity.to_string(),
-    }
+    CheckDecl::new(id, template, substrate, polarity)
 }
 
 pub fn declared() -> Vec<CheckDecl> {

@@ -180,7 +180,7 @@ fn releases_and_search() {
 
 #[test]
 fn surface_is_complete_and_unique() {
-    let desc = pome_twin_sdk::Description::of::<World>();
+    let desc = pome_twin_sdk::describe::of::<World>();
     let mut actions: Vec<&str> = desc.surface.iter().map(|r| r.action.as_str()).collect();
     let n = actions.len();
     actions.sort();

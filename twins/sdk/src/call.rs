@@ -22,11 +22,26 @@ pub struct Call {
     pub action: Option<String>,
     pub unsupported: bool,
     pub changes: Vec<Change>,
+    /// Webhooks to deliver once the call returns (see [`Call::deliver`]).
+    pub deliveries: Vec<Delivery>,
+}
+
+/// A request the twin asks the host to send out of the sandbox: a webhook, built and signed
+/// by the twin. The host delivers it after the call, with retries, to allowed destinations
+/// only; the outcome never comes back into the world, so replays stay exact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub url: String,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// The event it carries, for the delivery log (`payment_intent.succeeded`).
+    pub event: String,
 }
 
 impl Call {
     pub fn new(req: Request) -> Call {
-        Call { req, params: Vec::new(), action: None, unsupported: false, changes: Vec::new() }
+        Call { req, params: Vec::new(), action: None, unsupported: false, changes: Vec::new(), deliveries: Vec::new() }
     }
 
     /// A path parameter by name. Routes declare their parameters, so a missing one is a bug
@@ -66,6 +81,20 @@ impl Call {
 
     pub fn deleted<B: Serialize>(&mut self, entity: &str, id: impl ToString, before: &B) {
         self.record::<B, B>(entity, id, Some(before), None);
+    }
+
+    /// Change `value` in place and record it as an update of `entity` `id`: the before/after
+    /// pair every write handler needs, without a hand-written clone.
+    pub fn update<A: Serialize + Clone, R>(&mut self, entity: &str, id: impl ToString, value: &mut A, change: impl FnOnce(&mut A) -> R) -> R {
+        let before = value.clone();
+        let out = change(value);
+        self.updated(entity, id, &before, value);
+        out
+    }
+
+    /// Queue a webhook for the host to deliver after this call.
+    pub fn deliver(&mut self, delivery: Delivery) {
+        self.deliveries.push(delivery);
     }
 
     /// True when the request changed the world.

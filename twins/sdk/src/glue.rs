@@ -10,7 +10,7 @@ use crate::Twin;
 
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "../../wit/v0.2",
         world: "twin-world",
         pub_export_macro: true,
         export_macro_name: "__export_guest",
@@ -19,7 +19,7 @@ pub mod bindings {
 }
 
 use bindings::exports::pome::twin::twin as wit;
-use bindings::pome::twin::tape;
+use bindings::pome::twin::{outbound, tape};
 
 thread_local! {
     // One twin per component, so one world per instance. `Any` lets the generic glue
@@ -43,7 +43,7 @@ fn set_world<T: Twin>(world: T) {
 }
 
 pub fn describe<T: Twin>() -> String {
-    crate::describe::Description::of::<T>().to_json()
+    crate::describe::of::<T>().to_json()
 }
 
 pub fn init<T: Twin>(seed: String) -> Result<(), String> {
@@ -84,6 +84,9 @@ pub fn handle<T: Twin>(req: wit::HttpRequest) -> wit::HttpResponse {
     for c in &call.changes {
         tape::record_change(&c.entity, &c.id, c.before.as_deref(), c.after.as_deref());
     }
+    for d in std::mem::take(&mut call.deliveries) {
+        outbound::deliver(&outbound::Delivery { url: d.url, method: d.method, headers: d.headers, body: d.body, event: d.event });
+    }
     to_wit(response)
 }
 
@@ -110,6 +113,38 @@ pub fn restore<T: Twin>(bytes: Vec<u8>) -> Result<(), String> {
         postcard::from_bytes(&bytes).map_err(|e| format!("snapshot does not decode: {e}"))?;
     set_world(world);
     Ok(())
+}
+
+pub fn evaluate_checks<T: Twin>(world: wit::CheckWorld, calls: Vec<wit::CheckCall>) -> Vec<Result<wit::CheckOutcome, String>> {
+    let parse = |what: &str, text: &str| -> Result<serde_json::Value, String> {
+        serde_json::from_str(text).map_err(|e| format!("the host passed a {what} that is not JSON: {e}"))
+    };
+    let inputs = parse("seed state", &world.seed).and_then(|seed| {
+        let state = parse("state", &world.state)?;
+        let tape: Vec<crate::TapeRow> =
+            serde_json::from_str(&world.tape).map_err(|e| format!("the host passed a tape this twin cannot read: {e}"))?;
+        Ok((seed, state, tape))
+    });
+    let (seed, state, tape) = match inputs {
+        Ok(i) => i,
+        Err(e) => return calls.iter().map(|_| Err(e.clone())).collect(),
+    };
+    let w = crate::CheckWorld { seed: &seed, state: &state, tape: &tape };
+    calls
+        .into_iter()
+        .map(|c| {
+            let params: crate::Params = c.params.into_iter().collect();
+            T::evaluate_check(&c.id, &params, &w).map(|o| wit::CheckOutcome {
+                holds: o.holds,
+                reason: o.reason,
+                evidence: match o.evidence {
+                    crate::Evidence::None => wit::Evidence::None,
+                    crate::Evidence::State(p) => wit::Evidence::State(p),
+                    crate::Evidence::Tape(seq) => wit::Evidence::Tape(seq),
+                },
+            })
+        })
+        .collect()
 }
 
 fn to_wit(r: Response) -> wit::HttpResponse {

@@ -4,7 +4,7 @@
 //! parser, and a [`Router`] of named actions. This crate supplies the rest: HTTP request and
 //! response types, path routing with parameters, JSON/form bodies, query strings, pagination
 //! helpers, change recording for the tape, snapshot/restore through postcard, and the glue
-//! that exports it all as the `pome:twin` WIT world (see `wit/twin.wit`).
+//! that exports it all as the `pome:twin` WIT world (see `wit/v0.2/twin.wit`).
 //!
 //! ```ignore
 //! pome_twin_sdk::export_twin!(MyWorld);
@@ -23,8 +23,9 @@ pub mod time;
 #[doc(hidden)]
 pub mod glue;
 
-pub use call::{Call, Change};
-pub use describe::{CheckDecl, Description, Fidelity, RouteDecl};
+pub use call::{Call, Change, Delivery};
+pub use describe::{ActionDecl, CheckDecl, Credential, Description, Fidelity, ParamKind, RouteDecl};
+pub use pome_contract::{CheckWorld, Evidence, Outcome, Params, StateChange, TapeRow};
 pub use http::{Auth, HostError, HostErrorKind, Method, Request, Response};
 pub use router::Router;
 pub use serde_json::{Value, json};
@@ -79,8 +80,36 @@ pub trait Twin: serde::Serialize + serde::de::DeserializeOwned + Sized + 'static
     }
 
     /// Checks this twin declares for graders (see the grading docs). Empty by default.
+    /// Tape-level checks (a tool was or was never called, no unsupported endpoint) are the
+    /// host's, for every twin: do not declare them.
     fn checks() -> Vec<CheckDecl> {
         Vec::new()
+    }
+
+    /// Decide one declared check over a world (seed state, state, tape), saying why and
+    /// pointing at the evidence. An error means it could not be decided (a parameter that
+    /// names nothing), which grading reports as `errored`, never as a pass.
+    fn evaluate_check(id: &str, _params: &Params, _world: &CheckWorld<'_>) -> Result<Outcome, String> {
+        Err(format!("the {} twin declares no predicate for check `{id}`", Self::NAME))
+    }
+
+    /// The forms of the agent token the host accepts for this twin: the ones its API's
+    /// official clients send. Default: `Authorization: Bearer`.
+    fn credentials() -> Vec<Credential> {
+        vec![Credential::Bearer]
+    }
+
+    /// Environment variables a run exports to the agent for this twin, besides the host's own
+    /// `POME_<TWIN>_REST_URL` and `POME_AUTH_TOKEN`. Values are templates: `{api_url}`,
+    /// `{base_url}`, `{token}`, `{sandbox_id}`.
+    fn agent_env() -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
+
+    /// The actions this twin serves, with summaries and input schemas (for tools generated
+    /// from them). Defaults to one per routed action, its path parameters as input.
+    fn actions() -> Vec<ActionDecl> {
+        describe::actions_from_surface(&Self::router().surface())
     }
 }
 
@@ -115,6 +144,12 @@ macro_rules! export_twin {
             }
             fn restore(bytes: Vec<u8>) -> Result<(), String> {
                 $crate::glue::restore::<$world>(bytes)
+            }
+            fn evaluate_checks(
+                world: $crate::glue::bindings::exports::pome::twin::twin::CheckWorld,
+                calls: ::std::vec::Vec<$crate::glue::bindings::exports::pome::twin::twin::CheckCall>,
+            ) -> ::std::vec::Vec<Result<$crate::glue::bindings::exports::pome::twin::twin::CheckOutcome, String>> {
+                $crate::glue::evaluate_checks::<$world>(world, calls)
             }
         }
         // Only the WebAssembly build exports the world: the export names (`pome:twin/…`)

@@ -24,11 +24,6 @@ pub const CHECKS: &[(&str, &str, &str, &str)] = &[
 pub fn declared() -> Vec<CheckDecl> {
     CHECKS
         .iter()
-        .map(|(id, template, substrate, polarity)| CheckDecl {
-            id: id.to_string(),
-            template: template.to_string(),
-            substrate: substrate.to_string(),
-            polarity: polarity.to_string(),
-        })
+        .map(|(id, template, substrate, polarity)| CheckDecl::new(id, template, substrate, polarity))
         .collect()
 }

@@ -142,7 +142,7 @@ fn seed_threads_by_nesting_and_by_reference() {
 
 #[test]
 fn describe_lists_every_method_and_only_real_routes() {
-    let d: Value = serde_json::from_str(&pome_twin_sdk::Description::of::<World>().to_json()).unwrap();
+    let d: Value = serde_json::from_str(&pome_twin_sdk::describe::of::<World>().to_json()).unwrap();
     assert_eq!(d["name"], "slack");
     assert_eq!(d["client_base_path"], "/api/");
     let surface = d["surface"].as_array().unwrap();
@@ -624,7 +624,7 @@ fn every_slack_task_criterion_binds_to_a_declared_check() {
     if dir.exists() {
         assert!(bound >= 15, "{bound}");
     }
-    let d: Value = serde_json::from_str(&pome_twin_sdk::Description::of::<World>().to_json()).unwrap();
+    let d: Value = serde_json::from_str(&pome_twin_sdk::describe::of::<World>().to_json()).unwrap();
     assert_eq!(d["checks"].as_array().unwrap().len(), crate::checks::CHECKS.len());
 }
 
