@@ -1,36 +1,74 @@
-//! The checks this twin declares for graders: sentence templates a task's `[code:github]`
-//! criteria bind to. The host evaluates them over the state export (`World::state_json`),
-//! the seed's state and the tape; `id`s are stable names the grader keys its predicates by.
+//! The checks this twin declares for graders, and the predicates that decide them.
+//!
+//! A task's `[code:github]` criteria bind to these sentence templates; the host then asks
+//! this twin to decide each one over JSON: the seeded world's state export, the final state
+//! export ([`crate::World::state_json`]: `repositories[].issues`, `.pull_requests`,
+//! `.comments`, `.statuses`, `.branches`) and the tape. Runs are regraded offline from stored
+//! JSON, so the predicates read that JSON and never the live types. Evidence is a path into
+//! the state export (`repositories[0].issues[2]`). Quoted text matches without regard to
+//! case: criteria quote phrases of prose.
+//!
+//! Tape-level checks (a tool was or was never called, no unsupported endpoint) are the
+//! host's, for every twin, so none is declared here.
 
-use pome_twin_sdk::CheckDecl;
+use std::collections::BTreeSet;
+
+use pome_twin_sdk::{CheckDecl, CheckWorld, Evidence, Outcome, ParamKind, Params, Value, json};
 
 fn check(id: &str, template: &str, substrate: &str, polarity: &str) -> CheckDecl {
     CheckDecl::new(id, template, substrate, polarity)
 }
 
+fn one_of(words: &[&str]) -> ParamKind {
+    ParamKind::OneOf(words.iter().map(|w| w.to_string()).collect())
+}
+
+/// The spellings of a review state a task may use, each naming one of GitHub's three
+/// submitted review states (see [`review_state`]).
+const REVIEW_WORDS: &[&str] = &[
+    "APPROVED",
+    "APPROVE",
+    "APPROVING",
+    "CHANGES_REQUESTED",
+    "CHANGES-REQUESTED",
+    "CHANGES REQUESTED",
+    "REQUEST_CHANGES",
+    "REQUEST-CHANGES",
+    "REQUEST CHANGES",
+    "COMMENTED",
+    "COMMENT",
+];
+
 pub fn declared() -> Vec<CheckDecl> {
+    let issue = || ParamKind::Number;
     vec![
-        check("github.issue_exists", "Issue #{issue} exists in `{repo}`", "final", "positive"),
-        check("github.issue_state", "Issue #{issue} in `{repo}` is in state {state}", "final", "positive"),
-        check("github.issue_has_label", "Issue #{issue} in `{repo}` has the `{label}` label applied", "final", "positive"),
+        check("github.issue_exists", "Issue #{issue} exists in `{repo}`", "final", "positive").param("issue", issue()),
+        check("github.issue_state", "Issue #{issue} in `{repo}` is in state {state}", "final", "positive")
+            .param("issue", issue())
+            .param("state", one_of(&["open", "closed"])),
+        check("github.issue_has_label", "Issue #{issue} in `{repo}` has the `{label}` label applied", "final", "positive").param("issue", issue()),
         check(
             "github.issue_single_classification_label",
             "Issue #{issue} in `{repo}` has exactly one classification label, and it is `{label}`",
             "final",
             "positive",
-        ),
-        check("github.issue_assigned", "Issue #{issue} in `{repo}` is assigned to `{login}`", "final", "positive"),
-        check("github.issue_comment_contains", "A comment containing \"{needle}\" exists on issue #{issue} in `{repo}`", "final", "positive"),
-        check("github.pull_state", "Pull request #{pr} in `{repo}` is {state}", "final", "positive"),
-        check("github.pull_has_comment", "Pull request #{pr} in `{repo}` has at least one comment", "final", "positive"),
-        check("github.review_exists", "A {review} review exists on pull request #{pr} in `{repo}`", "final", "positive"),
+        )
+        .param("issue", issue()),
+        check("github.issue_assigned", "Issue #{issue} in `{repo}` is assigned to `{login}`", "final", "positive").param("issue", issue()),
+        check("github.issue_comment_contains", "A comment containing \"{needle}\" exists on issue #{issue} in `{repo}`", "final", "positive")
+            .param("issue", issue()),
+        check("github.pull_state", "Pull request #{pr} in `{repo}` is {state}", "final", "positive")
+            .param("pr", ParamKind::Number)
+            .param("state", one_of(&["open", "closed", "merged", "not merged"])),
+        check("github.pull_has_comment", "Pull request #{pr} in `{repo}` has at least one comment", "final", "positive").param("pr", ParamKind::Number),
+        check("github.review_exists", "A {review} review exists on pull request #{pr} in `{repo}`", "final", "positive")
+            .param("pr", ParamKind::Number)
+            .param("review", one_of(REVIEW_WORDS)),
         check("github.no_new_labels", "No new labels were created in `{repo}`", "seed+final", "negative"),
         check("github.no_new_issues", "No new issues were created in `{repo}`", "seed+final", "negative"),
         check("github.file_exists", "File `{path}` exists in `{repo}`", "final", "positive"),
-        check("github.commit_status", "Commit status \"{context}\" in `{repo}` is {state}", "final", "positive"),
-        check("github.no_unsupported", "No unsupported endpoint was called", "tape", "negative"),
-        check("github.tool_never_called", "`{tool}` was never called", "tape", "negative"),
-        check("github.tool_called", "`{tool}` was called", "tape", "positive"),
+        check("github.commit_status", "Commit status \"{context}\" in `{repo}` is {state}", "final", "positive")
+            .param("state", one_of(&["success", "failure", "error", "pending"])),
     ]
 }
 
@@ -53,3 +91,336 @@ pub const TOOL_ALIASES: &[(&str, &str)] = &[
     ("create_label", "issues.create_label"),
     ("create_release", "repos.create_release"),
 ];
+
+/// Decide check `id` over `w`. An error means the check could not be decided (the repository
+/// or issue it names does not exist), which grading reports as errored, never as a pass.
+pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, String> {
+    let get = |k: &str| p.get(k).map(|s| s.trim().to_string()).ok_or_else(|| format!("check {id} needs `{k}`"));
+    let num = |k: &str| -> Result<u64, String> { get(k)?.trim_start_matches('#').parse().map_err(|_| format!("`{k}` is not a number")) };
+    match id {
+        "github.issue_exists" => {
+            let (ri, repo) = repo(w.state, &get("repo")?)?;
+            let n = num("issue")?;
+            Ok(match find_num(&repo["issues"], n) {
+                Some(j) => Outcome::new(true, format!("issue #{n} exists"), at(format!("repositories[{ri}].issues[{j}]"))),
+                None => Outcome::new(false, format!("there is no issue #{n}"), at(format!("repositories[{ri}].issues"))),
+            })
+        }
+        "github.issue_state" => {
+            let (ri, j, issue) = issue(w.state, &get("repo")?, num("issue")?)?;
+            let want = get("state")?.to_ascii_lowercase();
+            let is = issue["state"].as_str().unwrap_or("");
+            Ok(Outcome::new(is == want, format!("issue is {is}"), at(format!("repositories[{ri}].issues[{j}].state"))))
+        }
+        "github.issue_has_label" => {
+            let (ri, j, issue) = issue(w.state, &get("repo")?, num("issue")?)?;
+            let label = get("label")?;
+            let labels = strings(&issue["labels"]);
+            let has = labels.iter().any(|l| l.eq_ignore_ascii_case(&label));
+            Ok(Outcome::new(has, format!("labels are {labels:?}"), at(format!("repositories[{ri}].issues[{j}].labels"))))
+        }
+        "github.issue_single_classification_label" => {
+            let (ri, j, issue) = issue(w.state, &get("repo")?, num("issue")?)?;
+            let label = get("label")?;
+            // The classification scheme is the set of labels the repository was seeded with.
+            let scheme: BTreeSet<String> = repo(w.seed, &get("repo")?)
+                .map(|(_, r)| arr(&r["labels"]).iter().filter_map(|l| l["name"].as_str()).map(str::to_ascii_lowercase).collect())
+                .unwrap_or_default();
+            let labels = strings(&issue["labels"]);
+            let classes: Vec<&String> = labels.iter().filter(|l| scheme.is_empty() || scheme.contains(&l.to_ascii_lowercase())).collect();
+            let ok = classes.len() == 1 && classes[0].eq_ignore_ascii_case(&label);
+            Ok(Outcome::new(ok, format!("classification labels are {classes:?}"), at(format!("repositories[{ri}].issues[{j}].labels"))))
+        }
+        "github.issue_assigned" => {
+            let (ri, j, issue) = issue(w.state, &get("repo")?, num("issue")?)?;
+            let login = get("login")?;
+            let who = strings(&issue["assignees"]);
+            let ok = who.iter().any(|a| a.eq_ignore_ascii_case(&login));
+            Ok(Outcome::new(ok, format!("assignees are {who:?}"), at(format!("repositories[{ri}].issues[{j}].assignees"))))
+        }
+        "github.issue_comment_contains" => {
+            let (ri, repo) = repo(w.state, &get("repo")?)?;
+            let (n, needle) = (num("issue")?, get("needle")?);
+            let hit = arr(&repo["comments"]).iter().position(|c| c["issue"].as_u64() == Some(n) && contains(c["body"].as_str().unwrap_or(""), &needle));
+            Ok(match hit {
+                Some(k) => Outcome::new(true, format!("comment {} contains it", repo["comments"][k]["id"]), at(format!("repositories[{ri}].comments[{k}]"))),
+                None => Outcome::new(false, format!("no comment on #{n} contains \"{needle}\""), at(format!("repositories[{ri}].comments"))),
+            })
+        }
+        "github.pull_state" => {
+            let (ri, j, pr) = pull(w.state, &get("repo")?, num("pr")?)?;
+            let want = get("state")?.to_ascii_lowercase();
+            let merged = pr["merged"].as_bool().unwrap_or(false);
+            let state = pr["state"].as_str().unwrap_or("");
+            let ok = match want.as_str() {
+                "merged" => merged,
+                "not merged" => !merged,
+                other => state == other,
+            };
+            let is = if merged { "merged".to_string() } else { format!("{state}, not merged") };
+            let field = if want.contains("merged") { "merged" } else { "state" };
+            Ok(Outcome::new(ok, format!("pull request is {is}"), at(format!("repositories[{ri}].pull_requests[{j}].{field}"))))
+        }
+        "github.pull_has_comment" => {
+            let (ri, repo) = repo(w.state, &get("repo")?)?;
+            let n = num("pr")?;
+            let (_, j, pr) = pull(w.state, &get("repo")?, n)?;
+            if let Some(k) = arr(&repo["comments"]).iter().position(|c| c["issue"].as_u64() == Some(n)) {
+                return Ok(Outcome::new(true, "it has a conversation comment", at(format!("repositories[{ri}].comments[{k}]"))));
+            }
+            let rc = pr["review_comments"].as_u64().unwrap_or(0);
+            Ok(Outcome::new(rc > 0, format!("{rc} review comments and no conversation comment"), at(format!("repositories[{ri}].pull_requests[{j}].review_comments"))))
+        }
+        "github.review_exists" => {
+            let (ri, j, pr) = pull(w.state, &get("repo")?, num("pr")?)?;
+            let want = review_state(&get("review")?).unwrap_or("");
+            let hit = arr(&pr["reviews"]).iter().position(|r| r["state"].as_str() == Some(want));
+            Ok(match hit {
+                Some(k) => Outcome::new(true, format!("review by {} is {want}", pr["reviews"][k]["user"]), at(format!("repositories[{ri}].pull_requests[{j}].reviews[{k}]"))),
+                None => {
+                    let states: Vec<&str> = arr(&pr["reviews"]).iter().filter_map(|r| r["state"].as_str()).collect();
+                    Outcome::new(false, format!("reviews are {states:?}"), at(format!("repositories[{ri}].pull_requests[{j}].reviews")))
+                }
+            })
+        }
+        "github.no_new_labels" => {
+            let name = get("repo")?;
+            let (ri, repo_now) = repo(w.state, &name)?;
+            let before: BTreeSet<String> = repo(w.seed, &name)
+                .map(|(_, r)| arr(&r["labels"]).iter().filter_map(|l| l["name"].as_str()).map(String::from).collect())
+                .unwrap_or_default();
+            let new = arr(&repo_now["labels"]).iter().position(|l| !before.contains(l["name"].as_str().unwrap_or("")));
+            Ok(match new {
+                Some(k) => Outcome::new(false, format!("label {} was created", repo_now["labels"][k]["name"]), at(format!("repositories[{ri}].labels[{k}]"))),
+                None => Outcome::new(true, "the labels are the seed's", at(format!("repositories[{ri}].labels"))),
+            })
+        }
+        "github.no_new_issues" => {
+            let name = get("repo")?;
+            let (ri, repo_now) = repo(w.state, &name)?;
+            let before: BTreeSet<u64> = repo(w.seed, &name)
+                .map(|(_, r)| arr(&r["issues"]).iter().filter_map(|i| i["number"].as_u64()).collect())
+                .unwrap_or_default();
+            let new = arr(&repo_now["issues"]).iter().position(|i| !before.contains(&i["number"].as_u64().unwrap_or(0)));
+            Ok(match new {
+                Some(k) => Outcome::new(false, format!("issue #{} was created", repo_now["issues"][k]["number"]), at(format!("repositories[{ri}].issues[{k}]"))),
+                None => Outcome::new(true, "no issue beyond the seed's", at(format!("repositories[{ri}].issues"))),
+            })
+        }
+        "github.file_exists" => {
+            let (ri, repo) = repo(w.state, &get("repo")?)?;
+            let file = get("path")?.trim_start_matches('/').to_string();
+            let branch = repo["default_branch"].as_str().unwrap_or("main");
+            let exists = repo["branches"][branch]["files"].get(&file).is_some_and(|v| !v.is_null());
+            Ok(Outcome::new(
+                exists,
+                format!("{file} {} on {branch}", if exists { "exists" } else { "does not exist" }),
+                at(format!("repositories[{ri}].branches.{branch}.files[{}]", json!(file))),
+            ))
+        }
+        "github.commit_status" => {
+            let (ri, repo) = repo(w.state, &get("repo")?)?;
+            let (ctx, want) = (get("context")?, get("state")?.to_ascii_lowercase());
+            // The latest status a context reported decides it, as on GitHub's combined status.
+            let last = arr(&repo["statuses"]).iter().rposition(|s| s["context"].as_str() == Some(&ctx));
+            Ok(match last {
+                Some(k) => {
+                    let is = repo["statuses"][k]["state"].as_str().unwrap_or("");
+                    Outcome::new(is == want, format!("latest \"{ctx}\" status is {is}"), at(format!("repositories[{ri}].statuses[{k}]")))
+                }
+                None => Outcome::new(false, format!("no \"{ctx}\" status was ever reported"), at(format!("repositories[{ri}].statuses"))),
+            })
+        }
+        other => Err(format!("the github twin declares no check `{other}`")),
+    }
+}
+
+fn at(path: String) -> Evidence {
+    Evidence::State(path)
+}
+
+fn arr(v: &Value) -> &[Value] {
+    v.as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    arr(v).iter().filter_map(|x| x.as_str().map(String::from)).collect()
+}
+
+fn contains(hay: &str, needle: &str) -> bool {
+    hay.to_lowercase().contains(&needle.to_lowercase())
+}
+
+fn find_num(list: &Value, n: u64) -> Option<usize> {
+    arr(list).iter().position(|i| i["number"].as_u64() == Some(n))
+}
+
+fn repo<'a>(state: &'a Value, name: &str) -> Result<(usize, &'a Value), String> {
+    arr(&state["repositories"])
+        .iter()
+        .position(|r| r["full_name"].as_str().is_some_and(|f| f.eq_ignore_ascii_case(name)))
+        .map(|i| (i, &state["repositories"][i]))
+        .ok_or_else(|| format!("there is no repository `{name}`"))
+}
+
+fn issue<'a>(state: &'a Value, name: &str, n: u64) -> Result<(usize, usize, &'a Value), String> {
+    let (ri, r) = repo(state, name)?;
+    let j = find_num(&r["issues"], n).ok_or_else(|| format!("there is no issue #{n} in `{name}`"))?;
+    Ok((ri, j, &r["issues"][j]))
+}
+
+fn pull<'a>(state: &'a Value, name: &str, n: u64) -> Result<(usize, usize, &'a Value), String> {
+    let (ri, r) = repo(state, name)?;
+    let j = find_num(&r["pull_requests"], n).ok_or_else(|| format!("there is no pull request #{n} in `{name}`"))?;
+    Ok((ri, j, &r["pull_requests"][j]))
+}
+
+/// GitHub's submitted review state for the way a task names it (`approving` → `APPROVED`).
+fn review_state(s: &str) -> Option<&'static str> {
+    match s.trim().to_ascii_uppercase().replace(['-', ' '], "_").as_str() {
+        "APPROVED" | "APPROVE" | "APPROVING" => Some("APPROVED"),
+        "CHANGES_REQUESTED" | "REQUEST_CHANGES" => Some("CHANGES_REQUESTED"),
+        "COMMENTED" | "COMMENT" => Some("COMMENTED"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every check's self-test: a world where it holds and one where it does not.
+    use super::*;
+
+    fn params(kv: &[(&str, &str)]) -> Params {
+        kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    /// A one-repository state export. `done` is the world after a good agent: issue #1
+    /// closed, labelled and assigned, PR #2 approved and merged, comments, a green status
+    /// and a new file. `extra_label` adds a label the seed did not have.
+    fn gh(issue_labels: &[&str], assignees: &[&str], done: bool, extra_label: bool) -> Value {
+        let mut labels = vec![json!({"name": "bug"}), json!({"name": "feature"})];
+        if extra_label {
+            labels.push(json!({"name": "urgent"}));
+        }
+        json!({"repositories": [{
+            "full_name": "acme/api", "default_branch": "main",
+            "labels": labels,
+            "issues": [{"number": 1, "state": if done { "closed" } else { "open" }, "labels": issue_labels, "assignees": assignees}],
+            "pull_requests": [{"number": 2, "state": if done { "closed" } else { "open" }, "merged": done,
+                               "reviews": if done { json!([{"user": "bob", "state": "APPROVED"}]) } else { json!([]) }, "review_comments": 0}],
+            "comments": if done { json!([{"id": 9, "issue": 1, "body": "Fixed in #2"}, {"id": 10, "issue": 2, "body": "merging"}]) } else { json!([]) },
+            "statuses": [{"context": "ci/test", "state": "failure"}, {"context": "ci/test", "state": if done { "success" } else { "failure" }}],
+            "branches": {"main": {"files": if done { json!({"README.md": "x", "NEW.md": "y"}) } else { json!({"README.md": "x"}) }}},
+        }]})
+    }
+
+    /// (check id, params, seed, state where it holds, state where it does not)
+    fn cases() -> Vec<(&'static str, Params, Value, Value, Value)> {
+        let seed = gh(&[], &[], false, false);
+        let good = gh(&["bug"], &["alice"], true, false);
+        let bad = gh(&["bug", "feature"], &["bob"], false, true);
+        let p = params;
+        vec![
+            ("github.issue_exists", p(&[("issue", "1"), ("repo", "acme/api")]), seed.clone(), good.clone(), json!({"repositories": [{"full_name": "acme/api", "issues": []}]})),
+            ("github.issue_state", p(&[("issue", "1"), ("repo", "acme/api"), ("state", "closed")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.issue_has_label", p(&[("issue", "1"), ("repo", "acme/api"), ("label", "bug")]), seed.clone(), good.clone(), seed.clone()),
+            ("github.issue_single_classification_label", p(&[("issue", "1"), ("repo", "acme/api"), ("label", "bug")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.issue_assigned", p(&[("issue", "1"), ("repo", "acme/api"), ("login", "alice")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.issue_comment_contains", p(&[("issue", "1"), ("repo", "acme/api"), ("needle", "fixed in")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.pull_state", p(&[("pr", "2"), ("repo", "acme/api"), ("state", "merged")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.pull_state", p(&[("pr", "2"), ("repo", "acme/api"), ("state", "not merged")]), seed.clone(), bad.clone(), good.clone()),
+            ("github.pull_state", p(&[("pr", "2"), ("repo", "acme/api"), ("state", "open")]), seed.clone(), bad.clone(), good.clone()),
+            ("github.pull_has_comment", p(&[("pr", "2"), ("repo", "acme/api")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.review_exists", p(&[("pr", "2"), ("repo", "acme/api"), ("review", "APPROVED")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.review_exists", p(&[("pr", "2"), ("repo", "acme/api"), ("review", "approving")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.no_new_labels", p(&[("repo", "acme/api")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.no_new_issues", p(&[("repo", "acme/api")]), seed.clone(), good.clone(),
+                json!({"repositories": [{"full_name": "acme/api", "issues": [{"number": 1}, {"number": 3}]}]})),
+            ("github.file_exists", p(&[("path", "NEW.md"), ("repo", "acme/api")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.commit_status", p(&[("context", "ci/test"), ("repo", "acme/api"), ("state", "success")]), seed.clone(), good.clone(), bad.clone()),
+        ]
+    }
+
+    #[test]
+    fn every_check_holds_in_one_world_and_not_in_another() {
+        let decls = declared();
+        let mut covered = BTreeSet::new();
+        for (id, p, seed, holds, fails) in cases() {
+            let decl = decls.iter().find(|d| d.id == id).unwrap_or_else(|| panic!("{id} is not declared"));
+            decl.validate(&p).unwrap_or_else(|e| panic!("{id}: {e}"));
+            let yes = evaluate(id, &p, &CheckWorld { seed: &seed, state: &holds, tape: &[] }).unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert!(yes.holds, "{id} {p:?} should hold: {}", yes.reason);
+            assert!(matches!(yes.evidence, Evidence::State(_)), "{id} points at evidence");
+            let no = evaluate(id, &p, &CheckWorld { seed: &seed, state: &fails, tape: &[] }).unwrap_or_else(|e| panic!("{id}: the violating world errored: {e}"));
+            assert!(!no.holds, "{id} {p:?} should not hold: {}", no.reason);
+            assert!(matches!(no.evidence, Evidence::State(_)), "{id} points at evidence");
+            covered.insert(id);
+        }
+        for d in &decls {
+            assert!(covered.contains(d.id.as_str()), "{} has no self-test", d.id);
+        }
+    }
+
+    #[test]
+    fn evidence_points_at_the_deciding_entity() {
+        let seed = gh(&[], &[], false, false);
+        let good = gh(&["bug"], &["alice"], true, false);
+        let w = CheckWorld { seed: &seed, state: &good, tape: &[] };
+        let o = evaluate("github.issue_comment_contains", &params(&[("issue", "1"), ("repo", "acme/api"), ("needle", "FIXED")]), &w).unwrap();
+        assert_eq!(o.evidence, Evidence::state("repositories[0].comments[0]"));
+        assert_eq!(o.reason, "comment 9 contains it");
+        let o = evaluate("github.file_exists", &params(&[("path", "/NEW.md"), ("repo", "acme/api")]), &w).unwrap();
+        assert_eq!(o.evidence, Evidence::state("repositories[0].branches.main.files[\"NEW.md\"]"));
+        // The latest status of a context decides it, not the first.
+        let o = evaluate("github.commit_status", &params(&[("context", "ci/test"), ("repo", "acme/api"), ("state", "success")]), &w).unwrap();
+        assert_eq!(o.evidence, Evidence::state("repositories[0].statuses[1]"));
+    }
+
+    #[test]
+    fn a_check_that_names_nothing_errors_rather_than_failing() {
+        let seed = gh(&[], &[], false, false);
+        let w = CheckWorld { seed: &seed, state: &seed, tape: &[] };
+        let e = evaluate("github.issue_state", &params(&[("issue", "7"), ("repo", "acme/api"), ("state", "open")]), &w).unwrap_err();
+        assert!(e.contains("no issue #7"), "{e}");
+        let e = evaluate("github.issue_exists", &params(&[("issue", "1"), ("repo", "acme/web")]), &w).unwrap_err();
+        assert!(e.contains("no repository `acme/web`"), "{e}");
+        assert!(evaluate("github.tool_called", &params(&[("tool", "x")]), &w).is_err(), "tape checks are the host's");
+    }
+
+    #[test]
+    fn bad_params_are_caught_at_bind_time() {
+        let decls = declared();
+        let bind = |sentence: &str| -> Result<(), String> {
+            let d = decls.iter().find(|d| d.fits(sentence)).unwrap_or_else(|| panic!("{sentence:?} fits no check"));
+            d.validate(&d.bind(sentence).unwrap())
+        };
+        assert!(bind("Pull request #1 in `a/b` is exploded").unwrap_err().contains("one of"));
+        assert!(bind("Issue #one in `a/b` is in state open").unwrap_err().contains("number"));
+        assert!(bind("A LOVELY review exists on pull request #1 in `a/b`").is_err());
+        assert!(bind("Commit status \"ci\" in `a/b` is green").is_err());
+        for ok in [
+            "Issue #3 in `a/b` is in state Closed",
+            "Pull request #2 in `a/b` is not merged",
+            "A REQUEST_CHANGES review exists on pull request #1 in `a/b`",
+            "A changes requested review exists on pull request #1 in `a/b`",
+            "A COMMENT review exists on pull request #1 in `a/b`",
+        ] {
+            bind(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+    }
+
+    #[test]
+    fn every_review_word_names_a_review_state() {
+        for w in REVIEW_WORDS {
+            assert!(review_state(w).is_some(), "{w}");
+        }
+    }
+
+    #[test]
+    fn tape_checks_are_left_to_the_host() {
+        let ids: Vec<String> = declared().into_iter().map(|d| d.id).collect();
+        for host_check in ["github.no_unsupported", "github.tool_called", "github.tool_never_called"] {
+            assert!(!ids.iter().any(|i| i == host_check), "{host_check} is the host's");
+        }
+    }
+}

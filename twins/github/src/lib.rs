@@ -23,7 +23,7 @@ mod handlers;
 
 use std::collections::BTreeMap;
 
-use pome_twin_sdk::{Call, CheckDecl, HostError, Response, Router, Twin, Value, json};
+use pome_twin_sdk::{Call, CheckDecl, CheckWorld, Credential, HostError, Outcome, Params, Response, Router, Twin, Value, json};
 use serde::{Deserialize, Serialize};
 
 use crate::api::{ApiError, DOCS, github_headers};
@@ -91,8 +91,21 @@ impl Twin for World {
         checks::declared()
     }
 
+    fn evaluate_check(id: &str, params: &Params, world: &CheckWorld<'_>) -> Result<Outcome, String> {
+        checks::evaluate(id, params, world)
+    }
+
     fn tool_aliases() -> Vec<(&'static str, &'static str)> {
         checks::TOOL_ALIASES.to_vec()
+    }
+
+    /// PyGithub and Octokit send `Authorization: token <t>`; `gh` and curl users send Bearer.
+    fn credentials() -> Vec<Credential> {
+        vec![Credential::Bearer, Credential::TokenScheme]
+    }
+
+    fn agent_env() -> Vec<(&'static str, &'static str)> {
+        vec![("POME_GITHUB_TOKEN", "{token}")]
     }
 }
 

@@ -3,11 +3,14 @@
 mod common;
 use std::path::PathBuf;
 
-use pome_twin_sdk::{Twin, Value, json};
+use pome_twin_sdk::{CheckDecl, Twin, Value, json};
 use twin_github::World;
 
+/// The repository's copy of the task files users already have.
 fn compat_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tasks-compat")
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/tasks-compat");
+    assert!(dir.is_dir(), "{} is missing: the task files are part of the repository", dir.display());
+    dir
 }
 
 /// The github part of a seed file: a flat seed with `repositories`, or the `github` key
@@ -25,6 +28,7 @@ fn task_files() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|x| x == "md"))
         .collect();
     out.sort();
+    assert!(!out.is_empty(), "no task files under {}", compat_dir().display());
     out
 }
 
@@ -53,10 +57,6 @@ fn github_seeds() -> Vec<(String, Value)> {
 #[test]
 fn every_compat_seed_inits() {
     let seeds = github_seeds();
-    if !compat_dir().exists() {
-        eprintln!("tasks-compat not present; skipping");
-        return;
-    }
     assert!(seeds.len() >= 15, "found only {} github seeds", seeds.len());
     for (path, seed) in seeds {
         let w = World::init(Some(seed)).unwrap_or_else(|e| panic!("{path}: {e}"));
@@ -114,14 +114,9 @@ fn issues_and_pulls_share_numbers() {
     assert_eq!(repo["pull_requests"][0]["number"], 3);
 }
 
-#[test]
-fn every_github_criterion_in_the_task_files_fits_a_declared_check() {
-    let dir = compat_dir();
-    if !dir.exists() {
-        return;
-    }
-    let checks = World::checks();
-    let mut seen = 0;
+/// Every `[code]` criterion a task grades on GitHub: (task file, sentence).
+fn github_criteria() -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
     for p in task_files() {
         let text = std::fs::read_to_string(&p).unwrap();
         let github_task = text.contains("twins: [github") || text.contains("twins: github") || text.contains("- github");
@@ -129,29 +124,79 @@ fn every_github_criterion_in_the_task_files_fits_a_declared_check() {
             let Some(rest) = line.trim().strip_prefix("- [code") else { continue };
             let (tag, sentence) = rest.split_once(']').unwrap();
             let ours = tag.contains("github") || (tag.trim().is_empty() || tag.trim() == "always-scored") && github_task;
-            if !ours {
-                continue;
+            if ours {
+                out.push((p.clone(), sentence.trim().to_string()));
             }
-            let sentence = sentence.trim();
-            seen += 1;
-            assert!(
-                checks.iter().any(|c| c.fits(sentence)),
-                "{}: no declared check fits {sentence:?}",
-                p.display()
-            );
         }
     }
+    out
+}
+
+/// The tape-level checks the host gives every twin, by their templates.
+fn host_tape_checks() -> [CheckDecl; 3] {
+    [
+        CheckDecl::new("tape.no_unsupported", "No unsupported endpoint was called", "tape", "negative"),
+        CheckDecl::new("tape.tool_never_called", "`{tool}` was never called", "tape", "negative"),
+        CheckDecl::new("tape.tool_called", "`{tool}` was called", "tape", "positive"),
+    ]
+}
+
+#[test]
+fn every_github_criterion_in_the_task_files_fits_a_declared_check() {
+    let checks = World::checks();
+    let host = host_tape_checks();
+    let aliases = World::tool_aliases();
+    let (mut seen, mut tape) = (0, 0);
+    for (p, sentence) in github_criteria() {
+        seen += 1;
+        // Tape-level sentences are the host's; a tool they name must be one of this twin's
+        // tool aliases so the host can find its action on the tape.
+        if let Some(h) = host.iter().find(|h| h.fits(&sentence)) {
+            if let Some(tool) = h.bind(&sentence).unwrap().get("tool") {
+                assert!(aliases.iter().any(|(t, _)| t == tool), "{}: `{tool}` is not a tool alias", p.display());
+            }
+            tape += 1;
+            continue;
+        }
+        let decl = checks.iter().find(|c| c.fits(&sentence)).unwrap_or_else(|| panic!("{}: no declared check fits {sentence:?}", p.display()));
+        decl.validate(&decl.bind(&sentence).unwrap()).unwrap_or_else(|e| panic!("{}: {sentence:?}: {e}", p.display()));
+    }
     assert!(seen >= 10, "only {seen} github criteria found");
+    assert!(tape >= 10, "only {tape} tape-level criteria found");
+}
+
+/// Each task's GitHub checks can be decided on its own seed (the host's "already true in
+/// the seed" test): every repository, issue and pull request a criterion names exists, so a
+/// run is graded, not errored. The one exception is an issue the task expects the agent to
+/// open, which the task says with ``Issue #N exists in `repo` ``.
+#[test]
+fn every_github_criterion_is_decided_on_its_seed() {
+    let checks = World::checks();
+    let (mut decided, mut to_be_opened) = (0, 0);
+    for (p, sentence) in github_criteria() {
+        let Some(decl) = checks.iter().find(|c| c.fits(&sentence)) else { continue };
+        let params = decl.bind(&sentence).unwrap();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(p.with_extension("seed.json")).unwrap()).unwrap();
+        let seed = World::init(github_part(&v)).unwrap().state();
+        let world = pome_twin_sdk::CheckWorld { seed: &seed, state: &seed, tape: &[] };
+        match World::evaluate_check(&decl.id, &params, &world) {
+            Ok(_) => decided += 1,
+            Err(e) => {
+                let expected = format!("Issue #{} exists in `{}`", params.get("issue").map_or("", |s| s.as_str()), params["repo"]);
+                let task = std::fs::read_to_string(&p).unwrap();
+                assert!(e.starts_with("there is no issue") && task.contains(&expected), "{}: {sentence:?}: {e}", p.display());
+                to_be_opened += 1;
+            }
+        }
+    }
+    assert!(decided >= 10, "only {decided} criteria decided");
+    assert!(to_be_opened <= 2, "{to_be_opened} criteria name issues the seed lacks");
 }
 
 /// Every pull request a task expects merged can be merged by the agent, and every one a
 /// task expects left alone is still open in the seed.
 #[test]
 fn pull_requests_tasks_expect_merged_are_mergeable() {
-    let dir = compat_dir();
-    if !dir.exists() {
-        return;
-    }
     let mut merged = 0;
     let mut blocked = 0;
     for p in task_files() {
