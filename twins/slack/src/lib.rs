@@ -25,7 +25,7 @@ pub mod users;
 
 use std::sync::OnceLock;
 
-use pome_twin_sdk::{Call, Fidelity, HostError, HostErrorKind, Method, Request, Response, Router, Twin, Value, json};
+use pome_twin_sdk::{Call, CheckWorld, Credential, Fidelity, HostError, HostErrorKind, Method, Outcome, Params, Request, Response, Router, Twin, Value, json};
 use serde_json::Map;
 
 pub use args::Args;
@@ -336,6 +336,20 @@ impl Twin for World {
 
     fn checks() -> Vec<pome_twin_sdk::CheckDecl> {
         checks::declared()
+    }
+
+    fn evaluate_check(id: &str, params: &Params, world: &CheckWorld<'_>) -> Result<Outcome, String> {
+        checks::evaluate(id, params, world)
+    }
+
+    /// slack_sdk sends `Authorization: Bearer`; older clients and curl examples put the token
+    /// in the form body or the query string, which Slack still accepts.
+    fn credentials() -> Vec<Credential> {
+        vec![Credential::Bearer, Credential::FormField("token".into()), Credential::Query("token".into())]
+    }
+
+    fn agent_env() -> Vec<(&'static str, &'static str)> {
+        vec![("POME_SLACK_TOKEN", "{token}")]
     }
 
     /// The upload URL `files.getUploadURLExternal` hands out is pre-signed, like Slack's:
