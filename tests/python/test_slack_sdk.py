@@ -14,7 +14,8 @@ from slack_sdk.errors import SlackApiError
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-SHARED = ROOT.parent / "shared"
+SPECS = ROOT / "tests" / "specs"
+TASKS = ROOT / "tests" / "tasks-compat"
 
 ENG, ALERTS, GENERAL, RANDOM, SECURITY, LEADERSHIP = (
     "C0ENG00001", "C0ENGALRT1", "C0GENERAL1", "C0RANDOM01", "C0SECURTY1", "C0LEADERS1")
@@ -301,13 +302,15 @@ DEFAULT_LIKE = {
 
 def task_seeds():
     out = []
-    for path in sorted((SHARED / "tasks-compat").rglob("*.seed.json")):
+    for path in sorted(TASKS.rglob("*.seed.json")):
         seed = json.loads(path.read_text())
         md = path.with_name(path.name.replace(".seed.json", ".md")).read_text()
         if "slack" in seed:
             out.append(pytest.param(seed["slack"], id=path.name))
         elif 'twins: ["slack"]' in md:
             out.append(pytest.param(seed, id=path.name))
+    # An empty list would make pytest skip the test; a missing task set is a failure.
+    assert len(out) >= 8, f"only {len(out)} Slack task seeds under {TASKS}"
     return out
 
 
@@ -327,8 +330,10 @@ def test_task_seeds_boot_and_the_agent_can_work(new_sandbox, seed):
 
 
 def cross_twin_envelopes():
-    return [pytest.param(json.loads(p.read_text()), id=p.name)
-            for p in sorted((SHARED / "tasks-compat" / "cross-twin").glob("*.seed.json"))]
+    out = [pytest.param(json.loads(p.read_text()), id=p.name)
+           for p in sorted((TASKS / "cross-twin").glob("*.seed.json"))]
+    assert out, f"no cross-twin seeds under {TASKS}"
+    return out
 
 
 @pytest.mark.parametrize("envelope", cross_twin_envelopes())
@@ -367,7 +372,7 @@ def test_the_tape_records_actions_and_changes(slack, sb):
 # --- responses against Slack's published Web API description -------------------------------
 
 def _load_spec():
-    return json.loads((SHARED / "specs" / "slack" / "slack_web_openapi_v2.json").read_text())
+    return json.loads((SPECS / "slack" / "slack_web_openapi_v2.json").read_text())
 
 
 def _anyof_tuples(node):
