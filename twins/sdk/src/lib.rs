@@ -18,6 +18,7 @@ pub mod describe;
 pub mod http;
 pub mod page;
 pub mod router;
+pub mod seed;
 pub mod time;
 
 #[doc(hidden)]
