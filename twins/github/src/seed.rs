@@ -32,6 +32,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use base64::Engine as _;
+use pome_twin_sdk::seed::Obj;
 use pome_twin_sdk::{Value, time};
 
 use crate::World;
@@ -78,94 +79,6 @@ pub const DEFAULT_SEED: &str = r##"{
 
 type R<T> = Result<T, String>;
 
-/// A JSON object being read at `path`: typed getters, and a check that no unknown key is left.
-struct Obj<'a> {
-    path: String,
-    map: &'a serde_json::Map<String, Value>,
-}
-
-impl<'a> Obj<'a> {
-    fn new(v: &'a Value, path: &str, allowed: &[&str]) -> R<Obj<'a>> {
-        let map = v.as_object().ok_or_else(|| format!("{}: expected an object", disp(path)))?;
-        for k in map.keys() {
-            if !allowed.contains(&k.as_str()) {
-                return Err(format!(
-                    "{}: unknown field {k:?} (expected one of: {})",
-                    disp(path),
-                    allowed.join(", ")
-                ));
-            }
-        }
-        Ok(Obj { path: path.to_string(), map })
-    }
-    fn at(&self, k: &str) -> String {
-        if self.path.is_empty() { k.to_string() } else { format!("{}.{k}", self.path) }
-    }
-    fn get(&self, k: &str) -> Option<&'a Value> {
-        self.map.get(k).filter(|v| !v.is_null())
-    }
-    fn str(&self, k: &str) -> R<Option<String>> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("{}: expected a string", self.at(k))),
-        }
-    }
-    fn req_str(&self, k: &str) -> R<String> {
-        match self.str(k)? {
-            Some(s) if !s.trim().is_empty() => Ok(s),
-            _ => Err(format!("{}: required (a non-empty string)", self.at(k))),
-        }
-    }
-    fn bool(&self, k: &str) -> R<Option<bool>> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(_) => Err(format!("{}: expected true or false", self.at(k))),
-        }
-    }
-    fn u64(&self, k: &str) -> R<Option<u64>> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .filter(|n| *n > 0)
-                .map(Some)
-                .ok_or_else(|| format!("{}: expected a positive integer", self.at(k))),
-        }
-    }
-    fn arr(&self, k: &str) -> R<Vec<(String, &'a Value)>> {
-        match self.get(k) {
-            None => Ok(Vec::new()),
-            Some(Value::Array(a)) => {
-                Ok(a.iter().enumerate().map(|(i, v)| (format!("{}[{i}]", self.at(k)), v)).collect())
-            }
-            Some(_) => Err(format!("{}: expected an array", self.at(k))),
-        }
-    }
-    fn strs(&self, k: &str) -> R<Vec<String>> {
-        self.arr(k)?
-            .into_iter()
-            .map(|(p, v)| v.as_str().map(String::from).ok_or_else(|| format!("{p}: expected a string")))
-            .collect()
-    }
-    fn one_of(&self, k: &str, allowed: &[&str], default: &str) -> R<String> {
-        match self.str(k)? {
-            None => Ok(default.to_string()),
-            Some(s) if allowed.iter().any(|a| a.eq_ignore_ascii_case(&s)) => Ok(s.to_ascii_lowercase()),
-            Some(s) => Err(format!(
-                "{}: {s:?} is not one of {}",
-                self.at(k),
-                allowed.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ")
-            )),
-        }
-    }
-}
-
-fn disp(path: &str) -> &str {
-    if path.is_empty() { "seed" } else { path }
-}
-
 fn valid_login(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 39
@@ -211,9 +124,9 @@ pub fn build(seed: Option<Value>) -> R<World> {
     let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0, cache: Default::default() };
     let mut refs = Refs { explicit_users: top.get("users").is_some(), mentioned: Vec::new() };
 
-    for (p, v) in top.arr("users")? {
+    for (p, v) in top.items("users")? {
         let u = Obj::new(v, &p, &["login", "type", "name", "email", "bio", "company"])?;
-        let login = u.req_str("login")?;
+        let login = u.nonempty_str("login")?;
         if !valid_login(&login) {
             return Err(format!("{p}.login: {login:?} is not a valid GitHub login"));
         }
@@ -257,7 +170,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
         );
     }
 
-    let repos = top.arr("repositories")?;
+    let repos = top.items("repositories")?;
     // Owners first: an owner nobody listed is an organization.
     for (p, v) in &repos {
         let o = v.as_object().and_then(|m| m.get("owner")).and_then(Value::as_str).unwrap_or("");
@@ -400,9 +313,9 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
             "delete_branch_on_merge",
         ],
     )?;
-    let owner_in = o.req_str("owner")?;
+    let owner_in = o.nonempty_str("owner")?;
     let owner = w.users[&owner_in.to_ascii_lowercase()].login.clone();
-    let name = o.req_str("name")?;
+    let name = o.nonempty_str("name")?;
     if !valid_repo_name(&name) {
         return Err(format!("{}: {name:?} is not a valid repository name", o.at("name")));
     }
@@ -412,7 +325,7 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
     }
     let default_branch = o.str("default_branch")?.unwrap_or_else(|| "main".into());
     let mut collaborators = BTreeMap::new();
-    for (cp, c) in o.arr("collaborators")? {
+    for (cp, c) in o.items("collaborators")? {
         let (login, role) = match c {
             Value::Object(_) => {
                 let co = Obj::new(c, &cp, &["login", "permission"])?;
@@ -422,7 +335,7 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
                         format!("{}: {r:?} is not one of read, triage, write, maintain, admin", co.at("permission"))
                     })?,
                 };
-                (co.req_str("login")?, role)
+                (co.nonempty_str("login")?, role)
             }
             _ => (login_of(c, &cp)?, Role::Write),
         };
@@ -471,9 +384,9 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
         open_issues: 0,
     };
 
-    for (lp, l) in o.arr("labels")? {
+    for (lp, l) in o.items("labels")? {
         let lo = Obj::new(l, &lp, &["name", "color", "description"])?;
-        let lname = lo.req_str("name")?;
+        let lname = lo.nonempty_str("name")?;
         if repo.label(&lname).is_some() {
             return Err(format!("{lp}.name: duplicate label {lname:?}"));
         }
@@ -485,9 +398,9 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
         repo.labels.push(Label { id, name: lname, color, description: lo.str("description")?, default: false });
     }
 
-    for (mp, m) in o.arr("milestones")? {
+    for (mp, m) in o.items("milestones")? {
         let mo = Obj::new(m, &mp, &["number", "title", "description", "state", "due_on"])?;
-        let number = mo.u64("number")?.unwrap_or(repo.milestones.len() as u64 + 1);
+        let number = mo.positive("number")?.unwrap_or(repo.milestones.len() as u64 + 1);
         if repo.milestones.contains_key(&number) {
             return Err(format!("{mp}.number: duplicate milestone {number}"));
         }
@@ -498,7 +411,7 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
             Milestone {
                 id,
                 number,
-                title: mo.req_str("title")?,
+                title: mo.nonempty_str("title")?,
                 description: mo.str("description")?,
                 closed_at: (state == "closed").then(|| now.to_string()),
                 state,
@@ -514,9 +427,9 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
 
     // Files, by branch. Other branches start from the default branch's files.
     let mut branch_files: BTreeMap<String, Vec<(String, Vec<u8>, String)>> = BTreeMap::new();
-    for (fp, f) in o.arr("files")? {
+    for (fp, f) in o.items("files")? {
         let fo = Obj::new(f, &fp, &["path", "content", "branch", "encoding", "executable"])?;
-        let path = fo.req_str("path")?.trim_matches('/').to_string();
+        let path = fo.nonempty_str("path")?.trim_matches('/').to_string();
         if path.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
             return Err(format!("{}: {path:?} is not a valid file path", fo.at("path")));
         }
@@ -532,12 +445,12 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
         branch_files.entry(branch).or_default().push((path, bytes, mode.to_string()));
     }
     let mut extra_branches: Vec<(String, Option<String>)> = Vec::new();
-    for (bp, b) in o.arr("branches")? {
+    for (bp, b) in o.items("branches")? {
         match b {
             Value::String(s) => extra_branches.push((s.clone(), None)),
             _ => {
                 let bo = Obj::new(b, &bp, &["name", "from"])?;
-                extra_branches.push((bo.req_str("name")?, bo.str("from")?));
+                extra_branches.push((bo.nonempty_str("name")?, bo.str("from")?));
             }
         }
     }
@@ -583,7 +496,7 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
     repo.git.refs.insert(format!("refs/heads/{default_branch}"), base_commit.clone());
 
     // Which pull request uses which head (for commit authorship and messages).
-    let prs = o.arr("pull_requests")?;
+    let prs = o.items("pull_requests")?;
     let mut pr_heads: BTreeMap<String, (String, String)> = BTreeMap::new();
     for (_, pr) in &prs {
         if let (Some(h), Some(t)) = (pr.get("head").and_then(Value::as_str), pr.get("title").and_then(Value::as_str)) {
@@ -637,7 +550,7 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
 
     // Issues and pull requests share one number space: explicit numbers first.
     let mut items: Vec<SeedIssue> = Vec::new();
-    for (ip, it) in o.arr("issues")? {
+    for (ip, it) in o.items("issues")? {
         let n = it.get("number").and_then(Value::as_u64);
         items.push(SeedIssue { path: ip, number: n, pull: false, value: it.clone() });
     }
@@ -683,9 +596,9 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
     repo.next_number = used.iter().max().map(|m| m + 1).unwrap_or(1);
     repo.recount();
 
-    for (rp, r) in o.arr("releases")? {
+    for (rp, r) in o.items("releases")? {
         let ro = Obj::new(r, &rp, &["tag_name", "name", "body", "draft", "prerelease", "target_commitish"])?;
-        let tag = ro.req_str("tag_name")?;
+        let tag = ro.nonempty_str("tag_name")?;
         let target = ro.str("target_commitish")?.unwrap_or_else(|| default_branch.clone());
         let sha = repo
             .git
@@ -774,7 +687,7 @@ fn seed_common(
     let mut issue = Issue {
         id,
         number,
-        title: o.req_str("title")?,
+        title: o.nonempty_str("title")?,
         body: o.str("body")?,
         user: author,
         state: "open".into(),
@@ -792,7 +705,7 @@ fn seed_common(
         reactions: Vec::new(),
         pull: None,
     };
-    for (cp, c) in o.arr("comments")? {
+    for (cp, c) in o.items("comments")? {
         let co = Obj::new(c, &cp, &["author", "body"])?;
         let user = match co.str("author")? {
             Some(a) => w.users[&a.to_ascii_lowercase()].login.clone(),
@@ -805,7 +718,7 @@ fn seed_common(
                 id,
                 issue: number,
                 user,
-                body: co.req_str("body")?,
+                body: co.nonempty_str("body")?,
                 created_at: now.to_string(),
                 updated_at: now.to_string(),
                 reactions: Vec::new(),
@@ -863,7 +776,7 @@ fn seed_pull(w: &mut World, repo: &mut Repo, it: &SeedIssue, default_author: &st
         ],
     )?;
     let mut issue = seed_common(w, repo, it, &o, default_author, now)?;
-    let head = o.req_str("head")?;
+    let head = o.nonempty_str("head")?;
     let base = o.str("base")?.unwrap_or_else(|| repo.default_branch.clone());
     let Some(head_sha) = repo.git.branch(&head).cloned() else {
         return Err(format!(
@@ -902,7 +815,7 @@ fn seed_pull(w: &mut World, repo: &mut Repo, it: &SeedIssue, default_author: &st
             .collect(),
         reviews: Vec::new(),
     };
-    for (rp, r) in o.arr("reviews")? {
+    for (rp, r) in o.items("reviews")? {
         let ro = Obj::new(r, &rp, &["author", "state", "body"])?;
         let user = match ro.str("author")? {
             Some(a) => w.users[&a.to_ascii_lowercase()].login.clone(),
@@ -921,7 +834,7 @@ fn seed_pull(w: &mut World, repo: &mut Repo, it: &SeedIssue, default_author: &st
             commit_id: head_sha.clone(),
         });
     }
-    for (sp, s) in o.arr("statuses")? {
+    for (sp, s) in o.items("statuses")? {
         let so = Obj::new(s, &sp, &["context", "state", "description", "target_url"])?;
         let id = w.next_id();
         repo.statuses.push(Status {

@@ -83,7 +83,7 @@ fn refused(seed: Value) -> String {
 #[test]
 fn strict_validation_names_the_path() {
     let e = refused(json!({"repositories": [{"owner": "a", "name": "b", "colour": 1}]}));
-    assert!(e.starts_with("repositories[0]: unknown field \"colour\""), "{e}");
+    assert!(e.starts_with("repositories[0].colour: unknown field"), "{e}");
     let e = refused(json!({"repositories": [{"owner": "a", "name": "b", "issues": [{"title": "t", "state": "weird"}]}]}));
     assert!(e.starts_with("repositories[0].issues[0].state:"), "{e}");
     let e = refused(json!({"users": [{"login": "alice"}], "repositories": [{"owner": "a", "name": "b", "collaborators": ["zed"]}]}));
