@@ -30,7 +30,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use pome_twin_sdk::seed::{Obj, kind};
+use serde_json::Value;
 
 use crate::model::*;
 
@@ -38,122 +39,21 @@ use crate::model::*;
 const SEED_EPOCH: i64 = 1_767_261_600;
 const SEED_STEP: i64 = 300;
 
-/// Reads one JSON object, remembering which keys were read so that unknown ones are errors.
-struct Obj<'a> {
-    path: String,
-    map: &'a Map<String, Value>,
-    known: Vec<&'static str>,
-}
-
-impl<'a> Obj<'a> {
-    fn new(v: &'a Value, path: &str) -> Result<Obj<'a>, String> {
-        match v {
-            Value::Object(map) => Ok(Obj { path: path.to_string(), map, known: Vec::new() }),
-            other => Err(format!("{}: expected an object, found {}", show(path), kind(other))),
-        }
-    }
-    fn at(&self, key: &str) -> String {
-        if self.path.is_empty() { key.to_string() } else { format!("{}.{key}", self.path) }
-    }
-    fn get(&mut self, key: &'static str) -> Option<&'a Value> {
-        self.known.push(key);
-        self.map.get(key).filter(|v| !v.is_null())
-    }
-    fn str(&mut self, key: &'static str) -> Result<Option<String>, String> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(format!("{}: expected a string, found {}", self.at(key), kind(other))),
-        }
-    }
-    fn req_str(&mut self, key: &'static str) -> Result<String, String> {
-        self.str(key)?.ok_or_else(|| format!("{}: required string is missing", self.at(key)))
-    }
-    fn bool(&mut self, key: &'static str) -> Result<bool, String> {
-        match self.get(key) {
-            None => Ok(false),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(format!("{}: expected true or false, found {}", self.at(key), kind(other))),
-        }
-    }
-    fn int(&mut self, key: &'static str) -> Result<Option<i64>, String> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v
-                .as_i64()
-                .map(Some)
-                .ok_or_else(|| format!("{}: expected an integer, found {}", self.at(key), kind(v))),
-        }
-    }
-    fn arr(&mut self, key: &'static str) -> Result<&'a [Value], String> {
-        match self.get(key) {
-            None => Ok(&[]),
-            Some(Value::Array(a)) => Ok(a),
-            Some(other) => Err(format!("{}: expected an array, found {}", self.at(key), kind(other))),
-        }
-    }
-    fn strs(&mut self, key: &'static str) -> Result<Vec<String>, String> {
-        let path = self.at(key);
-        self.arr(key)?
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                v.as_str()
-                    .map(String::from)
-                    .ok_or_else(|| format!("{path}[{i}]: expected a string, found {}", kind(v)))
-            })
-            .collect()
-    }
-    /// Every key present must have been read.
-    fn done(self) -> Result<(), String> {
-        for k in self.map.keys() {
-            if !self.known.iter().any(|x| x == k) {
-                let mut allowed: Vec<&str> = self.known.clone();
-                allowed.sort();
-                allowed.dedup();
-                return Err(format!(
-                    "{}: unknown field (expected one of: {})",
-                    self.at(k),
-                    allowed.join(", ")
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-fn show(path: &str) -> &str {
-    if path.is_empty() { "seed" } else { path }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Build a world from a seed (see the module docs).
 pub fn from_seed(seed: &Value) -> Result<World, String> {
-    let mut top = Obj::new(seed, "")?;
-    top.get("_meta");
+    let top = Obj::new(seed, "", &["_meta", "team", "agent", "users", "channels", "dms", "files", "usergroups", "reminders", "emoji", "rate_limits"])?;
     let mut w = World::default();
     let mut clock = SeedClock(SEED_EPOCH * 1_000_000, BTreeMap::new());
 
     w.team = match top.get("team") {
         Some(t) => {
-            let mut t = Obj::new(t, "team")?;
+            let t = Obj::new(t, "team", &["id", "name", "domain", "email_domain"])?;
             let team = Team {
                 id: t.str("id")?.unwrap_or_else(|| "T0WORKSPACE".into()),
                 name: t.str("name")?.unwrap_or_else(|| "Workspace".into()),
                 domain: t.str("domain")?.unwrap_or_else(|| "workspace".into()),
                 email_domain: t.str("email_domain")?.unwrap_or_default(),
             };
-            t.done()?;
             team
         }
         None => Team { id: "T0WORKSPACE".into(), name: "Workspace".into(), domain: "workspace".into(), email_domain: String::new() },
@@ -237,7 +137,7 @@ pub fn from_seed(seed: &Value) -> Result<World, String> {
 
     for (i, g) in top.arr("usergroups")?.iter().enumerate() {
         let path = format!("usergroups[{i}]");
-        let mut o = Obj::new(g, &path)?;
+        let o = Obj::new(g, &path, &["id", "name", "handle", "description", "users", "channels"])?;
         let id = match o.str("id")? {
             Some(id) => id,
             None => w.new_id("S"),
@@ -247,7 +147,6 @@ pub fn from_seed(seed: &Value) -> Result<World, String> {
         let description = o.str("description")?.unwrap_or_default();
         let users = o.strs("users")?;
         let chans = o.strs("channels")?;
-        o.done()?;
         for (j, u) in users.iter().enumerate() {
             check_user(&w, u, &format!("{path}.users[{j}]"))?;
         }
@@ -277,7 +176,7 @@ pub fn from_seed(seed: &Value) -> Result<World, String> {
 
     for (i, r) in top.arr("reminders")?.iter().enumerate() {
         let path = format!("reminders[{i}]");
-        let mut o = Obj::new(r, &path)?;
+        let o = Obj::new(r, &path, &["id", "user", "text", "time"])?;
         let id = match o.str("id")? {
             Some(id) => id,
             None => w.new_id("Rm"),
@@ -285,7 +184,6 @@ pub fn from_seed(seed: &Value) -> Result<World, String> {
         let user = o.str("user")?.unwrap_or_else(|| w.agent.clone());
         let text = o.req_str("text")?;
         let time = o.int("time")?.ok_or_else(|| format!("{path}.time: required unix time is missing"))?;
-        o.done()?;
         check_user(&w, &user, &format!("{path}.user"))?;
         w.reminders.push(Reminder { id, creator: user.clone(), user, text, time, complete_ts: 0 });
     }
@@ -302,7 +200,7 @@ pub fn from_seed(seed: &Value) -> Result<World, String> {
 
     for (i, r) in top.arr("rate_limits")?.iter().enumerate() {
         let path = format!("rate_limits[{i}]");
-        let mut o = Obj::new(r, &path)?;
+        let o = Obj::new(r, &path, &["method", "after", "count", "retry_after"])?;
         let method = o.req_str("method")?;
         let nat = |v: Option<i64>, key: &str, default: u32| -> Result<u32, String> {
             match v {
@@ -314,10 +212,8 @@ pub fn from_seed(seed: &Value) -> Result<World, String> {
         let after = nat(o.int("after")?, "after", 0)?;
         let count = nat(o.int("count")?, "count", 1)?;
         let retry_after = nat(o.int("retry_after")?, "retry_after", 30)?;
-        o.done()?;
         w.rate_limits.push(RateLimit { method, after, count, retry_after, seen: 0 });
     }
-    top.done()?;
 
     let _ = file_refs;
     Ok(w)
@@ -346,7 +242,7 @@ fn check_user(w: &World, id: &str, path: &str) -> Result<(), String> {
 }
 
 fn parse_user(w: &mut World, v: &Value, path: &str) -> Result<User, String> {
-    let mut o = Obj::new(v, path)?;
+    let o = Obj::new(v, path, &["id", "name", "real_name", "display_name", "first_name", "last_name", "email", "title", "phone", "tz", "is_admin", "is_owner", "is_bot", "is_restricted", "bot_id", "deleted", "presence", "status_text", "status_emoji"])?;
     let id = match o.str("id")? {
         Some(id) if !id.is_empty() => id,
         Some(_) => return Err(format!("{path}.id: must not be empty")),
@@ -364,12 +260,12 @@ fn parse_user(w: &mut World, v: &Value, path: &str) -> Result<User, String> {
         title: o.str("title")?.unwrap_or_default(),
         phone: o.str("phone")?.unwrap_or_default(),
         tz: o.str("tz")?.unwrap_or_else(|| "UTC".into()),
-        is_admin: o.bool("is_admin")?,
-        is_owner: o.bool("is_owner")?,
-        is_bot: o.bool("is_bot")?,
-        is_restricted: o.bool("is_restricted")?,
+        is_admin: o.flag("is_admin")?,
+        is_owner: o.flag("is_owner")?,
+        is_bot: o.flag("is_bot")?,
+        is_restricted: o.flag("is_restricted")?,
         bot_id: o.str("bot_id")?,
-        deleted: o.bool("deleted")?,
+        deleted: o.flag("deleted")?,
         presence: o.str("presence")?.unwrap_or_else(|| "active".into()),
         status_text: o.str("status_text")?.unwrap_or_default(),
         status_emoji: o.str("status_emoji")?.unwrap_or_default(),
@@ -379,7 +275,6 @@ fn parse_user(w: &mut World, v: &Value, path: &str) -> Result<User, String> {
         real_name,
         ..User::default()
     };
-    o.done()?;
     if u.presence != "active" && u.presence != "away" {
         return Err(format!("{path}.presence: expected \"active\" or \"away\", found {:?}", u.presence));
     }
@@ -395,7 +290,7 @@ fn parse_user(w: &mut World, v: &Value, path: &str) -> Result<User, String> {
     Ok(u)
 }
 
-fn parse_topic(o: &mut Obj, key: &'static str, creator: &str) -> Result<Topic, String> {
+fn parse_topic(o: &Obj, key: &str, creator: &str) -> Result<Topic, String> {
     let path = o.at(key);
     match o.get(key) {
         None => Ok(Topic::default()),
@@ -405,11 +300,10 @@ fn parse_topic(o: &mut Obj, key: &'static str, creator: &str) -> Result<Topic, S
             last_set: if s.is_empty() { 0 } else { SEED_EPOCH },
         }),
         Some(v @ Value::Object(_)) => {
-            let mut t = Obj::new(v, &path)?;
+            let t = Obj::new(v, &path, &["value", "creator", "last_set"])?;
             let value = t.req_str("value")?;
             let c = t.str("creator")?.unwrap_or_else(|| creator.to_string());
             let last_set = t.int("last_set")?.unwrap_or(SEED_EPOCH);
-            t.done()?;
             Ok(Topic { value, creator: c, last_set })
         }
         Some(other) => Err(format!("{path}: expected a string or {{\"value\": ...}}, found {}", kind(other))),
@@ -434,7 +328,7 @@ pub fn valid_channel_name(name: &str) -> Result<(), &'static str> {
 }
 
 fn parse_channel(w: &mut World, v: &Value, path: &str, clock: &mut SeedClock) -> Result<Channel, String> {
-    let mut o = Obj::new(v, path)?;
+    let o = Obj::new(v, path, &["id", "name", "is_private", "is_archived", "is_general", "created", "creator", "members", "topic", "purpose", "messages", "bookmarks"])?;
     let id = match o.str("id")? {
         Some(id) if !id.is_empty() => id,
         Some(_) => return Err(format!("{path}.id: must not be empty")),
@@ -451,9 +345,9 @@ fn parse_channel(w: &mut World, v: &Value, path: &str, clock: &mut SeedClock) ->
     if w.channels.iter().any(|c| c.name == name) {
         return Err(format!("{path}.name: duplicate channel name {name:?}"));
     }
-    let is_private = o.bool("is_private")?;
-    let is_archived = o.bool("is_archived")?;
-    let is_general = o.bool("is_general")?;
+    let is_private = o.flag("is_private")?;
+    let is_archived = o.flag("is_archived")?;
+    let is_general = o.flag("is_general")?;
     let created = o.int("created")?.unwrap_or(SEED_EPOCH - 86_400);
     let members_given = o.get("members").is_some();
     let mut members = o.strs("members")?;
@@ -477,8 +371,8 @@ fn parse_channel(w: &mut World, v: &Value, path: &str, clock: &mut SeedClock) ->
         }
         None => members.first().cloned().unwrap_or_else(|| w.agent.clone()),
     };
-    let topic = parse_topic(&mut o, "topic", &creator)?;
-    let purpose = parse_topic(&mut o, "purpose", &creator)?;
+    let topic = parse_topic(&o, "topic", &creator)?;
+    let purpose = parse_topic(&o, "purpose", &creator)?;
     let mut ch = Channel {
         id,
         name,
@@ -497,20 +391,18 @@ fn parse_channel(w: &mut World, v: &Value, path: &str, clock: &mut SeedClock) ->
     parse_messages(w, &mut ch, msgs, &format!("{path}.messages"), clock)?;
     for (j, b) in o.arr("bookmarks")?.iter().enumerate() {
         let bp = format!("{path}.bookmarks[{j}]");
-        let mut bo = Obj::new(b, &bp)?;
+        let bo = Obj::new(b, &bp, &["title", "link", "emoji"])?;
         let title = bo.req_str("title")?;
         let link = bo.req_str("link")?;
         let emoji = bo.str("emoji")?.unwrap_or_default();
-        bo.done()?;
         let id = w.new_id("Bk");
         ch.bookmarks.push(Bookmark { id, title, link, emoji, created: SEED_EPOCH, updated: SEED_EPOCH, updated_by: ch.creator.clone() });
     }
-    o.done()?;
     Ok(ch)
 }
 
 fn parse_dm(w: &mut World, v: &Value, path: &str, clock: &mut SeedClock) -> Result<Channel, String> {
-    let mut o = Obj::new(v, path)?;
+    let o = Obj::new(v, path, &["id", "members", "messages"])?;
     let id_arg = o.str("id")?;
     let mut members = o.strs("members")?;
     for (j, m) in members.iter().enumerate() {
@@ -542,7 +434,6 @@ fn parse_dm(w: &mut World, v: &Value, path: &str, clock: &mut SeedClock) -> Resu
     };
     let msgs = o.arr("messages")?;
     parse_messages(w, &mut ch, msgs, &format!("{path}.messages"), clock)?;
-    o.done()?;
     Ok(ch)
 }
 
@@ -613,7 +504,7 @@ fn parse_message(
     clock: &mut SeedClock,
     out: &mut Vec<(Message, String, bool)>,
 ) -> Result<(), String> {
-    let mut o = Obj::new(v, path)?;
+    let o = Obj::new(v, path, &["user", "username", "text", "ts", "thread_ts", "reactions", "subtype", "bot_id", "pinned", "blocks", "attachments", "files", "replies"])?;
     let username = o.str("username")?;
     let user = match o.str("user")? {
         Some(u) => {
@@ -648,12 +539,11 @@ fn parse_message(
     let mut reactions = Vec::new();
     for (j, r) in o.arr("reactions")?.iter().enumerate() {
         let rp = format!("{path}.reactions[{j}]");
-        let mut ro = Obj::new(r, &rp)?;
+        let ro = Obj::new(r, &rp, &["name", "users", "count"])?;
         let name = ro.req_str("name")?;
         let name = name.trim_matches(':').to_string();
         let users = ro.strs("users")?;
         let count = ro.int("count")?;
-        ro.done()?;
         for (k, u) in users.iter().enumerate() {
             check_user(w, u, &format!("{rp}.users[{k}]"))?;
         }
@@ -671,12 +561,11 @@ fn parse_message(
     }
     let subtype = o.str("subtype")?;
     let bot_id = o.str("bot_id")?;
-    let pinned = o.bool("pinned")?;
-    let blocks = raw_json_array(&mut o, "blocks")?;
-    let attachments = raw_json_array(&mut o, "attachments")?;
+    let pinned = o.flag("pinned")?;
+    let blocks = raw_json_array(&o, "blocks")?;
+    let attachments = raw_json_array(&o, "attachments")?;
     let files = o.strs("files")?;
     let replies = o.arr("replies")?;
-    o.done()?;
     if parent.is_some() && !replies.is_empty() {
         return Err(format!("{path}.replies: replies cannot have replies"));
     }
@@ -724,7 +613,7 @@ fn parse_message(
     Ok(())
 }
 
-fn raw_json_array(o: &mut Obj, key: &'static str) -> Result<Option<String>, String> {
+fn raw_json_array(o: &Obj, key: &str) -> Result<Option<String>, String> {
     let path = o.at(key);
     match o.get(key) {
         None => Ok(None),
@@ -734,7 +623,7 @@ fn raw_json_array(o: &mut Obj, key: &'static str) -> Result<Option<String>, Stri
 }
 
 fn parse_file(w: &mut World, v: &Value, path: &str) -> Result<File, String> {
-    let mut o = Obj::new(v, path)?;
+    let o = Obj::new(v, path, &["id", "name", "user", "title", "filetype", "mimetype", "content", "created", "channels"])?;
     let id = match o.str("id")? {
         Some(id) => id,
         None => w.new_id("F"),
@@ -749,7 +638,6 @@ fn parse_file(w: &mut World, v: &Value, path: &str) -> Result<File, String> {
     let content = o.str("content")?.unwrap_or_default();
     let created = o.int("created")?.unwrap_or(SEED_EPOCH);
     let channels = o.strs("channels")?;
-    o.done()?;
     for (j, c) in channels.iter().enumerate() {
         if w.channel_idx(c).is_none() {
             return Err(format!("{path}.channels[{j}]: unknown channel {c:?}"));
