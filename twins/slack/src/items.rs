@@ -242,21 +242,20 @@ pub fn bookmarks_edit(w: &mut World, call: &mut Call, a: &Args) -> Res {
     }
     let now = now_secs();
     let agent = w.agent.clone();
-    let c = &mut w.channels[ci];
-    let before = c.bookmarks[bi].clone();
-    let b = &mut c.bookmarks[bi];
-    if let Some(t) = a.str("title") {
-        b.title = t;
-    }
-    if let Some(l) = a.str("link") {
-        b.link = l;
-    }
-    if let Some(e) = a.str("emoji") {
-        b.emoji = e;
-    }
-    b.updated = now;
-    b.updated_by = agent;
-    call.updated("bookmark", b.id.clone(), &before, &b.clone());
+    let b = &mut w.channels[ci].bookmarks[bi];
+    call.update("bookmark", b.id.clone(), b, |b| {
+        if let Some(t) = a.str("title") {
+            b.title = t;
+        }
+        if let Some(l) = a.str("link") {
+            b.link = l;
+        }
+        if let Some(e) = a.str("emoji") {
+            b.emoji = e;
+        }
+        b.updated = now;
+        b.updated_by = agent;
+    });
     let c = &w.channels[ci];
     ok(json!({"bookmark": render::bookmark(w, c, &c.bookmarks[bi])}))
 }

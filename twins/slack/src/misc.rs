@@ -140,9 +140,8 @@ pub fn reminders_info(w: &mut World, _call: &mut Call, a: &Args) -> Res {
 pub fn reminders_complete(w: &mut World, call: &mut Call, a: &Args) -> Res {
     let ri = find_reminder(w, a)?;
     if w.reminders[ri].complete_ts == 0 {
-        let before = w.reminders[ri].clone();
-        w.reminders[ri].complete_ts = now_secs();
-        call.updated("reminder", before.id.clone(), &before, &w.reminders[ri].clone());
+        let r = &mut w.reminders[ri];
+        call.update("reminder", r.id.clone(), r, |r| r.complete_ts = now_secs());
     }
     ok(json!({}))
 }
@@ -175,9 +174,8 @@ pub fn dnd_info(w: &mut World, _call: &mut Call, a: &Args) -> Res {
 
 fn set_snooze(w: &mut World, call: &mut Call, until: i64) {
     let ui = w.user_idx(&w.agent.clone()).expect("agent exists");
-    let before = w.users[ui].clone();
-    w.users[ui].snooze_until = until;
-    call.updated("user", before.id.clone(), &before, &w.users[ui].clone());
+    let u = &mut w.users[ui];
+    call.update("user", u.id.clone(), u, |u| u.snooze_until = until);
 }
 
 pub fn dnd_set_snooze(w: &mut World, call: &mut Call, a: &Args) -> Res {

@@ -77,9 +77,8 @@ pub fn set_presence(w: &mut World, call: &mut Call, a: &Args) -> Res {
     };
     let ui = w.user_idx(&w.agent.clone()).expect("agent exists");
     if w.users[ui].presence != value {
-        let before = w.users[ui].clone();
-        w.users[ui].presence = value.into();
-        call.updated("user", before.id.clone(), &before, &w.users[ui].clone());
+        let u = &mut w.users[ui];
+        call.update("user", u.id.clone(), u, |u| u.presence = value.into());
     }
     ok(json!({}))
 }

@@ -644,13 +644,12 @@ pub fn lock(w: &mut World, call: &mut Call) -> ApiResult {
     }
     let number = num(call, "issue_number")?;
     let r = w.repo_mut(call, Role::Triage)?;
-    let i = r.issues.get_mut(&number).ok_or_else(ApiError::not_found)?;
-    let before = i.clone();
-    i.locked = true;
-    i.active_lock_reason = inp.lock_reason;
-    let after = i.clone();
     let id = issue_ref(r, number);
-    call.updated("issue", id, &before, &after);
+    let i = r.issues.get_mut(&number).ok_or_else(ApiError::not_found)?;
+    call.update("issue", id, i, |i| {
+        i.locked = true;
+        i.active_lock_reason = inp.lock_reason;
+    });
     let key = w.repo_key_for(call)?;
     push_event(w, &key, number, "locked", None, None);
     no_content()
@@ -660,16 +659,15 @@ pub fn lock(w: &mut World, call: &mut Call) -> ApiResult {
 pub fn unlock(w: &mut World, call: &mut Call) -> ApiResult {
     let number = num(call, "issue_number")?;
     let r = w.repo_mut(call, Role::Triage)?;
+    let id = issue_ref(r, number);
     let i = r.issues.get_mut(&number).ok_or_else(ApiError::not_found)?;
     if !i.locked {
         return Err(ApiError::not_found());
     }
-    let before = i.clone();
-    i.locked = false;
-    i.active_lock_reason = None;
-    let after = i.clone();
-    let id = issue_ref(r, number);
-    call.updated("issue", id, &before, &after);
+    call.update("issue", id, i, |i| {
+        i.locked = false;
+        i.active_lock_reason = None;
+    });
     let key = w.repo_key_for(call)?;
     push_event(w, &key, number, "unlocked", None, None);
     no_content()
@@ -788,11 +786,10 @@ pub fn update_comment(w: &mut World, call: &mut Call) -> ApiResult {
     if !c.user.eq_ignore_ascii_case(&viewer) && role < Role::Triage {
         return Err(ApiError::forbidden("You do not have permission to update this comment."));
     }
-    let before = c.clone();
-    c.body = body;
-    c.updated_at = time::now_iso();
-    let after = c.clone();
-    call.updated("issue_comment", id, &before, &after);
+    call.update("issue_comment", id, c, |c| {
+        c.body = body;
+        c.updated_at = time::now_iso();
+    });
     let r = &w.repos[&key];
     json(200, &w.comment_json(&call.req.base_url, r, &r.comments[&id]))
 }

@@ -771,11 +771,11 @@ pub fn remove_requested_reviewers(w: &mut World, call: &mut Call) -> ApiResult {
     }
     let number = pull_of(r, call)?.number;
     let r = w.repos.get_mut(&key).unwrap();
+    let id = issue_ref(r, number);
     let i = r.issues.get_mut(&number).unwrap();
-    let before = i.clone();
-    i.pull.as_mut().unwrap().requested_reviewers.retain(|x| !inp.reviewers.iter().any(|l| l.eq_ignore_ascii_case(x)));
-    let after = i.clone();
-    call.updated("pull_request", issue_ref(r, number), &before, &after);
+    call.update("pull_request", id, i, |i| {
+        i.pull.as_mut().unwrap().requested_reviewers.retain(|x| !inp.reviewers.iter().any(|l| l.eq_ignore_ascii_case(x)));
+    });
     for l in inp.reviewers {
         push_event(w, &key, number, "review_request_removed", Some(l), None);
     }
@@ -967,10 +967,8 @@ pub fn update_review(w: &mut World, call: &mut Call) -> ApiResult {
     if !x.user.eq_ignore_ascii_case(&viewer) {
         return Err(ApiError::forbidden("You can only update your own reviews."));
     }
-    let before = x.clone();
-    x.body = body;
+    call.update("review", format!("{full}#{number}:{id}"), x, |x| x.body = body);
     let after = x.clone();
-    call.updated("review", format!("{full}#{number}:{id}"), &before, &after);
     let r = &w.repos[&key];
     json(200, &review_json(w, &call.req.base_url, r, number, &after))
 }
@@ -994,12 +992,12 @@ pub fn submit_review(w: &mut World, call: &mut Call) -> ApiResult {
     }
     let body = inp.body.unwrap_or_else(|| x.body.clone());
     check_review(&author, &viewer, state, &body, false)?;
-    let before = x.clone();
-    x.state = state.to_string();
-    x.body = body;
-    x.submitted_at = Some(now);
+    call.update("review", format!("{full}#{number}:{id}"), x, |x| {
+        x.state = state.to_string();
+        x.body = body;
+        x.submitted_at = Some(now);
+    });
     let after = x.clone();
-    call.updated("review", format!("{full}#{number}:{id}"), &before, &after);
     if let Some(p) = r.issues.get_mut(&number).and_then(|i| i.pull.as_mut()) {
         p.requested_reviewers.retain(|x| !x.eq_ignore_ascii_case(&viewer));
     }
@@ -1023,10 +1021,8 @@ pub fn dismiss_review(w: &mut World, call: &mut Call) -> ApiResult {
     if x.state == "PENDING" {
         return Err(ApiError::new(422, "Unprocessable Entity").with_error(json!("Can not dismiss a pending review")));
     }
-    let before = x.clone();
-    x.state = "DISMISSED".into();
+    call.update("review", format!("{full}#{number}:{id}"), x, |x| x.state = "DISMISSED".into());
     let after = x.clone();
-    call.updated("review", format!("{full}#{number}:{id}"), &before, &after);
     push_event(w, &key, number, "review_dismissed", Some(message), None);
     let r = &w.repos[&key];
     json(200, &review_json(w, &call.req.base_url, r, number, &after))
@@ -1200,11 +1196,11 @@ pub fn update_review_comment(w: &mut World, call: &mut Call) -> ApiResult {
     if !c.user.eq_ignore_ascii_case(&viewer) && role < Role::Triage {
         return Err(ApiError::forbidden("You do not have permission to update this comment."));
     }
-    let before = c.clone();
-    c.body = body;
-    c.updated_at = time::now_iso();
+    call.update("review_comment", id, c, |c| {
+        c.body = body;
+        c.updated_at = time::now_iso();
+    });
     let after = c.clone();
-    call.updated("review_comment", id, &before, &after);
     let r = &w.repos[&key];
     json(200, &review_comment_json(w, &call.req.base_url, r, &after))
 }

@@ -318,11 +318,9 @@ pub fn replace_topics(w: &mut World, call: &mut Call) -> ApiResult {
         return Err(ApiError::forbidden("Must have admin rights to Repository."));
     }
     let r = w.repo_mut(call, Role::Admin)?;
-    let before = r.topics.clone();
-    r.topics = names.iter().map(|n| n.to_ascii_lowercase()).collect();
-    let after = r.topics.clone();
-    call.updated("repository_topics", r.full_name(), &before, &after);
-    json(200, &json!({"names": after}))
+    let full = r.full_name();
+    call.update("repository_topics", full, &mut r.topics, |t| *t = names.iter().map(|n| n.to_ascii_lowercase()).collect());
+    json(200, &json!({"names": r.topics}))
 }
 
 /// `GET /repos/{owner}/{repo}/languages` (`repos/list-languages`): bytes per language
