@@ -1,0 +1,500 @@
+//! Execution: apollo-compiler's executor drives the document; these resolvers answer each
+//! field from the world. One resolver serves every entity type: scalars come from the
+//! entity's field, relations from `<field>Id` / `<singular>Ids`, connections from children
+//! whose foreign key points back (`Issue.teamId` for `Team.issues`), with Linear's
+//! pagination, filters, ordering and archive rules.
+
+use std::cell::RefCell;
+
+use apollo_compiler::response::JsonValue;
+use apollo_compiler::resolvers::{FieldError, ObjectValue, ResolveInfo, ResolvedValue};
+use apollo_compiler::schema::ExtendedType;
+use pome_twin_sdk::{Change, Delivery};
+use serde_json::{Map, Value, json};
+
+use crate::filter;
+use crate::gql::{self, schema};
+use crate::model::{Entity, Inner, priority_label, slug};
+
+/// What a request did besides its answer.
+#[derive(Default)]
+pub struct Effects {
+    pub changes: Vec<Change>,
+    pub deliveries: Vec<Delivery>,
+    pub unsupported: Vec<String>,
+    /// Extensions for error messages raised by resolvers.
+    pub error_ext: Vec<(String, Value)>,
+    pub actions: Vec<String>,
+}
+
+pub struct Ctx<'w> {
+    pub w: RefCell<&'w mut Inner>,
+    pub base_url: String,
+    pub now: String,
+    pub fx: RefCell<Effects>,
+}
+
+pub fn to_json(v: &JsonValue) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+pub fn from_json(v: Value) -> JsonValue {
+    apollo_compiler::response::serde_json_bytes::to_value(v).unwrap_or(JsonValue::Null)
+}
+
+fn leaf<'a>(v: Value) -> ResolvedValue<'a> {
+    ResolvedValue::Leaf(from_json(v))
+}
+
+/// Numbers as the field's scalar wants them: `Float` fields answer floats, `Int` fields
+/// integers (the executor checks result types strictly).
+pub fn coerce(v: Value, named: &str) -> Value {
+    match (v, named) {
+        (Value::Array(a), _) => Value::Array(a.into_iter().map(|x| coerce(x, named)).collect()),
+        (Value::Number(n), "Float") => n.as_f64().map(|f| json!(f)).unwrap_or(Value::Number(n)),
+        (Value::Number(n), "Int") => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && n.as_i64().is_none() => json!(f as i64),
+            _ => Value::Number(n),
+        },
+        (v, _) => v,
+    }
+}
+
+fn typed<'a>(v: Value, ty: &apollo_compiler::schema::Type) -> ResolvedValue<'a> {
+    let named = ty.inner_named_type().as_str();
+    match (v, ty) {
+        (Value::Array(a), apollo_compiler::schema::Type::List(inner) | apollo_compiler::schema::Type::NonNullList(inner)) => {
+            let inner = (**inner).clone();
+            ResolvedValue::list(a.into_iter().map(move |x| typed(x, &inner)))
+        }
+        (v, _) => leaf(coerce(v, named)),
+    }
+}
+
+impl Ctx<'_> {
+    /// A field error with Linear's extensions.
+    pub fn error(&self, message: String, ext: Value) -> FieldError {
+        self.fx.borrow_mut().error_ext.push((message.clone(), ext));
+        FieldError { message }
+    }
+
+    pub fn invalid_input(&self, message: String, user: &str) -> FieldError {
+        self.error(
+            message,
+            json!({"type": "invalid input", "code": "INVALID_INPUT", "statusCode": 400, "userError": true, "userPresentableMessage": user}),
+        )
+    }
+
+    pub fn not_found(&self, ty: &str) -> FieldError {
+        self.invalid_input(format!("Entity not found: {ty}"), &format!("Could not find referenced {ty}."))
+    }
+
+    pub fn unsupported(&self, coord: &str) -> FieldError {
+        self.fx.borrow_mut().unsupported.push(coord.to_string());
+        self.error(
+            format!("{coord} is not served by the pome Linear twin"),
+            json!({"type": "other", "code": "UNSUPPORTED", "userError": false, "fidelity": "unsupported", "userPresentableMessage": format!("The pome Linear twin does not serve {coord}.")}),
+        )
+    }
+}
+
+/// A concrete type for `id` among the types `named` may be.
+pub fn find_typed(w: &Inner, named: &str, id: &str) -> Option<String> {
+    if gql::is_object(named) {
+        if named == "Issue" {
+            return w.issue_id(id).map(|_| "Issue".to_string());
+        }
+        return w.get(named, id).map(|_| named.to_string());
+    }
+    gql::possible_types(named).into_iter().find(|t| w.get(t, id).is_some())
+}
+
+pub fn singular(field: &str) -> String {
+    if field == "children" {
+        "child".into()
+    } else if let Some(s) = field.strip_suffix("ies") {
+        format!("{s}y")
+    } else if let Some(s) = field.strip_suffix('s') {
+        s.to_string()
+    } else {
+        field.to_string()
+    }
+}
+
+pub fn lcfirst(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// The value a field takes on an entity: computed fields first, then the stored one.
+pub fn field_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, name: &str) -> Option<Value> {
+    let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let computed = match (ty, name) {
+        (_, "id") => Some(Value::String(id.to_string())),
+        ("Issue", "url") => Some(Value::String(format!("{base_url}/{}/issue/{}/{}", w.org_url_key(), s("identifier"), slug(&s("title"))))),
+        ("Issue", "priorityLabel") => Some(Value::String(priority_label(e.get("priority").and_then(Value::as_f64).unwrap_or(0.0) as i64).into())),
+        ("Issue", "searchableContent") => Some(Value::String(format!("{} {}", s("title"), s("description")))),
+        ("Comment", "url") => {
+            let issue = s("issueId");
+            let ident = w.str_field("Issue", &issue, "identifier").unwrap_or("").to_string();
+            Some(Value::String(format!("{base_url}/{}/issue/{ident}#comment-{}", w.org_url_key(), &id[..id.len().min(8)])))
+        }
+        ("Project", "url") => Some(Value::String(format!("{base_url}/{}/project/{}", w.org_url_key(), slug(&s("name"))))),
+        ("Document", "url") => Some(Value::String(format!("{base_url}/{}/document/{}", w.org_url_key(), slug(&s("title"))))),
+        ("User", "isMe") => Some(Value::Bool(id == w.viewer)),
+        ("User", "url") => Some(Value::String(format!("{base_url}/{}/profiles/{}", w.org_url_key(), s("displayName")))),
+        ("Team", "issueCount") => Some(json!(w.all("Issue").filter(|(_, i)| i.get("teamId").and_then(Value::as_str) == Some(id)).count())),
+        ("Organization", "userCount") => Some(json!(w.all("User").count())),
+        _ => None,
+    };
+    computed.or_else(|| e.get(name).cloned())
+}
+
+/// A non-null leaf with no stored value gets the zero of its type.
+fn default_leaf(w: &Inner, e: &Entity, ty: &apollo_compiler::schema::Type, now: &str) -> Value {
+    if ty.is_list() {
+        return json!([]);
+    }
+    let named = ty.inner_named_type().as_str();
+    match named {
+        "String" | "ID" => json!(""),
+        "Boolean" => json!(false),
+        "Int" | "Float" => json!(0),
+        "DateTime" => e.get("createdAt").cloned().unwrap_or_else(|| json!(now)),
+        "TimelessDate" => json!(now.get(..10).unwrap_or(now)),
+        "JSON" | "JSONObject" => json!({}),
+        _ => match schema().types.get(named) {
+            Some(ExtendedType::Enum(en)) => en.values.keys().next().map(|k| json!(k.as_str())).unwrap_or(Value::Null),
+            _ => {
+                let _ = w;
+                json!("")
+            }
+        },
+    }
+}
+
+/// An entity of the world.
+pub struct Ent<'c, 'w> {
+    pub ctx: &'c Ctx<'w>,
+    pub ty: String,
+    pub id: String,
+}
+
+impl ObjectValue for Ent<'_, '_> {
+    fn type_name(&self) -> &str {
+        &self.ty
+    }
+
+    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+        let ctx = self.ctx;
+        let def = info.field_definition();
+        let name = info.field_name();
+        let w = ctx.w.borrow();
+        let sty = crate::root::store_ty(&self.ty);
+        let Some(e) = w.get(sty, &self.id) else {
+            return Err(ctx.not_found(sty));
+        };
+        let named = def.ty.inner_named_type().as_str();
+        if !gql::is_composite(named) {
+            let v = field_value(&w, &ctx.base_url, sty, &self.id, e, name).filter(|v| !v.is_null());
+            return Ok(typed(
+                match v {
+                    Some(v) => v,
+                    None if def.ty.is_non_null() => default_leaf(&w, e, &def.ty, &ctx.now),
+                    None => Value::Null,
+                },
+                &def.ty,
+            ));
+        }
+        let args = to_json(&JsonValue::Object(info.arguments().clone()));
+        if gql::connection_node(named).is_some() {
+            let items = children(&w, sty, &self.id, e, name, named);
+            drop(w);
+            return connection(ctx, named, items, &args);
+        }
+        if def.ty.is_list() {
+            let ids: Vec<String> = e
+                .get(&format!("{}Ids", singular(name)))
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .unwrap_or_default();
+            let items: Vec<(String, String)> = ids.iter().filter_map(|id| find_typed(&w, named, id).map(|t| (t, id.clone()))).collect();
+            drop(w);
+            return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t, id }))));
+        }
+        // An embedded object stored as JSON (e.g. `Issue.botActor`).
+        if let Some(v @ Value::Object(_)) = e.get(name) {
+            return Ok(ResolvedValue::object(Plain { ty: named.to_string(), value: v.clone() }));
+        }
+        let target = e.get(&format!("{name}Id")).and_then(Value::as_str).map(String::from).or_else(|| {
+            // The relation back to the organization is implicit.
+            (named == "Organization").then(|| w.org.clone())
+        });
+        let found = target.and_then(|id| find_typed(&w, named, &id).map(|t| (t, id)));
+        drop(w);
+        match found {
+            Some((t, id)) => {
+                let id = if t == "Issue" { ctx.w.borrow().issue_id(&id).unwrap_or(id) } else { id };
+                Ok(ResolvedValue::object(Ent { ctx, ty: t, id }))
+            }
+            None if def.ty.is_non_null() => Err(ctx.error(
+                format!("{}.{name} could not be resolved", sty),
+                json!({"type": "internal error", "code": "INTERNAL_SERVER_ERROR", "userError": false}),
+            )),
+            None => Ok(ResolvedValue::null()),
+        }
+    }
+}
+
+/// The children of entity `(pty, pid)` that its connection field `field` lists.
+fn children(w: &Inner, pty: &str, pid: &str, e: &Entity, field: &str, conn: &str) -> Vec<(String, String)> {
+    let node = gql::connection_node(conn).unwrap_or_default();
+    let types = gql::possible_types(&node);
+    // A list of ids on the parent (`Issue.labelIds` for `Issue.labels`).
+    if let Some(ids) = e.get(&format!("{}Ids", singular(field))).and_then(Value::as_array) {
+        return ids.iter().filter_map(Value::as_str).filter_map(|id| find_typed(w, &node, id).map(|t| (t, id.to_string()))).collect();
+    }
+    let fk: String = match (pty, field) {
+        ("Issue", "children") | ("Comment", "children") | ("IssueLabel", "children") => "parentId".into(),
+        ("User", "assignedIssues") => "assigneeId".into(),
+        ("User", "createdIssues") => "creatorId".into(),
+        ("User", "delegatedIssues") => "delegateId".into(),
+        ("Issue", "inverseRelations") => "relatedIssueId".into(),
+        ("Team", "members") | ("User", "teams") => {
+            let (mine, theirs) = if pty == "Team" { ("teamId", "userId") } else { ("userId", "teamId") };
+            return w
+                .all("TeamMembership")
+                .filter(|(_, m)| m.get(mine).and_then(Value::as_str) == Some(pid) && m.get("archivedAt").is_none_or(Value::is_null))
+                .filter_map(|(_, m)| m.get(theirs).and_then(Value::as_str))
+                .filter_map(|id| find_typed(w, &node, id).map(|t| (t, id.to_string())))
+                .collect();
+        }
+        _ => format!("{}Id", lcfirst(pty)),
+    };
+    let fks = format!("{}s", fk);
+    let mut out = Vec::new();
+    for t in &types {
+        for (id, c) in w.all(t) {
+            let direct = c.get(&fk).and_then(Value::as_str) == Some(pid);
+            let listed = c.get(&fks).and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v.as_str() == Some(pid)));
+            if direct || listed {
+                out.push((t.clone(), id.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Every entity a root connection lists.
+pub fn all_of(w: &Inner, conn: &str) -> Vec<(String, String)> {
+    let node = gql::connection_node(conn).unwrap_or_default();
+    let mut out = Vec::new();
+    for t in gql::possible_types(&node) {
+        out.extend(w.all(&t).map(|(id, _)| (t.clone(), id.clone())));
+    }
+    out
+}
+
+/// Filter, order and page `items` as a `…Connection`.
+pub fn connection<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, mut items: Vec<(String, String)>, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
+    let w = ctx.w.borrow();
+    let include_archived = args.get("includeArchived").and_then(Value::as_bool).unwrap_or(false);
+    let filt = args.get("filter").filter(|f| f.is_object());
+    items.retain(|(t, id)| {
+        let Some(e) = w.get(t, id) else { return false };
+        if !include_archived && e.get("archivedAt").is_some_and(|v| !v.is_null()) {
+            return false;
+        }
+        filt.is_none_or(|f| filter::matches(&w, &ctx.base_url, t, id, e, f))
+    });
+    let key = match args.get("orderBy").and_then(Value::as_str) {
+        Some("updatedAt") => "updatedAt",
+        _ => "createdAt",
+    };
+    items.sort_by(|a, b| {
+        let ka = w.get(&a.0, &a.1).and_then(|e| e.get(key)).and_then(Value::as_str).unwrap_or("");
+        let kb = w.get(&b.0, &b.1).and_then(|e| e.get(key)).and_then(Value::as_str).unwrap_or("");
+        kb.cmp(ka).then_with(|| b.1.cmp(&a.1))
+    });
+    drop(w);
+    let first = args.get("first").and_then(Value::as_i64);
+    let last = args.get("last").and_then(Value::as_i64);
+    for (n, v) in [("first", first), ("last", last)] {
+        if v.is_some_and(|v| v < 0) {
+            return Err(ctx.invalid_input(format!("Argument Validation Error - {n} must be a positive number"), &format!("{n} must be a positive number")));
+        }
+    }
+    let mut start = 0usize;
+    let mut end = items.len();
+    if let Some(after) = args.get("after").and_then(Value::as_str) {
+        match items.iter().position(|(_, id)| id == after) {
+            Some(i) => start = i + 1,
+            None => return Err(ctx.invalid_input(format!("Invalid cursor: {after}"), "The cursor is invalid.")),
+        }
+    }
+    if let Some(before) = args.get("before").and_then(Value::as_str) {
+        match items.iter().position(|(_, id)| id == before) {
+            Some(i) => end = i.min(end),
+            None => return Err(ctx.invalid_input(format!("Invalid cursor: {before}"), "The cursor is invalid.")),
+        }
+    }
+    let end = end.max(start);
+    let (s, e) = match (first, last) {
+        (_, Some(l)) if first.is_none() => (end.saturating_sub(l as usize).max(start), end),
+        (f, _) => {
+            let f = f.unwrap_or(50).min(250) as usize;
+            (start, (start + f).min(end))
+        }
+    };
+    let page: Vec<(String, String)> = items[s..e].to_vec();
+    let info = json!({
+        "hasNextPage": e < items.len(),
+        "hasPreviousPage": s > 0,
+        "startCursor": page.first().map(|p| p.1.clone()),
+        "endCursor": page.last().map(|p| p.1.clone()),
+    });
+    let total = items.len();
+    Ok(ResolvedValue::object(Conn { ctx, ty: conn.to_string(), items: page, info, total }))
+}
+
+pub struct Conn<'c, 'w> {
+    ctx: &'c Ctx<'w>,
+    ty: String,
+    items: Vec<(String, String)>,
+    info: Value,
+    total: usize,
+}
+
+impl ObjectValue for Conn<'_, '_> {
+    fn type_name(&self) -> &str {
+        &self.ty
+    }
+
+    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+        let ctx = self.ctx;
+        let node_ty = gql::connection_node(&self.ty).unwrap_or_default();
+        // Search results are issues under their own type name.
+        let alias = (crate::root::store_ty(&node_ty) != node_ty).then_some(node_ty);
+        match info.field_name() {
+            "nodes" => Ok(ResolvedValue::list(self.items.iter().map(move |(t, id)| {
+                ResolvedValue::object(Ent { ctx, ty: alias.clone().unwrap_or_else(|| t.clone()), id: id.clone() })
+            }))),
+            "edges" => {
+                let edge_ty = info.field_definition().ty.inner_named_type().to_string();
+                Ok(ResolvedValue::list(self.items.iter().map(move |(t, id)| {
+                    ResolvedValue::object(Edge { ctx, ty: edge_ty.clone(), node: (alias.clone().unwrap_or_else(|| t.clone()), id.clone()) })
+                })))
+            }
+            "totalCount" => Ok(typed(json!(self.total), &info.field_definition().ty)),
+            "archivePayload" => Ok(ResolvedValue::object(Plain { ty: "ArchiveResponse".into(), value: json!({"archive": "", "databaseVersion": 0, "includesDependencies": [], "totalCount": 0}) })),
+            "pageInfo" => Ok(ResolvedValue::object(Plain { ty: "PageInfo".into(), value: self.info.clone() })),
+            _ => Ok(ResolvedValue::null()),
+        }
+    }
+}
+
+pub struct Edge<'c, 'w> {
+    ctx: &'c Ctx<'w>,
+    ty: String,
+    node: (String, String),
+}
+
+impl ObjectValue for Edge<'_, '_> {
+    fn type_name(&self) -> &str {
+        &self.ty
+    }
+
+    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+        match info.field_name() {
+            "node" => Ok(ResolvedValue::object(Ent { ctx: self.ctx, ty: self.node.0.clone(), id: self.node.1.clone() })),
+            "cursor" => Ok(leaf(Value::String(self.node.1.clone()))),
+            _ => Ok(ResolvedValue::null()),
+        }
+    }
+}
+
+/// An object given whole as JSON (page info, rate-limit status, payload extras).
+pub struct Plain {
+    pub ty: String,
+    pub value: Value,
+}
+
+impl ObjectValue for Plain {
+    fn type_name(&self) -> &str {
+        &self.ty
+    }
+
+    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+        let def = info.field_definition();
+        let v = self.value.get(info.field_name()).cloned().unwrap_or(Value::Null);
+        let named = def.ty.inner_named_type().to_string();
+        if gql::is_composite(&named) {
+            return Ok(match v {
+                Value::Object(_) => ResolvedValue::object(Plain { ty: named, value: v }),
+                Value::Array(a) => ResolvedValue::list(a.into_iter().map(move |x| ResolvedValue::object(Plain { ty: named.clone(), value: x }))),
+                _ => ResolvedValue::null(),
+            });
+        }
+        if v.is_null() && def.ty.is_non_null() {
+            return Ok(typed(default_leaf(&Inner::default(), &Map::new(), &def.ty, ""), &def.ty));
+        }
+        Ok(typed(v, &def.ty))
+    }
+}
+
+/// A mutation's payload: `success`, `lastSyncId`, and the entity under whatever name the
+/// payload type gives it (`issue`, `entity`, `comment`…), or its id (`entityId`).
+pub struct Payload<'c, 'w> {
+    pub ctx: &'c Ctx<'w>,
+    pub ty: String,
+    pub sync: u64,
+    pub entity: Option<(String, String)>,
+    pub list: Vec<(String, String)>,
+    pub extra: Map<String, Value>,
+}
+
+impl ObjectValue for Payload<'_, '_> {
+    fn type_name(&self) -> &str {
+        &self.ty
+    }
+
+    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+        let ctx = self.ctx;
+        let def = info.field_definition();
+        let name = info.field_name();
+        match name {
+            "success" => return Ok(leaf(json!(true))),
+            "lastSyncId" => return Ok(typed(json!(self.sync), &def.ty)),
+            "entityId" => return Ok(leaf(json!(self.entity.as_ref().map(|e| e.1.clone()).unwrap_or_default()))),
+            _ => {}
+        }
+        if let Some(v) = self.extra.get(name) {
+            let named = def.ty.inner_named_type().to_string();
+            if gql::is_composite(&named) {
+                return Ok(ResolvedValue::object(Plain { ty: named, value: v.clone() }));
+            }
+            return Ok(typed(v.clone(), &def.ty));
+        }
+        let named = def.ty.inner_named_type().as_str();
+        if gql::is_composite(named) {
+            let types = gql::possible_types(named);
+            if def.ty.is_list() {
+                let items: Vec<(String, String)> = self.list.iter().filter(|(t, _)| types.contains(t)).cloned().collect();
+                return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t, id }))));
+            }
+            if let Some((t, id)) = &self.entity {
+                if types.contains(t) && ctx.w.borrow().get(t, id).is_some() {
+                    return Ok(ResolvedValue::object(Ent { ctx, ty: t.clone(), id: id.clone() }));
+                }
+            }
+            return Ok(ResolvedValue::null());
+        }
+        if def.ty.is_non_null() {
+            return Ok(typed(default_leaf(&Inner::default(), &Map::new(), &def.ty, &ctx.now), &def.ty));
+        }
+        Ok(ResolvedValue::null())
+    }
+}

@@ -1,0 +1,173 @@
+//! Linear's filters (`IssueFilter` and its siblings), over any entity type: comparators on
+//! scalar fields, nested filters on relations, `some`/`every`/`none`/`length` on
+//! collections, and `and`/`or` at every level.
+
+use apollo_compiler::schema::ExtendedType;
+use serde_json::Value;
+
+use crate::exec::{field_value, find_typed, singular};
+use crate::gql::{self, schema};
+use crate::model::{Entity, Inner};
+
+const COMPARATORS: &[&str] = &[
+    "eq", "neq", "in", "nin", "lt", "lte", "gt", "gte", "contains", "containsIgnoreCase", "containsIgnoreCaseAndAccent",
+    "notContains", "notContainsIgnoreCase", "startsWith", "startsWithIgnoreCase", "notStartsWith", "endsWith", "notEndsWith",
+    "null", "eqIgnoreCase", "neqIgnoreCase",
+];
+
+fn is_comparator(f: &Value) -> bool {
+    f.as_object().is_some_and(|m| !m.is_empty() && m.keys().all(|k| COMPARATORS.contains(&k.as_str()) || k == "and" || k == "or"))
+}
+
+pub fn matches(w: &Inner, base: &str, ty: &str, id: &str, e: &Entity, filter: &Value) -> bool {
+    let Some(m) = filter.as_object() else { return true };
+    for (k, f) in m {
+        if f.is_null() {
+            continue;
+        }
+        let ok = match k.as_str() {
+            "and" => f.as_array().is_none_or(|a| a.iter().all(|x| matches(w, base, ty, id, e, x))),
+            "or" => f.as_array().is_none_or(|a| a.is_empty() || a.iter().any(|x| matches(w, base, ty, id, e, x))),
+            _ => field(w, base, ty, id, e, k, f),
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+fn field(w: &Inner, base: &str, ty: &str, id: &str, e: &Entity, name: &str, f: &Value) -> bool {
+    let def = match schema().types.get(ty) {
+        Some(ExtendedType::Object(o)) => o.fields.get(name).map(|d| d.ty.clone()),
+        _ => None,
+    };
+    let named = def.as_ref().map(|t| t.inner_named_type().to_string()).unwrap_or_default();
+    if !gql::is_composite(&named) {
+        let v = field_value(w, base, ty, id, e, name).unwrap_or(Value::Null);
+        return compare(&v, f);
+    }
+    if gql::connection_node(&named).is_some() || def.as_ref().is_some_and(|t| t.is_list()) {
+        let node = gql::connection_node(&named).unwrap_or(named.clone());
+        let members = collection(w, ty, id, e, name, &node);
+        let test = |sub: &Value| -> Vec<bool> {
+            members.iter().map(|(t, cid)| w.get(t, cid).is_some_and(|c| matches(w, base, t, cid, c, sub))).collect()
+        };
+        let Some(m) = f.as_object() else { return true };
+        for (k, sub) in m {
+            let ok = match k.as_str() {
+                "some" => test(sub).iter().any(|b| *b),
+                "every" => test(sub).iter().all(|b| *b),
+                "none" => !test(sub).iter().any(|b| *b),
+                "length" => compare(&serde_json::json!(members.len()), sub),
+                "and" => sub.as_array().is_none_or(|a| a.iter().all(|x| field(w, base, ty, id, e, name, x))),
+                "or" => sub.as_array().is_none_or(|a| a.iter().any(|x| field(w, base, ty, id, e, name, x))),
+                // A field of the collection's members directly: some member must match it.
+                _ => test(&serde_json::json!({ k.clone(): sub.clone() })).iter().any(|b| *b),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        return true;
+    }
+    // A relation: `assignee: {email: {eq: …}}`, `assignee: {null: true}`.
+    let rid = e.get(&format!("{name}Id")).and_then(Value::as_str);
+    let related = rid.and_then(|rid| find_typed(w, &named, rid).map(|t| (t, rid.to_string())));
+    let Some(m) = f.as_object() else { return true };
+    if let Some(null) = m.get("null").and_then(Value::as_bool) {
+        if related.is_none() != null {
+            return false;
+        }
+    }
+    let rest: serde_json::Map<String, Value> = m.iter().filter(|(k, _)| k.as_str() != "null").map(|(k, v)| (k.clone(), v.clone())).collect();
+    if rest.is_empty() {
+        return true;
+    }
+    match related {
+        Some((t, rid)) => {
+            let rid = if t == "Issue" { w.issue_id(&rid).unwrap_or(rid) } else { rid };
+            w.get(&t, &rid).is_some_and(|r| matches(w, base, &t, &rid, r, &Value::Object(rest)))
+        }
+        None => false,
+    }
+}
+
+fn collection(w: &Inner, ty: &str, id: &str, e: &Entity, name: &str, node: &str) -> Vec<(String, String)> {
+    if let Some(ids) = e.get(&format!("{}Ids", singular(name))).and_then(Value::as_array) {
+        return ids.iter().filter_map(Value::as_str).filter_map(|i| find_typed(w, node, i).map(|t| (t, i.to_string()))).collect();
+    }
+    let fk = match (ty, name) {
+        ("Issue" | "Comment" | "IssueLabel", "children") => "parentId".to_string(),
+        _ => format!("{}Id", crate::exec::lcfirst(ty)),
+    };
+    let mut out = Vec::new();
+    for t in gql::possible_types(node) {
+        for (cid, c) in w.all(&t) {
+            if c.get(&fk).and_then(Value::as_str) == Some(id) {
+                out.push((t.clone(), cid.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn num(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+fn ord(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+    match (num(a), num(b)) {
+        (Some(x), Some(y)) => x.partial_cmp(&y),
+        _ => match (a.as_str(), b.as_str()) {
+            (Some(x), Some(y)) => Some(x.cmp(y)),
+            _ => None,
+        },
+    }
+}
+
+fn eq(a: &Value, b: &Value) -> bool {
+    match (num(a), num(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// A scalar comparator (`{eq: …}`, `{in: […]}`, `{containsIgnoreCase: …}`, `{null: true}`).
+pub fn compare(v: &Value, f: &Value) -> bool {
+    if !is_comparator(f) {
+        // A bare value compares for equality.
+        return f.as_object().is_some_and(|m| m.is_empty()) || eq(v, f);
+    }
+    let m = f.as_object().expect("comparators are objects");
+    let s = v.as_str().unwrap_or("");
+    let lower = s.to_lowercase();
+    m.iter().all(|(op, x)| {
+        let xs = x.as_str().unwrap_or("");
+        match op.as_str() {
+            "eq" => eq(v, x),
+            "neq" => !eq(v, x),
+            "in" => x.as_array().is_some_and(|a| a.iter().any(|y| eq(v, y))),
+            "nin" => x.as_array().is_none_or(|a| !a.iter().any(|y| eq(v, y))),
+            "lt" => ord(v, x) == Some(std::cmp::Ordering::Less),
+            "lte" => matches!(ord(v, x), Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)),
+            "gt" => ord(v, x) == Some(std::cmp::Ordering::Greater),
+            "gte" => matches!(ord(v, x), Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)),
+            "contains" => v.is_string() && s.contains(xs),
+            "containsIgnoreCase" | "containsIgnoreCaseAndAccent" => v.is_string() && lower.contains(&xs.to_lowercase()),
+            "notContains" => !s.contains(xs),
+            "notContainsIgnoreCase" => !lower.contains(&xs.to_lowercase()),
+            "startsWith" => v.is_string() && s.starts_with(xs),
+            "startsWithIgnoreCase" => v.is_string() && lower.starts_with(&xs.to_lowercase()),
+            "notStartsWith" => !s.starts_with(xs),
+            "endsWith" => v.is_string() && s.ends_with(xs),
+            "notEndsWith" => !s.ends_with(xs),
+            "eqIgnoreCase" => v.is_string() && lower == xs.to_lowercase(),
+            "neqIgnoreCase" => lower != xs.to_lowercase(),
+            "null" => x.as_bool().is_none_or(|n| v.is_null() == n),
+            "and" => x.as_array().is_none_or(|a| a.iter().all(|y| compare(v, y))),
+            "or" => x.as_array().is_none_or(|a| a.iter().any(|y| compare(v, y))),
+            _ => true,
+        }
+    })
+}

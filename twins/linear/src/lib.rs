@@ -1,0 +1,254 @@
+//! The Linear twin: Linear's GraphQL API (`POST /graphql`) on Linear's own schema
+//! (`schema.graphql` of @linear/sdk 88.3.0), faithful enough that @linear/sdk cannot tell it
+//! from api.linear.app.
+//!
+//! Every document is parsed and validated against the schema by apollo-compiler, then
+//! executed by its executor with this twin's resolvers ([`exec`], [`root`], [`mutate`]),
+//! so fragments, inline fragments, aliases, variables, directives and introspection behave
+//! as GraphQL specifies. Modules by role: [`model`] (the world), [`seed`] (strict seeds),
+//! [`gql`] (schema and document cache), [`filter`] (Linear's filters), [`checks`].
+
+pub mod checks;
+pub mod exec;
+pub mod filter;
+pub mod gql;
+pub mod model;
+pub mod mutate;
+pub mod root;
+pub mod seed;
+
+use std::cell::RefCell;
+use std::sync::OnceLock;
+
+use apollo_compiler::executable::{Selection, SelectionSet};
+use apollo_compiler::resolvers::Execution;
+use apollo_compiler::response::JsonMap;
+use pome_twin_sdk::{Call, CheckDecl, CheckWorld, Credential, Fidelity, HostError, HostErrorKind, Method, Outcome, Params, Response, Router, Twin, Value, json};
+
+pub use model::World;
+
+/// Linear's depth limit for a document's selections.
+pub const MAX_DEPTH: usize = 24;
+
+fn errors(status: u16, list: Vec<Value>) -> Response {
+    Response::json(status, &json!({"errors": list}))
+}
+
+fn gql_error(message: &str, code: &str) -> Value {
+    json!({"message": message, "extensions": {"type": "graphql error", "code": code, "statusCode": 400, "userError": true, "userPresentableMessage": message}})
+}
+
+fn depth(set: &SelectionSet, doc: &apollo_compiler::ExecutableDocument, seen: usize) -> usize {
+    if seen > MAX_DEPTH + 1 {
+        return seen;
+    }
+    set.selections
+        .iter()
+        .map(|s| match s {
+            Selection::Field(f) => {
+                if f.selection_set.selections.is_empty() {
+                    seen
+                } else {
+                    depth(&f.selection_set, doc, seen + 1)
+                }
+            }
+            Selection::InlineFragment(i) => depth(&i.selection_set, doc, seen),
+            Selection::FragmentSpread(s) => doc.fragments.get(&s.fragment_name).map(|f| depth(&f.selection_set, doc, seen)).unwrap_or(seen),
+        })
+        .max()
+        .unwrap_or(seen)
+}
+
+/// Serve one GraphQL request.
+pub fn graphql(w: &mut World, call: &mut Call) -> Response {
+    w.requests += 1;
+    let remaining = 5000u64.saturating_sub(w.requests % 5000);
+    let resp = serve(w, call);
+    resp.with_header("x-ratelimit-requests-limit", "5000")
+        .with_header("x-ratelimit-requests-remaining", remaining.to_string())
+        .with_header("x-ratelimit-requests-reset", ((pome_twin_sdk::time::now_unix() / 3600 + 1) * 3_600_000).to_string())
+        .with_header("x-ratelimit-complexity-limit", "3000000")
+        .with_header("x-ratelimit-complexity-remaining", "3000000")
+}
+
+fn serve(w: &mut World, call: &mut Call) -> Response {
+    call.action = Some("graphql".into());
+    let body: Value = if call.req.method == Method::Get {
+        let mut m = serde_json::Map::new();
+        for (k, v) in call.req.query_pairs() {
+            let parsed = if k == "query" || k == "operationName" { Value::String(v) } else { serde_json::from_str(&v).unwrap_or(Value::String(v)) };
+            m.insert(k, parsed);
+        }
+        Value::Object(m)
+    } else {
+        match serde_json::from_slice(&call.req.body) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => return errors(400, vec![gql_error("POST body must be a JSON object with a `query` string", "BAD_REQUEST")]),
+        }
+    };
+    let Some(query) = body.get("query").and_then(Value::as_str) else {
+        if body.pointer("/extensions/persistedQuery").is_some() {
+            return errors(200, vec![json!({"message": "PersistedQueryNotFound", "extensions": {"code": "PERSISTED_QUERY_NOT_FOUND", "type": "graphql error", "userError": true}})]);
+        }
+        return errors(400, vec![gql_error("Must provide query string.", "BAD_REQUEST")]);
+    };
+    let vars: JsonMap = match body.get("variables") {
+        None | Some(Value::Null) => JsonMap::new(),
+        Some(v @ Value::Object(_)) => match exec::from_json(v.clone()) {
+            apollo_compiler::response::JsonValue::Object(m) => m,
+            _ => JsonMap::new(),
+        },
+        Some(_) => return errors(400, vec![gql_error("Variables must be an object.", "BAD_REQUEST")]),
+    };
+    let op_name = body.get("operationName").and_then(Value::as_str).map(String::from);
+    let doc = match gql::document(query) {
+        Ok(d) => d,
+        Err(errs) => {
+            let code = if errs.iter().any(|e| e.message.starts_with("Syntax Error") || e.message.contains("syntax error") || e.message.contains("expected")) { "GRAPHQL_PARSE_FAILED" } else { "GRAPHQL_VALIDATION_FAILED" };
+            let list = errs
+                .iter()
+                .map(|e| {
+                    let mut v = serde_json::to_value(e).unwrap_or(json!({}));
+                    v["extensions"] = json!({"type": "graphql error", "code": code, "statusCode": 400, "userError": true, "userPresentableMessage": e.message});
+                    v
+                })
+                .collect();
+            return errors(400, list);
+        }
+    };
+    let operation = match doc.operations.get(op_name.as_deref()) {
+        Ok(op) => op,
+        Err(e) => return errors(400, vec![gql_error(&e.message().to_string(), "GRAPHQL_VALIDATION_FAILED")]),
+    };
+    if depth(&operation.selection_set, &doc, 0) > MAX_DEPTH {
+        return errors(400, vec![json!({"message": format!("Query has depth greater than the allowed maximum of {MAX_DEPTH}"), "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too deep."}})]);
+    }
+    let is_mutation = operation.operation_type == apollo_compiler::executable::OperationType::Mutation;
+    let now = pome_twin_sdk::time::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let base = call.req.base_url.clone();
+    let ctx = exec::Ctx { w: RefCell::new(&mut w.0), base_url: base, now, fx: RefCell::new(exec::Effects::default()) };
+    let root = root::Root { ctx: &ctx, ty: if is_mutation { "Mutation" } else { "Query" } };
+    let p = gql::prepared();
+    let result = Execution::new(&p.schema, &doc).operation(operation).implementers_map(&p.implementers).raw_variable_values(&vars).enable_schema_introspection(true).execute_sync(&root);
+    let fx = ctx.fx.into_inner();
+    if let Some(a) = fx.actions.first() {
+        call.action = Some(a.clone());
+    } else if let Some(u) = fx.unsupported.first() {
+        call.action = Some(u.rsplit('.').next().unwrap_or(u).to_string());
+    }
+    call.unsupported = !fx.unsupported.is_empty();
+    call.changes = fx.changes;
+    call.deliveries = fx.deliveries;
+    match result {
+        Err(e) => errors(400, vec![json!({"message": e.message().to_string(), "extensions": {"type": "graphql error", "code": "BAD_USER_INPUT", "statusCode": 400, "userError": true, "userPresentableMessage": e.message().to_string()}})]),
+        Ok(resp) => {
+            let mut out = serde_json::Map::new();
+            if !resp.errors.is_empty() {
+                let list: Vec<Value> = resp
+                    .errors
+                    .iter()
+                    .map(|e| {
+                        let mut v = serde_json::to_value(e).unwrap_or(json!({}));
+                        let msg = e.message.strip_prefix("resolver error: ").unwrap_or(&e.message);
+                        v["message"] = json!(msg);
+                        let ext = fx.error_ext.iter().find(|(m, _)| m == msg).map(|(_, x)| x.clone()).unwrap_or_else(|| json!({"type": "internal error", "code": "INTERNAL_SERVER_ERROR", "userError": false}));
+                        v["extensions"] = ext;
+                        v
+                    })
+                    .collect();
+                out.insert("errors".into(), Value::Array(list));
+            }
+            out.insert("data".into(), resp.data.map(|d| exec::to_json(&apollo_compiler::response::JsonValue::Object(d))).unwrap_or(Value::Null));
+            let status = if out.get("data").is_some_and(Value::is_null) && out.contains_key("errors") { 400 } else { 200 };
+            Response::json(status, &Value::Object(out))
+        }
+    }
+}
+
+impl Twin for World {
+    const NAME: &'static str = "linear";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const CLIENT_BASE_PATH: &'static str = "/graphql";
+
+    fn init(seed: Option<Value>) -> Result<Self, String> {
+        match seed {
+            None => seed::from_seed(&seed::default_seed()),
+            Some(v) => seed::from_seed(&v),
+        }
+    }
+
+    fn router() -> &'static Router<Self> {
+        static R: OnceLock<Router<World>> = OnceLock::new();
+        R.get_or_init(|| Router::new().route(Some(Method::Post), "/graphql", "graphql", Fidelity::Semantic, graphql).route(Some(Method::Get), "/graphql", "graphql", Fidelity::Semantic, graphql))
+    }
+
+    fn unsupported(call: &Call) -> Response {
+        errors(404, vec![json!({"message": format!("Cannot {} {}", call.req.method.as_str(), call.req.path), "extensions": {"type": "other", "code": "NOT_FOUND", "fidelity": "unsupported", "userError": true}})])
+    }
+
+    fn auth_error(_call: &Call) -> Response {
+        errors(
+            400,
+            vec![json!({"message": "Authentication required, not authenticated", "extensions": {"type": "authentication error", "code": "AUTHENTICATION_ERROR", "statusCode": 401, "userError": true, "userPresentableMessage": "You need to authenticate to access this operation."}})],
+        )
+    }
+
+    fn host_error(err: &HostError) -> Response {
+        let (kind, code) = match err.kind {
+            HostErrorKind::RateLimited | HostErrorKind::TapeFull => ("ratelimited", "RATELIMITED"),
+            HostErrorKind::PayloadTooLarge => ("invalid input", "PAYLOAD_TOO_LARGE"),
+            HostErrorKind::TwinFailed => ("internal error", "INTERNAL_SERVER_ERROR"),
+        };
+        errors(err.kind.status(), vec![json!({"message": err.message, "extensions": {"type": kind, "code": code, "userError": false, "userPresentableMessage": err.message}})])
+    }
+
+    fn state(&self) -> Value {
+        self.0.export()
+    }
+
+    fn checks() -> Vec<CheckDecl> {
+        checks::declared()
+    }
+
+    fn evaluate_check(id: &str, params: &Params, world: &CheckWorld<'_>) -> Result<Outcome, String> {
+        checks::evaluate(id, params, world)
+    }
+
+    fn credentials() -> Vec<Credential> {
+        vec![Credential::RawAuthorization, Credential::Bearer]
+    }
+
+    fn agent_env() -> Vec<(&'static str, &'static str)> {
+        vec![("POME_LINEAR_TOKEN", "{token}"), ("POME_LINEAR_API_URL", "{api_url}")]
+    }
+
+    fn tool_aliases() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("list_issues", "issues"),
+            ("get_issue", "issue"),
+            ("search_issues", "searchIssues"),
+            ("create_issue", "issueCreate"),
+            ("update_issue", "issueUpdate"),
+            ("save_issue", "issueUpdate"),
+            ("create_comment", "commentCreate"),
+            ("save_comment", "commentCreate"),
+            ("list_comments", "comments"),
+            ("list_teams", "teams"),
+            ("get_team", "team"),
+            ("list_users", "users"),
+            ("list_issue_labels", "issueLabels"),
+            ("create_issue_label", "issueLabelCreate"),
+            ("list_issue_statuses", "workflowStates"),
+            ("list_projects", "projects"),
+            ("create_project", "projectCreate"),
+            ("list_cycles", "cycles"),
+            ("list_documents", "documents"),
+        ]
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+pome_twin_sdk::export_twin!(World);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,170 @@
+//! The world: Linear's entities kept generically, as JSON objects keyed by GraphQL type name
+//! and id. Fields are named as the schema names them (`title`, `priority`), relations as the
+//! schema's input types name them (`teamId`, `assigneeId`, `labelIds`), so a field resolves
+//! from its entity the same way for every type. Hidden bookkeeping fields start with `_`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value, json};
+
+pub type Entity = Map<String, Value>;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Inner {
+    /// type name → id → entity.
+    pub entities: BTreeMap<String, BTreeMap<String, Entity>>,
+    /// Linear's sync id: grows by one per change.
+    pub last_sync_id: u64,
+    /// Counter for generated ids.
+    pub seq: u64,
+    /// The user the agent's token acts as.
+    pub viewer: String,
+    /// The organization's id.
+    pub org: String,
+    /// Seeded API tokens (kept for the state export; the host checks credentials).
+    pub tokens: Vec<Value>,
+    /// Requests served (rate-limit headers).
+    pub requests: u64,
+}
+
+/// The world, stored as JSON text in snapshots: postcard cannot carry free-form JSON.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct World(pub Inner);
+
+impl Serialize for World {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let text = serde_json::to_string(&self.0).map_err(serde::ser::Error::custom)?;
+        s.serialize_str(&text)
+    }
+}
+
+impl<'de> Deserialize<'de> for World {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<World, D::Error> {
+        let text = String::deserialize(d)?;
+        serde_json::from_str(&text).map(World).map_err(serde::de::Error::custom)
+    }
+}
+
+impl std::ops::Deref for World {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+impl std::ops::DerefMut for World {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.0
+    }
+}
+
+impl Inner {
+    pub fn get(&self, ty: &str, id: &str) -> Option<&Entity> {
+        self.entities.get(ty)?.get(id)
+    }
+
+    pub fn get_mut(&mut self, ty: &str, id: &str) -> Option<&mut Entity> {
+        self.entities.get_mut(ty)?.get_mut(id)
+    }
+
+    pub fn all(&self, ty: &str) -> impl Iterator<Item = (&String, &Entity)> {
+        self.entities.get(ty).into_iter().flat_map(|m| m.iter())
+    }
+
+    pub fn insert(&mut self, ty: &str, id: &str, e: Entity) {
+        self.entities.entry(ty.to_string()).or_default().insert(id.to_string(), e);
+    }
+
+    pub fn remove(&mut self, ty: &str, id: &str) -> Option<Entity> {
+        self.entities.get_mut(ty)?.remove(id)
+    }
+
+    /// A fresh id in Linear's UUID form, from a counter (deterministic).
+    pub fn new_id(&mut self) -> String {
+        self.seq += 1;
+        let n = self.seq;
+        let mix = (n as u32).wrapping_mul(2_654_435_761);
+        format!("{n:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}", mix >> 16, mix & 0xfff, (mix >> 4) & 0xfff, (mix as u64).wrapping_mul(0x9e37_79b9) & 0xffff_ffff_ffff)
+    }
+
+    pub fn bump_sync(&mut self) -> u64 {
+        self.last_sync_id += 1;
+        self.last_sync_id
+    }
+
+    /// Find an issue by id or by its `ENG-123` identifier.
+    pub fn issue_id(&self, key: &str) -> Option<String> {
+        if self.get("Issue", key).is_some() {
+            return Some(key.to_string());
+        }
+        let upper = key.to_ascii_uppercase();
+        self.all("Issue").find(|(_, e)| e.get("identifier").and_then(Value::as_str) == Some(upper.as_str())).map(|(id, _)| id.clone())
+    }
+
+    /// Find a team by id or key.
+    pub fn team_id(&self, key: &str) -> Option<String> {
+        if self.get("Team", key).is_some() {
+            return Some(key.to_string());
+        }
+        self.all("Team").find(|(_, e)| e.get("key").and_then(Value::as_str).is_some_and(|k| k.eq_ignore_ascii_case(key))).map(|(id, _)| id.clone())
+    }
+
+    pub fn str_field<'a>(&'a self, ty: &str, id: &str, field: &str) -> Option<&'a str> {
+        self.get(ty, id)?.get(field)?.as_str()
+    }
+
+    pub fn org_url_key(&self) -> String {
+        self.str_field("Organization", &self.org, "urlKey").unwrap_or("pome").to_string()
+    }
+
+    /// The state export: every entity by type, and the sync id.
+    pub fn export(&self) -> Value {
+        let mut ents = Map::new();
+        for (ty, m) in &self.entities {
+            let mut list = Map::new();
+            for (id, e) in m {
+                let mut clean = Map::new();
+                for (k, v) in e {
+                    if !k.starts_with('_') {
+                        clean.insert(k.clone(), v.clone());
+                    }
+                }
+                list.insert(id.clone(), Value::Object(clean));
+            }
+            ents.insert(ty.clone(), Value::Object(list));
+        }
+        json!({"entities": ents, "lastSyncId": self.last_sync_id, "viewer": self.viewer, "organization": self.org})
+    }
+}
+
+/// Linear's priority labels by number.
+pub fn priority_label(p: i64) -> &'static str {
+    match p {
+        1 => "Urgent",
+        2 => "High",
+        3 => "Medium",
+        4 => "Low",
+        _ => "No priority",
+    }
+}
+
+/// `Fix the login bug!` → `fix-the-login-bug`, as Linear slugs titles for URLs and branches.
+pub fn slug(title: &str) -> String {
+    let mut out = String::new();
+    let mut dash = false;
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            dash = true;
+        }
+        if out.len() >= 60 {
+            break;
+        }
+    }
+    out
+}

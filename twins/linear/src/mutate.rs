@@ -1,0 +1,779 @@
+//! Mutations. Linear names them `<entity><Verb>` (`issueCreate`, `issueLabelUpdate`,
+//! `projectArchive`): every such root field whose entity is a type of the schema is served by
+//! one generic implementation (the input's fields become the entity's, relations by id), with
+//! hooks for the entities whose rules matter (issues: numbering, identifiers, default state,
+//! label edits, history; comments: threads; teams: default states; webhooks: secrets).
+
+use hmac::{Hmac, Mac};
+use serde_json::{Map, Value, json};
+use sha2::Sha256;
+
+use apollo_compiler::resolvers::FieldError;
+use pome_twin_sdk::{Change, Delivery};
+
+use crate::exec::{Ctx, Payload, find_typed, lcfirst};
+use crate::gql::{self, schema};
+use crate::model::{Entity, Inner, slug};
+
+pub const VERBS: &[&str] = &["Create", "Update", "Delete", "Archive", "Unarchive", "Retire", "Restore", "AddLabel", "RemoveLabel"];
+
+/// Mutations that look generic but must not be: they would do something Linear guards.
+const NOT_GENERIC: &[&str] = &["organizationDelete", "teamKeyDelete", "teamCyclesDelete", "userSettingsUpdate"];
+
+/// Special mutations served by their own code.
+pub const SPECIAL: &[&str] = &[
+    "issueSubscribe", "issueUnsubscribe", "commentResolve", "commentUnresolve", "attachmentLinkURL", "webhookRotateSecret",
+    "issueBatchCreate", "issueBatchUpdate", "organizationUpdate", "notificationMarkReadAll", "notificationMarkUnreadAll",
+    "notificationArchiveAll", "notificationSnoozeAll", "notificationUnsnoozeAll", "issueReminder", "userSuspend", "userUnsuspend",
+    "attachmentLinkGitHubIssue", "attachmentLinkGitHubPR",
+];
+
+/// The entity type and verb of a generic mutation name, if it is one.
+pub fn generic(name: &str) -> Option<(String, &'static str)> {
+    if NOT_GENERIC.contains(&name) {
+        return None;
+    }
+    for verb in VERBS {
+        if let Some(prefix) = name.strip_suffix(verb) {
+            let mut c = prefix.chars();
+            let ty: String = match c.next() {
+                Some(f) => f.to_uppercase().chain(c).collect(),
+                None => continue,
+            };
+            if gql::is_object(&ty) && !ty.ends_with("Payload") {
+                if (*verb == "AddLabel" || *verb == "RemoveLabel") && !has_field(&ty, "labelIds") && !has_field(&ty, "labels") {
+                    continue;
+                }
+                return Some((ty, verb));
+            }
+        }
+    }
+    None
+}
+
+pub fn served(name: &str) -> bool {
+    SPECIAL.contains(&name) || generic(name).is_some()
+}
+
+fn has_field(ty: &str, f: &str) -> bool {
+    match schema().types.get(ty) {
+        Some(apollo_compiler::schema::ExtendedType::Object(o)) => o.fields.contains_key(f),
+        _ => false,
+    }
+}
+
+pub struct Done {
+    pub entity: Option<(String, String)>,
+    pub list: Vec<(String, String)>,
+    pub extra: Map<String, Value>,
+}
+
+impl Done {
+    fn one(ty: &str, id: &str) -> Done {
+        Done { entity: Some((ty.to_string(), id.to_string())), list: Vec::new(), extra: Map::new() }
+    }
+}
+
+pub fn run<'c, 'w>(ctx: &'c Ctx<'w>, name: &str, args: &Value, payload_ty: &str) -> Result<Payload<'c, 'w>, FieldError> {
+    let done = {
+        let mut w = ctx.w.borrow_mut();
+        let mut m = Mut { ctx, w: &mut w, changed: false };
+        let done = m.dispatch(name, args)?;
+        let changed = m.changed;
+        if changed {
+            w.bump_sync();
+        }
+        done
+    };
+    ctx.fx.borrow_mut().actions.push(name.to_string());
+    let sync = ctx.w.borrow().last_sync_id;
+    Ok(Payload { ctx, ty: payload_ty.to_string(), sync, entity: done.entity, list: done.list, extra: done.extra })
+}
+
+struct Mut<'m, 'c, 'w> {
+    ctx: &'c Ctx<'w>,
+    w: &'m mut Inner,
+    changed: bool,
+}
+
+fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+impl Mut<'_, '_, '_> {
+    fn now(&self) -> String {
+        self.ctx.now.clone()
+    }
+
+    fn record(&mut self, ty: &str, id: &str, before: Option<&Entity>, after: Option<&Entity>) {
+        self.changed = true;
+        let enc = |e: Option<&Entity>| e.map(|e| serde_json::to_string(&public(e)).unwrap_or_default());
+        self.ctx.fx.borrow_mut().changes.push(Change { entity: ty.to_string(), id: id.to_string(), before: enc(before), after: enc(after) });
+        let action = match (before, after) {
+            (None, Some(_)) => "create",
+            (Some(_), None) => "remove",
+            _ => "update",
+        };
+        if let Some(e) = after.or(before) {
+            self.webhooks(ty, id, action, e, before.filter(|_| after.is_some()));
+        }
+    }
+
+    fn id_arg(&self, ty: &str, args: &Value) -> Result<String, FieldError> {
+        let id = s(args, "id").unwrap_or("");
+        let found = if ty == "Issue" {
+            self.w.issue_id(id)
+        } else if ty == "Team" {
+            self.w.team_id(id)
+        } else {
+            self.w.get(ty, id).map(|_| id.to_string())
+        };
+        found.ok_or_else(|| self.ctx.not_found(ty))
+    }
+
+    fn dispatch(&mut self, name: &str, args: &Value) -> Result<Done, FieldError> {
+        match name {
+            "issueSubscribe" | "issueUnsubscribe" => {
+                let id = self.id_arg("Issue", args)?;
+                let user = s(args, "userId").map(String::from).unwrap_or_else(|| self.w.viewer.clone());
+                let add = name == "issueSubscribe";
+                self.update_with("Issue", &id, |e| edit_ids(e, "subscriberIds", &[user.clone()], add))?;
+                return Ok(Done::one("Issue", &id));
+            }
+            "commentResolve" | "commentUnresolve" => {
+                let id = self.id_arg("Comment", args)?;
+                let viewer = self.w.viewer.clone();
+                let now = self.now();
+                let resolve = name == "commentResolve";
+                let by = s(args, "resolvingCommentId").map(String::from);
+                self.update_with("Comment", &id, |e| {
+                    if resolve {
+                        e.insert("resolvedAt".into(), json!(now));
+                        e.insert("resolvingUserId".into(), json!(viewer));
+                        if let Some(by) = by {
+                            e.insert("resolvingCommentId".into(), json!(by));
+                        }
+                    } else {
+                        e.insert("resolvedAt".into(), Value::Null);
+                        e.insert("resolvingUserId".into(), Value::Null);
+                        e.insert("resolvingCommentId".into(), Value::Null);
+                    }
+                })?;
+                return Ok(Done::one("Comment", &id));
+            }
+            "attachmentLinkURL" | "attachmentLinkGitHubIssue" | "attachmentLinkGitHubPR" => {
+                let mut input = Map::new();
+                input.insert("issueId".into(), json!(s(args, "issueId").unwrap_or("")));
+                input.insert("url".into(), json!(s(args, "url").unwrap_or("")));
+                input.insert("title".into(), json!(s(args, "title").unwrap_or_else(|| s(args, "url").unwrap_or(""))));
+                if let Some(id) = s(args, "id") {
+                    input.insert("id".into(), json!(id));
+                }
+                let id = self.create("Attachment", Value::Object(input))?;
+                return Ok(Done::one("Attachment", &id));
+            }
+            "webhookRotateSecret" => {
+                let id = self.id_arg("Webhook", args)?;
+                let secret = format!("lin_wh_{}", self.w.new_id().replace('-', ""));
+                let s2 = secret.clone();
+                self.update_with("Webhook", &id, |e| {
+                    e.insert("secret".into(), json!(s2));
+                })?;
+                let mut d = Done::one("Webhook", &id);
+                d.extra.insert("secret".into(), json!(secret));
+                return Ok(d);
+            }
+            "issueBatchCreate" => {
+                let issues = args.pointer("/input/issues").and_then(Value::as_array).cloned().unwrap_or_default();
+                let mut list = Vec::new();
+                for i in issues {
+                    list.push(("Issue".to_string(), self.create("Issue", i)?));
+                }
+                return Ok(Done { entity: None, list, extra: Map::new() });
+            }
+            "issueBatchUpdate" => {
+                let ids = args.get("ids").and_then(Value::as_array).cloned().unwrap_or_default();
+                let input = args.get("input").cloned().unwrap_or(json!({}));
+                let mut list = Vec::new();
+                for id in ids {
+                    let id = self.id_arg("Issue", &json!({"id": id}))?;
+                    self.update("Issue", &id, &input)?;
+                    list.push(("Issue".to_string(), id));
+                }
+                return Ok(Done { entity: None, list, extra: Map::new() });
+            }
+            "organizationUpdate" => {
+                let org = self.w.org.clone();
+                let input = args.get("input").cloned().unwrap_or(json!({}));
+                self.update("Organization", &org, &input)?;
+                return Ok(Done::one("Organization", &org));
+            }
+            "userSuspend" | "userUnsuspend" => {
+                let id = self.id_arg("User", args)?;
+                let active = name == "userUnsuspend";
+                self.update_with("User", &id, |e| {
+                    e.insert("active".into(), json!(active));
+                })?;
+                return Ok(Done::one("User", &id));
+            }
+            "notificationMarkReadAll" | "notificationMarkUnreadAll" | "notificationArchiveAll" | "notificationSnoozeAll" | "notificationUnsnoozeAll" => {
+                let now = self.now();
+                let viewer = self.w.viewer.clone();
+                let mut list = Vec::new();
+                for t in gql::possible_types("Notification") {
+                    let ids: Vec<String> = self.w.all(&t).filter(|(_, n)| s(&Value::Object((*n).clone()), "userId") == Some(viewer.as_str())).map(|(id, _)| id.clone()).collect();
+                    for id in ids {
+                        let (field, value) = match name {
+                            "notificationMarkReadAll" => ("readAt", json!(now)),
+                            "notificationMarkUnreadAll" => ("readAt", Value::Null),
+                            "notificationArchiveAll" => ("archivedAt", json!(now)),
+                            "notificationSnoozeAll" => ("snoozedUntilAt", args.get("snoozedUntilAt").cloned().unwrap_or(Value::Null)),
+                            _ => ("snoozedUntilAt", Value::Null),
+                        };
+                        self.update_with(&t, &id, |e| {
+                            e.insert(field.into(), value.clone());
+                        })?;
+                        list.push((t.clone(), id));
+                    }
+                }
+                return Ok(Done { entity: None, list, extra: Map::new() });
+            }
+            "issueReminder" => {
+                let id = self.id_arg("Issue", args)?;
+                return Ok(Done::one("Issue", &id));
+            }
+            _ => {}
+        }
+        let Some((ty, verb)) = generic(name) else {
+            return Err(self.ctx.unsupported(&format!("Mutation.{name}")));
+        };
+        match verb {
+            "Create" => {
+                let input = args.get("input").cloned().unwrap_or_else(|| args.clone());
+                let id = self.create(&ty, input)?;
+                Ok(Done::one(&ty, &id))
+            }
+            "Update" => {
+                let id = self.id_arg(&ty, args)?;
+                let input = args.get("input").cloned().unwrap_or(json!({}));
+                self.update(&ty, &id, &input)?;
+                Ok(Done::one(&ty, &id))
+            }
+            "Delete" => {
+                let id = self.id_arg(&ty, args)?;
+                if ty == "Issue" && !args.get("permanentlyDelete").and_then(Value::as_bool).unwrap_or(false) {
+                    // Linear moves a deleted issue to the trash: archived and flagged.
+                    let now = self.now();
+                    self.update_with(&ty, &id, |e| {
+                        e.insert("archivedAt".into(), json!(now));
+                        e.insert("trashed".into(), json!(true));
+                    })?;
+                    return Ok(Done::one(&ty, &id));
+                }
+                let before = self.w.remove(&ty, &id);
+                self.record(&ty, &id, before.as_ref(), None);
+                Ok(Done::one(&ty, &id))
+            }
+            "Archive" | "Unarchive" => {
+                let id = self.id_arg(&ty, args)?;
+                let v = if verb == "Archive" { json!(self.now()) } else { Value::Null };
+                let trash = args.get("trash").and_then(Value::as_bool);
+                self.update_with(&ty, &id, |e| {
+                    e.insert("archivedAt".into(), v.clone());
+                    if verb == "Unarchive" {
+                        e.remove("trashed");
+                    } else if let Some(t) = trash {
+                        e.insert("trashed".into(), json!(t));
+                    }
+                })?;
+                Ok(Done::one(&ty, &id))
+            }
+            "Retire" | "Restore" => {
+                let id = self.id_arg(&ty, args)?;
+                let v = if verb == "Retire" { json!(self.now()) } else { Value::Null };
+                self.update_with(&ty, &id, |e| {
+                    e.insert("retiredAt".into(), v.clone());
+                })?;
+                Ok(Done::one(&ty, &id))
+            }
+            _ => {
+                // AddLabel / RemoveLabel.
+                let id = self.id_arg(&ty, args)?;
+                let label = s(args, "labelId").unwrap_or("").to_string();
+                let label_ty = if ty == "Issue" { "IssueLabel".to_string() } else { format!("{ty}Label") };
+                if find_typed(self.w, &label_ty, &label).is_none() {
+                    return Err(self.ctx.not_found(&label_ty));
+                }
+                let add = verb == "AddLabel";
+                self.update_with(&ty, &id, |e| edit_ids(e, "labelIds", &[label.clone()], add))?;
+                Ok(Done::one(&ty, &id))
+            }
+        }
+    }
+
+    /// Change an entity in place, stamp `updatedAt`, and record the change.
+    fn update_with(&mut self, ty: &str, id: &str, f: impl FnOnce(&mut Entity)) -> Result<(), FieldError> {
+        let now = self.now();
+        let Some(e) = self.w.get_mut(ty, id) else { return Err(self.ctx.not_found(ty)) };
+        let before = e.clone();
+        f(e);
+        e.insert("updatedAt".into(), json!(now));
+        let after = e.clone();
+        if ty == "Issue" {
+            self.history(id, &before, &after);
+        }
+        self.record(ty, id, Some(&before), Some(&after));
+        Ok(())
+    }
+
+    fn create(&mut self, ty: &str, input: Value) -> Result<String, FieldError> {
+        let Value::Object(input) = input else { return Err(self.ctx.invalid_input("input must be an object".into(), "Invalid input.")) };
+        let now = self.now();
+        let id = match input.get("id").and_then(Value::as_str) {
+            Some(id) if self.w.get(ty, id).is_some() => {
+                return Err(self.ctx.invalid_input(format!("Argument Validation Error - {ty} with id {id} already exists"), "An entity with this id already exists."));
+            }
+            Some(id) => id.to_string(),
+            None => self.w.new_id(),
+        };
+        let mut e = Entity::new();
+        e.insert("id".into(), json!(id));
+        e.insert("createdAt".into(), json!(now));
+        e.insert("updatedAt".into(), json!(now));
+        for (k, v) in input {
+            if k != "id" && !v.is_null() {
+                e.insert(k, v);
+            }
+        }
+        self.normalize_refs(ty, &mut e)?;
+        let viewer = self.w.viewer.clone();
+        if has_field(ty, "creator") && !e.contains_key("creatorId") {
+            e.insert("creatorId".into(), json!(viewer));
+        }
+        if has_field(ty, "user") && !e.contains_key("userId") && ty != "TeamMembership" {
+            e.insert("userId".into(), json!(viewer));
+        }
+        self.on_create(ty, &id, &mut e)?;
+        self.w.insert(ty, &id, e.clone());
+        self.record(ty, &id, None, Some(&e));
+        if ty == "Team" {
+            self.team_defaults(&id)?;
+        }
+        Ok(id)
+    }
+
+    fn update(&mut self, ty: &str, id: &str, input: &Value) -> Result<(), FieldError> {
+        let mut patch = input.as_object().cloned().unwrap_or_default();
+        patch.remove("id");
+        let mut probe = patch.clone();
+        self.normalize_refs(ty, &mut probe)?;
+        let now = self.now();
+        let state_type = probe.get("stateId").and_then(Value::as_str).and_then(|s| self.w.str_field("WorkflowState", s, "type")).map(String::from);
+        let title_changed = probe.contains_key("title");
+        let identifier = self.w.str_field(ty, id, "identifier").unwrap_or("").to_string();
+        let assignee_name = probe
+            .get("assigneeId")
+            .and_then(Value::as_str)
+            .and_then(|a| self.w.str_field("User", a, "displayName"))
+            .map(String::from);
+        if ty == "Comment" && probe.contains_key("body") {
+            probe.insert("editedAt".into(), json!(now));
+        }
+        if ty == "IssueLabel" {
+            if let Some(name) = probe.get("name").and_then(Value::as_str) {
+                let team = self.w.get(ty, id).and_then(|e| e.get("teamId")).cloned().unwrap_or(Value::Null);
+                if self.w.all("IssueLabel").any(|(lid, l)| lid != id && l.get("name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(name)) && l.get("teamId").cloned().unwrap_or(Value::Null) == team) {
+                    return Err(self.ctx.invalid_input("Argument Validation Error - duplicate label name".into(), "A label with this name already exists."));
+                }
+            }
+        }
+        self.update_with(ty, id, |e| {
+            let added = probe.remove("addedLabelIds");
+            let removed = probe.remove("removedLabelIds");
+            for (k, v) in probe {
+                e.insert(k, v);
+            }
+            let ids = |v: Option<Value>| -> Vec<String> { v.and_then(|v| v.as_array().cloned()).unwrap_or_default().iter().filter_map(|x| x.as_str().map(String::from)).collect() };
+            edit_ids(e, "labelIds", &ids(added), true);
+            edit_ids(e, "labelIds", &ids(removed), false);
+            if let Some(t) = state_type {
+                for (field, when) in [("startedAt", "started"), ("completedAt", "completed"), ("canceledAt", "canceled")] {
+                    if t == when {
+                        e.insert(field.into(), json!(now));
+                    } else if field != "startedAt" {
+                        e.insert(field.into(), Value::Null);
+                    }
+                }
+            }
+            if title_changed && !identifier.is_empty() {
+                let t = e.get("title").and_then(Value::as_str).unwrap_or("").to_string();
+                let who = assignee_name.clone().or_else(|| e.get("_branchUser").and_then(Value::as_str).map(String::from)).unwrap_or_default();
+                e.insert("branchName".into(), json!(branch(&who, &identifier, &t)));
+            }
+        })
+    }
+
+    /// Relations given by identifier or key become ids, and every referenced entity must exist.
+    fn normalize_refs(&self, ty: &str, e: &mut Entity) -> Result<(), FieldError> {
+        let keys: Vec<String> = e.keys().cloned().collect();
+        for k in keys {
+            let Some(rel) = k.strip_suffix("Id") else {
+                if let Some(rel) = k.strip_suffix("Ids") {
+                    if let Some(arr) = e.get(&k).and_then(Value::as_array).cloned() {
+                        let target = relation_type(ty, &format!("{rel}s")).or_else(|| relation_type(ty, rel));
+                        let mut out = Vec::new();
+                        for v in arr {
+                            let id = v.as_str().unwrap_or("").to_string();
+                            match &target {
+                                Some(t) => match self.resolve(t, &id) {
+                                    Some(id) => out.push(json!(id)),
+                                    None => return Err(self.ctx.not_found(t)),
+                                },
+                                None => out.push(json!(id)),
+                            }
+                        }
+                        e.insert(k.clone(), Value::Array(out));
+                    }
+                }
+                continue;
+            };
+            let Some(id) = e.get(&k).and_then(Value::as_str).map(String::from) else { continue };
+            if let Some(t) = relation_type(ty, rel) {
+                match self.resolve(&t, &id) {
+                    Some(real) => {
+                        e.insert(k.clone(), json!(real));
+                    }
+                    None => return Err(self.ctx.not_found(&t)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn resolve(&self, named: &str, id: &str) -> Option<String> {
+        match named {
+            "Issue" => self.w.issue_id(id),
+            "Team" => self.w.team_id(id),
+            _ => find_typed(self.w, named, id).map(|_| id.to_string()),
+        }
+    }
+
+    fn on_create(&mut self, ty: &str, id: &str, e: &mut Entity) -> Result<(), FieldError> {
+        let now = self.now();
+        match ty {
+            "Issue" => {
+                let team = e.get("teamId").and_then(Value::as_str).unwrap_or("").to_string();
+                let key = self.w.str_field("Team", &team, "key").unwrap_or("").to_string();
+                let number = {
+                    let t = self.w.get_mut("Team", &team).ok_or_else(|| self.ctx.not_found("Team"))?;
+                    let n = t.get("_seq").and_then(Value::as_u64).unwrap_or(0) + 1;
+                    t.insert("_seq".into(), json!(n));
+                    n
+                };
+                if let Some(parent) = e.get("parentId").and_then(Value::as_str) {
+                    if parent == id {
+                        return Err(self.ctx.invalid_input("Argument Validation Error - an issue cannot be its own parent".into(), "An issue cannot be its own parent."));
+                    }
+                }
+                if !e.contains_key("stateId") {
+                    let state = default_state(self.w, &team).ok_or_else(|| self.ctx.not_found("WorkflowState"))?;
+                    e.insert("stateId".into(), json!(state));
+                } else if let Some(st) = e.get("stateId").and_then(Value::as_str) {
+                    if self.w.str_field("WorkflowState", st, "teamId") != Some(team.as_str()) {
+                        return Err(self.ctx.invalid_input("Argument Validation Error - the state does not belong to the issue's team".into(), "The workflow state does not belong to the issue's team."));
+                    }
+                }
+                let identifier = format!("{key}-{number}");
+                let title = e.get("title").and_then(Value::as_str).unwrap_or("").to_string();
+                e.entry("title").or_insert(json!(""));
+                e.insert("number".into(), json!(number));
+                e.insert("identifier".into(), json!(identifier));
+                e.entry("priority").or_insert(json!(0));
+                e.entry("labelIds").or_insert(json!([]));
+                e.entry("description").or_insert(Value::Null);
+                e.insert("sortOrder".into(), json!(-(number as f64)));
+                e.insert("boardOrder".into(), json!(0));
+                e.insert("prioritySortOrder".into(), json!(0));
+                let creator = e.get("creatorId").and_then(Value::as_str).unwrap_or("").to_string();
+                e.insert("subscriberIds".into(), json!([creator]));
+                let who = e.get("assigneeId").and_then(Value::as_str).and_then(|a| self.w.str_field("User", a, "displayName")).or_else(|| self.w.str_field("User", &creator, "displayName")).unwrap_or("").to_string();
+                e.insert("_branchUser".into(), json!(who));
+                e.insert("branchName".into(), json!(branch(&who, &identifier, &title)));
+                let stype = e.get("stateId").and_then(Value::as_str).and_then(|s| self.w.str_field("WorkflowState", s, "type")).unwrap_or("").to_string();
+                match stype.as_str() {
+                    "started" => {
+                        e.insert("startedAt".into(), json!(now));
+                    }
+                    "completed" => {
+                        e.insert("completedAt".into(), json!(now));
+                    }
+                    "canceled" => {
+                        e.insert("canceledAt".into(), json!(now));
+                    }
+                    _ => {}
+                }
+            }
+            "Comment" => {
+                if !e.contains_key("issueId") && !e.contains_key("projectUpdateId") && !e.contains_key("documentContentId") && !e.contains_key("initiativeUpdateId") {
+                    return Err(self.ctx.invalid_input("Argument Validation Error - issueId must be set".into(), "A comment needs an issue."));
+                }
+                e.entry("body").or_insert(json!(""));
+                if let Some(parent) = e.get("parentId").and_then(Value::as_str).map(String::from) {
+                    let p = self.w.get("Comment", &parent).ok_or_else(|| self.ctx.not_found("Comment"))?;
+                    if p.get("issueId") != e.get("issueId") {
+                        return Err(self.ctx.invalid_input("Argument Validation Error - the parent comment is on another issue".into(), "The parent comment belongs to another issue."));
+                    }
+                    // Linear threads are one level deep: a reply to a reply joins its thread.
+                    if let Some(root) = p.get("parentId").and_then(Value::as_str) {
+                        e.insert("parentId".into(), json!(root));
+                    }
+                }
+            }
+            "IssueLabel" => {
+                let name = e.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                let team = e.get("teamId").cloned().unwrap_or(Value::Null);
+                if self.w.all("IssueLabel").any(|(_, l)| l.get("name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(&name)) && l.get("teamId").cloned().unwrap_or(Value::Null) == team) {
+                    return Err(self.ctx.invalid_input("Argument Validation Error - duplicate label name".into(), "A label with this name already exists."));
+                }
+                e.entry("color").or_insert(json!("#bec2c8"));
+                e.entry("isGroup").or_insert(json!(false));
+            }
+            "Team" => {
+                let key = e.get("key").and_then(Value::as_str).map(|k| k.to_ascii_uppercase()).unwrap_or_else(|| {
+                    e.get("name").and_then(Value::as_str).unwrap_or("TEAM").chars().filter(|c| c.is_ascii_alphanumeric()).take(3).collect::<String>().to_ascii_uppercase()
+                });
+                if self.w.team_id(&key).is_some() {
+                    return Err(self.ctx.invalid_input("Argument Validation Error - team key already in use".into(), "A team with this key already exists."));
+                }
+                e.insert("key".into(), json!(key));
+                e.insert("_seq".into(), json!(0));
+                e.entry("private").or_insert(json!(false));
+                e.entry("cyclesEnabled").or_insert(json!(false));
+                e.entry("timezone").or_insert(json!("America/Los_Angeles"));
+            }
+            "WorkflowState" => {
+                let team = e.get("teamId").and_then(Value::as_str).unwrap_or("").to_string();
+                let n = self.w.all("WorkflowState").filter(|(_, s)| s.get("teamId").and_then(Value::as_str) == Some(team.as_str())).count();
+                e.entry("position").or_insert(json!(n));
+            }
+            "Cycle" => {
+                let team = e.get("teamId").and_then(Value::as_str).unwrap_or("").to_string();
+                let n = self.w.all("Cycle").filter(|(_, s)| s.get("teamId").and_then(Value::as_str) == Some(team.as_str())).count() + 1;
+                e.entry("number").or_insert(json!(n));
+                e.entry("progress").or_insert(json!(0));
+            }
+            "Webhook" => {
+                if !e.contains_key("secret") {
+                    let secret = format!("lin_wh_{}", self.w.new_id().replace('-', ""));
+                    e.insert("secret".into(), json!(secret));
+                }
+                e.entry("enabled").or_insert(json!(true));
+                e.entry("resourceTypes").or_insert(json!([]));
+                let all = e.get("teamId").is_none();
+                e.entry("allPublicTeams").or_insert(json!(all));
+            }
+            "Project" => {
+                e.entry("state").or_insert(json!("backlog"));
+                e.entry("progress").or_insert(json!(0));
+                if !e.contains_key("statusId") {
+                    if let Some((sid, _)) = self.w.all("ProjectStatus").min_by_key(|(_, s)| s.get("position").and_then(Value::as_i64).unwrap_or(0)) {
+                        e.insert("statusId".into(), json!(sid));
+                    }
+                }
+                e.insert("slugId".into(), json!(slug(e.get("name").and_then(Value::as_str).unwrap_or(""))));
+            }
+            "TeamMembership" => {
+                if !e.contains_key("userId") {
+                    e.insert("userId".into(), json!(self.w.viewer.clone()));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A new team gets Linear's default workflow and its creator as a member.
+    fn team_defaults(&mut self, team: &str) -> Result<(), FieldError> {
+        let defaults = [("Backlog", "backlog", "#bec2c8"), ("Todo", "unstarted", "#e2e2e2"), ("In Progress", "started", "#f2c94c"), ("Done", "completed", "#5e6ad2"), ("Canceled", "canceled", "#95a2b3")];
+        for (i, (name, kind, color)) in defaults.iter().enumerate() {
+            self.create("WorkflowState", json!({"name": name, "type": kind, "color": color, "position": i, "teamId": team}))?;
+        }
+        let viewer = self.w.viewer.clone();
+        self.create("TeamMembership", json!({"teamId": team, "userId": viewer, "owner": true}))?;
+        Ok(())
+    }
+
+    /// Issue history: one entry per update that changed what Linear tracks.
+    fn history(&mut self, issue: &str, before: &Entity, after: &Entity) {
+        let mut h = Entity::new();
+        let pairs = [("stateId", "fromStateId", "toStateId"), ("assigneeId", "fromAssigneeId", "toAssigneeId"), ("priority", "fromPriority", "toPriority"), ("estimate", "fromEstimate", "toEstimate"), ("title", "fromTitle", "toTitle"), ("parentId", "fromParentId", "toParentId"), ("projectId", "fromProjectId", "toProjectId"), ("cycleId", "fromCycleId", "toCycleId"), ("dueDate", "fromDueDate", "toDueDate")];
+        for (f, from, to) in pairs {
+            if before.get(f) != after.get(f) {
+                h.insert(from.into(), before.get(f).cloned().unwrap_or(Value::Null));
+                h.insert(to.into(), after.get(f).cloned().unwrap_or(Value::Null));
+            }
+        }
+        let ids = |e: &Entity| -> Vec<String> { e.get("labelIds").and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default() };
+        let (b, a) = (ids(before), ids(after));
+        let added: Vec<&String> = a.iter().filter(|x| !b.contains(x)).collect();
+        let removed: Vec<&String> = b.iter().filter(|x| !a.contains(x)).collect();
+        if !added.is_empty() {
+            h.insert("addedLabelIds".into(), json!(added));
+        }
+        if !removed.is_empty() {
+            h.insert("removedLabelIds".into(), json!(removed));
+        }
+        if before.get("archivedAt") != after.get("archivedAt") {
+            h.insert("archived".into(), json!(after.get("archivedAt").is_some_and(|v| !v.is_null())));
+        }
+        if h.is_empty() {
+            return;
+        }
+        let id = self.w.new_id();
+        let now = self.now();
+        h.insert("id".into(), json!(id));
+        h.insert("issueId".into(), json!(issue));
+        h.insert("actorId".into(), json!(self.w.viewer.clone()));
+        h.insert("createdAt".into(), json!(now));
+        h.insert("updatedAt".into(), json!(now));
+        self.w.insert("IssueHistory", &id, h);
+    }
+
+    /// Signed deliveries to every enabled webhook listening for this resource type.
+    fn webhooks(&mut self, ty: &str, id: &str, action: &str, e: &Entity, before: Option<&Entity>) {
+        if !["Issue", "Comment", "IssueLabel", "Project", "ProjectUpdate", "Cycle", "Reaction", "Document", "Attachment"].contains(&ty) {
+            return;
+        }
+        let team = match ty {
+            "Issue" | "IssueLabel" | "Cycle" => e.get("teamId").and_then(Value::as_str).map(String::from),
+            "Comment" => e.get("issueId").and_then(Value::as_str).and_then(|i| self.w.str_field("Issue", i, "teamId")).map(String::from),
+            _ => None,
+        };
+        let hooks: Vec<(String, String, String)> = self
+            .w
+            .all("Webhook")
+            .filter(|(_, h)| h.get("enabled").and_then(Value::as_bool).unwrap_or(true) && h.get("archivedAt").is_none_or(Value::is_null))
+            .filter(|(_, h)| h.get("resourceTypes").and_then(Value::as_array).is_some_and(|a| a.iter().any(|r| r.as_str() == Some(ty))))
+            .filter(|(_, h)| {
+                h.get("allPublicTeams").and_then(Value::as_bool).unwrap_or(false)
+                    || h.get("teamId").and_then(Value::as_str).is_none()
+                    || team.as_deref().is_none_or(|t| h.get("teamId").and_then(Value::as_str) == Some(t))
+            })
+            .map(|(hid, h)| (hid.clone(), h.get("url").and_then(Value::as_str).unwrap_or("").to_string(), h.get("secret").and_then(Value::as_str).unwrap_or("").to_string()))
+            .collect();
+        if hooks.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let ts = chrono::DateTime::parse_from_rfc3339(&now).map(|t| t.timestamp_millis()).unwrap_or(0);
+        let viewer = self.w.viewer.clone();
+        let actor_name = self.w.str_field("User", &viewer, "name").unwrap_or("").to_string();
+        let org = self.w.org.clone();
+        for (hid, url, secret) in hooks {
+            let mut body = json!({
+                "action": action,
+                "actor": {"id": viewer, "name": actor_name, "type": "user"},
+                "createdAt": now,
+                "data": public(e),
+                "type": ty,
+                "organizationId": org,
+                "webhookTimestamp": ts,
+                "webhookId": hid,
+            });
+            if let Some(b) = before {
+                let mut from = Map::new();
+                for (k, v) in b {
+                    if !k.starts_with('_') && e.get(k) != Some(v) {
+                        from.insert(k.clone(), v.clone());
+                    }
+                }
+                body["updatedFrom"] = Value::Object(from);
+            }
+            if ty == "Issue" {
+                let ident = e.get("identifier").and_then(Value::as_str).unwrap_or("");
+                body["url"] = json!(format!("{}/{}/issue/{ident}/{}", self.ctx.base_url, self.w.org_url_key(), slug(e.get("title").and_then(Value::as_str).unwrap_or(""))));
+            }
+            let bytes = serde_json::to_vec(&body).unwrap_or_default();
+            let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+            mac.update(&bytes);
+            let sig = hex::encode(mac.finalize().into_bytes());
+            let delivery = self.w.new_id();
+            let _ = id;
+            self.ctx.fx.borrow_mut().deliveries.push(Delivery {
+                url,
+                method: "POST".into(),
+                headers: vec![
+                    ("content-type".into(), "application/json; charset=utf-8".into()),
+                    ("linear-delivery".into(), delivery),
+                    ("linear-event".into(), ty.to_string()),
+                    ("linear-signature".into(), sig),
+                    ("user-agent".into(), "Linear-Webhook".into()),
+                ],
+                body: bytes,
+                event: format!("{ty}.{action}"),
+            });
+        }
+    }
+}
+
+/// The entity without hidden bookkeeping (`_seq`…), as the tape and webhooks show it.
+pub fn public(e: &Entity) -> Value {
+    Value::Object(e.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
+/// The type a relation field of `ty` points at (`Issue.assignee` → `User`).
+pub fn relation_type(ty: &str, rel: &str) -> Option<String> {
+    let o = match schema().types.get(ty) {
+        Some(apollo_compiler::schema::ExtendedType::Object(o)) => o,
+        _ => return None,
+    };
+    let f = o.fields.get(rel)?;
+    let named = f.ty.inner_named_type().to_string();
+    if let Some(node) = gql::connection_node(&named) {
+        return Some(node);
+    }
+    gql::is_composite(&named).then_some(named)
+}
+
+fn edit_ids(e: &mut Entity, field: &str, ids: &[String], add: bool) {
+    let mut cur: Vec<String> = e.get(field).and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
+    for id in ids {
+        if add {
+            if !cur.contains(id) {
+                cur.push(id.clone());
+            }
+        } else {
+            cur.retain(|c| c != id);
+        }
+    }
+    e.insert(field.into(), json!(cur));
+}
+
+/// Linear's branch name: `<user>/<eng-12>-<title-slug>`.
+pub fn branch(user: &str, identifier: &str, title: &str) -> String {
+    let u = slug(user);
+    let t = slug(title);
+    let head = if u.is_empty() { String::new() } else { format!("{u}/") };
+    format!("{head}{}-{t}", identifier.to_ascii_lowercase()).trim_end_matches('-').to_string()
+}
+
+/// The state a new issue starts in: the team's default, else its first backlog or unstarted state.
+pub fn default_state(w: &Inner, team: &str) -> Option<String> {
+    if let Some(d) = w.str_field("Team", team, "defaultIssueStateId") {
+        return Some(d.to_string());
+    }
+    let rank = |t: &str| match t {
+        "backlog" => 0,
+        "unstarted" => 1,
+        "triage" => 2,
+        _ => 3,
+    };
+    w.all("WorkflowState")
+        .filter(|(_, s)| s.get("teamId").and_then(Value::as_str) == Some(team) && s.get("archivedAt").is_none_or(Value::is_null))
+        .min_by_key(|(id, s)| (rank(s.get("type").and_then(Value::as_str).unwrap_or("")), s.get("position").and_then(Value::as_f64).unwrap_or(0.0) as i64, (*id).clone()))
+        .map(|(id, _)| id.clone())
+}
+
+pub fn lc(ty: &str) -> String {
+    lcfirst(ty)
+}

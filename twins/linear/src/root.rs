@@ -1,0 +1,201 @@
+//! The root operation types. Query fields that return an entity by `id`, or a connection of
+//! entities, are served generically for every modeled entity type; a few (viewer, search,
+//! priority values, rate-limit status) have their own code. Every other root field answers a
+//! GraphQL error naming it as not served, and the call is marked unsupported.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use apollo_compiler::response::JsonValue;
+use apollo_compiler::resolvers::{FieldError, ObjectValue, ResolveInfo, ResolvedValue};
+use apollo_compiler::schema::ExtendedType;
+use serde_json::{Value, json};
+
+use crate::exec::{self, Ctx, Ent, Plain, find_typed, to_json};
+use crate::gql::{self, schema};
+use crate::mutate;
+
+/// Entity types the twin models: the core ones, and every type with a generic create.
+pub fn modeled() -> &'static BTreeSet<String> {
+    static M: OnceLock<BTreeSet<String>> = OnceLock::new();
+    M.get_or_init(|| {
+        let mut m: BTreeSet<String> = [
+            "Issue", "Comment", "IssueLabel", "WorkflowState", "Team", "User", "Organization", "Project", "ProjectStatus", "ProjectMilestone",
+            "ProjectUpdate", "Cycle", "Document", "Attachment", "Reaction", "Favorite", "IssueHistory", "IssueRelation", "TeamMembership",
+            "CustomView", "Template", "Webhook", "IssueSearchResult", "DocumentSearchResult", "ProjectSearchResult",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        m.extend(gql::possible_types("Notification"));
+        if let Some(ExtendedType::Object(o)) = schema().types.get("Mutation") {
+            for name in o.fields.keys() {
+                if let Some((ty, "Create")) = mutate::generic(name) {
+                    m.insert(ty);
+                }
+            }
+        }
+        m
+    })
+}
+
+const SPECIAL_QUERIES: &[&str] = &[
+    "viewer", "organization", "issueSearch", "searchIssues", "searchDocuments", "searchProjects", "issuePriorityValues",
+    "issueVcsBranchSearch", "attachmentsForURL", "notificationsUnreadCount", "rateLimitStatus", "organizationExists",
+    "attachmentIssue",
+];
+
+/// Whether the twin serves root query field `name` (with its schema return type).
+pub fn query_served(name: &str) -> bool {
+    if SPECIAL_QUERIES.contains(&name) {
+        return true;
+    }
+    let Some(ExtendedType::Object(q)) = schema().types.get("Query") else { return false };
+    let Some(f) = q.fields.get(name) else { return false };
+    let named = f.ty.inner_named_type().as_str();
+    if let Some(node) = gql::connection_node(named) {
+        return gql::possible_types(&node).iter().all(|t| modeled().contains(t)) && !gql::possible_types(&node).is_empty();
+    }
+    gql::possible_types(named).iter().any(|t| modeled().contains(t)) && f.arguments.iter().any(|a| a.name == "id") && !f.ty.is_list()
+}
+
+/// Storage type of a type the schema gives its own name for search results.
+pub fn store_ty(ty: &str) -> &str {
+    match ty {
+        "IssueSearchResult" => "Issue",
+        "DocumentSearchResult" => "Document",
+        "ProjectSearchResult" => "Project",
+        t => t,
+    }
+}
+
+pub struct Root<'c, 'w> {
+    pub ctx: &'c Ctx<'w>,
+    pub ty: &'static str,
+}
+
+impl ObjectValue for Root<'_, '_> {
+    fn type_name(&self) -> &str {
+        self.ty
+    }
+
+    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+        let ctx = self.ctx;
+        let name = info.field_name();
+        let def = info.field_definition();
+        let named = def.ty.inner_named_type().as_str();
+        let args = to_json(&JsonValue::Object(info.arguments().clone()));
+        if self.ty == "Mutation" {
+            if !mutate::served(name) {
+                return Err(ctx.unsupported(&format!("Mutation.{name}")));
+            }
+            return Ok(ResolvedValue::object(mutate::run(ctx, name, &args, named)?));
+        }
+        if !query_served(name) {
+            return Err(ctx.unsupported(&format!("Query.{name}")));
+        }
+        ctx.fx.borrow_mut().actions.push(name.to_string());
+        match name {
+            "viewer" => {
+                let id = ctx.w.borrow().viewer.clone();
+                return Ok(ResolvedValue::object(Ent { ctx, ty: "User".into(), id }));
+            }
+            "organization" => {
+                let id = ctx.w.borrow().org.clone();
+                return Ok(ResolvedValue::object(Ent { ctx, ty: "Organization".into(), id }));
+            }
+            "organizationExists" => {
+                let key = args.get("urlKey").and_then(Value::as_str).unwrap_or("");
+                let exists = ctx.w.borrow().org_url_key() == key;
+                return Ok(ResolvedValue::object(Plain { ty: named.into(), value: json!({"exists": exists, "success": true}) }));
+            }
+            "issuePriorityValues" => {
+                let list: Vec<Value> = (0..5).map(|p| json!({"priority": p, "label": crate::model::priority_label(p)})).collect();
+                return Ok(ResolvedValue::list(list.into_iter().map(|v| ResolvedValue::object(Plain { ty: "IssuePriorityValue".into(), value: v }))));
+            }
+            "notificationsUnreadCount" => {
+                let w = ctx.w.borrow();
+                let n = gql::possible_types("Notification")
+                    .iter()
+                    .flat_map(|t| w.all(t).map(|(_, n)| n.clone()).collect::<Vec<_>>())
+                    .filter(|n| n.get("userId").and_then(Value::as_str) == Some(w.viewer.as_str()) && n.get("readAt").is_none_or(Value::is_null) && n.get("archivedAt").is_none_or(Value::is_null))
+                    .count();
+                return Ok(ResolvedValue::Leaf(exec::from_json(exec::coerce(json!(n), named))));
+            }
+            "rateLimitStatus" => {
+                let remaining = 5000u64.saturating_sub(ctx.w.borrow().requests);
+                let v = json!({"identifier": null, "kind": "api key", "limits": [
+                    {"allowedAmount": 5000, "period": 3_600_000, "remainingAmount": remaining, "requestedAmount": 1, "reset": 0, "type": "requests"}
+                ]});
+                return Ok(ResolvedValue::object(Plain { ty: named.into(), value: v }));
+            }
+            "issueVcsBranchSearch" => {
+                let branch = args.get("branchName").and_then(Value::as_str).unwrap_or("").to_ascii_lowercase();
+                let w = ctx.w.borrow();
+                let found = w.all("Issue").find(|(_, e)| e.get("branchName").and_then(Value::as_str).is_some_and(|b| b.eq_ignore_ascii_case(&branch)) || e.get("identifier").and_then(Value::as_str).is_some_and(|i| branch.contains(&i.to_ascii_lowercase()))).map(|(id, _)| id.clone());
+                drop(w);
+                return Ok(ResolvedValue::nullable_object(found.map(|id| Ent { ctx, ty: "Issue".into(), id })));
+            }
+            "attachmentIssue" => {
+                let id = args.get("id").and_then(Value::as_str).unwrap_or("");
+                let w = ctx.w.borrow();
+                let issue = w.get("Attachment", id).or_else(|| w.all("Attachment").find(|(_, a)| a.get("url").and_then(Value::as_str) == Some(id)).map(|(_, a)| a)).and_then(|a| a.get("issueId")).and_then(Value::as_str).map(String::from);
+                drop(w);
+                return match issue {
+                    Some(id) => Ok(ResolvedValue::object(Ent { ctx, ty: "Issue".into(), id })),
+                    None => Err(ctx.not_found("Attachment")),
+                };
+            }
+            "attachmentsForURL" => {
+                let url = args.get("url").and_then(Value::as_str).unwrap_or("").to_string();
+                let items: Vec<(String, String)> = ctx.w.borrow().all("Attachment").filter(|(_, a)| a.get("url").and_then(Value::as_str) == Some(url.as_str())).map(|(id, _)| ("Attachment".to_string(), id.clone())).collect();
+                return exec::connection(ctx, named, items, &args);
+            }
+            "issueSearch" | "searchIssues" | "searchDocuments" | "searchProjects" => {
+                let term = args.get("term").or_else(|| args.get("query")).and_then(Value::as_str).unwrap_or("").to_lowercase();
+                let ty = match name {
+                    "searchDocuments" => "Document",
+                    "searchProjects" => "Project",
+                    _ => "Issue",
+                };
+                let with_comments = args.get("includeComments").and_then(Value::as_bool).unwrap_or(false);
+                let team = args.get("teamId").and_then(Value::as_str).map(String::from);
+                let w = ctx.w.borrow();
+                let items: Vec<(String, String)> = w
+                    .all(ty)
+                    .filter(|(id, e)| {
+                        let text = ["title", "name", "description", "content", "identifier"].iter().filter_map(|k| e.get(*k).and_then(Value::as_str)).collect::<Vec<_>>().join("\n").to_lowercase();
+                        let comments = with_comments && w.all("Comment").any(|(_, c)| c.get("issueId").and_then(Value::as_str) == Some(id.as_str()) && c.get("body").and_then(Value::as_str).is_some_and(|b| b.to_lowercase().contains(&term)));
+                        (term.is_empty() || text.contains(&term) || comments) && team.as_deref().is_none_or(|t| e.get("teamId").and_then(Value::as_str) == Some(t))
+                    })
+                    .map(|(id, _)| (ty.to_string(), id.clone()))
+                    .collect();
+                drop(w);
+                return exec::connection(ctx, named, items, &args);
+            }
+            _ => {}
+        }
+        if gql::connection_node(named).is_some() {
+            let items = exec::all_of(&ctx.w.borrow(), named);
+            return exec::connection(ctx, named, items, &args);
+        }
+        let id = args.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+        let w = ctx.w.borrow();
+        let found = match named {
+            "Team" => w.team_id(&id).map(|id| ("Team".to_string(), id)),
+            "User" if id == "me" => Some(("User".to_string(), w.viewer.clone())),
+            _ => find_typed(&w, store_ty(named), &id).map(|t| {
+                let id = if t == "Issue" { w.issue_id(&id).unwrap_or(id.clone()) } else { id.clone() };
+                (t, id)
+            }),
+        };
+        drop(w);
+        match found {
+            Some((t, id)) => {
+                let t = if store_ty(named) != named { named.to_string() } else { t };
+                Ok(ResolvedValue::object(Ent { ctx, ty: t, id }))
+            }
+            None => Err(ctx.not_found(store_ty(named))),
+        }
+    }
+}
