@@ -269,18 +269,12 @@ pub fn update(w: &mut World, call: &mut Call, a: &Args) -> Res {
     ok(json!({"channel": cid, "ts": ts, "text": rendered["text"], "message": message}))
 }
 
-/// Whether the agent may remove other people's messages and files: workspace admins holding a
-/// user token may; bots may not.
-pub fn moderates(me: &User) -> bool {
-    me.is_admin && !me.is_bot
-}
-
 pub fn delete(w: &mut World, call: &mut Call, a: &Args) -> Res {
     let ci = find(w, a.str("channel"))?;
     let mi = own_message(w, ci, a)?;
     let me = w.agent_user();
     let m = &w.channels[ci].messages[mi];
-    if m.user != w.agent && !moderates(me) {
+    if m.user != w.agent && !me.moderates() {
         return Err(fail("cant_delete_message"));
     }
     if w.channels[ci].is_archived {

@@ -9,7 +9,6 @@ use serde_json::Value;
 use crate::args::{Args, cursor, paginate, read_cursor};
 use crate::model::*;
 use crate::render::{self, Threads, View};
-use crate::seed::{dm_name, valid_channel_name};
 use crate::{Res, SlackError, fail, ok};
 
 pub fn now_micros() -> i64 {
@@ -473,7 +472,7 @@ pub fn open_im(w: &mut World, call: &mut Call, user: &str) -> (usize, bool) {
         return (i, true);
     }
     let id = w.new_id("D");
-    let name = dm_name(w, Kind::Im, &want);
+    let name = w.dm_name(Kind::Im, &want);
     let ch = Channel {
         id: id.clone(),
         name,
@@ -531,7 +530,7 @@ pub fn open(w: &mut World, call: &mut Call, a: &Args) -> Res {
                 Some(i) => (i, true),
                 None => {
                     let id = w.new_id("C");
-                    let name = dm_name(w, Kind::Mpim, &members);
+                    let name = w.dm_name(Kind::Mpim, &members);
                     let ch = Channel {
                         id: id.clone(),
                         name,

@@ -20,28 +20,6 @@ use crate::{Res, SlackError, fail, ok};
 /// Uploads above this are refused (Slack's own limit is 1 GB; the host caps bodies lower).
 const MAX_FILE: i64 = 1 << 30;
 
-/// Slack's `filetype` and the MIME type for a file name.
-pub fn guess_type(name: &str) -> (&'static str, &'static str) {
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
-    match ext.as_str() {
-        "txt" | "log" => ("text", "text/plain"),
-        "md" | "markdown" => ("markdown", "text/markdown"),
-        "json" => ("json", "application/json"),
-        "csv" => ("csv", "text/csv"),
-        "pdf" => ("pdf", "application/pdf"),
-        "png" => ("png", "image/png"),
-        "jpg" | "jpeg" => ("jpg", "image/jpeg"),
-        "gif" => ("gif", "image/gif"),
-        "py" => ("python", "text/x-python"),
-        "js" => ("javascript", "text/javascript"),
-        "yml" | "yaml" => ("yaml", "text/yaml"),
-        "zip" => ("zip", "application/zip"),
-        "html" | "htm" => ("html", "text/html"),
-        "" => ("text", "text/plain"),
-        _ => ("binary", "application/octet-stream"),
-    }
-}
-
 fn file_entity(f: &File) -> Value {
     json!({
         "id": f.id, "name": f.name, "title": f.title, "filetype": f.filetype, "user": f.user,
@@ -270,7 +248,7 @@ pub fn list(w: &mut World, call: &mut Call, a: &Args) -> Res {
 pub fn delete(w: &mut World, call: &mut Call, a: &Args) -> Res {
     let fi = visible_file(w, a.str("file"))?;
     let me = w.agent_user();
-    if w.files[fi].user != w.agent && !crate::chat::moderates(me) {
+    if w.files[fi].user != w.agent && !me.moderates() {
         return Err(fail("cant_delete_file"));
     }
     let f = w.files.remove(fi);

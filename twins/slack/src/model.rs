@@ -1,5 +1,7 @@
 //! The Slack world: one workspace with its people, conversations (channels, private
-//! channels, DMs, group DMs), messages, files and the smaller objects around them.
+//! channels, DMs, group DMs), messages, files and the smaller objects around them, and the
+//! workspace rules the seed and the handlers share (channel names, DM names, file types, who
+//! may moderate), so that no handler module needs another's helpers.
 //!
 //! Everything is kept in `Vec`s in creation order (and `BTreeMap`s where a map is needed),
 //! so the serde form of [`World`] is the canonical state export graders read. Thread
@@ -342,6 +344,20 @@ pub fn is_canonical_ts(s: &str) -> bool {
 }
 
 impl World {
+    /// IMs are named after the other person; group DMs `mpdm-a--b--c-1` like Slack.
+    pub fn dm_name(&self, kind: Kind, members: &[String]) -> String {
+        match kind {
+            Kind::Im => members.iter().find(|m| **m != self.agent).unwrap_or(&members[0]).clone(),
+            _ => {
+                let names: Vec<String> = members
+                    .iter()
+                    .map(|m| self.user(m).map(|u| u.name.clone()).unwrap_or_else(|| m.clone()))
+                    .collect();
+                format!("mpdm-{}-1", names.join("--"))
+            }
+        }
+    }
+
     /// A fresh id such as `C0K3XQ7PA1`: `prefix` then ten characters of `[0-9A-Z]`, distinct
     /// for every call (an injective mix of a counter) and never one already in use.
     pub fn new_id(&mut self, prefix: &str) -> String {
@@ -391,5 +407,52 @@ impl World {
     /// Whether the agent may see this conversation at all.
     pub fn visible(&self, ch: &Channel) -> bool {
         !ch.is_restricted() || ch.has_member(&self.agent)
+    }
+}
+
+impl User {
+    /// Whether this user may remove other people's messages and files: workspace admins
+    /// holding a user token may; bots may not.
+    pub fn moderates(&self) -> bool {
+        self.is_admin && !self.is_bot
+    }
+}
+
+/// Channel names as Slack allows them: lower-case letters, digits, `-`, `_`, at most 80.
+pub fn valid_channel_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() {
+        return Err("invalid_name_required");
+    }
+    if name.chars().count() > 80 {
+        return Err("invalid_name_maxlength");
+    }
+    if name.chars().all(|c| c == '-' || c == '_') {
+        return Err("invalid_name_punctuation");
+    }
+    if !name.chars().all(|c| c.is_lowercase() || c.is_ascii_digit() || c == '-' || c == '_' || (c.is_alphabetic() && !c.is_uppercase())) {
+        return Err("invalid_name_specials");
+    }
+    Ok(())
+}
+
+/// Slack's `filetype` and the MIME type for a file name.
+pub fn guess_type(name: &str) -> (&'static str, &'static str) {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "txt" | "log" => ("text", "text/plain"),
+        "md" | "markdown" => ("markdown", "text/markdown"),
+        "json" => ("json", "application/json"),
+        "csv" => ("csv", "text/csv"),
+        "pdf" => ("pdf", "application/pdf"),
+        "png" => ("png", "image/png"),
+        "jpg" | "jpeg" => ("jpg", "image/jpeg"),
+        "gif" => ("gif", "image/gif"),
+        "py" => ("python", "text/x-python"),
+        "js" => ("javascript", "text/javascript"),
+        "yml" | "yaml" => ("yaml", "text/yaml"),
+        "zip" => ("zip", "application/zip"),
+        "html" | "htm" => ("html", "text/html"),
+        "" => ("text", "text/plain"),
+        _ => ("binary", "application/octet-stream"),
     }
 }

@@ -310,23 +310,6 @@ fn parse_topic(o: &Obj, key: &str, creator: &str) -> Result<Topic, String> {
     }
 }
 
-/// Channel names as Slack allows them: lower-case letters, digits, `-`, `_`, at most 80.
-pub fn valid_channel_name(name: &str) -> Result<(), &'static str> {
-    if name.is_empty() {
-        return Err("invalid_name_required");
-    }
-    if name.chars().count() > 80 {
-        return Err("invalid_name_maxlength");
-    }
-    if name.chars().all(|c| c == '-' || c == '_') {
-        return Err("invalid_name_punctuation");
-    }
-    if !name.chars().all(|c| c.is_lowercase() || c.is_ascii_digit() || c == '-' || c == '_' || (c.is_alphabetic() && !c.is_uppercase())) {
-        return Err("invalid_name_specials");
-    }
-    Ok(())
-}
-
 fn parse_channel(w: &mut World, v: &Value, path: &str, clock: &mut SeedClock) -> Result<Channel, String> {
     let o = Obj::new(v, path, &["id", "name", "is_private", "is_archived", "is_general", "created", "creator", "members", "topic", "purpose", "messages", "bookmarks"])?;
     let id = match o.str("id")? {
@@ -420,7 +403,7 @@ fn parse_dm(w: &mut World, v: &Value, path: &str, clock: &mut SeedClock) -> Resu
     if w.channels.iter().any(|c| c.id == id) {
         return Err(format!("{path}.id: duplicate conversation id {id:?}"));
     }
-    let name = dm_name(w, kind, &members);
+    let name = w.dm_name(kind, &members);
     let mut ch = Channel {
         id,
         name,
@@ -435,20 +418,6 @@ fn parse_dm(w: &mut World, v: &Value, path: &str, clock: &mut SeedClock) -> Resu
     let msgs = o.arr("messages")?;
     parse_messages(w, &mut ch, msgs, &format!("{path}.messages"), clock)?;
     Ok(ch)
-}
-
-/// IMs are named after the other person; group DMs `mpdm-a--b--c-1` like Slack.
-pub fn dm_name(w: &World, kind: Kind, members: &[String]) -> String {
-    match kind {
-        Kind::Im => members.iter().find(|m| **m != w.agent).unwrap_or(&members[0]).clone(),
-        _ => {
-            let names: Vec<String> = members
-                .iter()
-                .map(|m| w.user(m).map(|u| u.name.clone()).unwrap_or_else(|| m.clone()))
-                .collect();
-            format!("mpdm-{}-1", names.join("--"))
-        }
-    }
 }
 
 fn parse_messages(
@@ -632,7 +601,7 @@ fn parse_file(w: &mut World, v: &Value, path: &str) -> Result<File, String> {
     let user = o.req_str("user")?;
     check_user(w, &user, &format!("{path}.user"))?;
     let title = o.str("title")?.unwrap_or_else(|| name.clone());
-    let (ft, mt) = crate::files::guess_type(&name);
+    let (ft, mt) = guess_type(&name);
     let filetype = o.str("filetype")?.unwrap_or_else(|| ft.to_string());
     let mimetype = o.str("mimetype")?.unwrap_or_else(|| mt.to_string());
     let content = o.str("content")?.unwrap_or_default();
