@@ -1,0 +1,242 @@
+//! The Gmail twin: the Gmail API (`/gmail/v1/users/{userId}/…`) over real RFC 5322 messages,
+//! with threads, labels, drafts, history, search and settings, faithful enough that
+//! google-api-python-client and `@googleapis/gmail` cannot tell it from Google.
+//!
+//! Modules: [`model`] (the world and its index), [`seed`] (strict seeds, default world),
+//! [`mime`] (parsing and building messages), [`search`] (the `q` language), [`api`] (messages,
+//! threads, labels, drafts, history), [`settings`], [`transport`] (uploads, batch, discovery),
+//! [`checks`] (the vocabulary graders bind criteria to).
+
+pub mod api;
+pub mod checks;
+pub mod mime;
+pub mod model;
+pub mod search;
+pub mod seed;
+pub mod settings;
+pub mod transport;
+
+use std::sync::OnceLock;
+
+use pome_twin_sdk::{
+    Call, CheckDecl, CheckWorld, Fidelity, HostError, HostErrorKind, Method, Outcome, Params, Request, Response, Router, Twin, Value, json,
+};
+
+pub use model::World;
+
+/// An error in Google's shape: `{"error": {code, message, status, errors: [{domain, reason, message}]}}`.
+pub fn gerr(code: u16, reason: &str, message: &str) -> Response {
+    let status = match (code, reason) {
+        (400, "failedPrecondition") => "FAILED_PRECONDITION",
+        (400, _) => "INVALID_ARGUMENT",
+        (401, _) => "UNAUTHENTICATED",
+        (403, _) => "PERMISSION_DENIED",
+        (404, _) => "NOT_FOUND",
+        (409, "alreadyExists") => "ALREADY_EXISTS",
+        (409, _) => "ABORTED",
+        (413, _) => "INVALID_ARGUMENT",
+        (429, _) => "RESOURCE_EXHAUSTED",
+        (501, _) => "UNIMPLEMENTED",
+        _ => "INTERNAL",
+    };
+    Response::json(
+        code,
+        &json!({"error": {"code": code, "message": message, "errors": [{"message": message, "domain": "global", "reason": reason}], "status": status}}),
+    )
+}
+
+pub fn ok(v: &Value) -> Response {
+    Response::json(200, v)
+}
+
+pub fn ok_empty() -> Response {
+    Response::empty(204)
+}
+
+/// A seeded rate-limit fault, when one applies to this call.
+pub fn fault(w: &mut World, call: &Call) -> Option<Response> {
+    let action = call.action.as_deref().unwrap_or("");
+    let f = w.faults.iter_mut().find(|f| f.method == "*" || f.method == action)?;
+    f.seen += 1;
+    let hit = f.seen > f.after && f.seen <= f.after.saturating_add(f.count);
+    hit.then(|| {
+        gerr(429, "rateLimitExceeded", "User-rate limit exceeded. Retry after a moment.").with_header("retry-after", f.retry_after.to_string())
+    })
+}
+
+/// Every method this twin serves: (method, path under `/gmail/v1/users/{userId}`, action).
+pub const ROUTES: &[(Method, &str, &str, pome_twin_sdk::router::Handler<World>)] = {
+    use Method::{Delete as D, Get as G, Patch as P, Post as O, Put as U};
+    use api as a;
+    use settings as s;
+    &[
+        (G, "/profile", "getProfile", a::get_profile),
+        (O, "/watch", "watch", a::watch),
+        (O, "/stop", "stop", a::stop),
+        (G, "/messages", "messages.list", a::messages_list),
+        (G, "/messages/{id}", "messages.get", a::messages_get),
+        (O, "/messages/send", "messages.send", a::messages_send),
+        (O, "/messages", "messages.insert", a::messages_insert),
+        (O, "/messages/import", "messages.import", a::messages_import),
+        (O, "/messages/{id}/modify", "messages.modify", a::messages_modify),
+        (O, "/messages/batchModify", "messages.batchModify", a::messages_batch_modify),
+        (O, "/messages/batchDelete", "messages.batchDelete", a::messages_batch_delete),
+        (O, "/messages/{id}/trash", "messages.trash", a::messages_trash),
+        (O, "/messages/{id}/untrash", "messages.untrash", a::messages_untrash),
+        (D, "/messages/{id}", "messages.delete", a::messages_delete),
+        (G, "/messages/{messageId}/attachments/{id}", "messages.attachments.get", a::attachments_get),
+        (G, "/threads", "threads.list", a::threads_list),
+        (G, "/threads/{id}", "threads.get", a::threads_get),
+        (O, "/threads/{id}/modify", "threads.modify", a::threads_modify),
+        (O, "/threads/{id}/trash", "threads.trash", a::threads_trash),
+        (O, "/threads/{id}/untrash", "threads.untrash", a::threads_untrash),
+        (D, "/threads/{id}", "threads.delete", a::threads_delete),
+        (G, "/labels", "labels.list", a::labels_list),
+        (G, "/labels/{id}", "labels.get", a::labels_get),
+        (O, "/labels", "labels.create", a::labels_create),
+        (U, "/labels/{id}", "labels.update", a::labels_update),
+        (P, "/labels/{id}", "labels.patch", a::labels_patch),
+        (D, "/labels/{id}", "labels.delete", a::labels_delete),
+        (G, "/drafts", "drafts.list", a::drafts_list),
+        (G, "/drafts/{id}", "drafts.get", a::drafts_get),
+        (O, "/drafts", "drafts.create", a::drafts_create),
+        (U, "/drafts/{id}", "drafts.update", a::drafts_update),
+        (O, "/drafts/send", "drafts.send", a::drafts_send),
+        (D, "/drafts/{id}", "drafts.delete", a::drafts_delete),
+        (G, "/history", "history.list", a::history_list),
+        (G, "/settings/autoForwarding", "settings.getAutoForwarding", s::get_auto_forwarding),
+        (U, "/settings/autoForwarding", "settings.updateAutoForwarding", s::update_auto_forwarding),
+        (G, "/settings/imap", "settings.getImap", s::get_imap),
+        (U, "/settings/imap", "settings.updateImap", s::update_imap),
+        (G, "/settings/pop", "settings.getPop", s::get_pop),
+        (U, "/settings/pop", "settings.updatePop", s::update_pop),
+        (G, "/settings/language", "settings.getLanguage", s::get_language),
+        (U, "/settings/language", "settings.updateLanguage", s::update_language),
+        (G, "/settings/vacation", "settings.getVacation", s::get_vacation),
+        (U, "/settings/vacation", "settings.updateVacation", s::update_vacation),
+        (G, "/settings/filters", "settings.filters.list", s::filters_list),
+        (G, "/settings/filters/{id}", "settings.filters.get", s::filters_get),
+        (O, "/settings/filters", "settings.filters.create", s::filters_create),
+        (D, "/settings/filters/{id}", "settings.filters.delete", s::filters_delete),
+        (G, "/settings/forwardingAddresses", "settings.forwardingAddresses.list", s::forwarding_list),
+        (G, "/settings/forwardingAddresses/{forwardingEmail}", "settings.forwardingAddresses.get", s::forwarding_get),
+        (O, "/settings/forwardingAddresses", "settings.forwardingAddresses.create", s::forwarding_create),
+        (D, "/settings/forwardingAddresses/{forwardingEmail}", "settings.forwardingAddresses.delete", s::forwarding_delete),
+        (G, "/settings/sendAs", "settings.sendAs.list", s::send_as_list),
+        (G, "/settings/sendAs/{sendAsEmail}", "settings.sendAs.get", s::send_as_get),
+        (O, "/settings/sendAs", "settings.sendAs.create", s::send_as_create),
+        (U, "/settings/sendAs/{sendAsEmail}", "settings.sendAs.update", s::send_as_update),
+        (P, "/settings/sendAs/{sendAsEmail}", "settings.sendAs.patch", s::send_as_patch),
+        (D, "/settings/sendAs/{sendAsEmail}", "settings.sendAs.delete", s::send_as_delete),
+        (O, "/settings/sendAs/{sendAsEmail}/verify", "settings.sendAs.verify", s::send_as_verify),
+        (G, "/settings/delegates", "settings.delegates.list", s::delegates_list),
+        (G, "/settings/delegates/{delegateEmail}", "settings.delegates.get", s::delegates_get),
+        (O, "/settings/delegates", "settings.delegates.create", s::delegates_create),
+        (D, "/settings/delegates/{delegateEmail}", "settings.delegates.delete", s::delegates_delete),
+    ]
+};
+
+/// Upload paths: (path under `/upload/gmail/v1/users/{userId}`, action).
+const UPLOADS: &[(&str, &str)] = &[
+    ("/messages/send", "messages.send"),
+    ("/messages", "messages.insert"),
+    ("/messages/import", "messages.import"),
+    ("/drafts", "drafts.create"),
+    ("/drafts/{id}", "drafts.update"),
+    ("/drafts/send", "drafts.send"),
+];
+
+impl Twin for World {
+    const NAME: &'static str = "gmail";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const CLIENT_BASE_PATH: &'static str = "/";
+
+    fn init(seed: Option<Value>) -> Result<Self, String> {
+        match seed {
+            None => seed::from_seed(&seed::default_seed()),
+            Some(v) => seed::from_seed(&v),
+        }
+    }
+
+    fn router() -> &'static Router<Self> {
+        static R: OnceLock<Router<World>> = OnceLock::new();
+        R.get_or_init(|| {
+            let mut r = Router::new();
+            for (m, path, action, h) in ROUTES {
+                r = r.route(Some(*m), &format!("/gmail/v1/users/{{userId}}{path}"), action, Fidelity::Semantic, *h);
+            }
+            for (path, action) in UPLOADS {
+                let full = format!("/upload/gmail/v1/users/{{userId}}{path}");
+                r = r.route(Some(Method::Post), &full, action, Fidelity::Semantic, transport::upload);
+                r = r.route(Some(Method::Put), &full, action, Fidelity::Semantic, transport::upload);
+            }
+            r.route(Some(Method::Post), "/batch/gmail/v1", "batch", Fidelity::Semantic, transport::batch)
+                .route(Some(Method::Post), "/batch", "batch", Fidelity::Semantic, transport::batch)
+                .route(Some(Method::Get), "/discovery/v1/apis/gmail/v1/rest", "discovery", Fidelity::Semantic, transport::discovery)
+                .route(Some(Method::Get), "/$discovery/rest", "discovery", Fidelity::Semantic, transport::discovery)
+        })
+    }
+
+    fn unsupported(call: &Call) -> Response {
+        let mut r = gerr(
+            501,
+            "notImplemented",
+            &format!("The Pome Gmail twin does not serve {} {} (fidelity: unsupported)", call.req.method.as_str(), call.req.path),
+        );
+        r.headers.push(("x-pome-fidelity".into(), "unsupported".into()));
+        r
+    }
+
+    fn auth_error(_call: &Call) -> Response {
+        gerr(
+            401,
+            "authError",
+            "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.",
+        )
+        .with_header("www-authenticate", "Bearer realm=\"https://accounts.google.com/\", error=\"invalid_token\"")
+    }
+
+    fn host_error(err: &HostError) -> Response {
+        match err.kind {
+            HostErrorKind::PayloadTooLarge => gerr(413, "uploadTooLarge", &err.message),
+            HostErrorKind::TapeFull | HostErrorKind::RateLimited => {
+                gerr(429, "rateLimitExceeded", &err.message).with_header("retry-after", "1")
+            }
+            HostErrorKind::TwinFailed => gerr(500, "backendError", &err.message),
+        }
+    }
+
+    fn serves_without_auth(req: &Request) -> bool {
+        req.method == Method::Get && (req.path == "/discovery/v1/apis/gmail/v1/rest" || req.path == "/$discovery/rest")
+    }
+
+    fn state(&self) -> Value {
+        checks::state_json(self)
+    }
+
+    fn tool_aliases() -> Vec<(&'static str, &'static str)> {
+        checks::TOOL_ALIASES.to_vec()
+    }
+
+    fn checks() -> Vec<CheckDecl> {
+        checks::declared()
+    }
+
+    fn evaluate_check(id: &str, params: &Params, world: &CheckWorld<'_>) -> Result<Outcome, String> {
+        checks::evaluate(id, params, world)
+    }
+
+    fn credentials() -> Vec<pome_twin_sdk::Credential> {
+        vec![pome_twin_sdk::Credential::Bearer]
+    }
+
+    fn agent_env() -> Vec<(&'static str, &'static str)> {
+        vec![("POME_GMAIL_TOKEN", "{token}"), ("POME_GMAIL_API_URL", "{api_url}"), ("POME_GMAIL_DISCOVERY_URL", "{base_url}/discovery/v1/apis/gmail/v1/rest")]
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+pome_twin_sdk::export_twin!(World);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,457 @@
+//! The world: mailboxes holding messages (RFC 5322 bytes plus what Gmail derives from them),
+//! labels, drafts, history and settings. Ordered containers only; the search index is derived
+//! and rebuilt after a restore.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::mime::{self, Summary};
+
+pub const SYSTEM_LABELS: &[&str] = &[
+    "CHAT", "SENT", "INBOX", "IMPORTANT", "TRASH", "DRAFT", "SPAM", "CATEGORY_FORUMS", "CATEGORY_UPDATES",
+    "CATEGORY_PERSONAL", "CATEGORY_PROMOTIONS", "CATEGORY_SOCIAL", "STARRED", "UNREAD", "YELLOW_STAR",
+];
+
+/// How many history records a mailbox keeps; an older `startHistoryId` answers 404.
+pub const HISTORY_KEPT: usize = 2000;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct World {
+    pub primary: usize,
+    pub mailboxes: Vec<Mailbox>,
+    /// `sender-only` or `seeded-mailboxes`.
+    pub delivery_mode: String,
+    pub clock: Option<String>,
+    pub faults: Vec<Fault>,
+    /// Resumable uploads under way: upload id → (action, userId, metadata JSON, bytes so far).
+    pub uploads: BTreeMap<String, Upload>,
+    pub seq: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Upload {
+    pub action: String,
+    pub user: String,
+    pub path_id: Option<String>,
+    pub metadata: String,
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Fault {
+    /// An action name (`messages.send`) or `*`.
+    pub method: String,
+    pub after: u64,
+    pub count: u64,
+    pub retry_after: u64,
+    pub seen: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Label {
+    pub id: String,
+    pub name: String,
+    pub system: bool,
+    pub message_list_visibility: Option<String>,
+    pub label_list_visibility: Option<String>,
+    pub color: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Message {
+    pub id: String,
+    pub thread_id: String,
+    pub label_ids: Vec<String>,
+    pub history_id: u64,
+    pub internal_date: i64,
+    pub raw: Vec<u8>,
+    // Derived from `raw` when stored.
+    pub from: String,
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    pub bcc: Vec<String>,
+    pub subject: String,
+    pub rfc_id: String,
+    pub in_reply_to: String,
+    pub references: Vec<String>,
+    pub text: String,
+    pub snippet: String,
+    pub filenames: Vec<String>,
+}
+
+impl Message {
+    pub fn new(id: String, thread_id: String, label_ids: Vec<String>, internal_date: i64, raw: Vec<u8>, s: Summary) -> Message {
+        Message {
+            id,
+            thread_id,
+            label_ids,
+            history_id: 0,
+            internal_date,
+            raw,
+            from: s.from,
+            to: s.to,
+            cc: s.cc,
+            bcc: s.bcc,
+            subject: s.subject,
+            rfc_id: s.message_id,
+            in_reply_to: s.in_reply_to,
+            references: s.references,
+            text: s.text,
+            snippet: s.snippet,
+            filenames: s.filenames,
+        }
+    }
+    pub fn has(&self, label: &str) -> bool {
+        self.label_ids.iter().any(|l| l == label)
+    }
+    pub fn size(&self) -> usize {
+        self.raw.len()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Draft {
+    pub id: String,
+    pub message_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub enum HistKind {
+    Added,
+    Deleted,
+    LabelsAdded(Vec<String>),
+    LabelsRemoved(Vec<String>),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HistoryRecord {
+    pub id: u64,
+    pub message_id: String,
+    pub thread_id: String,
+    /// The message's labels after the change.
+    pub label_ids: Vec<String>,
+    pub kind: HistKind,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Mailbox {
+    pub email: String,
+    pub display_name: String,
+    pub labels: Vec<Label>,
+    /// Keyed by an internal sequence number (insertion order).
+    pub messages: BTreeMap<u64, Message>,
+    pub ids: BTreeMap<String, u64>,
+    pub drafts: Vec<Draft>,
+    pub history_id: u64,
+    pub history: Vec<HistoryRecord>,
+    /// The oldest history id still answerable.
+    pub history_floor: u64,
+    pub next_key: u64,
+    pub label_seq: u64,
+    pub settings: Settings,
+    #[serde(skip)]
+    pub index: Option<Index>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Settings {
+    pub auto_forwarding: Value,
+    pub imap: Value,
+    pub pop: Value,
+    pub language: Value,
+    pub vacation: Value,
+    pub filters: Vec<Value>,
+    pub forwarding: Vec<Value>,
+    pub send_as: Vec<Value>,
+    pub delegates: Vec<Value>,
+    pub watch: Option<Value>,
+}
+
+impl Settings {
+    pub fn defaults(email: &str, name: &str) -> Settings {
+        Settings {
+            auto_forwarding: serde_json::json!({"enabled": false}),
+            imap: serde_json::json!({"enabled": true, "autoExpunge": true, "expungeBehavior": "archive", "maxFolderSize": 0}),
+            pop: serde_json::json!({"accessWindow": "disabled", "disposition": "leaveInInbox"}),
+            language: serde_json::json!({"displayLanguage": "en"}),
+            vacation: serde_json::json!({"enableAutoReply": false, "responseBodyPlainText": "", "restrictToContacts": false, "restrictToDomain": false}),
+            filters: Vec::new(),
+            forwarding: Vec::new(),
+            send_as: vec![serde_json::json!({
+                "sendAsEmail": email, "displayName": name, "replyToAddress": "", "signature": "",
+                "isPrimary": true, "isDefault": true
+            })],
+            delegates: Vec::new(),
+            watch: None,
+        }
+    }
+}
+
+/// Derived lookups: messages by date, by thread, by label and by search term.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Index {
+    pub by_date: BTreeSet<(i64, u64)>,
+    pub threads: BTreeMap<String, BTreeSet<u64>>,
+    pub labels: BTreeMap<String, BTreeSet<u64>>,
+    pub terms: BTreeMap<String, BTreeSet<u64>>,
+    pub rfc_ids: BTreeMap<String, u64>,
+}
+
+/// Lower-case word tokens of `s` (letters and digits).
+pub fn tokens(s: &str) -> impl Iterator<Item = String> + '_ {
+    s.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(|t| t.to_lowercase())
+}
+
+impl Index {
+    fn terms_of(m: &Message) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let mut field = |f: &str, s: &str| {
+            for t in tokens(s) {
+                out.insert(format!("{f}:{t}"));
+            }
+        };
+        field("from", &m.from);
+        for a in &m.to {
+            field("to", a);
+        }
+        for a in &m.cc {
+            field("cc", a);
+        }
+        for a in &m.bcc {
+            field("bcc", a);
+        }
+        field("subject", &m.subject);
+        for f in &m.filenames {
+            field("filename", f);
+        }
+        field("w", &m.subject);
+        field("w", &m.text);
+        field("w", &m.from);
+        for a in m.to.iter().chain(&m.cc) {
+            field("w", a);
+        }
+        out
+    }
+
+    pub fn add(&mut self, key: u64, m: &Message) {
+        self.by_date.insert((m.internal_date, key));
+        self.threads.entry(m.thread_id.clone()).or_default().insert(key);
+        for l in &m.label_ids {
+            self.labels.entry(l.clone()).or_default().insert(key);
+        }
+        for t in Self::terms_of(m) {
+            self.terms.entry(t).or_default().insert(key);
+        }
+        if !m.rfc_id.is_empty() {
+            self.rfc_ids.insert(m.rfc_id.clone(), key);
+        }
+    }
+
+    pub fn remove(&mut self, key: u64, m: &Message) {
+        self.by_date.remove(&(m.internal_date, key));
+        if let Some(s) = self.threads.get_mut(&m.thread_id) {
+            s.remove(&key);
+            if s.is_empty() {
+                self.threads.remove(&m.thread_id);
+            }
+        }
+        for l in &m.label_ids {
+            if let Some(s) = self.labels.get_mut(l) {
+                s.remove(&key);
+            }
+        }
+        for t in Self::terms_of(m) {
+            if let Some(s) = self.terms.get_mut(&t) {
+                s.remove(&key);
+                if s.is_empty() {
+                    self.terms.remove(&t);
+                }
+            }
+        }
+        if self.rfc_ids.get(&m.rfc_id) == Some(&key) {
+            self.rfc_ids.remove(&m.rfc_id);
+        }
+    }
+}
+
+impl Mailbox {
+    pub fn new(email: &str, name: &str) -> Mailbox {
+        let labels = SYSTEM_LABELS
+            .iter()
+            .map(|id| Label {
+                id: id.to_string(),
+                name: id.to_string(),
+                system: true,
+                message_list_visibility: None,
+                label_list_visibility: None,
+                color: None,
+            })
+            .collect();
+        Mailbox {
+            email: email.to_string(),
+            display_name: name.to_string(),
+            labels,
+            messages: BTreeMap::new(),
+            ids: BTreeMap::new(),
+            drafts: Vec::new(),
+            history_id: 1000,
+            history: Vec::new(),
+            history_floor: 1000,
+            next_key: 1,
+            label_seq: 1,
+            settings: Settings::defaults(email, name),
+            index: None,
+        }
+    }
+
+    /// The index, built on first use (after seeding or a restore).
+    pub fn idx(&mut self) -> &mut Index {
+        if self.index.is_none() {
+            let mut ix = Index::default();
+            for (k, m) in &self.messages {
+                ix.add(*k, m);
+            }
+            self.index = Some(ix);
+        }
+        self.index.as_mut().unwrap()
+    }
+
+    pub fn key(&self, id: &str) -> Option<u64> {
+        self.ids.get(id).copied()
+    }
+    pub fn get(&self, id: &str) -> Option<&Message> {
+        self.messages.get(&self.key(id)?)
+    }
+
+    pub fn label_by_id(&self, id: &str) -> Option<&Label> {
+        self.labels.iter().find(|l| l.id == id)
+    }
+    /// A label by id, or by name without regard to case.
+    pub fn resolve_label(&self, s: &str) -> Option<&Label> {
+        self.label_by_id(s).or_else(|| self.labels.iter().find(|l| l.name.eq_ignore_ascii_case(s)))
+    }
+
+    pub fn bump(&mut self) -> u64 {
+        self.history_id += 1;
+        self.history_id
+    }
+
+    fn push_history(&mut self, rec: HistoryRecord) {
+        self.history.push(rec);
+        if self.history.len() > HISTORY_KEPT {
+            let drop = self.history.len() - HISTORY_KEPT;
+            self.history_floor = self.history[drop].id;
+            self.history.drain(..drop);
+        }
+    }
+
+    /// Store a new message (recording history unless `quiet`, which seeding uses).
+    pub fn insert(&mut self, mut m: Message, quiet: bool) -> u64 {
+        let hid = self.bump();
+        m.history_id = hid;
+        let key = self.next_key;
+        self.next_key += 1;
+        self.idx().add(key, &m);
+        self.ids.insert(m.id.clone(), key);
+        if quiet {
+            self.history_floor = hid;
+        } else {
+            self.push_history(HistoryRecord {
+                id: hid,
+                message_id: m.id.clone(),
+                thread_id: m.thread_id.clone(),
+                label_ids: m.label_ids.clone(),
+                kind: HistKind::Added,
+            });
+        }
+        self.messages.insert(key, m);
+        key
+    }
+
+    pub fn remove(&mut self, id: &str) -> Option<Message> {
+        let key = self.ids.remove(id)?;
+        let m = self.messages.remove(&key)?;
+        self.idx().remove(key, &m);
+        let hid = self.bump();
+        self.push_history(HistoryRecord {
+            id: hid,
+            message_id: m.id.clone(),
+            thread_id: m.thread_id.clone(),
+            label_ids: m.label_ids.clone(),
+            kind: HistKind::Deleted,
+        });
+        Some(m)
+    }
+
+    /// Add and remove labels on a message, recording history when anything changed.
+    /// Returns whether the labels changed.
+    pub fn relabel(&mut self, id: &str, add: &[String], remove: &[String]) -> bool {
+        let Some(key) = self.key(id) else { return false };
+        let before = self.messages[&key].label_ids.clone();
+        let mut after = before.clone();
+        let mut added = Vec::new();
+        let mut removed = Vec::new();
+        for l in add {
+            if !after.contains(l) {
+                after.push(l.clone());
+                added.push(l.clone());
+            }
+        }
+        for l in remove {
+            if let Some(p) = after.iter().position(|x| x == l) {
+                after.remove(p);
+                removed.push(l.clone());
+            }
+        }
+        if added.is_empty() && removed.is_empty() {
+            return false;
+        }
+        let ix = self.idx();
+        for l in &added {
+            ix.labels.entry(l.clone()).or_default().insert(key);
+        }
+        for l in &removed {
+            if let Some(s) = ix.labels.get_mut(l) {
+                s.remove(&key);
+            }
+        }
+        let thread_id = self.messages[&key].thread_id.clone();
+        for (kind, list) in [(true, added), (false, removed)] {
+            if list.is_empty() {
+                continue;
+            }
+            let hid = self.bump();
+            self.push_history(HistoryRecord {
+                id: hid,
+                message_id: id.to_string(),
+                thread_id: thread_id.clone(),
+                label_ids: after.clone(),
+                kind: if kind { HistKind::LabelsAdded(list) } else { HistKind::LabelsRemoved(list) },
+            });
+        }
+        let hid = self.history_id;
+        let m = self.messages.get_mut(&key).unwrap();
+        m.label_ids = after;
+        m.history_id = hid;
+        true
+    }
+
+    /// Messages of a thread, oldest first.
+    pub fn thread(&mut self, thread_id: &str) -> Vec<u64> {
+        let keys: Vec<u64> = self.idx().threads.get(thread_id).map(|s| s.iter().copied().collect()).unwrap_or_default();
+        let mut v: Vec<(i64, u64)> = keys.iter().map(|k| (self.messages[k].internal_date, *k)).collect();
+        v.sort();
+        v.into_iter().map(|(_, k)| k).collect()
+    }
+
+    pub fn summary_of(&self, key: u64) -> &Message {
+        &self.messages[&key]
+    }
+}
+
+/// `Summary` of a stored raw message; panics never (a stored message parsed once already).
+pub fn resummarize(raw: &[u8]) -> Summary {
+    mime::summarize(raw).unwrap_or_default()
+}

@@ -1,0 +1,503 @@
+//! Gmail's search language (`q`), answered from the mailbox's index: word and field terms
+//! come from postings, dates from the date-ordered set; only what the index cannot say
+//! (sizes, exact phrases) is checked per candidate. An operator Gmail does not have is an
+//! error, never a silent match-all.
+
+use std::collections::BTreeSet;
+
+use crate::model::{Mailbox, tokens};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    And(Vec<Node>),
+    Or(Vec<Node>),
+    Not(Box<Node>),
+    Op(String, String),
+    Word(String),
+    Phrase(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    LParen,
+    RParen,
+    LBrace,
+    RBrace,
+    Minus,
+    Or,
+    Term(String),
+    Quoted(String),
+}
+
+fn lex(q: &str) -> Result<Vec<Tok>, String> {
+    let mut out = Vec::new();
+    let cs: Vec<char> = q.chars().collect();
+    let mut i = 0;
+    while i < cs.len() {
+        let c = cs[i];
+        match c {
+            c if c.is_whitespace() => i += 1,
+            '(' => {
+                out.push(Tok::LParen);
+                i += 1
+            }
+            ')' => {
+                out.push(Tok::RParen);
+                i += 1
+            }
+            '{' => {
+                out.push(Tok::LBrace);
+                i += 1
+            }
+            '}' => {
+                out.push(Tok::RBrace);
+                i += 1
+            }
+            '-' if i + 1 < cs.len() && !cs[i + 1].is_whitespace() => {
+                out.push(Tok::Minus);
+                i += 1
+            }
+            '"' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < cs.len() && cs[j] != '"' {
+                    j += 1;
+                }
+                out.push(Tok::Quoted(cs[start..j].iter().collect()));
+                i = j + 1;
+            }
+            _ => {
+                let start = i;
+                while i < cs.len() && !cs[i].is_whitespace() && !matches!(cs[i], '(' | ')' | '{' | '}' | '"') {
+                    i += 1;
+                }
+                let t: String = cs[start..i].iter().collect();
+                if t == "OR" || t == "|" {
+                    out.push(Tok::Or);
+                } else if t == "AND" {
+                    // Gmail's explicit AND is the same as juxtaposition.
+                } else {
+                    out.push(Tok::Term(t));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+struct Parser {
+    toks: Vec<Tok>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos)
+    }
+    fn next(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.pos).cloned();
+        self.pos += 1;
+        t
+    }
+    fn or(&mut self) -> Result<Node, String> {
+        let mut alts = vec![self.and()?];
+        while self.peek() == Some(&Tok::Or) {
+            self.pos += 1;
+            alts.push(self.and()?);
+        }
+        Ok(if alts.len() == 1 { alts.pop().unwrap() } else { Node::Or(alts) })
+    }
+    fn and(&mut self) -> Result<Node, String> {
+        let mut items = Vec::new();
+        while let Some(t) = self.peek() {
+            if matches!(t, Tok::RParen | Tok::RBrace | Tok::Or) {
+                break;
+            }
+            items.push(self.unary()?);
+        }
+        Ok(if items.len() == 1 { items.pop().unwrap() } else { Node::And(items) })
+    }
+    fn unary(&mut self) -> Result<Node, String> {
+        match self.next() {
+            Some(Tok::Minus) => Ok(Node::Not(Box::new(self.unary()?))),
+            Some(Tok::LParen) => {
+                let n = self.or()?;
+                if self.next() != Some(Tok::RParen) {
+                    return Err("Invalid search query: unbalanced parentheses".into());
+                }
+                Ok(n)
+            }
+            Some(Tok::LBrace) => {
+                let mut alts = Vec::new();
+                while !matches!(self.peek(), Some(Tok::RBrace) | None) {
+                    alts.push(self.unary()?);
+                }
+                if self.next() != Some(Tok::RBrace) {
+                    return Err("Invalid search query: unbalanced braces".into());
+                }
+                Ok(Node::Or(alts))
+            }
+            Some(Tok::Quoted(p)) => Ok(Node::Phrase(p)),
+            Some(Tok::Term(t)) => self.term(t),
+            Some(t) => Err(format!("Invalid search query near {t:?}")),
+            None => Err("Invalid search query".into()),
+        }
+    }
+    fn term(&mut self, t: String) -> Result<Node, String> {
+        let Some((op, val)) = t.split_once(':') else { return Ok(Node::Word(t)) };
+        let op = op.to_ascii_lowercase();
+        if !OPERATORS.contains(&op.as_str()) {
+            return Err(format!("Invalid search query: unknown operator `{op}:`"));
+        }
+        if !val.is_empty() {
+            return Ok(Node::Op(op, val.to_string()));
+        }
+        match self.next() {
+            Some(Tok::Quoted(p)) => Ok(Node::Op(op, p)),
+            Some(Tok::LParen) => {
+                let mut vals = Vec::new();
+                loop {
+                    match self.next() {
+                        Some(Tok::RParen) => break,
+                        Some(Tok::Term(v)) | Some(Tok::Quoted(v)) => vals.push(Node::Op(op.clone(), v)),
+                        Some(Tok::Or) => {}
+                        _ => return Err("Invalid search query: unbalanced parentheses".into()),
+                    }
+                }
+                Ok(Node::And(vals))
+            }
+            _ => Err(format!("Invalid search query: `{op}:` needs a value")),
+        }
+    }
+}
+
+pub const OPERATORS: &[&str] = &[
+    "from", "to", "cc", "bcc", "subject", "label", "in", "is", "has", "filename", "after", "before", "older", "newer",
+    "older_than", "newer_than", "larger", "smaller", "size", "category", "rfc822msgid", "deliveredto",
+];
+
+pub fn parse(q: &str) -> Result<Option<Node>, String> {
+    let toks = lex(q)?;
+    if toks.is_empty() {
+        return Ok(None);
+    }
+    let mut p = Parser { toks, pos: 0 };
+    let n = p.or()?;
+    if p.pos < p.toks.len() {
+        return Err("Invalid search query: unbalanced parentheses".into());
+    }
+    Ok(Some(n))
+}
+
+/// Whether the query asks for spam or trash itself (then they are not excluded).
+fn names_spam_trash(n: &Node) -> bool {
+    match n {
+        Node::And(v) | Node::Or(v) => v.iter().any(names_spam_trash),
+        Node::Not(_) => false,
+        Node::Op(op, v) => {
+            let v = v.to_ascii_lowercase();
+            (op == "in" || op == "label") && matches!(v.as_str(), "spam" | "trash" | "anywhere")
+        }
+        _ => false,
+    }
+}
+
+/// Keys of messages matching, newest first.
+pub fn run(mb: &mut Mailbox, q: &str, label_ids: &[String], include_spam_trash: bool) -> Result<Vec<u64>, String> {
+    let node = parse(q)?;
+    let keep_spam_trash = include_spam_trash || node.as_ref().is_some_and(names_spam_trash);
+    let mut set: Option<BTreeSet<u64>> = match &node {
+        Some(n) => Some(eval(mb, n)?),
+        None => None,
+    };
+    for l in label_ids {
+        let s = mb.idx().labels.get(l).cloned().unwrap_or_default();
+        set = Some(match set {
+            Some(x) => x.intersection(&s).copied().collect(),
+            None => s,
+        });
+    }
+    let excluded = |mb: &Mailbox, k: u64| {
+        let m = &mb.messages[&k];
+        !keep_spam_trash && (m.has("SPAM") || m.has("TRASH"))
+    };
+    let keys: Vec<u64> = match set {
+        None => {
+            let order: Vec<u64> = mb.idx().by_date.iter().rev().map(|(_, k)| *k).collect();
+            order.into_iter().filter(|k| !excluded(mb, *k)).collect()
+        }
+        Some(s) => {
+            let mut v: Vec<(i64, u64)> = s.into_iter().filter(|k| !excluded(mb, *k)).map(|k| (mb.messages[&k].internal_date, k)).collect();
+            v.sort_by(|a, b| b.cmp(a));
+            v.into_iter().map(|(_, k)| k).collect()
+        }
+    };
+    Ok(keys)
+}
+
+fn all(mb: &mut Mailbox) -> BTreeSet<u64> {
+    mb.messages.keys().copied().collect()
+}
+
+fn postings(mb: &mut Mailbox, field: &str, value: &str) -> Option<BTreeSet<u64>> {
+    let mut out: Option<BTreeSet<u64>> = None;
+    for t in tokens(value) {
+        let s = mb.idx().terms.get(&format!("{field}:{t}")).cloned().unwrap_or_default();
+        out = Some(match out {
+            Some(x) => x.intersection(&s).copied().collect(),
+            None => s,
+        });
+    }
+    out
+}
+
+fn label_set(mb: &mut Mailbox, id: &str) -> BTreeSet<u64> {
+    mb.idx().labels.get(id).cloned().unwrap_or_default()
+}
+
+fn parse_size(v: &str) -> Result<usize, String> {
+    let l = v.to_ascii_lowercase();
+    let (num, mul) = if let Some(n) = l.strip_suffix('m').or_else(|| l.strip_suffix("mb")) {
+        (n, 1024 * 1024)
+    } else if let Some(n) = l.strip_suffix('k').or_else(|| l.strip_suffix("kb")) {
+        (n, 1024)
+    } else {
+        (l.as_str(), 1)
+    };
+    num.trim().parse::<usize>().map(|n| n * mul).map_err(|_| format!("Invalid search query: bad size `{v}`"))
+}
+
+/// A date operand in milliseconds: `2026/07/19`, `2026-07-19` or unix seconds.
+fn parse_date(v: &str) -> Result<i64, String> {
+    if let Ok(secs) = v.parse::<i64>() {
+        return Ok(secs * 1000);
+    }
+    let parts: Vec<&str> = v.split(['/', '-']).collect();
+    if parts.len() == 3 {
+        if let (Ok(y), Ok(m), Ok(d)) = (parts[0].parse::<i32>(), parts[1].parse::<u32>(), parts[2].parse::<u32>()) {
+            if let Some(date) = chrono::NaiveDate::from_ymd_opt(y, m, d) {
+                return Ok(date.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_millis());
+            }
+        }
+    }
+    Err(format!("Invalid search query: bad date `{v}`"))
+}
+
+fn parse_age(v: &str) -> Result<i64, String> {
+    let l = v.to_ascii_lowercase();
+    let (n, unit) = l.split_at(l.len().saturating_sub(1));
+    let n: i64 = n.parse().map_err(|_| format!("Invalid search query: bad age `{v}`"))?;
+    let day = 24 * 3600 * 1000i64;
+    let ms = match unit {
+        "d" => n * day,
+        "m" => n * 30 * day,
+        "y" => n * 365 * day,
+        "h" => n * 3600 * 1000,
+        _ => return Err(format!("Invalid search query: bad age `{v}`")),
+    };
+    Ok(pome_twin_sdk::time::now().timestamp_millis() - ms)
+}
+
+fn by_date(mb: &mut Mailbox, from: i64, to: i64) -> BTreeSet<u64> {
+    mb.idx().by_date.range((from, 0)..(to, 0)).map(|(_, k)| *k).collect()
+}
+
+fn filter(mb: &mut Mailbox, s: BTreeSet<u64>, f: impl Fn(&crate::model::Message) -> bool) -> BTreeSet<u64> {
+    s.into_iter().filter(|k| f(&mb.messages[k])).collect()
+}
+
+fn eval(mb: &mut Mailbox, n: &Node) -> Result<BTreeSet<u64>, String> {
+    Ok(match n {
+        Node::And(items) => {
+            let mut acc: Option<BTreeSet<u64>> = None;
+            // Positive terms first narrow the set; negations subtract from it.
+            for it in items.iter().filter(|i| !matches!(i, Node::Not(_))) {
+                let s = eval(mb, it)?;
+                acc = Some(match acc {
+                    Some(a) => a.intersection(&s).copied().collect(),
+                    None => s,
+                });
+            }
+            let mut acc = match acc {
+                Some(a) => a,
+                None => all(mb),
+            };
+            for it in items {
+                if let Node::Not(inner) = it {
+                    let s = eval(mb, inner)?;
+                    acc = acc.difference(&s).copied().collect();
+                }
+            }
+            acc
+        }
+        Node::Or(items) => {
+            let mut acc = BTreeSet::new();
+            for it in items {
+                acc.extend(eval(mb, it)?);
+            }
+            acc
+        }
+        Node::Not(inner) => {
+            let s = eval(mb, inner)?;
+            all(mb).difference(&s).copied().collect()
+        }
+        Node::Word(w) => postings(mb, "w", w).unwrap_or_else(|| all(mb)),
+        Node::Phrase(p) => {
+            let lower = p.to_lowercase();
+            let cands = postings(mb, "w", p).unwrap_or_else(|| all(mb));
+            filter(mb, cands, |m| {
+                m.subject.to_lowercase().contains(&lower) || m.text.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ").contains(&lower)
+            })
+        }
+        Node::Op(op, v) => op_set(mb, op, v)?,
+    })
+}
+
+fn op_set(mb: &mut Mailbox, op: &str, v: &str) -> Result<BTreeSet<u64>, String> {
+    let lv = v.to_lowercase();
+    Ok(match op {
+        "from" | "to" | "cc" | "bcc" | "deliveredto" => {
+            let field = if op == "deliveredto" { "to" } else { op };
+            if lv == "me" {
+                let me = mb.email.clone();
+                let c = postings(mb, field, &me).unwrap_or_default();
+                return Ok(filter(mb, c, |m| field_values(m, field).iter().any(|a| a.eq_ignore_ascii_case(&me))));
+            }
+            let c = postings(mb, field, v).unwrap_or_else(|| all(mb));
+            filter(mb, c, |m| field_values(m, field).iter().any(|a| a.contains(&lv)))
+        }
+        "subject" => {
+            let c = postings(mb, "subject", v).unwrap_or_else(|| all(mb));
+            filter(mb, c, |m| m.subject.to_lowercase().contains(&lv))
+        }
+        "filename" => {
+            let c = postings(mb, "filename", v).unwrap_or_else(|| all(mb));
+            filter(mb, c, |m| m.filenames.iter().any(|f| f.to_lowercase().contains(&lv)))
+        }
+        "label" => {
+            let id = mb
+                .resolve_label(v)
+                .or_else(|| {
+                    let spaced = v.replace(['-', '_'], " ");
+                    mb.labels.iter().find(|l| l.name.eq_ignore_ascii_case(&spaced) || l.name.replace('/', "-").eq_ignore_ascii_case(v))
+                })
+                .map(|l| l.id.clone());
+            match id {
+                Some(id) => label_set(mb, &id),
+                None => BTreeSet::new(),
+            }
+        }
+        "in" => match lv.as_str() {
+            "anywhere" | "all" => all(mb),
+            "inbox" => label_set(mb, "INBOX"),
+            "sent" => label_set(mb, "SENT"),
+            "trash" => label_set(mb, "TRASH"),
+            "spam" => label_set(mb, "SPAM"),
+            "drafts" | "draft" => label_set(mb, "DRAFT"),
+            "starred" => label_set(mb, "STARRED"),
+            "important" => label_set(mb, "IMPORTANT"),
+            "chats" | "chat" => label_set(mb, "CHAT"),
+            _ => match mb.resolve_label(v).map(|l| l.id.clone()) {
+                Some(id) => label_set(mb, &id),
+                None => return Err(format!("Invalid search query: unknown location `in:{v}`")),
+            },
+        },
+        "is" => match lv.as_str() {
+            "unread" => label_set(mb, "UNREAD"),
+            "read" => {
+                let u = label_set(mb, "UNREAD");
+                all(mb).difference(&u).copied().collect()
+            }
+            "starred" => label_set(mb, "STARRED"),
+            "important" => label_set(mb, "IMPORTANT"),
+            "sent" => label_set(mb, "SENT"),
+            "draft" => label_set(mb, "DRAFT"),
+            "chat" => label_set(mb, "CHAT"),
+            _ => return Err(format!("Invalid search query: unknown `is:{v}`")),
+        },
+        "has" => match lv.as_str() {
+            "attachment" => {
+                let a = all(mb);
+                filter(mb, a, |m| !m.filenames.is_empty())
+            }
+            "userlabels" | "nouserlabels" => {
+                let want = lv == "userlabels";
+                let a = all(mb);
+                filter(mb, a, |m| m.label_ids.iter().any(|l| l.starts_with("Label_") || !l.chars().all(|c| c.is_ascii_uppercase() || c == '_')) == want)
+            }
+            _ => return Err(format!("Invalid search query: unknown `has:{v}`")),
+        },
+        "category" => {
+            let id = match lv.as_str() {
+                "primary" | "personal" => "CATEGORY_PERSONAL",
+                "social" => "CATEGORY_SOCIAL",
+                "promotions" => "CATEGORY_PROMOTIONS",
+                "updates" => "CATEGORY_UPDATES",
+                "forums" => "CATEGORY_FORUMS",
+                _ => return Err(format!("Invalid search query: unknown `category:{v}`")),
+            };
+            label_set(mb, id)
+        }
+        "after" | "newer" => {
+            let t = parse_date(v)?;
+            by_date(mb, t, i64::MAX)
+        }
+        "before" | "older" => {
+            let t = parse_date(v)?;
+            by_date(mb, i64::MIN, t)
+        }
+        "newer_than" => {
+            let t = parse_age(v)?;
+            by_date(mb, t, i64::MAX)
+        }
+        "older_than" => {
+            let t = parse_age(v)?;
+            by_date(mb, i64::MIN, t)
+        }
+        "larger" | "size" => {
+            let n = parse_size(v)?;
+            let a = all(mb);
+            filter(mb, a, |m| m.size() > n)
+        }
+        "smaller" => {
+            let n = parse_size(v)?;
+            let a = all(mb);
+            filter(mb, a, |m| m.size() < n)
+        }
+        "rfc822msgid" => {
+            let id = v.trim_matches(|c| c == '<' || c == '>');
+            mb.idx().rfc_ids.get(id).copied().into_iter().collect()
+        }
+        _ => return Err(format!("Invalid search query: unknown operator `{op}:`")),
+    })
+}
+
+fn field_values<'a>(m: &'a crate::model::Message, field: &str) -> Vec<&'a String> {
+    match field {
+        "from" => vec![&m.from],
+        "to" => m.to.iter().collect(),
+        "cc" => m.cc.iter().collect(),
+        "bcc" => m.bcc.iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parser_reads_groups_negation_or_and_quoted_operands() {
+        let n = parse("from:alice -is:read (subject:\"export stuck\" OR {label:Build filename:log})").unwrap().unwrap();
+        let Node::And(items) = n else { panic!("{n:?}") };
+        assert_eq!(items[0], Node::Op("from".into(), "alice".into()));
+        assert_eq!(items[1], Node::Not(Box::new(Node::Op("is".into(), "read".into()))));
+        assert!(matches!(&items[2], Node::Or(v) if v.len() == 2));
+    }
+
+    #[test]
+    fn an_unknown_operator_is_an_error() {
+        assert!(parse("frmo:alice").unwrap_err().contains("frmo"));
+        assert!(parse("(from:alice").is_err());
+    }
+}
