@@ -266,3 +266,12 @@ pub fn query_enum(call: &Call, key: &str, allowed: &[&str], default: &str) -> Re
 pub fn bool_query(call: &Call, key: &str) -> Option<bool> {
     call.req.query(key).map(|v| v == "true" || v == "1")
 }
+
+/// A diff or patch answer (`Accept: application/vnd.github.diff`).
+pub fn text_response(kind: &str, body: String) -> Response {
+    Response {
+        status: 200,
+        headers: vec![("content-type".into(), format!("application/vnd.github.{kind}; charset=utf-8"))],
+        body: body.into_bytes(),
+    }
+}

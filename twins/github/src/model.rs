@@ -294,6 +294,11 @@ pub struct Repo {
     pub open_issues: u64,
 }
 
+/// The tree of commit `commit` in `r` (empty when there is no such commit).
+pub fn tree_of(r: &Repo, commit: &str) -> String {
+    r.git.commit(commit).map(|c| c.tree.clone()).unwrap_or_default()
+}
+
 impl Repo {
     pub fn full_name(&self) -> String {
         format!("{}/{}", self.owner, self.name)

@@ -8,7 +8,7 @@ use pome_twin_sdk::{Call, Response, Value, json, time};
 use serde::Deserialize;
 
 use crate::World;
-use crate::api::{ApiError, ApiResult, input, json, no_content, page_of, page_vec};
+use crate::api::{ApiError, ApiResult, input, json, no_content, page_of, page_vec, text_response};
 use crate::diff::{diff_trees, entry_json};
 use crate::git::{Commit, Flat, Object, Signature, Tag, TreeEntry};
 use crate::model::*;
@@ -55,10 +55,6 @@ pub fn resolve_ref(r: &Repo, reference: Option<&str>) -> Result<String, ApiError
     r.git
         .resolve(reference)
         .ok_or_else(|| ApiError::new(404, format!("No commit found for the ref {reference}")))
-}
-
-pub fn tree_of(r: &Repo, commit: &str) -> String {
-    r.git.commit(commit).map(|c| c.tree.clone()).unwrap_or_default()
 }
 
 /// Commit `flat` on `branch` (creating the branch for an empty repository); returns the
@@ -626,7 +622,7 @@ pub fn get_commit(w: &mut World, call: &mut Call) -> ApiResult {
         let parent_tree = c.parents.first().map(|p| tree_of(r, p)).unwrap_or_default();
         let (old, new) = (r.git.flatten(&parent_tree), r.git.flatten(&c.tree));
         let files = crate::diff::diff_flat(&r.git, &old, &new);
-        return Ok(crate::handlers::pulls::text_response(kind, crate::diff::unified(&files, &old, &new)));
+        return Ok(text_response(kind, crate::diff::unified(&files, &old, &new)));
     }
     json(200, &w.commit_json(b, r, &sha, c, Some(commit_files(b, r, &sha))))
 }
@@ -656,7 +652,7 @@ pub fn compare(w: &mut World, call: &mut Call) -> ApiResult {
     if let Some(kind) = crate::diff::wants(call.req.header("accept")) {
         let (old, new) = (r.git.flatten(&tree_of(r, &mb)), r.git.flatten(&tree_of(r, &hs)));
         let files = crate::diff::diff_flat(&r.git, &old, &new);
-        return Ok(crate::handlers::pulls::text_response(kind, crate::diff::unified(&files, &old, &new)));
+        return Ok(text_response(kind, crate::diff::unified(&files, &old, &new)));
     }
     let b = call.req.base_url.clone();
     let fname = r.full_name();

@@ -1295,7 +1295,7 @@ pub fn timeline(w: &mut World, call: &mut Call) -> ApiResult {
     }
     if let Some(p) = &issue.pull {
         for rv in p.reviews.iter().filter(|x| x.state != "PENDING") {
-            let mut v = crate::handlers::pulls::review_json(w, &b, r, number, rv);
+            let mut v = crate::render::review_json(w, &b, r, number, rv);
             v.as_object_mut().unwrap().insert("event".into(), json!("reviewed"));
             items.push((rv.submitted_at.clone().unwrap_or_default(), rv.id, v));
         }

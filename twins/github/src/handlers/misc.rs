@@ -9,7 +9,6 @@ use serde::Deserialize;
 use crate::World;
 use crate::api::{ApiError, ApiResult, input, json, no_content, num, page_of, page_vec};
 use crate::git::{Commit, Object};
-use crate::handlers::git::tree_of;
 use crate::handlers::pulls::{head_sha, review_comment_json};
 use crate::model::*;
 use crate::render::node_id;

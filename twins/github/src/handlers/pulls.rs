@@ -6,29 +6,12 @@ use pome_twin_sdk::{Call, Response, Value, json, time};
 use serde::Deserialize;
 
 use crate::World;
-use crate::api::{ApiError, ApiResult, input, json, no_content, num, page_of, page_vec, query_enum};
+use crate::api::{ApiError, ApiResult, input, json, no_content, num, page_of, page_vec, query_enum, text_response};
 use crate::diff::{diff_trees, entry_json};
 use crate::git::{Commit, Object, Signature};
-use crate::handlers::git::tree_of;
 use crate::handlers::issues::{self, Patch, UpdateIssue, issue_ref, push_event};
 use crate::model::*;
-use crate::render::node_id;
-
-pub fn review_json(w: &World, b: &str, r: &Repo, number: u64, rv: &Review) -> Value {
-    let fname = r.full_name();
-    let html = format!("{b}/{fname}/pull/{number}#pullrequestreview-{}", rv.id);
-    let pr = format!("{b}/repos/{fname}/pulls/{number}");
-    let mut v = json!({
-        "id": rv.id, "node_id": node_id("PullRequestReview", rv.id), "user": w.user_json(b, &rv.user),
-        "body": rv.body, "state": rv.state, "html_url": html, "pull_request_url": pr,
-        "_links": {"html": {"href": html}, "pull_request": {"href": pr}},
-        "commit_id": rv.commit_id, "author_association": w.author_association(r, &rv.user),
-    });
-    if let Some(s) = &rv.submitted_at {
-        v.as_object_mut().unwrap().insert("submitted_at".into(), json!(s));
-    }
-    v
-}
+use crate::render::{node_id, review_json};
 
 /// The head commit a pull request shows now: its branch's tip while the branch exists and
 /// the pull request is open, else the sha it had.
@@ -238,15 +221,6 @@ pub fn get(w: &mut World, call: &mut Call) -> ApiResult {
         return Ok(text_response(kind, crate::diff::unified(&files, &old, &new)));
     }
     json(200, &w.pull_json(&call.req.base_url, r, i, true))
-}
-
-/// A diff or patch answer (`Accept: application/vnd.github.diff`).
-pub fn text_response(kind: &str, body: String) -> Response {
-    Response {
-        status: 200,
-        headers: vec![("content-type".into(), format!("application/vnd.github.{kind}; charset=utf-8"))],
-        body: body.into_bytes(),
-    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -329,7 +329,7 @@ pub fn languages(w: &mut World, call: &mut Call) -> ApiResult {
     let r = w.repo(call)?;
     let mut out = serde_json::Map::new();
     if let Some(head) = r.git.branch(&r.default_branch) {
-        let tree = crate::handlers::git::tree_of(r, head);
+        let tree = tree_of(r, head);
         let mut counts: std::collections::BTreeMap<&str, u64> = Default::default();
         for (path, (_, sha)) in r.git.flatten(&tree) {
             let lang = match path.rsplit('.').next().unwrap_or("") {

@@ -6,7 +6,6 @@ use pome_twin_sdk::{Call, Value, json};
 
 use crate::World;
 use crate::api::{ApiError, ApiResult, query_enum};
-use crate::handlers::git::tree_of;
 use crate::model::*;
 
 #[derive(Debug, Clone, PartialEq)]
