@@ -218,14 +218,14 @@ pub fn usergroups_create(w: &mut World, call: &mut Call, a: &Args) -> Res {
 }
 
 fn change_group(w: &mut World, call: &mut Call, gi: usize, f: impl FnOnce(&mut Usergroup)) {
-    let before = w.usergroups[gi].clone();
     let now = now_secs();
     let agent = w.agent.clone();
     let g = &mut w.usergroups[gi];
-    f(g);
-    g.date_update = now;
-    g.updated_by = agent;
-    call.updated("usergroup", g.id.clone(), &before, &g.clone());
+    call.update("usergroup", g.id.clone(), g, |g| {
+        f(g);
+        g.date_update = now;
+        g.updated_by = agent;
+    });
 }
 
 pub fn usergroups_update(w: &mut World, call: &mut Call, a: &Args) -> Res {

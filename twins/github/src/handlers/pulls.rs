@@ -291,12 +291,12 @@ pub fn create(w: &mut World, call: &mut Call) -> ApiResult {
     let number = if let Some(n) = inp.issue {
         // Convert an existing issue into a pull request.
         let r = w.repos.get_mut(&key).unwrap();
+        let id = issue_ref(r, n);
         let i = r.issues.get_mut(&n).filter(|i| i.pull.is_none()).ok_or_else(|| ApiError::invalid("PullRequest", "issue", "invalid"))?;
-        let before = i.clone();
-        i.pull = Some(pull);
-        i.updated_at = now;
-        let after = i.clone();
-        call.updated("pull_request", issue_ref(r, n), &before, &after);
+        call.update("pull_request", id, i, |i| {
+            i.pull = Some(pull);
+            i.updated_at = now;
+        });
         n
     } else {
         let title = inp.title.filter(|t| !t.trim().is_empty()).ok_or_else(|| ApiError::invalid("PullRequest", "title", "missing_field"))?;
@@ -716,18 +716,19 @@ pub fn request_reviewers(w: &mut World, call: &mut Call) -> ApiResult {
         add.push(w.users[&l.to_ascii_lowercase()].login.clone());
     }
     let r = w.repos.get_mut(&key).unwrap();
+    let id = issue_ref(r, number);
     let i = r.issues.get_mut(&number).unwrap();
-    let before = i.clone();
-    let p = i.pull.as_mut().unwrap();
-    let mut new = Vec::new();
-    for l in add {
-        if !p.requested_reviewers.iter().any(|x| x.eq_ignore_ascii_case(&l)) {
-            p.requested_reviewers.push(l.clone());
-            new.push(l);
+    let new = call.update("pull_request", id, i, |i| {
+        let p = i.pull.as_mut().unwrap();
+        let mut new = Vec::new();
+        for l in add {
+            if !p.requested_reviewers.iter().any(|x| x.eq_ignore_ascii_case(&l)) {
+                p.requested_reviewers.push(l.clone());
+                new.push(l);
+            }
         }
-    }
-    let after = i.clone();
-    call.updated("pull_request", issue_ref(r, number), &before, &after);
+        new
+    });
     for l in new {
         push_event(w, &key, number, "review_requested", Some(l), None);
     }
