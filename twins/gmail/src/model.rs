@@ -56,6 +56,7 @@ pub struct Label {
     pub system: bool,
     pub message_list_visibility: Option<String>,
     pub label_list_visibility: Option<String>,
+    #[serde(with = "json_text")]
     pub color: Option<Value>,
 }
 
@@ -150,6 +151,7 @@ pub struct Mailbox {
     pub history_floor: u64,
     pub next_key: u64,
     pub label_seq: u64,
+    #[serde(with = "json_text")]
     pub settings: Settings,
     #[serde(skip)]
     pub index: Option<Index>,
@@ -448,6 +450,22 @@ impl Mailbox {
 
     pub fn summary_of(&self, key: u64) -> &Message {
         &self.messages[&key]
+    }
+}
+
+/// Free-form JSON kept as its text in snapshots: postcard cannot carry `serde_json::Value`.
+mod json_text {
+    use serde::de::{DeserializeOwned, Error as _};
+    use serde::ser::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&serde_json::to_string(v).map_err(S::Error::custom)?)
+    }
+
+    pub fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+        let text = String::deserialize(d)?;
+        serde_json::from_str(&text).map_err(D::Error::custom)
     }
 }
 

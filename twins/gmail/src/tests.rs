@@ -33,3 +33,264 @@ fn the_task_seed_loads_and_lists_newest_first() {
     assert_eq!(ids, ["1900000000000005", "msg_support", "msg_build_reply", "msg_build", "msg_welcome"]);
     assert_eq!(v["resultSizeEstimate"], json!(5));
 }
+
+fn b64(s: &[u8]) -> String {
+    crate::mime::b64url(s)
+}
+
+fn send(w: &mut World, raw: &str, thread: Option<&str>) -> Value {
+    let mut body = json!({"raw": b64(raw.as_bytes())});
+    if let Some(t) = thread {
+        body["threadId"] = json!(t);
+    }
+    let (r, _) = call(w, Method::Post, "/gmail/v1/users/me/messages/send", Some(body));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json_body()
+}
+
+const WITH_ATTACHMENT: &str = "From: Pome Agent <pome-agent@pome-twin.test>\r\nTo: bob@example.com\r\nSubject: =?UTF-8?B?UmVwb3J0IMOp?=\r\nContent-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n--b1\r\nContent-Type: multipart/alternative; boundary=\"b2\"\r\n\r\n--b2\r\nContent-Type: text/plain; charset=UTF-8\r\n\r\nSee the report.\r\n--b2\r\nContent-Type: text/html; charset=UTF-8\r\n\r\n<p>See the report.</p>\r\n--b2--\r\n--b1\r\nContent-Type: application/pdf; name=\"r.pdf\"\r\nContent-Disposition: attachment; filename=\"r.pdf\"\r\nContent-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--b1--\r\n";
+
+#[test]
+fn a_sent_message_carries_delivery_headers_and_its_mime_tree_in_every_format() {
+    let mut w = world();
+    let sent = send(&mut w, WITH_ATTACHMENT, None);
+    let id = sent["id"].as_str().unwrap().to_string();
+    assert_eq!(sent["labelIds"], json!(["SENT"]));
+    let full = get(&mut w, &format!("/gmail/v1/users/me/messages/{id}?format=full"));
+    let names: Vec<&str> = full["payload"]["headers"].as_array().unwrap().iter().map(|h| h["name"].as_str().unwrap()).collect();
+    for h in ["MIME-Version", "Date", "Message-ID", "From", "To", "Subject", "Content-Type"] {
+        assert!(names.contains(&h), "{h} missing from {names:?}");
+    }
+    let subject = full["payload"]["headers"].as_array().unwrap().iter().find(|h| h["name"] == "Subject").unwrap();
+    assert_eq!(subject["value"], "Report é");
+    assert_eq!(full["payload"]["mimeType"], "multipart/mixed");
+    assert_eq!(full["payload"]["parts"][0]["parts"][0]["mimeType"], "text/plain");
+    assert_eq!(full["snippet"], "See the report.");
+    let att = &full["payload"]["parts"][1];
+    assert_eq!(att["filename"], "r.pdf");
+    assert_eq!(att["body"]["size"], 9);
+    let att_id = att["body"]["attachmentId"].as_str().unwrap();
+    let a = get(&mut w, &format!("/gmail/v1/users/me/messages/{id}/attachments/{att_id}"));
+    assert_eq!(crate::mime::b64_decode_any(a["data"].as_str().unwrap()).unwrap(), b"%PDF-1.4\n");
+
+    let raw = get(&mut w, &format!("/gmail/v1/users/me/messages/{id}?format=raw"));
+    let bytes = crate::mime::b64_decode_any(raw["raw"].as_str().unwrap()).unwrap();
+    assert!(bytes.ends_with(WITH_ATTACHMENT.as_bytes()), "the sender's bytes are kept byte for byte after the added headers");
+    let again = get(&mut w, &format!("/gmail/v1/users/me/messages/{id}?format=raw"));
+    assert_eq!(raw, again);
+
+    let meta = get(&mut w, &format!("/gmail/v1/users/me/messages/{id}?format=metadata&metadataHeaders=Subject&metadataHeaders=To"));
+    assert_eq!(meta["payload"]["headers"].as_array().unwrap().len(), 2);
+    assert!(meta["payload"].get("parts").is_none());
+    let min = get(&mut w, &format!("/gmail/v1/users/me/messages/{id}?format=minimal"));
+    assert!(min.get("payload").is_none() && min.get("raw").is_none());
+    assert_eq!(min["historyId"].as_str().unwrap().parse::<u64>().is_ok(), true);
+}
+
+#[test]
+fn a_reply_joins_the_thread_by_in_reply_to_and_subject_and_not_by_subject_alone() {
+    let mut w = world();
+    let reply = "To: alice@example.com\r\nSubject: Re: Production export is stuck\r\nIn-Reply-To: <support-001@example.com>\r\nReferences: <support-001@example.com>\r\n\r\nLooking now.\r\n";
+    let r = send(&mut w, reply, None);
+    assert_eq!(r["threadId"], "thread_support");
+    let unrelated = "To: alice@example.com\r\nSubject: Re: Production export is stuck\r\n\r\nNo headers.\r\n";
+    let r2 = send(&mut w, unrelated, None);
+    assert_ne!(r2["threadId"], "thread_support");
+    let by_id = send(&mut w, "To: alice@example.com\r\nSubject: Production export is stuck\r\n\r\nBy id.\r\n", Some("thread_support"));
+    assert_eq!(by_id["threadId"], "thread_support");
+    let t = get(&mut w, "/gmail/v1/users/me/threads/thread_support?format=minimal");
+    assert_eq!(t["messages"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn search_answers_gmail_operators_and_rejects_unknown_ones() {
+    let mut w = world();
+    let q = |w: &mut World, q: &str| -> Vec<String> {
+        let v = get(w, &format!("/gmail/v1/users/me/messages?q={}", q.replace(' ', "%20").replace(':', "%3A").replace('"', "%22")));
+        v["messages"].as_array().map(|a| a.iter().map(|m| m["id"].as_str().unwrap().to_string()).collect()).unwrap_or_default()
+    };
+    assert_eq!(q(&mut w, "from:alice@example.com is:unread"), ["msg_support"]);
+    assert_eq!(q(&mut w, "has:attachment"), ["msg_build"]);
+    assert_eq!(q(&mut w, "filename:build.log"), ["msg_build"]);
+    assert_eq!(q(&mut w, "label:build"), ["msg_build"]);
+    assert_eq!(q(&mut w, "\"production export\""), ["msg_support"]);
+    assert_eq!(q(&mut w, "in:sent"), ["msg_build_reply"]);
+    assert_eq!(q(&mut w, "subject:build -in:sent"), ["msg_build"]);
+    assert_eq!(q(&mut w, "{from:alice from:ci}"), ["msg_support", "msg_build"]);
+    assert_eq!(q(&mut w, "from:alice OR from:welcome"), ["msg_support", "msg_welcome"]);
+    assert_eq!(q(&mut w, "after:2026/07/19 before:2026/07/19"), Vec::<String>::new());
+    assert_eq!(q(&mut w, "after:2026/07/19 in:inbox"), ["msg_support", "msg_build"]);
+    assert_eq!(q(&mut w, "larger:1 smaller:1M in:inbox").len(), 3);
+    let (r, _) = call(&mut w, Method::Get, "/gmail/v1/users/me/messages?q=frmo%3Aalice", None);
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json_body()["error"]["status"], "INVALID_ARGUMENT");
+    // Trash is out of a search unless asked for.
+    call(&mut w, Method::Post, "/gmail/v1/users/me/messages/msg_support/trash", None);
+    assert_eq!(q(&mut w, "from:alice"), Vec::<String>::new());
+    assert_eq!(q(&mut w, "from:alice in:anywhere"), ["msg_support"]);
+}
+
+#[test]
+fn paging_is_opaque_and_tied_to_its_query() {
+    let mut w = world();
+    let p1 = get(&mut w, "/gmail/v1/users/me/messages?maxResults=2");
+    assert_eq!(p1["messages"].as_array().unwrap().len(), 2);
+    let tok = p1["nextPageToken"].as_str().unwrap().to_string();
+    let p2 = get(&mut w, &format!("/gmail/v1/users/me/messages?maxResults=2&pageToken={tok}"));
+    assert_eq!(p2["messages"][0]["id"], "msg_build_reply");
+    let (r, _) = call(&mut w, Method::Get, &format!("/gmail/v1/users/me/messages?q=in%3Ainbox&pageToken={tok}"), None);
+    assert_eq!(r.status, 400);
+}
+
+#[test]
+fn labels_have_system_entries_counts_and_conflicts() {
+    let mut w = world();
+    let l = get(&mut w, "/gmail/v1/users/me/labels");
+    let ids: Vec<&str> = l["labels"].as_array().unwrap().iter().map(|x| x["id"].as_str().unwrap()).collect();
+    for s in ["INBOX", "SENT", "DRAFT", "SPAM", "TRASH", "UNREAD", "STARRED", "IMPORTANT", "CHAT", "CATEGORY_SOCIAL", "Label_follow_up"] {
+        assert!(ids.contains(&s), "{s}");
+    }
+    let inbox = get(&mut w, "/gmail/v1/users/me/labels/INBOX");
+    assert_eq!((inbox["messagesTotal"].as_u64(), inbox["messagesUnread"].as_u64(), inbox["threadsTotal"].as_u64()), (Some(3), Some(2), Some(3)));
+    let (r, _) = call(&mut w, Method::Post, "/gmail/v1/users/me/labels", Some(json!({"name": "follow up"})));
+    assert_eq!(r.status, 409);
+    let (r, _) = call(&mut w, Method::Post, "/gmail/v1/users/me/labels", Some(json!({"name": "Escalated", "labelListVisibility": "labelShow"})));
+    let id = r.json_body()["id"].as_str().unwrap().to_string();
+    let (r, _) = call(&mut w, Method::Patch, &format!("/gmail/v1/users/me/labels/{id}"), Some(json!({"name": "Escalated/Urgent"})));
+    assert_eq!(r.json_body()["name"], "Escalated/Urgent");
+    let (r, _) = call(&mut w, Method::Delete, "/gmail/v1/users/me/labels/INBOX", None);
+    assert_eq!(r.status, 400);
+    let (r, c) = call(&mut w, Method::Post, "/gmail/v1/users/me/messages/msg_support/modify", Some(json!({"addLabelIds": ["Label_follow_up"], "removeLabelIds": ["UNREAD"]})));
+    assert_eq!(r.json_body()["labelIds"], json!(["INBOX", "Label_follow_up"]));
+    assert!(c.mutated());
+    let (r, _) = call(&mut w, Method::Post, "/gmail/v1/users/me/messages/msg_support/modify", Some(json!({"addLabelIds": ["Nope"]})));
+    assert_eq!(r.status, 400);
+}
+
+#[test]
+fn drafts_update_with_a_new_message_id_and_send_into_sent() {
+    let mut w = world();
+    let raw = b64(b"To: alice@example.com\r\nSubject: Re: Production export is stuck\r\nIn-Reply-To: <support-001@example.com>\r\n\r\nInvestigating.\r\n");
+    let (r, _) = call(&mut w, Method::Post, "/gmail/v1/users/me/drafts", Some(json!({"message": {"raw": raw, "threadId": "thread_support"}})));
+    let d = r.json_body();
+    let did = d["id"].as_str().unwrap().to_string();
+    let m1 = d["message"]["id"].as_str().unwrap().to_string();
+    assert_eq!(d["message"]["threadId"], "thread_support");
+    let raw2 = b64(b"To: alice@example.com\r\nSubject: Re: Production export is stuck\r\n\r\nStill investigating.\r\n");
+    let (r, _) = call(&mut w, Method::Put, &format!("/gmail/v1/users/me/drafts/{did}"), Some(json!({"id": did, "message": {"raw": raw2}})));
+    let d2 = r.json_body();
+    assert_eq!(d2["id"], did.as_str());
+    assert_ne!(d2["message"]["id"], m1.as_str());
+    assert_eq!(d2["message"]["threadId"], "thread_support");
+    let (r, _) = call(&mut w, Method::Get, &format!("/gmail/v1/users/me/messages/{m1}"), None);
+    assert_eq!(r.status, 404);
+    let list = get(&mut w, "/gmail/v1/users/me/drafts");
+    assert_eq!(list["drafts"].as_array().unwrap().len(), 2);
+    let (r, _) = call(&mut w, Method::Post, "/gmail/v1/users/me/drafts/send", Some(json!({"id": did})));
+    let sent = r.json_body();
+    assert_eq!(sent["labelIds"], json!(["SENT"]));
+    assert_eq!(sent["threadId"], "thread_support");
+    let (r, _) = call(&mut w, Method::Get, &format!("/gmail/v1/users/me/drafts/{did}"), None);
+    assert_eq!(r.status, 404);
+}
+
+#[test]
+fn history_lists_changes_after_a_start_id_and_404s_before_the_kept_window() {
+    let mut w = world();
+    let start = get(&mut w, "/gmail/v1/users/me/profile")["historyId"].as_str().unwrap().to_string();
+    call(&mut w, Method::Post, "/gmail/v1/users/me/messages/msg_support/modify", Some(json!({"removeLabelIds": ["UNREAD"]})));
+    send(&mut w, "To: bob@example.com\r\nSubject: hi\r\n\r\nhello\r\n", None);
+    let h = get(&mut w, &format!("/gmail/v1/users/me/history?startHistoryId={start}"));
+    let recs = h["history"].as_array().unwrap();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0]["labelsRemoved"][0]["labelIds"], json!(["UNREAD"]));
+    assert!(recs[1]["messagesAdded"].is_array());
+    let only = get(&mut w, &format!("/gmail/v1/users/me/history?startHistoryId={start}&historyTypes=messageAdded"));
+    assert_eq!(only["history"].as_array().unwrap().len(), 1);
+    assert!(h["historyId"].as_str().unwrap().parse::<u64>().unwrap() > start.parse::<u64>().unwrap());
+    let (r, _) = call(&mut w, Method::Get, "/gmail/v1/users/me/history?startHistoryId=5", None);
+    assert_eq!(r.status, 404);
+}
+
+#[test]
+fn errors_have_googles_shape() {
+    let mut w = world();
+    let (r, _) = call(&mut w, Method::Get, "/gmail/v1/users/me/messages/nope", None);
+    assert_eq!(r.status, 404);
+    let e = r.json_body();
+    assert_eq!(e["error"]["status"], "NOT_FOUND");
+    assert_eq!(e["error"]["errors"][0]["reason"], "notFound");
+    assert_eq!(e["error"]["errors"][0]["domain"], "global");
+    let (r, _) = call(&mut w, Method::Get, "/gmail/v1/users/someone@else.test/profile", None);
+    assert_eq!(r.status, 403);
+    let (r, c) = call(&mut w, Method::Get, "/gmail/v1/users/me/settings/cse/identities", None);
+    assert_eq!(r.status, 501);
+    assert!(c.unsupported);
+}
+
+#[test]
+fn a_seeded_rate_limit_answers_429_with_retry_after_then_lets_calls_through() {
+    let mut seed = serde_json::to_value(crate::seed::default_seed()).unwrap();
+    seed["faults"] = json!([{"type": "rateLimit", "method": "messages.list", "after": 1, "count": 1, "retryAfter": 7}]);
+    let mut w = World::init(Some(seed)).unwrap();
+    let statuses: Vec<u16> = (0..3).map(|_| call(&mut w, Method::Get, "/gmail/v1/users/me/messages", None).0.status).collect();
+    assert_eq!(statuses, [200, 429, 200]);
+    let mut w = World::init(Some(json!({"primaryMailbox": {"email": "a@b.test"}, "faults": [{"type": "rateLimit", "retryAfter": 7}]}))).unwrap();
+    let (r, _) = call(&mut w, Method::Get, "/gmail/v1/users/me/profile", None);
+    assert_eq!((r.status, r.header("retry-after")), (429, Some("7")));
+    assert_eq!(r.json_body()["error"]["status"], "RESOURCE_EXHAUSTED");
+}
+
+#[test]
+fn bad_seeds_name_their_path() {
+    let bad = |v: Value| World::init(Some(v)).err().unwrap();
+    assert!(bad(json!({"primaryMailbox": {"email": "a@b.test", "messages": [{"id": "m", "from": "x@y", "labels": ["Nope"]}]}})).contains("primaryMailbox.messages[0].labels[0]"));
+    assert!(bad(json!({"primaryMailbox": {"email": "a@b.test", "messages": [{"id": "m", "form": "x@y"}]}})).contains("primaryMailbox.messages[0].form"));
+    assert!(bad(json!({"primaryMailbox": {"email": "a@b.test"}, "deliveryMode": "all"})).contains("seed.deliveryMode"));
+    assert!(bad(json!({"primaryMailbox": {"email": "a@b.test"}, "extra": 1})).contains("seed.extra"));
+}
+
+#[test]
+fn with_seeded_mailboxes_mail_to_another_seeded_mailbox_arrives_unread_in_its_inbox() {
+    let mut w = World::init(Some(json!({
+        "primaryMailbox": {"email": "me@corp.test"},
+        "mailboxes": [{"email": "bob@corp.test"}],
+        "deliveryMode": "seeded-mailboxes"
+    })))
+    .unwrap();
+    send(&mut w, "To: bob@corp.test\r\nSubject: hi bob\r\n\r\nhello\r\n", None);
+    let bob = &w.mailboxes[1];
+    let m = bob.messages.values().next().unwrap();
+    assert_eq!(m.label_ids, ["INBOX", "UNREAD"]);
+    let raw = String::from_utf8_lossy(&m.raw);
+    assert!(raw.starts_with("Delivered-To: bob@corp.test\r\nReceived: "));
+}
+
+#[test]
+fn the_same_seed_and_requests_give_the_same_bytes() {
+    let run = || {
+        let mut w = world();
+        let mut out = Vec::new();
+        // Native tests run on the wall clock, so this replay avoids stamping new messages;
+        // in the component every clock read is the sandbox's virtual one.
+        call(&mut w, Method::Post, "/gmail/v1/users/me/labels", Some(json!({"name": "Triage"})));
+        call(&mut w, Method::Post, "/gmail/v1/users/me/threads/thread_build/modify", Some(json!({"addLabelIds": ["STARRED"]})));
+        for p in ["/gmail/v1/users/me/messages?q=has%3Aattachment", "/gmail/v1/users/me/labels/SENT", "/gmail/v1/users/me/history?startHistoryId=1000"] {
+            out.push(call(&mut w, Method::Get, p, None).0.body);
+        }
+        out.push(serde_json::to_vec(&w.state()).unwrap());
+        out
+    };
+    let (a, b) = (run(), run());
+    assert!(a == b, "two replays differ");
+}
+
+#[test]
+fn a_world_survives_snapshot_and_restore_with_its_index_rebuilt() {
+    let mut w = world();
+    send(&mut w, WITH_ATTACHMENT, None);
+    let bytes = postcard::to_allocvec(&w).unwrap();
+    let mut back: World = postcard::from_bytes(&bytes).unwrap();
+    let v = get(&mut back, "/gmail/v1/users/me/messages?q=filename%3Ar.pdf");
+    assert_eq!(v["resultSizeEstimate"], 1);
+}
