@@ -240,10 +240,9 @@ impl ObjectValue for Ent<'_, '_> {
                 let id = if t == "Issue" { ctx.w.borrow().issue_id(&id).unwrap_or(id) } else { id };
                 Ok(ResolvedValue::object(Ent { ctx, ty: t, id }))
             }
-            None if def.ty.is_non_null() => Err(ctx.error(
-                format!("{}.{name} could not be resolved", sty),
-                json!({"type": "internal error", "code": "INTERNAL_SERVER_ERROR", "userError": false}),
-            )),
+            // A required object the twin does not model (`Issue.sharedAccess`): its zero value,
+            // so clients that dereference every selected object keep working.
+            None if def.ty.is_non_null() => Ok(zero_object(named)),
             None => Ok(ResolvedValue::null()),
         }
     }
@@ -416,6 +415,17 @@ impl ObjectValue for Edge<'_, '_> {
     }
 }
 
+/// The zero value of a composite type: an object whose fields are all defaults.
+pub fn zero_object<'a>(named: &str) -> ResolvedValue<'a> {
+    let ty = gql::possible_types(named).into_iter().next().unwrap_or_else(|| named.to_string());
+    let value = if gql::connection_node(&ty).is_some() {
+        json!({"nodes": [], "edges": [], "pageInfo": {"hasNextPage": false, "hasPreviousPage": false}})
+    } else {
+        json!({})
+    };
+    ResolvedValue::object(Plain { ty, value })
+}
+
 /// An object given whole as JSON (page info, rate-limit status, payload extras).
 pub struct Plain {
     pub ty: String,
@@ -435,6 +445,8 @@ impl ObjectValue for Plain {
             return Ok(match v {
                 Value::Object(_) => ResolvedValue::object(Plain { ty: named, value: v }),
                 Value::Array(a) => ResolvedValue::list(a.into_iter().map(move |x| ResolvedValue::object(Plain { ty: named.clone(), value: x }))),
+                _ if def.ty.is_list() && def.ty.is_non_null() => ResolvedValue::list(std::iter::empty()),
+                _ if def.ty.is_non_null() => zero_object(&named),
                 _ => ResolvedValue::null(),
             });
         }
