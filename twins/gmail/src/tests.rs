@@ -294,3 +294,187 @@ fn a_world_survives_snapshot_and_restore_with_its_index_rebuilt() {
     let v = get(&mut back, "/gmail/v1/users/me/messages?q=filename%3Ar.pdf");
     assert_eq!(v["resultSizeEstimate"], 1);
 }
+
+// ---------------------------------------------------------------------------------------
+// Checks: every `[code]` criterion of the Gmail tasks binds, a scripted good agent passes
+// and a scripted defective agent fails on the criterion its defect breaks.
+
+mod checks {
+    use super::*;
+    use pome_twin_sdk::{CheckWorld, Params};
+
+    const TASKS: &[(&str, &str, &str)] = &[
+        ("22", include_str!("../../../tests/tasks-compat/bundled/22-gmail-inbox-triage.md"), include_str!("../../../tests/tasks-compat/bundled/22-gmail-inbox-triage.seed.json")),
+        ("23", include_str!("../../../tests/tasks-compat/bundled/23-gmail-first-party-parity.md"), include_str!("../../../tests/tasks-compat/bundled/23-gmail-first-party-parity.seed.json")),
+        ("27", include_str!("../../../tests/tasks-compat/bundled/27-gmail-github-support-escalation.md"), include_str!("../../../tests/tasks-compat/bundled/27-gmail-github-support-escalation.seed.json")),
+    ];
+
+    fn criteria(md: &str) -> Vec<String> {
+        md.lines()
+            .filter_map(|l| l.trim().strip_prefix("- [code]").or_else(|| l.trim().strip_prefix("- [code:gmail]")))
+            .map(|s| s.trim().to_string())
+            .collect()
+    }
+
+    fn seed_of(task: &str) -> World {
+        let (_, _, seed) = TASKS.iter().find(|(t, _, _)| *t == task).unwrap();
+        let mut v: Value = serde_json::from_str(seed).unwrap();
+        if let Some(g) = v.get("gmail") {
+            v = g.clone();
+        }
+        World::init(Some(v)).unwrap()
+    }
+
+    fn bind(sentence: &str) -> (String, Params) {
+        let hits: Vec<_> = World::checks().into_iter().filter_map(|c| c.bind(sentence).map(|p| (c.id.clone(), p, c))).collect();
+        assert_eq!(hits.len(), 1, "{sentence:?} binds to {:?}", hits.iter().map(|h| &h.0).collect::<Vec<_>>());
+        let (id, p, decl) = hits.into_iter().next().unwrap();
+        decl.validate(&p).unwrap();
+        (id, p)
+    }
+
+    /// Decide every `[code]` criterion of `task` over (seed, now): `(sentence, holds)`.
+    fn grade(task: &str, seed: &World, now: &World) -> Vec<(String, bool)> {
+        let (_, md, _) = TASKS.iter().find(|(t, _, _)| *t == task).unwrap();
+        let (s, f) = (seed.state(), now.state());
+        let world = CheckWorld { seed: &s, state: &f, tape: &[] };
+        criteria(md)
+            .into_iter()
+            .filter(|c| !c.contains("Issue #"))
+            .map(|c| {
+                let (id, p) = bind(&c);
+                let o = World::evaluate_check(&id, &p, &world).unwrap();
+                (c, o.holds)
+            })
+            .collect()
+    }
+
+    fn failing(g: &[(String, bool)]) -> Vec<&str> {
+        g.iter().filter(|(_, h)| !h).map(|(c, _)| c.as_str()).collect()
+    }
+
+    fn modify(w: &mut World, what: &str, id: &str, add: &[&str], remove: &[&str]) {
+        let (r, _) = call(w, Method::Post, &format!("/gmail/v1/users/me/{what}/{id}/modify"), Some(json!({"addLabelIds": add, "removeLabelIds": remove})));
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    }
+
+    fn draft(w: &mut World, to: &str) {
+        let raw = b64(format!("To: {to}\r\nSubject: Re: Production export is stuck\r\n\r\nWe are investigating the issue.\r\n").as_bytes());
+        let (r, _) = call(w, Method::Post, "/gmail/v1/users/me/drafts", Some(json!({"message": {"raw": raw}})));
+        assert_eq!(r.status, 200);
+    }
+
+    #[test]
+    fn every_code_criterion_of_the_gmail_tasks_binds_to_one_declared_check() {
+        for (task, md, _) in TASKS {
+            let cs = criteria(md);
+            assert!(!cs.is_empty(), "task {task}");
+            for c in cs.iter().filter(|c| !c.contains("Issue #")) {
+                bind(c);
+            }
+        }
+    }
+
+    #[test]
+    fn task_22_a_good_agent_passes_and_each_defect_fails_its_criterion() {
+        let seed = seed_of("22");
+        assert_eq!(failing(&grade("22", &seed, &seed)).len(), 2, "nothing holds before the agent acts");
+        let mut good = seed.clone();
+        let found = get(&mut good, "/gmail/v1/users/me/messages?q=from%3Aalice%40example.com%20is%3Aunread");
+        assert_eq!(found["messages"][0]["id"], "msg_support");
+        modify(&mut good, "messages", "msg_support", &["Label_follow_up"], &[]);
+        draft(&mut good, "alice@example.com");
+        assert!(failing(&grade("22", &seed, &good)).is_empty());
+
+        let mut no_label = seed.clone();
+        draft(&mut no_label, "alice@example.com");
+        assert_eq!(failing(&grade("22", &seed, &no_label)), ["Message msg_support has label Label_follow_up"]);
+
+        let mut wrong_recipient = seed.clone();
+        modify(&mut wrong_recipient, "messages", "msg_support", &["Label_follow_up"], &[]);
+        draft(&mut wrong_recipient, "bob@example.com");
+        assert_eq!(failing(&grade("22", &seed, &wrong_recipient)), ["A draft addressed to alice@example.com exists"]);
+    }
+
+    #[test]
+    fn task_23_a_good_agent_passes_and_each_defect_fails_its_criterion() {
+        let seed = seed_of("23");
+        let mut good = seed.clone();
+        modify(&mut good, "messages", "msg_parity", &["STARRED"], &[]);
+        modify(&mut good, "threads", "thread_trash_target", &["TRASH"], &[]);
+        modify(&mut good, "messages", "msg_spam_target", &["SPAM"], &[]);
+        let (r, _) = call(&mut good, Method::Post, "/gmail/v1/users/me/labels", Some(json!({"name": "Parity Complete"})));
+        assert_eq!(r.status, 200);
+        draft(&mut good, "alice@example.com");
+        assert!(failing(&grade("23", &seed, &good)).is_empty());
+
+        let mut unstarred = good.clone();
+        modify(&mut unstarred, "messages", "msg_parity", &[], &["STARRED"]);
+        assert_eq!(failing(&grade("23", &seed, &unstarred)), ["Message msg_parity has label STARRED"]);
+
+        let mut no_label = seed.clone();
+        modify(&mut no_label, "messages", "msg_parity", &["STARRED"], &[]);
+        let (r, _) = call(&mut no_label, Method::Post, "/gmail/v1/users/me/labels", Some(json!({"name": "Parity Completed"})));
+        assert_eq!(r.status, 200);
+        assert_eq!(failing(&grade("23", &seed, &no_label)), ["A label named Parity Complete exists"]);
+
+        let mut drafts_deleted = good.clone();
+        let (r, _) = call(&mut drafts_deleted, Method::Delete, "/gmail/v1/users/me/drafts/draft_parity", None);
+        assert_eq!(r.status, 204);
+        let (r, _) = call(&mut drafts_deleted, Method::Delete, "/gmail/v1/users/me/drafts/draft_ack", None);
+        assert_eq!(r.status, 204);
+        assert_eq!(failing(&grade("23", &seed, &drafts_deleted)), ["At least two drafts exist"]);
+    }
+
+    #[test]
+    fn task_27_a_good_agent_passes_and_labeling_the_wrong_message_fails() {
+        let seed = seed_of("27");
+        let mut good = seed.clone();
+        let t = get(&mut good, "/gmail/v1/users/me/threads?q=from%3Aalice%20is%3Aunread");
+        assert_eq!(t["threads"][0]["id"], "thread_support");
+        modify(&mut good, "threads", "thread_support", &["Label_follow_up"], &[]);
+        assert!(failing(&grade("27", &seed, &good)).is_empty());
+        let mut sent_instead = seed.clone();
+        send(&mut sent_instead, "To: alice@example.com\r\nSubject: Re: Production export is stuck\r\n\r\nOn it.\r\n", None);
+        assert_eq!(failing(&grade("27", &seed, &sent_instead)), ["Message msg_support has label Label_follow_up"]);
+    }
+
+    fn decide(sentence: &str, seed: &World, now: &World) -> bool {
+        let (id, p) = bind(sentence);
+        let (s, f) = (seed.state(), now.state());
+        World::evaluate_check(&id, &p, &CheckWorld { seed: &s, state: &f, tape: &[] }).unwrap().holds
+    }
+
+    #[test]
+    fn the_extra_mail_checks_hold_and_fail_where_they_should() {
+        let seed = seed_of("22");
+        let mut w = seed.clone();
+        assert!(decide("No message was sent", &seed, &w));
+        assert!(decide("No message was sent to alice@example.com", &seed, &w));
+        assert!(!decide("A message to alice@example.com was sent", &seed, &w));
+        assert!(!decide("A reply exists in the thread with subject \"Production export is stuck\"", &seed, &w));
+        assert!(!decide("Message msg_support is read", &seed, &w));
+        assert!(!decide("Message msg_support is not in the inbox", &seed, &w));
+        assert!(!decide("Message msg_support is in the trash", &seed, &w));
+        assert!(decide("The mailbox pome-agent@pome-twin.test has exactly 2 messages labeled UNREAD", &seed, &w));
+        assert!(!decide("The mailbox pome-agent@pome-twin.test has exactly 3 messages labeled UNREAD", &seed, &w));
+        assert!(!decide("Exactly one SENT message is addressed to each of the 2 recipients", &seed, &w));
+
+        send(&mut w, "To: alice@example.com\r\nSubject: Re: Production export is stuck\r\nIn-Reply-To: <support-001@example.com>\r\n\r\nOn it.\r\n", None);
+        send(&mut w, "To: bob@example.com\r\nSubject: FYI\r\n\r\nAlice's export is stuck.\r\n", None);
+        modify(&mut w, "messages", "msg_support", &[], &["UNREAD", "INBOX"]);
+        assert!(!decide("No message was sent", &seed, &w));
+        assert!(!decide("No message was sent to alice@example.com", &seed, &w));
+        assert!(decide("A message to alice@example.com was sent", &seed, &w));
+        assert!(decide("A reply exists in the thread with subject \"Production export is stuck\"", &seed, &w));
+        assert!(!decide("A draft reply exists in the thread with subject \"Production export is stuck\"", &seed, &w));
+        assert!(decide("Message msg_support is read", &seed, &w));
+        assert!(decide("Message msg_support is not in the inbox", &seed, &w));
+        assert!(decide("Message msg_support does not have label UNREAD", &seed, &w));
+        assert!(decide("Exactly one SENT message is addressed to each of the 2 recipients", &seed, &w));
+        send(&mut w, "To: bob@example.com\r\nSubject: FYI again\r\n\r\nDuplicate.\r\n", None);
+        assert!(!decide("Exactly one SENT message is addressed to each of the 2 recipients", &seed, &w));
+        call(&mut w, Method::Post, "/gmail/v1/users/me/messages/msg_support/trash", None);
+        assert!(decide("Message msg_support is in the trash", &seed, &w));
+    }
+}
