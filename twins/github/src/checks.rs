@@ -416,6 +416,17 @@ mod tests {
         }
     }
 
+    /// A tool alias naming an action the twin does not serve would make the host's
+    /// `` `{tool}` was never called `` hold whatever the agent did.
+    #[test]
+    fn every_tool_alias_names_a_served_action() {
+        use pome_twin_sdk::Twin;
+        let surface = crate::World::router().surface();
+        for (tool, action) in TOOL_ALIASES {
+            assert!(surface.iter().any(|r| r.action == *action), "`{tool}` → `{action}`, which no route serves");
+        }
+    }
+
     #[test]
     fn tape_checks_are_left_to_the_host() {
         let ids: Vec<String> = declared().into_iter().map(|d| d.id).collect();
