@@ -329,3 +329,41 @@ fn declared_checks_are_well_formed() {
     }
     assert!(World::checks().iter().any(|d| d.fits("No issue was created in `ENG`")));
 }
+
+mod memory {
+    //! Heap use, measured with a counting allocator: the idle world is small, and the schema
+    //! is built only when the first GraphQL request arrives.
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicIsize, Ordering};
+
+    pub struct Counting;
+    pub static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+            LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+            unsafe { System.alloc(l) }
+        }
+        unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+            LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
+            unsafe { System.dealloc(p, l) }
+        }
+    }
+
+    #[global_allocator]
+    static A: Counting = Counting;
+}
+
+#[test]
+fn the_default_world_is_small_and_the_schema_is_built_lazily() {
+    use std::sync::atomic::Ordering;
+    let before = memory::LIVE.load(Ordering::SeqCst);
+    let w = World::init(None).unwrap();
+    let world = memory::LIVE.load(Ordering::SeqCst) - before;
+    let snapshot = postcard::to_stdvec(&w).unwrap().len();
+    let s0 = memory::LIVE.load(Ordering::SeqCst);
+    crate::gql::schema();
+    let schema = memory::LIVE.load(Ordering::SeqCst) - s0;
+    eprintln!("default world: {world} bytes live, {snapshot} bytes snapshot; schema: {schema} bytes (other tests may share the counter)");
+    assert!(world < 256 * 1024, "{world}");
+}
