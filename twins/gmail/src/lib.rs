@@ -133,6 +133,20 @@ pub const ROUTES: &[(Method, &str, &str, pome_twin_sdk::router::Handler<World>)]
         (G, "/settings/delegates/{delegateEmail}", "settings.delegates.get", s::delegates_get),
         (O, "/settings/delegates", "settings.delegates.create", s::delegates_create),
         (D, "/settings/delegates/{delegateEmail}", "settings.delegates.delete", s::delegates_delete),
+        (G, "/settings/sendAs/{sendAsEmail}/smimeInfo", "settings.sendAs.smimeInfo.list", s::smime_list),
+        (G, "/settings/sendAs/{sendAsEmail}/smimeInfo/{id}", "settings.sendAs.smimeInfo.get", s::smime_get),
+        (O, "/settings/sendAs/{sendAsEmail}/smimeInfo", "settings.sendAs.smimeInfo.insert", s::smime_insert),
+        (D, "/settings/sendAs/{sendAsEmail}/smimeInfo/{id}", "settings.sendAs.smimeInfo.delete", s::smime_delete),
+        (O, "/settings/sendAs/{sendAsEmail}/smimeInfo/{id}/setDefault", "settings.sendAs.smimeInfo.setDefault", s::smime_set_default),
+        (G, "/settings/cse/keypairs", "settings.cse.keypairs.list", s::cse_keypairs_list),
+        (G, "/settings/cse/keypairs/{keyPairId}", "settings.cse.keypairs.get", s::cse_keypairs_get),
+        (O, "/settings/cse/keypairs", "settings.cse.keypairs.create", s::cse_keypairs_create),
+        (O, "/settings/cse/keypairs/{keyPairIdVerb}", "settings.cse.keypairs.verb", s::cse_keypairs_verb),
+        (G, "/settings/cse/identities", "settings.cse.identities.list", s::cse_identities_list),
+        (G, "/settings/cse/identities/{cseEmailAddress}", "settings.cse.identities.get", s::cse_identities_get),
+        (O, "/settings/cse/identities", "settings.cse.identities.create", s::cse_identities_create),
+        (P, "/settings/cse/identities/{emailAddress}", "settings.cse.identities.patch", s::cse_identities_patch),
+        (D, "/settings/cse/identities/{cseEmailAddress}", "settings.cse.identities.delete", s::cse_identities_delete),
     ]
 };
 
@@ -145,6 +159,14 @@ const UPLOADS: &[(&str, &str)] = &[
     ("/drafts/{id}", "drafts.update"),
     ("/drafts/send", "drafts.send"),
 ];
+
+impl World {
+    /// The twin's 501 for a route whose pattern matched but whose verb it does not serve.
+    pub fn unsupported_route(call: &mut Call) -> Response {
+        call.unsupported = true;
+        <World as Twin>::unsupported(call)
+    }
+}
 
 impl Twin for World {
     const NAME: &'static str = "gmail";

@@ -169,6 +169,12 @@ pub struct Settings {
     pub send_as: Vec<Value>,
     pub delegates: Vec<Value>,
     pub watch: Option<Value>,
+    #[serde(default)]
+    pub smime: Vec<Value>,
+    #[serde(default)]
+    pub cse_identities: Vec<Value>,
+    #[serde(default)]
+    pub cse_keypairs: Vec<Value>,
 }
 
 impl Settings {
@@ -187,6 +193,9 @@ impl Settings {
             })],
             delegates: Vec::new(),
             watch: None,
+            smime: Vec::new(),
+            cse_identities: Vec::new(),
+            cse_keypairs: Vec::new(),
         }
     }
 }

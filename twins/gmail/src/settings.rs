@@ -311,3 +311,237 @@ pub fn delegates_list(w: &mut World, c: &mut Call) -> Response { k_list(w, c, Ki
 pub fn delegates_get(w: &mut World, c: &mut Call) -> Response { k_get(w, c, Kind::Delegates) }
 pub fn delegates_create(w: &mut World, c: &mut Call) -> Response { k_create(w, c, Kind::Delegates) }
 pub fn delegates_delete(w: &mut World, c: &mut Call) -> Response { k_delete(w, c, Kind::Delegates) }
+
+// S/MIME configs and client-side encryption -------------------------------------------------
+// Certificates and keys are not verified cryptographically: a config is accepted as given
+// and answered with the fields Gmail returns (fidelity: shape).
+
+fn alias_exists(w: &World, b: usize, email: &str) -> bool {
+    w.mailboxes[b].settings.send_as.iter().any(|x| x["sendAsEmail"].as_str().is_some_and(|e| e.eq_ignore_ascii_case(email)))
+}
+
+fn next_token(w: &mut World, prefix: &str) -> String {
+    w.seq += 1;
+    format!("{prefix}{:016x}", crate::mime::fnv(&format!("{prefix}:{}", w.seq)))
+}
+
+pub fn smime_list(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let alias = call.param("sendAsEmail").to_string();
+    if !alias_exists(w, b, &alias) {
+        return not_found();
+    }
+    let list: Vec<Value> = w.mailboxes[b].settings.smime.iter().filter(|x| x["_alias"].as_str().is_some_and(|a| a.eq_ignore_ascii_case(&alias))).map(public_smime).collect();
+    ok(&json!({"smimeInfo": list}))
+}
+
+fn public_smime(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("_alias");
+    }
+    v
+}
+
+fn find_smime(w: &World, b: usize, alias: &str, id: &str) -> Option<usize> {
+    w.mailboxes[b].settings.smime.iter().position(|x| x["id"] == id && x["_alias"].as_str().is_some_and(|a| a.eq_ignore_ascii_case(alias)))
+}
+
+pub fn smime_get(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    match find_smime(w, b, call.param("sendAsEmail"), call.param("id")) {
+        Some(i) => ok(&public_smime(&w.mailboxes[b].settings.smime[i])),
+        None => not_found(),
+    }
+}
+
+pub fn smime_insert(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let req = match body(call) { Ok(v) => v, Err(r) => return r };
+    let alias = call.param("sendAsEmail").to_string();
+    if !alias_exists(w, b, &alias) {
+        return not_found();
+    }
+    let has_cert = ["pkcs12", "pem"].iter().any(|k| req.get(*k).and_then(Value::as_str).is_some_and(|s| !s.is_empty()));
+    if !has_cert {
+        return gerr(400, "invalidArgument", "Missing pkcs12 or pem certificate");
+    }
+    let id = next_token(w, "smime_");
+    let first = !w.mailboxes[b].settings.smime.iter().any(|x| x["_alias"].as_str().is_some_and(|a| a.eq_ignore_ascii_case(&alias)));
+    let expiration = (pome_twin_sdk::time::now().timestamp_millis() + 365 * 24 * 3600 * 1000).to_string();
+    let v = json!({"id": id, "issuerCn": "Pome Twin CA", "isDefault": first, "expiration": expiration,
+        "pem": req.get("pem").cloned().unwrap_or(json!("")), "_alias": alias});
+    w.mailboxes[b].settings.smime.push(v.clone());
+    let out = public_smime(&v);
+    call.created("smimeInfo", &id, &out);
+    ok(&out)
+}
+
+pub fn smime_delete(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let Some(i) = find_smime(w, b, call.param("sendAsEmail"), call.param("id")) else { return not_found() };
+    let v = w.mailboxes[b].settings.smime.remove(i);
+    call.deleted("smimeInfo", v["id"].as_str().unwrap_or(""), &public_smime(&v));
+    ok_empty()
+}
+
+pub fn smime_set_default(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let alias = call.param("sendAsEmail").to_string();
+    let Some(i) = find_smime(w, b, &alias, call.param("id")) else { return not_found() };
+    for (j, x) in w.mailboxes[b].settings.smime.iter_mut().enumerate() {
+        if x["_alias"].as_str().is_some_and(|a| a.eq_ignore_ascii_case(&alias)) {
+            x["isDefault"] = json!(i == j);
+        }
+    }
+    ok_empty()
+}
+
+pub fn cse_keypairs_list(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let l = w.mailboxes[b].settings.cse_keypairs.clone();
+    if l.is_empty() { ok(&json!({})) } else { ok(&json!({"cseKeyPairs": l})) }
+}
+
+pub fn cse_keypairs_get(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    match w.mailboxes[b].settings.cse_keypairs.iter().find(|k| k["keyPairId"] == call.param("keyPairId")) {
+        Some(k) => ok(k),
+        None => not_found(),
+    }
+}
+
+pub fn cse_keypairs_create(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let req = match body(call) { Ok(v) => v, Err(r) => return r };
+    let Some(pkcs7) = req.get("pkcs7").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string) else {
+        return gerr(400, "invalidArgument", "Missing pkcs7 certificate chain");
+    };
+    let id = next_token(w, "kp_");
+    let email = w.mailboxes[b].email.clone();
+    let subjects = req.get("subjectEmailAddresses").cloned().unwrap_or(json!([email]));
+    let v = json!({"keyPairId": id, "pkcs7": pkcs7, "pem": pkcs7, "enablementState": "enabled", "subjectEmailAddresses": subjects,
+        "privateKeyMetadata": req.get("privateKeyMetadata").cloned().unwrap_or(json!([]))});
+    w.mailboxes[b].settings.cse_keypairs.push(v.clone());
+    call.created("cseKeyPair", &id, &v);
+    ok(&v)
+}
+
+/// `POST keypairs/{id}:enable|:disable|:obliterate`: the verb rides in the last segment.
+pub fn cse_keypairs_verb(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let seg = crate::transport::decode(call.param("keyPairIdVerb"));
+    let Some((id, verb)) = seg.rsplit_once(':') else { return World::unsupported_route(call) };
+    let (id, verb) = (id.to_string(), verb.to_string());
+    call.action = Some(format!("settings.cse.keypairs.{verb}"));
+    let list = &mut w.mailboxes[b].settings.cse_keypairs;
+    let Some(i) = list.iter().position(|k| k["keyPairId"] == id.as_str()) else { return not_found() };
+    let before = list[i].clone();
+    match verb.as_str() {
+        "enable" => list[i]["enablementState"] = json!("enabled"),
+        "disable" => {
+            list[i]["enablementState"] = json!("disabled");
+            list[i]["disableTime"] = json!(pome_twin_sdk::time::now_iso());
+        }
+        "obliterate" => {
+            if list[i]["enablementState"] != "disabled" {
+                return gerr(400, "failedPrecondition", "Key pair must be disabled before it can be obliterated");
+            }
+            let v = list.remove(i);
+            call.deleted("cseKeyPair", &id, &v);
+            return ok_empty();
+        }
+        _ => return World::unsupported_route(call),
+    }
+    let after = list[i].clone();
+    call.updated("cseKeyPair", &id, &before, &after);
+    ok(&after)
+}
+
+pub fn cse_identities_list(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let l = w.mailboxes[b].settings.cse_identities.clone();
+    if l.is_empty() { ok(&json!({})) } else { ok(&json!({"cseIdentities": l})) }
+}
+
+fn identity_pos(w: &World, b: usize, email: &str) -> Option<usize> {
+    w.mailboxes[b].settings.cse_identities.iter().position(|x| x["emailAddress"].as_str().is_some_and(|e| e.eq_ignore_ascii_case(email)))
+}
+
+pub fn cse_identities_get(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    match identity_pos(w, b, call.param("cseEmailAddress")) {
+        Some(i) => ok(&w.mailboxes[b].settings.cse_identities[i]),
+        None => not_found(),
+    }
+}
+
+fn check_identity(w: &World, b: usize, req: &serde_json::Map<String, Value>) -> Result<(), Response> {
+    let keys = &w.mailboxes[b].settings.cse_keypairs;
+    let mut named = Vec::new();
+    if let Some(k) = req.get("primaryKeyPairId").and_then(Value::as_str) {
+        named.push(k.to_string());
+    }
+    if let Some(p) = req.get("signAndEncryptKeyPairs") {
+        for f in ["signingKeyPairId", "encryptionKeyPairId"] {
+            if let Some(k) = p.get(f).and_then(Value::as_str) {
+                named.push(k.to_string());
+            }
+        }
+    }
+    if named.is_empty() {
+        return Err(gerr(400, "invalidArgument", "An identity needs primaryKeyPairId or signAndEncryptKeyPairs"));
+    }
+    for k in named {
+        if !keys.iter().any(|x| x["keyPairId"] == k.as_str()) {
+            return Err(gerr(400, "invalidArgument", &format!("Unknown key pair {k}")));
+        }
+    }
+    Ok(())
+}
+
+pub fn cse_identities_create(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let mut req = match body(call) { Ok(v) => v, Err(r) => return r };
+    if let Err(r) = check_identity(w, b, &req) {
+        return r;
+    }
+    let email = req.get("emailAddress").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| w.mailboxes[b].email.clone());
+    if identity_pos(w, b, &email).is_some() {
+        return gerr(409, "alreadyExists", "Identity already exists");
+    }
+    req.insert("emailAddress".into(), json!(email));
+    let v = Value::Object(req);
+    w.mailboxes[b].settings.cse_identities.push(v.clone());
+    call.created("cseIdentity", &email, &v);
+    ok(&v)
+}
+
+pub fn cse_identities_patch(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let req = match body(call) { Ok(v) => v, Err(r) => return r };
+    let email = call.param("emailAddress").to_string();
+    let Some(i) = identity_pos(w, b, &email) else { return not_found() };
+    if let Err(r) = check_identity(w, b, &req) {
+        return r;
+    }
+    let before = w.mailboxes[b].settings.cse_identities[i].clone();
+    let mut after = json!({"emailAddress": before["emailAddress"]});
+    for (k, v) in req {
+        if k != "emailAddress" {
+            after[k] = v;
+        }
+    }
+    w.mailboxes[b].settings.cse_identities[i] = after.clone();
+    call.updated("cseIdentity", &email, &before, &after);
+    ok(&after)
+}
+
+pub fn cse_identities_delete(w: &mut World, call: &mut Call) -> Response {
+    let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
+    let email = call.param("cseEmailAddress").to_string();
+    let Some(i) = identity_pos(w, b, &email) else { return not_found() };
+    let v = w.mailboxes[b].settings.cse_identities.remove(i);
+    call.deleted("cseIdentity", &email, &v);
+    ok_empty()
+}

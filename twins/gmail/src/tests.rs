@@ -223,7 +223,7 @@ fn errors_have_googles_shape() {
     assert_eq!(e["error"]["errors"][0]["domain"], "global");
     let (r, _) = call(&mut w, Method::Get, "/gmail/v1/users/someone@else.test/profile", None);
     assert_eq!(r.status, 403);
-    let (r, c) = call(&mut w, Method::Get, "/gmail/v1/users/me/settings/cse/identities", None);
+    let (r, c) = call(&mut w, Method::Get, "/gmail/v1/users/me/settings/notASetting", None);
     assert_eq!(r.status, 501);
     assert!(c.unsupported);
 }
@@ -477,4 +477,27 @@ mod checks {
         call(&mut w, Method::Post, "/gmail/v1/users/me/messages/msg_support/trash", None);
         assert!(decide("Message msg_support is in the trash", &seed, &w));
     }
+}
+
+#[test]
+fn client_side_encryption_key_pairs_and_identities_follow_gmails_rules() {
+    let mut w = world();
+    let base = "/gmail/v1/users/me/settings/cse";
+    let (r, _) = call(&mut w, Method::Post, &format!("{base}/identities"), Some(json!({"primaryKeyPairId": "kp_missing"})));
+    assert_eq!(r.status, 400);
+    let (r, _) = call(&mut w, Method::Post, &format!("{base}/keypairs"), Some(json!({"pkcs7": "-----BEGIN PKCS7-----"})));
+    let kp = r.json_body()["keyPairId"].as_str().unwrap().to_string();
+    let (r, _) = call(&mut w, Method::Post, &format!("{base}/identities"), Some(json!({"primaryKeyPairId": kp})));
+    assert_eq!(r.json_body()["emailAddress"], "pome-agent@pome-twin.test");
+    let (r, _) = call(&mut w, Method::Post, &format!("{base}/keypairs/{kp}:obliterate"), None);
+    assert_eq!(r.status, 400, "only a disabled key pair can be obliterated");
+    let (r, c) = call(&mut w, Method::Post, &format!("{base}/keypairs/{kp}:disable"), None);
+    assert_eq!((r.json_body()["enablementState"].as_str(), c.action.as_deref()), (Some("disabled"), Some("settings.cse.keypairs.disable")));
+    let (r, _) = call(&mut w, Method::Post, &format!("{base}/keypairs/{kp}:obliterate"), None);
+    assert_eq!(r.status, 204);
+    let (r, _) = call(&mut w, Method::Post, "/gmail/v1/users/me/settings/sendAs/pome-agent@pome-twin.test/smimeInfo", Some(json!({"pkcs12": "MIIabc"})));
+    let id = r.json_body()["id"].as_str().unwrap().to_string();
+    assert_eq!(r.json_body()["isDefault"], true);
+    let l = get(&mut w, "/gmail/v1/users/me/settings/sendAs/pome-agent@pome-twin.test/smimeInfo");
+    assert_eq!(l["smimeInfo"][0]["id"], id.as_str());
 }

@@ -19,6 +19,11 @@ pub fn discovery(_w: &mut World, call: &mut Call) -> Response {
     Response { status: 200, headers: vec![("content-type".into(), "application/json; charset=UTF-8".into())], body: text.into_bytes() }
 }
 
+/// A percent-decoded path segment.
+pub fn decode(s: &str) -> String {
+    pome_twin_sdk::http::decode_segment(s)
+}
+
 /// The boundary parameter of a multipart content type.
 pub fn boundary(ct: &str) -> Option<String> {
     ct.split(';').map(str::trim).find_map(|p| {
@@ -186,6 +191,8 @@ pub fn batch(w: &mut World, call: &mut Call) -> Response {
                 let mut inner = Call::new(req);
                 let r = World::router().dispatch(w, &mut inner);
                 call.changes.extend(inner.changes);
+                // An unsupported request inside a batch is an unsupported call all the same.
+                call.unsupported |= inner.unsupported;
                 r
             }
             None => gerr(400, "badRequest", "Invalid HTTP request in a batch part"),
