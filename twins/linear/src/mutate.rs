@@ -25,8 +25,26 @@ pub const SPECIAL: &[&str] = &[
     "issueSubscribe", "issueUnsubscribe", "commentResolve", "commentUnresolve", "attachmentLinkURL", "webhookRotateSecret",
     "issueBatchCreate", "issueBatchUpdate", "organizationUpdate", "notificationMarkReadAll", "notificationMarkUnreadAll",
     "notificationArchiveAll", "notificationSnoozeAll", "notificationUnsnoozeAll", "issueReminder", "userSuspend", "userUnsuspend",
-    "attachmentLinkGitHubIssue", "attachmentLinkGitHubPR",
+    "attachmentLinkGitHubIssue", "attachmentLinkGitHubPR", "attachmentLinkSlack", "attachmentLinkJiraIssue", "attachmentLinkZendesk",
+    "attachmentLinkIntercom", "attachmentLinkFront", "attachmentLinkDiscord", "attachmentLinkGitLabMR", "attachmentLinkSalesforce",
+    "issueToReleaseDeleteByIssueAndRelease", "userSettingsUpdate", "userChangeRole", "customerUpsert", "resendOrganizationInvite",
+    "resendOrganizationInviteByEmail",
 ];
+
+/// The viewer's settings record, made on first use (Linear has one per user).
+pub fn user_settings(w: &mut Inner, now: &str) -> String {
+    let viewer = w.viewer.clone();
+    if let Some((id, _)) = w.all("UserSettings").find(|(_, s)| s.get("userId").and_then(Value::as_str) == Some(viewer.as_str())) {
+        return id.clone();
+    }
+    let id = format!("settings_{viewer}");
+    let e: Entity = [("id", json!(id)), ("userId", json!(viewer)), ("createdAt", json!(now)), ("updatedAt", json!(now)), ("notificationDeliveryPreferences", json!({})), ("unsubscribedFrom", json!([]))]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    w.insert("UserSettings", &id, e);
+    id
+}
 
 /// The entity type and verb of a generic mutation name, if it is one.
 pub fn generic(name: &str) -> Option<(String, &'static str)> {
@@ -40,7 +58,8 @@ pub fn generic(name: &str) -> Option<(String, &'static str)> {
                 Some(f) => f.to_uppercase().chain(c).collect(),
                 None => continue,
             };
-            if gql::is_object(&ty) && !ty.ends_with("Payload") {
+            let interface = matches!(schema().types.get(ty.as_str()), Some(apollo_compiler::schema::ExtendedType::Interface(_)));
+            if (gql::is_object(&ty) || (interface && *verb != "AddLabel" && *verb != "RemoveLabel")) && !ty.ends_with("Payload") {
                 if (*verb == "AddLabel" || *verb == "RemoveLabel") && !has_field(&ty, "labelIds") && !has_field(&ty, "labels") {
                     continue;
                 }
@@ -126,9 +145,14 @@ impl Mut<'_, '_, '_> {
         } else if ty == "Team" {
             self.w.team_id(id)
         } else {
-            self.w.get(ty, id).map(|_| id.to_string())
+            find_typed(self.w, ty, id).map(|_| id.to_string())
         };
         found.ok_or_else(|| self.ctx.not_found(ty))
+    }
+
+    /// The concrete type an id of (possibly abstract) type `ty` is stored under.
+    fn concrete(&self, ty: &str, id: &str) -> String {
+        find_typed(self.w, ty, id).unwrap_or_else(|| ty.to_string())
     }
 
     fn dispatch(&mut self, name: &str, args: &Value) -> Result<Done, FieldError> {
@@ -161,11 +185,23 @@ impl Mut<'_, '_, '_> {
                 })?;
                 return Ok(Done::one("Comment", &id));
             }
-            "attachmentLinkURL" | "attachmentLinkGitHubIssue" | "attachmentLinkGitHubPR" => {
+            n if n.starts_with("attachmentLink") => {
+                let source = n.trim_start_matches("attachmentLink");
+                let url = match n {
+                    "attachmentLinkJiraIssue" => s(args, "url").map(String::from).unwrap_or_else(|| format!("https://jira.atlassian.net/browse/{}", s(args, "jiraIssueId").unwrap_or(""))),
+                    "attachmentLinkZendesk" => s(args, "url").map(String::from).unwrap_or_else(|| format!("https://zendesk.com/agent/tickets/{}", s(args, "ticketId").unwrap_or(""))),
+                    "attachmentLinkIntercom" => format!("https://app.intercom.com/conversations/{}", s(args, "conversationId").unwrap_or("")),
+                    "attachmentLinkFront" => format!("https://app.frontapp.com/open/{}", s(args, "conversationId").unwrap_or("")),
+                    _ => s(args, "url").unwrap_or("").to_string(),
+                };
                 let mut input = Map::new();
                 input.insert("issueId".into(), json!(s(args, "issueId").unwrap_or("")));
-                input.insert("url".into(), json!(s(args, "url").unwrap_or("")));
-                input.insert("title".into(), json!(s(args, "title").unwrap_or_else(|| s(args, "url").unwrap_or(""))));
+                input.insert("url".into(), json!(url));
+                input.insert("title".into(), json!(s(args, "title").map(String::from).unwrap_or_else(|| url.clone())));
+                input.insert("sourceType".into(), json!(source.to_ascii_lowercase()));
+                if let Some(icon) = s(args, "displayIconUrl") {
+                    input.insert("iconUrl".into(), json!(icon));
+                }
                 if let Some(id) = s(args, "id") {
                     input.insert("id".into(), json!(id));
                 }
@@ -238,6 +274,62 @@ impl Mut<'_, '_, '_> {
                 }
                 return Ok(Done { entity: None, list, extra: Map::new() });
             }
+            "issueToReleaseDeleteByIssueAndRelease" => {
+                let issue = self.id_arg("Issue", args)?;
+                let issue = self.w.issue_id(s(args, "issueId").unwrap_or(&issue)).unwrap_or(issue);
+                let release = s(args, "releaseId").unwrap_or("").to_string();
+                let found = self.w.all("IssueToRelease").find(|(_, e)| e.get("issueId").and_then(Value::as_str) == Some(issue.as_str()) && e.get("releaseId").and_then(Value::as_str) == Some(release.as_str())).map(|(id, _)| id.clone());
+                let id = found.ok_or_else(|| self.ctx.not_found("IssueToRelease"))?;
+                let before = self.w.remove("IssueToRelease", &id);
+                self.record("IssueToRelease", &id, before.as_ref(), None);
+                return Ok(Done::one("IssueToRelease", &id));
+            }
+            "userSettingsUpdate" => {
+                let now = self.now();
+                let id = user_settings(self.w, &now);
+                let input = args.get("input").cloned().unwrap_or(json!({}));
+                self.update("UserSettings", &id, &input)?;
+                return Ok(Done::one("UserSettings", &id));
+            }
+            "userChangeRole" => {
+                let id = self.id_arg("User", args)?;
+                let role = s(args, "role").unwrap_or("user").to_string();
+                self.update_with("User", &id, |e| {
+                    e.insert("admin".into(), json!(role == "admin" || role == "owner"));
+                    e.insert("owner".into(), json!(role == "owner"));
+                    e.insert("guest".into(), json!(role == "guest"));
+                    e.insert("role".into(), json!(role));
+                })?;
+                return Ok(Done::one("User", &id));
+            }
+            "customerUpsert" => {
+                let input = args.get("input").cloned().unwrap_or(json!({}));
+                let key = s(&input, "id").map(String::from);
+                let ext = s(&input, "externalId").map(String::from);
+                let existing = self.w.all("Customer").find(|(id, c)| Some(id.as_str()) == key.as_deref() || (ext.is_some() && c.get("externalIds").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x.as_str() == ext.as_deref())))).map(|(id, _)| id.clone());
+                let id = match existing {
+                    Some(id) => {
+                        self.update("Customer", &id, &input)?;
+                        id
+                    }
+                    None => {
+                        let mut input = input;
+                        if let Some(e) = ext {
+                            input["externalIds"] = json!([e]);
+                            input.as_object_mut().map(|m| m.remove("externalId"));
+                        }
+                        self.create("Customer", input)?
+                    }
+                };
+                return Ok(Done::one("Customer", &id));
+            }
+            "resendOrganizationInvite" | "resendOrganizationInviteByEmail" => {
+                let id = match s(args, "email") {
+                    Some(email) => self.w.all("OrganizationInvite").find(|(_, i)| i.get("email").and_then(Value::as_str).is_some_and(|e| e.eq_ignore_ascii_case(email))).map(|(id, _)| id.clone()).ok_or_else(|| self.ctx.not_found("OrganizationInvite"))?,
+                    None => self.id_arg("OrganizationInvite", args)?,
+                };
+                return Ok(Done::one("OrganizationInvite", &id));
+            }
             "issueReminder" => {
                 let id = self.id_arg("Issue", args)?;
                 return Ok(Done::one("Issue", &id));
@@ -247,9 +339,15 @@ impl Mut<'_, '_, '_> {
         let Some((ty, verb)) = generic(name) else {
             return Err(self.ctx.unsupported(&format!("Mutation.{name}")));
         };
+        let ty = match (verb, s(args, "id")) {
+            ("Create", _) | (_, None) => ty,
+            (_, Some(id)) if !gql::is_object(&ty) => self.concrete(&ty, id),
+            _ => ty,
+        };
         match verb {
             "Create" => {
                 let input = args.get("input").cloned().unwrap_or_else(|| args.clone());
+                let ty = if gql::is_object(&ty) { ty } else { pick_implementer(&ty, &input) };
                 let id = self.create(&ty, input)?;
                 Ok(Done::one(&ty, &id))
             }
@@ -323,7 +421,52 @@ impl Mut<'_, '_, '_> {
             self.history(id, &before, &after);
         }
         self.record(ty, id, Some(&before), Some(&after));
+        self.notify(ty, id, Some(&before), &after);
         Ok(())
+    }
+
+    /// Linear's inbox: an issue assigned to someone else notifies them; a comment notifies
+    /// the issue's subscribers (never the one who acted).
+    fn notify(&mut self, ty: &str, id: &str, before: Option<&Entity>, after: &Entity) {
+        let actor = self.w.viewer.clone();
+        let mut out: Vec<(String, String, String, Option<String>)> = Vec::new();
+        match ty {
+            "Issue" => {
+                let was = before.and_then(|b| b.get("assigneeId")).and_then(Value::as_str);
+                if let Some(a) = after.get("assigneeId").and_then(Value::as_str) {
+                    if Some(a) != was && a != actor {
+                        out.push((a.to_string(), "issueAssignedToYou".into(), id.to_string(), None));
+                    }
+                }
+            }
+            "Comment" if before.is_none() => {
+                let Some(issue) = after.get("issueId").and_then(Value::as_str) else { return };
+                let subs: Vec<String> = self.w.get("Issue", issue).and_then(|i| i.get("subscriberIds")).and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
+                for u in subs {
+                    if u != actor {
+                        out.push((u, "issueNewComment".into(), issue.to_string(), Some(id.to_string())));
+                    }
+                }
+            }
+            _ => {}
+        }
+        for (user, kind, issue, comment) in out {
+            let nid = self.w.new_id();
+            let now = self.now();
+            let team = self.w.str_field("Issue", &issue, "teamId").unwrap_or("").to_string();
+            let title = self.w.str_field("Issue", &issue, "title").unwrap_or("").to_string();
+            let e: Entity = [
+                ("id", json!(nid)), ("type", json!(kind)), ("userId", json!(user)), ("actorId", json!(actor)), ("issueId", json!(issue)),
+                ("teamId", json!(team)), ("commentId", json!(comment)), ("title", json!(title)), ("category", json!(if kind == "issueAssignedToYou" { "assignments" } else { "commentsAndReplies" })),
+                ("groupingKey", json!(format!("issue-{issue}"))), ("createdAt", json!(now)), ("updatedAt", json!(now)),
+            ]
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            self.w.insert("IssueNotification", &nid, e.clone());
+            self.record("IssueNotification", &nid, None, Some(&e));
+        }
     }
 
     fn create(&mut self, ty: &str, input: Value) -> Result<String, FieldError> {
@@ -356,6 +499,7 @@ impl Mut<'_, '_, '_> {
         self.on_create(ty, &id, &mut e)?;
         self.w.insert(ty, &id, e.clone());
         self.record(ty, &id, None, Some(&e));
+        self.notify(ty, &id, None, &e);
         if ty == "Team" {
             self.team_defaults(&id)?;
         }
@@ -714,6 +858,24 @@ impl Mut<'_, '_, '_> {
             });
         }
     }
+}
+
+/// Which implementer of an interface a create makes: the one named by the input's relation
+/// (`teamId` → `TeamNotificationSubscription`), else the first.
+fn pick_implementer(iface: &str, input: &Value) -> String {
+    let types = gql::possible_types(iface);
+    if let Some(m) = input.as_object() {
+        for k in m.keys() {
+            if let Some(rel) = k.strip_suffix("Id") {
+                let mut c = rel.chars();
+                let head: String = c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default();
+                if let Some(t) = types.iter().find(|t| t.starts_with(&head) && !head.is_empty()) {
+                    return t.clone();
+                }
+            }
+        }
+    }
+    types.into_iter().next().unwrap_or_else(|| iface.to_string())
 }
 
 /// The entity without hidden bookkeeping (`_seq`…), as the tape and webhooks show it.

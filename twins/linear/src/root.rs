@@ -28,6 +28,8 @@ pub fn modeled() -> &'static BTreeSet<String> {
         .map(String::from)
         .collect();
         m.extend(gql::possible_types("Notification"));
+        m.extend(gql::possible_types("NotificationSubscription"));
+        m.insert("UserSettings".into());
         if let Some(ExtendedType::Object(o)) = schema().types.get("Mutation") {
             for name in o.fields.keys() {
                 if let Some((ty, "Create")) = mutate::generic(name) {
@@ -42,7 +44,7 @@ pub fn modeled() -> &'static BTreeSet<String> {
 const SPECIAL_QUERIES: &[&str] = &[
     "viewer", "organization", "issueSearch", "searchIssues", "searchDocuments", "searchProjects", "issuePriorityValues",
     "issueVcsBranchSearch", "attachmentsForURL", "notificationsUnreadCount", "rateLimitStatus", "organizationExists",
-    "attachmentIssue",
+    "attachmentIssue", "userSettings", "archivedTeams",
 ];
 
 /// Whether the twin serves root query field `name` (with its schema return type).
@@ -56,7 +58,12 @@ pub fn query_served(name: &str) -> bool {
     if let Some(node) = gql::connection_node(named) {
         return gql::possible_types(&node).iter().all(|t| modeled().contains(t)) && !gql::possible_types(&node).is_empty();
     }
-    gql::possible_types(named).iter().any(|t| modeled().contains(t)) && f.arguments.iter().any(|a| a.name == "id") && !f.ty.is_list()
+    let types = gql::possible_types(named);
+    if f.ty.is_list() {
+        // A plain list of every entity of a type (`templates`).
+        return !types.is_empty() && types.iter().all(|t| modeled().contains(t)) && f.arguments.iter().all(|a| !a.ty.is_non_null());
+    }
+    types.iter().any(|t| modeled().contains(t)) && f.arguments.iter().any(|a| a.name == "id")
 }
 
 /// Storage type of a type the schema gives its own name for search results.
@@ -103,6 +110,14 @@ impl ObjectValue for Root<'_, '_> {
             "organization" => {
                 let id = ctx.w.borrow().org.clone();
                 return Ok(ResolvedValue::object(Ent { ctx, ty: "Organization".into(), id }));
+            }
+            "userSettings" => {
+                let id = crate::mutate::user_settings(&mut ctx.w.borrow_mut(), &ctx.now);
+                return Ok(ResolvedValue::object(Ent { ctx, ty: "UserSettings".into(), id }));
+            }
+            "archivedTeams" => {
+                let ids: Vec<String> = ctx.w.borrow().all("Team").filter(|(_, t)| t.get("archivedAt").is_some_and(|v| !v.is_null())).map(|(id, _)| id.clone()).collect();
+                return Ok(ResolvedValue::list(ids.into_iter().map(move |id| ResolvedValue::object(Ent { ctx, ty: "Team".into(), id }))));
             }
             "organizationExists" => {
                 let key = args.get("urlKey").and_then(Value::as_str).unwrap_or("");
@@ -178,6 +193,15 @@ impl ObjectValue for Root<'_, '_> {
         if gql::connection_node(named).is_some() {
             let items = exec::all_of(&ctx.w.borrow(), named);
             return exec::connection(ctx, named, items, &args);
+        }
+        if def.ty.is_list() {
+            let w = ctx.w.borrow();
+            let items: Vec<(String, String)> = gql::possible_types(named)
+                .into_iter()
+                .flat_map(|t| w.all(&t).filter(|(_, e)| e.get("archivedAt").is_none_or(Value::is_null)).map(|(id, _)| (t.clone(), id.clone())).collect::<Vec<_>>())
+                .collect();
+            drop(w);
+            return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t, id }))));
         }
         let id = args.get("id").and_then(Value::as_str).unwrap_or("").to_string();
         let w = ctx.w.borrow();

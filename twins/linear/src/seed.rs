@@ -95,7 +95,7 @@ pub fn default_seed() -> Value {
 
 const TOP: &[&str] = &[
     "_meta", "clock", "defaultSid", "baseUrl", "strictScopes", "organization", "users", "teams", "labels", "projects", "cycles",
-    "issues", "comments", "documents", "oauthApps", "tokens", "webhooks",
+    "issues", "comments", "documents", "oauthApps", "tokens", "webhooks", "notifications",
 ];
 
 pub fn from_seed(seed: &Value) -> R<World> {
@@ -496,6 +496,30 @@ pub fn from_seed(seed: &Value) -> R<World> {
         let mut e = ent(json!({"id": id, "url": url, "secret": string(m, "secret", &p)?.unwrap_or_else(|| format!("lin_wh_seed_{i}")), "enabled": boolean(m, "enabled", &p, true)?, "resourceTypes": types, "teamId": team, "label": string(m, "label", &p)?, "allPublicTeams": boolean(m, "allPublicTeams", &p, team.is_none())?}));
         stamp(&mut e, None, None);
         w.insert("Webhook", &id, e);
+    }
+
+    // Notifications (issue notifications in a user's inbox).
+    for (i, n) in list(top, "notifications", "seed")?.into_iter().enumerate() {
+        let p = format!("seed.notifications[{i}]");
+        let m = obj(n, &p, &["id", "user", "issue", "type", "actor", "comment", "readAt", "createdAt"])?;
+        let user = user_by(&w, &required(m, "user", &p)?, &format!("{p}.user"))?;
+        let issue = issue_by(&w, &required(m, "issue", &p)?, &format!("{p}.issue"))?;
+        let actor = match string(m, "actor", &p)? {
+            Some(a) => Some(user_by(&w, &a, &format!("{p}.actor"))?),
+            None => None,
+        };
+        let comment = match string(m, "comment", &p)? {
+            Some(c) if w.get("Comment", &c).is_some() => Some(c),
+            Some(c) => return Err(format!("{p}.comment: no comment {c:?} in seed.comments")),
+            None => None,
+        };
+        let id = string(m, "id", &p)?.unwrap_or_else(|| format!("notification_{}", i + 1));
+        let team = w.str_field("Issue", &issue, "teamId").map(String::from);
+        let title = w.str_field("Issue", &issue, "title").map(String::from);
+        let kind = string(m, "type", &p)?.unwrap_or_else(|| "issueAssignedToYou".into());
+        let mut e = ent(json!({"id": id, "type": kind, "userId": user, "issueId": issue, "actorId": actor, "commentId": comment, "teamId": team, "title": title, "readAt": time(m, "readAt", &p)?, "category": "assignments", "groupingKey": format!("issue-{issue}")}));
+        stamp(&mut e, time(m, "createdAt", &p)?, None);
+        w.insert("IssueNotification", &id, e);
     }
 
     // Tokens: the first token's user is the viewer.
