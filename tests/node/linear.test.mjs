@@ -12,7 +12,9 @@ import { mkdtempSync, readFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createServer } from "node:http";
 import { LinearClient, AuthenticationLinearError, InvalidInputLinearError } from "@linear/sdk";
+import { LinearWebhookClient, LINEAR_WEBHOOK_SIGNATURE_HEADER } from "@linear/sdk/webhooks";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const API_KEY = "pme_node_linear_tests_0123456789";
@@ -158,4 +160,38 @@ test("errors are typed as the SDK types Linear's", async () => {
   await assert.rejects(() => bad.viewer, (e) => e instanceof AuthenticationLinearError);
   await assert.rejects(() => client.issue("does-not-exist"), (e) => e instanceof InvalidInputLinearError);
   await assert.rejects(() => client.client.rawRequest("{ issues { nodes { nope } } }"), (e) => e.type === "GraphqlError" && e.errors.some((x) => /Cannot query field "nope" on type "Issue"/.test(x.message)));
+});
+
+test("webhooks: signed deliveries verify with the SDK's webhook client", async () => {
+  const received = [];
+  const hook = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      received.push({ headers: req.headers, body: Buffer.concat(chunks) });
+      res.end("ok");
+    });
+  });
+  await new Promise((r) => hook.listen(0, "127.0.0.1", r));
+  try {
+    const { client } = await sandbox(taskSeed("24-linear-issue-triage.seed.json"));
+    const url = `http://127.0.0.1:${hook.address().port}/linear`;
+    const created = await client.createWebhook({ url, resourceTypes: ["Issue", "Comment"], secret: "whsec_test", allPublicTeams: true });
+    assert.equal(created.success, true);
+    await client.updateIssue("ENG-2", { priority: 1 });
+    for (let i = 0; i < 50 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(received.length, 1);
+    const [d] = received;
+    assert.equal(d.headers["linear-event"], "Issue");
+    assert.ok(d.headers["linear-delivery"]);
+    const verifier = new LinearWebhookClient("whsec_test");
+    const payload = verifier.parseData(d.body, d.headers[LINEAR_WEBHOOK_SIGNATURE_HEADER]);
+    assert.equal(payload.type, "Issue");
+    assert.equal(payload.action, "update");
+    assert.equal(payload.data.identifier, "ENG-2");
+    assert.equal(payload.updatedFrom.priority, 3);
+    assert.throws(() => new LinearWebhookClient("wrong").parseData(d.body, d.headers[LINEAR_WEBHOOK_SIGNATURE_HEADER]));
+  } finally {
+    hook.close();
+  }
 });
