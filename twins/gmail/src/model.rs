@@ -204,6 +204,7 @@ impl Settings {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Index {
     pub by_date: BTreeSet<(i64, u64)>,
+    pub by_size: BTreeSet<(usize, u64)>,
     pub threads: BTreeMap<String, BTreeSet<u64>>,
     pub labels: BTreeMap<String, BTreeSet<u64>>,
     pub terms: BTreeMap<String, BTreeSet<u64>>,
@@ -248,6 +249,7 @@ impl Index {
 
     pub fn add(&mut self, key: u64, m: &Message) {
         self.by_date.insert((m.internal_date, key));
+        self.by_size.insert((m.size(), key));
         self.threads.entry(m.thread_id.clone()).or_default().insert(key);
         for l in &m.label_ids {
             self.labels.entry(l.clone()).or_default().insert(key);
@@ -262,6 +264,7 @@ impl Index {
 
     pub fn remove(&mut self, key: u64, m: &Message) {
         self.by_date.remove(&(m.internal_date, key));
+        self.by_size.remove(&(m.size(), key));
         if let Some(s) = self.threads.get_mut(&m.thread_id) {
             s.remove(&key);
             if s.is_empty() {

@@ -239,16 +239,29 @@ fn all(mb: &mut Mailbox) -> BTreeSet<u64> {
     mb.messages.keys().copied().collect()
 }
 
+/// Keys whose `field` holds every token of `value`: the smallest posting list is walked and
+/// the others are probed, so nothing is copied but the answer.
 fn postings(mb: &mut Mailbox, field: &str, value: &str) -> Option<BTreeSet<u64>> {
-    let mut out: Option<BTreeSet<u64>> = None;
-    for t in tokens(value) {
-        let s = mb.idx().terms.get(&format!("{field}:{t}")).cloned().unwrap_or_default();
-        out = Some(match out {
-            Some(x) => x.intersection(&s).copied().collect(),
-            None => s,
-        });
+    let keys: Vec<String> = tokens(value).map(|t| format!("{field}:{t}")).collect();
+    if keys.is_empty() {
+        return None;
     }
-    out
+    let ix = mb.idx();
+    let mut lists: Vec<&BTreeSet<u64>> = Vec::with_capacity(keys.len());
+    for k in &keys {
+        match ix.terms.get(k) {
+            Some(l) => lists.push(l),
+            None => return Some(BTreeSet::new()),
+        }
+    }
+    lists.sort_by_key(|l| l.len());
+    Some(lists[0].iter().copied().filter(|k| lists[1..].iter().all(|l| l.contains(k))).collect())
+}
+
+/// Whether message `key` holds every token of `value` in `field`, by probing postings.
+fn has_tokens(mb: &mut Mailbox, field: &str, value: &str, key: u64) -> bool {
+    let ix = mb.idx();
+    tokens(value).all(|t| ix.terms.get(&format!("{field}:{t}")).is_some_and(|l| l.contains(&key)))
 }
 
 fn label_set(mb: &mut Mailbox, id: &str) -> BTreeSet<u64> {
@@ -324,8 +337,13 @@ fn eval(mb: &mut Mailbox, n: &Node) -> Result<BTreeSet<u64>, String> {
             };
             for it in items {
                 if let Node::Not(inner) = it {
-                    let s = eval(mb, inner)?;
-                    acc = acc.difference(&s).copied().collect();
+                    let mut keep = BTreeSet::new();
+                    for k in acc {
+                        if !matches(mb, inner, k)? {
+                            keep.insert(k);
+                        }
+                    }
+                    acc = keep;
                 }
             }
             acc
@@ -363,17 +381,15 @@ fn op_set(mb: &mut Mailbox, op: &str, v: &str) -> Result<BTreeSet<u64>, String> 
                 let c = postings(mb, field, &me).unwrap_or_default();
                 return Ok(filter(mb, c, |m| field_values(m, field).iter().any(|a| a.eq_ignore_ascii_case(&me))));
             }
+            // Gmail matches words of the field; a whole address must be one of its addresses.
             let c = postings(mb, field, v).unwrap_or_else(|| all(mb));
-            filter(mb, c, |m| field_values(m, field).iter().any(|a| a.contains(&lv)))
+            if lv.contains('@') {
+                filter(mb, c, |m| field_values(m, field).iter().any(|a| **a == lv))
+            } else {
+                c
+            }
         }
-        "subject" => {
-            let c = postings(mb, "subject", v).unwrap_or_else(|| all(mb));
-            filter(mb, c, |m| m.subject.to_lowercase().contains(&lv))
-        }
-        "filename" => {
-            let c = postings(mb, "filename", v).unwrap_or_else(|| all(mb));
-            filter(mb, c, |m| m.filenames.iter().any(|f| f.to_lowercase().contains(&lv)))
-        }
+        "subject" | "filename" => postings(mb, op, v).unwrap_or_else(|| all(mb)),
         "label" => {
             let id = mb
                 .resolve_label(v)
@@ -456,19 +472,62 @@ fn op_set(mb: &mut Mailbox, op: &str, v: &str) -> Result<BTreeSet<u64>, String> 
         }
         "larger" | "size" => {
             let n = parse_size(v)?;
-            let a = all(mb);
-            filter(mb, a, |m| m.size() > n)
+            mb.idx().by_size.range((n + 1, 0)..).map(|(_, k)| *k).collect()
         }
         "smaller" => {
             let n = parse_size(v)?;
-            let a = all(mb);
-            filter(mb, a, |m| m.size() < n)
+            mb.idx().by_size.range(..(n, 0)).map(|(_, k)| *k).collect()
         }
         "rfc822msgid" => {
             let id = v.trim_matches(|c| c == '<' || c == '>');
             mb.idx().rfc_ids.get(id).copied().into_iter().collect()
         }
         _ => return Err(format!("Invalid search query: unknown operator `{op}:`")),
+    })
+}
+
+/// Whether message `key` matches `n`, decided for that message alone (negations inside a
+/// conjunction filter its candidates this way instead of building the complement).
+fn matches(mb: &mut Mailbox, n: &Node, key: u64) -> Result<bool, String> {
+    Ok(match n {
+        Node::And(items) => {
+            for it in items {
+                if !matches(mb, it, key)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
+        Node::Or(items) => {
+            for it in items {
+                if matches(mb, it, key)? {
+                    return Ok(true);
+                }
+            }
+            false
+        }
+        Node::Not(inner) => !matches(mb, inner, key)?,
+        Node::Word(w) => has_tokens(mb, "w", w, key),
+        Node::Op(op, v) if matches!(op.as_str(), "subject" | "filename") => has_tokens(mb, op, v, key),
+        Node::Op(op, v) if matches!(op.as_str(), "from" | "to" | "cc" | "bcc") && !v.contains('@') && v != "me" => has_tokens(mb, op, v, key),
+        Node::Op(op, v) if op == "label" || op == "in" || op == "is" || op == "category" => {
+            let lv = v.to_ascii_lowercase();
+            let m = &mb.messages[&key];
+            match (op.as_str(), lv.as_str()) {
+                ("in", "anywhere" | "all") => true,
+                ("is", "read") => !m.has("UNREAD"),
+                ("is", "unread") => m.has("UNREAD"),
+                ("is" | "in", "starred") => m.has("STARRED"),
+                ("is" | "in", "important") => m.has("IMPORTANT"),
+                ("in", "inbox") => m.has("INBOX"),
+                ("in", "sent") | ("is", "sent") => m.has("SENT"),
+                ("in", "trash") => m.has("TRASH"),
+                ("in", "spam") => m.has("SPAM"),
+                ("in", "drafts" | "draft") | ("is", "draft") => m.has("DRAFT"),
+                _ => op_set(mb, op, v)?.contains(&key),
+            }
+        }
+        other => eval(mb, other)?.contains(&key),
     })
 }
 
