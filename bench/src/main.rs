@@ -5,6 +5,8 @@
 //! - twin request throughput and latency with `wrk` at 1 and 64 connections
 //! - resident memory per idle sandbox at 1,000 and 10,000 sandboxes
 
+mod gmail;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -274,5 +276,6 @@ async fn main() {
     create_latency(&server, "1 twin, 1 MB github seed", json!({"twins": ["github"], "seed": seed}), 100).await;
     throughput(&server).await;
     spread(&server, 8).await;
+    gmail::run(&server).await;
     memory(&server).await;
 }
