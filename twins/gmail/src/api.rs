@@ -320,8 +320,8 @@ pub fn send_raw(w: &mut World, b: usize, call: &mut Call, raw: Vec<u8>, thread_h
         let mb = &w.mailboxes[b];
         if mb.display_name.is_empty() { mb.email.clone() } else { format!("{} <{}>", mb.display_name, mb.email) }
     };
-    let full = mime::complete(&raw, &summary, &from, now.timestamp(), &rfc);
-    let summary = mime::summarize(&full).unwrap_or(summary);
+    let mut summary = summary;
+    let full = mime::complete(&raw, &mut summary, &from, now.timestamp(), &rfc);
     let mb = &mut w.mailboxes[b];
     let thread = thread_hint
         .filter(|t| {
@@ -845,8 +845,8 @@ fn draft_message(w: &mut World, b: usize, meta: &Value, media: Option<Vec<u8>>, 
     let now = pome_twin_sdk::time::now();
     let rfc = format!("CAPome{}@mail.gmail.com", id.to_ascii_uppercase());
     let from = w.mailboxes[b].email.clone();
-    let full = mime::complete(&raw, &summary, &from, now.timestamp(), &rfc);
-    let summary = mime::summarize(&full).unwrap_or(summary);
+    let mut summary = summary;
+    let full = mime::complete(&raw, &mut summary, &from, now.timestamp(), &rfc);
     let mb = &mut w.mailboxes[b];
     let hint = msg.get("threadId").and_then(Value::as_str).filter(|t| mb.idx().threads.contains_key(*t)).map(str::to_string);
     let thread = hint.or(keep_thread).or_else(|| find_thread(mb, &summary)).unwrap_or_else(|| id.clone());

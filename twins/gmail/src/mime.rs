@@ -46,6 +46,8 @@ pub struct Summary {
     pub filenames: Vec<String>,
     pub has_attachment: bool,
     pub category: Option<String>,
+    /// Top-level header names as written, in order.
+    pub header_names: Vec<String>,
 }
 
 fn addrs(v: Option<&mail_parser::Address<'_>>) -> Vec<String> {
@@ -91,6 +93,7 @@ pub fn summarize(raw: &[u8]) -> Result<Summary, String> {
         has_attachment: !filenames.is_empty(),
         filenames,
         category: None,
+        header_names: msg.root_part().headers.iter().map(|h| header_name(raw, h)).collect(),
     })
 }
 
@@ -346,10 +349,9 @@ pub fn rfc2822(unix: i64) -> String {
 
 /// Prepend the headers a sent message gains when it lacks them (Message-ID, Date, From,
 /// MIME-Version), keeping the rest byte for byte.
-pub fn complete(raw: &[u8], summary: &Summary, from: &str, date_unix: i64, message_id: &str) -> Vec<u8> {
-    let have = |name: &str| {
-        top_headers(raw).iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
-    };
+pub fn complete(raw: &[u8], summary: &mut Summary, from: &str, date_unix: i64, message_id: &str) -> Vec<u8> {
+    let names = std::mem::take(&mut summary.header_names);
+    let have = |name: &str| names.iter().any(|n| n.eq_ignore_ascii_case(name));
     let mut pre = String::new();
     if !have("MIME-Version") {
         pre.push_str("MIME-Version: 1.0\r\n");
@@ -359,9 +361,11 @@ pub fn complete(raw: &[u8], summary: &Summary, from: &str, date_unix: i64, messa
     }
     if summary.message_id.is_empty() {
         pre.push_str(&format!("Message-ID: <{message_id}>\r\n"));
+        summary.message_id = message_id.to_string();
     }
     if summary.from.is_empty() && !have("From") {
         pre.push_str(&format!("From: {from}\r\n"));
+        summary.from = from.rsplit('<').next().unwrap_or(from).trim_end_matches('>').trim().to_ascii_lowercase();
     }
     let mut out = pre.into_bytes();
     out.extend_from_slice(raw);

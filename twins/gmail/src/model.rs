@@ -354,7 +354,8 @@ impl Mailbox {
 
     fn push_history(&mut self, rec: HistoryRecord) {
         self.history.push(rec);
-        if self.history.len() > HISTORY_KEPT {
+        // Trimmed in batches, so a busy mailbox does not shift the whole log on every change.
+        if self.history.len() > HISTORY_KEPT + HISTORY_KEPT / 4 {
             let drop = self.history.len() - HISTORY_KEPT;
             self.history_floor = self.history[drop].id;
             self.history.drain(..drop);
