@@ -205,6 +205,8 @@ impl Settings {
 pub struct Index {
     pub by_date: BTreeSet<(i64, u64)>,
     pub by_size: BTreeSet<(usize, u64)>,
+    /// Each message's internal date by key, for ordering results without touching messages.
+    pub dates: Vec<i64>,
     pub threads: BTreeMap<String, BTreeSet<u64>>,
     pub labels: BTreeMap<String, BTreeSet<u64>>,
     pub terms: BTreeMap<String, BTreeSet<u64>>,
@@ -250,6 +252,10 @@ impl Index {
     pub fn add(&mut self, key: u64, m: &Message) {
         self.by_date.insert((m.internal_date, key));
         self.by_size.insert((m.size(), key));
+        if self.dates.len() <= key as usize {
+            self.dates.resize(key as usize + 1, 0);
+        }
+        self.dates[key as usize] = m.internal_date;
         self.threads.entry(m.thread_id.clone()).or_default().insert(key);
         for l in &m.label_ids {
             self.labels.entry(l.clone()).or_default().insert(key);

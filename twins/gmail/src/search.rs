@@ -217,18 +217,15 @@ pub fn run(mb: &mut Mailbox, q: &str, label_ids: &[String], include_spam_trash: 
             None => s,
         });
     }
-    let excluded = |mb: &Mailbox, k: u64| {
-        let m = &mb.messages[&k];
-        !keep_spam_trash && (m.has("SPAM") || m.has("TRASH"))
-    };
+    let ix = mb.idx();
+    let empty = BTreeSet::new();
+    let (spam, trash) = if keep_spam_trash { (&empty, &empty) } else { (ix.labels.get("SPAM").unwrap_or(&empty), ix.labels.get("TRASH").unwrap_or(&empty)) };
+    let excluded = |k: &u64| spam.contains(k) || trash.contains(k);
     let keys: Vec<u64> = match set {
-        None => {
-            let order: Vec<u64> = mb.idx().by_date.iter().rev().map(|(_, k)| *k).collect();
-            order.into_iter().filter(|k| !excluded(mb, *k)).collect()
-        }
+        None => ix.by_date.iter().rev().map(|(_, k)| *k).filter(|k| !excluded(k)).collect(),
         Some(s) => {
-            let mut v: Vec<(i64, u64)> = s.into_iter().filter(|k| !excluded(mb, *k)).map(|k| (mb.messages[&k].internal_date, k)).collect();
-            v.sort_by(|a, b| b.cmp(a));
+            let mut v: Vec<(i64, u64)> = s.into_iter().filter(|k| !excluded(k)).map(|k| (ix.dates[k as usize], k)).collect();
+            v.sort_unstable_by(|a, b| b.cmp(a));
             v.into_iter().map(|(_, k)| k).collect()
         }
     };
@@ -322,21 +319,49 @@ fn filter(mb: &mut Mailbox, s: BTreeSet<u64>, f: impl Fn(&crate::model::Message)
 fn eval(mb: &mut Mailbox, n: &Node) -> Result<BTreeSet<u64>, String> {
     Ok(match n {
         Node::And(items) => {
-            let mut acc: Option<BTreeSet<u64>> = None;
-            // Positive terms first narrow the set; negations subtract from it.
+            // Positive terms: word postings and label lists are probed where they lie,
+            // smallest first; anything else is evaluated to a set and joins them.
+            let mut term_keys: Vec<String> = Vec::new();
+            let mut label_ids: Vec<String> = Vec::new();
+            let mut sets: Vec<BTreeSet<u64>> = Vec::new();
             for it in items.iter().filter(|i| !matches!(i, Node::Not(_))) {
-                let s = eval(mb, it)?;
-                acc = Some(match acc {
-                    Some(a) => a.intersection(&s).copied().collect(),
-                    None => s,
-                });
+                if let Some((field, value)) = token_operand(it) {
+                    term_keys.extend(tokens(value).map(|t| format!("{field}:{t}")));
+                } else if let Some(l) = simple_label(mb, it) {
+                    label_ids.push(l);
+                } else {
+                    sets.push(eval(mb, it)?);
+                }
             }
-            let mut acc = match acc {
-                Some(a) => a,
-                None => all(mb),
+            let mut acc = if term_keys.is_empty() && label_ids.is_empty() && sets.is_empty() {
+                all(mb)
+            } else {
+                let empty = BTreeSet::new();
+                let ix = mb.idx();
+                let mut refs: Vec<&BTreeSet<u64>> = Vec::new();
+                for k in &term_keys {
+                    refs.push(ix.terms.get(k).unwrap_or(&empty));
+                }
+                for l in &label_ids {
+                    refs.push(ix.labels.get(l).unwrap_or(&empty));
+                }
+                refs.extend(sets.iter());
+                refs.sort_by_key(|l| l.len());
+                refs[0].iter().copied().filter(|k| refs[1..].iter().all(|l| l.contains(k))).collect()
             };
             for it in items {
                 if let Node::Not(inner) = it {
+                    if let Some((field, value)) = token_operand(inner) {
+                        // Probe the posting lists in place: nothing is copied.
+                        let keys: Vec<String> = tokens(value).map(|t| format!("{field}:{t}")).collect();
+                        if keys.is_empty() {
+                            continue;
+                        }
+                        let ix = mb.idx();
+                        let lists: Vec<Option<&BTreeSet<u64>>> = keys.iter().map(|k| ix.terms.get(k)).collect();
+                        acc.retain(|k| !lists.iter().all(|l| l.is_some_and(|l| l.contains(k))));
+                        continue;
+                    }
                     let mut keep = BTreeSet::new();
                     for k in acc {
                         if !matches(mb, inner, k)? {
@@ -484,6 +509,56 @@ fn op_set(mb: &mut Mailbox, op: &str, v: &str) -> Result<BTreeSet<u64>, String> 
         }
         _ => return Err(format!("Invalid search query: unknown operator `{op}:`")),
     })
+}
+
+/// The label a node stands for, when it is one label's list (`is:unread`, `in:inbox`,
+/// `label:Build`, `category:social`); an unknown label stands for a label no message has.
+fn simple_label(mb: &Mailbox, n: &Node) -> Option<String> {
+    let Node::Op(op, v) = n else { return None };
+    let lv = v.to_ascii_lowercase();
+    let id = match (op.as_str(), lv.as_str()) {
+        ("is", "unread") => "UNREAD",
+        ("is" | "in", "starred") => "STARRED",
+        ("is" | "in", "important") => "IMPORTANT",
+        ("in", "inbox") => "INBOX",
+        ("in" | "is", "sent") => "SENT",
+        ("in", "trash") => "TRASH",
+        ("in", "spam") => "SPAM",
+        ("in", "drafts" | "draft") | ("is", "draft") => "DRAFT",
+        ("category", "primary" | "personal") => "CATEGORY_PERSONAL",
+        ("category", "social") => "CATEGORY_SOCIAL",
+        ("category", "promotions") => "CATEGORY_PROMOTIONS",
+        ("category", "updates") => "CATEGORY_UPDATES",
+        ("category", "forums") => "CATEGORY_FORUMS",
+        ("label", _) => {
+            let spaced = v.replace(['-', '_'], " ");
+            return Some(
+                mb.resolve_label(v)
+                    .or_else(|| mb.labels.iter().find(|l| l.name.eq_ignore_ascii_case(&spaced) || l.name.replace('/', "-").eq_ignore_ascii_case(v)))
+                    .map(|l| l.id.clone())
+                    .unwrap_or_else(|| "\u{0}no such label".to_string()),
+            );
+        }
+        _ => return None,
+    };
+    Some(id.to_string())
+}
+
+/// The (index field, words) of a node answered by word postings alone.
+fn token_operand(n: &Node) -> Option<(&'static str, &str)> {
+    match n {
+        Node::Word(w) => Some(("w", w.as_str())),
+        Node::Op(op, v) => match op.as_str() {
+            "subject" => Some(("subject", v.as_str())),
+            "filename" => Some(("filename", v.as_str())),
+            "from" if !v.contains('@') && v != "me" => Some(("from", v.as_str())),
+            "to" if !v.contains('@') && v != "me" => Some(("to", v.as_str())),
+            "cc" if !v.contains('@') && v != "me" => Some(("cc", v.as_str())),
+            "bcc" if !v.contains('@') && v != "me" => Some(("bcc", v.as_str())),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Whether message `key` matches `n`, decided for that message alone (negations inside a
