@@ -1,0 +1,2031 @@
+//! Stripe's resources: customers, payment methods, the PaymentIntent state machine, charges,
+//! refunds, disputes, balance, payouts, catalogue objects, setup intents, events and webhook
+//! endpoints.
+
+use pome_twin_sdk::{Call, Delivery, Router, Value, json};
+
+use crate::World;
+use crate::core::{Params, Res, StripeError, invalid, list_object, missing, no_such, run, search_matches, search_object};
+
+macro_rules! h {
+    ($f:path) => {
+        |w: &mut World, c: &mut Call| run(w, c, $f)
+    };
+}
+
+pub const TOOL_ALIASES: &[(&str, &str)] = &[
+    ("create_customer", "customers.create"),
+    ("retrieve_customer", "customers.retrieve"),
+    ("list_customers", "customers.list"),
+    ("create_payment_intent", "payment_intents.create"),
+    ("retrieve_payment_intent", "payment_intents.retrieve"),
+    ("confirm_payment_intent", "payment_intents.confirm"),
+    ("capture_payment_intent", "payment_intents.capture"),
+    ("cancel_payment_intent", "payment_intents.cancel"),
+    ("list_payment_intents", "payment_intents.list"),
+    ("retrieve_charge", "charges.retrieve"),
+    ("list_charges", "charges.list"),
+    ("create_refund", "refunds.create"),
+    ("retrieve_refund", "refunds.retrieve"),
+    ("list_refunds", "refunds.list"),
+    ("list_events", "events.list"),
+    ("retrieve_balance", "balance.retrieve"),
+    ("list_balance_transactions", "balance_transactions.list"),
+];
+
+pub fn routes(r: Router<World>) -> Router<World> {
+    r.post("/v1/customers", "customers.create", h!(customer_create))
+        .get("/v1/customers", "customers.list", h!(customer_list))
+        .get("/v1/customers/search", "customers.search", h!(customer_search))
+        .get("/v1/customers/{id}", "customers.retrieve", h!(customer_retrieve))
+        .post("/v1/customers/{id}", "customers.update", h!(customer_update))
+        .delete("/v1/customers/{id}", "customers.delete", h!(customer_delete))
+        .post("/v1/customers/{id}/balance_transactions", "customers.balance_transactions.create", h!(cbt_create))
+        .get("/v1/customers/{id}/balance_transactions", "customers.balance_transactions.list", h!(cbt_list))
+        .get("/v1/customers/{id}/payment_methods", "customers.payment_methods.list", h!(customer_pm_list))
+        .post("/v1/payment_methods", "payment_methods.create", h!(pm_create))
+        .get("/v1/payment_methods", "payment_methods.list", h!(pm_list))
+        .get("/v1/payment_methods/{id}", "payment_methods.retrieve", h!(pm_retrieve))
+        .post("/v1/payment_methods/{id}", "payment_methods.update", h!(pm_update))
+        .post("/v1/payment_methods/{id}/attach", "payment_methods.attach", h!(pm_attach))
+        .post("/v1/payment_methods/{id}/detach", "payment_methods.detach", h!(pm_detach))
+        .post("/v1/payment_intents", "payment_intents.create", h!(pi_create))
+        .get("/v1/payment_intents", "payment_intents.list", h!(pi_list))
+        .get("/v1/payment_intents/search", "payment_intents.search", h!(pi_search))
+        .get("/v1/payment_intents/{id}", "payment_intents.retrieve", h!(pi_retrieve))
+        .post("/v1/payment_intents/{id}", "payment_intents.update", h!(pi_update))
+        .post("/v1/payment_intents/{id}/confirm", "payment_intents.confirm", h!(pi_confirm))
+        .post("/v1/payment_intents/{id}/capture", "payment_intents.capture", h!(pi_capture))
+        .post("/v1/payment_intents/{id}/cancel", "payment_intents.cancel", h!(pi_cancel))
+        .post("/v1/payment_intents/{id}/increment_authorization", "payment_intents.increment_authorization", h!(pi_increment))
+        .post("/v1/test_helpers/payment_intents/{id}/simulate_crypto_deposit", "test_helpers.payment_intents.simulate_crypto_deposit", h!(pi_crypto_deposit))
+        .post("/v1/charges", "charges.create", h!(charge_create))
+        .get("/v1/charges", "charges.list", h!(charge_list))
+        .get("/v1/charges/search", "charges.search", h!(charge_search))
+        .get("/v1/charges/{id}", "charges.retrieve", h!(charge_retrieve))
+        .post("/v1/charges/{id}", "charges.update", h!(charge_update))
+        .post("/v1/charges/{id}/capture", "charges.capture", h!(charge_capture))
+        .post("/v1/refunds", "refunds.create", h!(refund_create))
+        .get("/v1/refunds", "refunds.list", h!(refund_list))
+        .get("/v1/refunds/{id}", "refunds.retrieve", h!(refund_retrieve))
+        .post("/v1/refunds/{id}", "refunds.update", h!(refund_update))
+        .post("/v1/refunds/{id}/cancel", "refunds.cancel", h!(refund_cancel))
+        .get("/v1/disputes", "disputes.list", h!(dispute_list))
+        .get("/v1/disputes/{id}", "disputes.retrieve", h!(dispute_retrieve))
+        .post("/v1/disputes/{id}", "disputes.update", h!(dispute_update))
+        .post("/v1/disputes/{id}/close", "disputes.close", h!(dispute_close))
+        .get("/v1/balance", "balance.retrieve", h!(balance_retrieve))
+        .get("/v1/balance_transactions", "balance_transactions.list", h!(bt_list))
+        .get("/v1/balance_transactions/{id}", "balance_transactions.retrieve", h!(bt_retrieve))
+        .post("/v1/payouts", "payouts.create", h!(payout_create))
+        .get("/v1/payouts", "payouts.list", h!(payout_list))
+        .get("/v1/payouts/{id}", "payouts.retrieve", h!(payout_retrieve))
+        .post("/v1/payouts/{id}/cancel", "payouts.cancel", h!(payout_cancel))
+        .post("/v1/products", "products.create", h!(product_create))
+        .get("/v1/products", "products.list", h!(product_list))
+        .get("/v1/products/{id}", "products.retrieve", h!(product_retrieve))
+        .post("/v1/products/{id}", "products.update", h!(product_update))
+        .delete("/v1/products/{id}", "products.delete", h!(product_delete))
+        .post("/v1/prices", "prices.create", h!(price_create))
+        .get("/v1/prices", "prices.list", h!(price_list))
+        .get("/v1/prices/{id}", "prices.retrieve", h!(price_retrieve))
+        .post("/v1/prices/{id}", "prices.update", h!(price_update))
+        .post("/v1/coupons", "coupons.create", h!(coupon_create))
+        .get("/v1/coupons", "coupons.list", h!(coupon_list))
+        .get("/v1/coupons/{id}", "coupons.retrieve", h!(coupon_retrieve))
+        .post("/v1/coupons/{id}", "coupons.update", h!(coupon_update))
+        .delete("/v1/coupons/{id}", "coupons.delete", h!(coupon_delete))
+        .post("/v1/setup_intents", "setup_intents.create", h!(si_create))
+        .get("/v1/setup_intents", "setup_intents.list", h!(si_list))
+        .get("/v1/setup_intents/{id}", "setup_intents.retrieve", h!(si_retrieve))
+        .post("/v1/setup_intents/{id}", "setup_intents.update", h!(si_update))
+        .post("/v1/setup_intents/{id}/confirm", "setup_intents.confirm", h!(si_confirm))
+        .post("/v1/setup_intents/{id}/cancel", "setup_intents.cancel", h!(si_cancel))
+        .get("/v1/events", "events.list", h!(event_list))
+        .get("/v1/events/{id}", "events.retrieve", h!(event_retrieve))
+        .post("/v1/webhook_endpoints", "webhook_endpoints.create", h!(we_create))
+        .get("/v1/webhook_endpoints", "webhook_endpoints.list", h!(we_list))
+        .get("/v1/webhook_endpoints/{id}", "webhook_endpoints.retrieve", h!(we_retrieve))
+        .post("/v1/webhook_endpoints/{id}", "webhook_endpoints.update", h!(we_update))
+        .delete("/v1/webhook_endpoints/{id}", "webhook_endpoints.delete", h!(we_delete))
+        .get("/x402/protected-resource", "x402.protected_resource", crate::x402::protected_resource)
+}
+
+// ---------------------------------------------------------------------------------------
+// Shared helpers.
+
+fn get_or_404(w: &World, kind: &str, id: &str, label: &str) -> Res {
+    w.get_kind(kind, id).cloned().ok_or_else(|| no_such(label, id, "id"))
+}
+
+/// List objects of a kind, newest first, after a filter, with `created[gt]`-style bounds.
+fn list_of(w: &World, call: &Call, kind: &str, p: &Params, keep: impl Fn(&Value) -> bool) -> Res {
+    let bounds = created_bounds(p)?;
+    let items: Vec<Value> = w.all(kind).filter(|o| keep(o) && bounds(o)).cloned().collect();
+    list_object(&call.req.path, items, p)
+}
+
+fn created_bounds(p: &Params) -> Result<impl Fn(&Value) -> bool, StripeError> {
+    let mut b: Vec<(String, i64)> = Vec::new();
+    match p.get("created") {
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                let n = v.as_str().and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| invalid("Invalid integer").param(&format!("created[{k}]")))?;
+                b.push((k.clone(), n));
+            }
+        }
+        Some(Value::String(s)) => b.push(("eq".into(), s.parse().map_err(|_| invalid(format!("Invalid integer: {s}")).param("created"))?)),
+        _ => {}
+    }
+    Ok(move |o: &Value| {
+        let c = o["created"].as_i64().unwrap_or(0);
+        b.iter().all(|(k, n)| match k.as_str() {
+            "gt" => c > *n,
+            "gte" => c >= *n,
+            "lt" => c < *n,
+            "lte" => c <= *n,
+            _ => c == *n,
+        })
+    })
+}
+
+fn search_of(w: &World, call: &Call, kind: &str, p: &Params) -> Res {
+    let q = p.req_str("query")?.to_string();
+    let mut items = Vec::new();
+    for o in w.all(kind) {
+        if search_matches(&q, o)? {
+            items.push(o.clone());
+        }
+    }
+    search_object(&call.req.path, items, p)
+}
+
+pub fn currency(p: &Params) -> Result<String, StripeError> {
+    let c = p.req_str("currency")?.to_ascii_lowercase();
+    if c.len() != 3 || !c.bytes().all(|b| b.is_ascii_lowercase()) {
+        return Err(invalid(format!("Invalid currency: {c}. Stripe currently supports these currencies: usd, eur, gbp, jpy, ...")).param("currency"));
+    }
+    Ok(c)
+}
+
+pub const ZERO_DECIMAL: &[&str] = &["bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga", "pyg", "rwf", "ugx", "vnd", "vuv", "xaf", "xof", "xpf"];
+
+/// Stripe's minimum charge amount (50 cents, or 50 yen-like units).
+fn check_amount(amount: i64, cur: &str) -> Result<(), StripeError> {
+    let min = if ZERO_DECIMAL.contains(&cur) { 50 } else { 50 };
+    if amount < 1 {
+        return Err(invalid("This value must be greater than or equal to 1.").param("amount"));
+    }
+    if amount < min && cur == "usd" {
+        return Err(invalid("Amount must be at least $0.50 usd").code("amount_too_small").param("amount"));
+    }
+    if amount > 99_999_999 {
+        return Err(invalid("Amount must be no more than $999,999.99").code("amount_too_large").param("amount"));
+    }
+    Ok(())
+}
+
+fn display(amount: i64, cur: &str) -> String {
+    if ZERO_DECIMAL.contains(&cur) {
+        format!("{amount} {cur}")
+    } else {
+        format!("${}.{:02}", amount / 100, amount % 100)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Events and webhooks.
+
+/// Record an event for a change and deliver it to every webhook endpoint listening for it.
+pub fn emit(w: &mut World, call: &mut Call, kind: &str, object: &Value, previous: Option<Value>) -> Value {
+    let id = w.new_id("evt");
+    let mut data = json!({ "object": object });
+    if let Some(prev) = previous {
+        data["previous_attributes"] = prev;
+    }
+    let endpoints: Vec<Value> = w
+        .all("webhook_endpoint")
+        .filter(|e| e["status"] == "enabled")
+        .filter(|e| e["enabled_events"].as_array().is_some_and(|a| a.iter().any(|t| t == "*" || t == kind)))
+        .cloned()
+        .collect();
+    let ev = json!({
+        "id": id,
+        "object": "event",
+        "api_version": crate::API_VERSION,
+        "created": w.now(),
+        "data": data,
+        "livemode": false,
+        "pending_webhooks": endpoints.len(),
+        "request": { "id": w.current_request.clone(), "idempotency_key": w.current_idempotency_key.clone() },
+        "type": kind,
+    });
+    let ev = w.insert(Some(call), ev);
+    let payload = serde_json::to_string_pretty(&ev).unwrap_or_default();
+    for e in endpoints {
+        let secret = e["secret"].as_str().unwrap_or_default();
+        let t = w.now();
+        let sig = sign(secret, t, &payload);
+        call.deliver(Delivery {
+            url: e["url"].as_str().unwrap_or_default().to_string(),
+            method: "POST".into(),
+            headers: vec![
+                ("content-type".into(), "application/json; charset=utf-8".into()),
+                ("user-agent".into(), "Stripe/1.0 (+https://stripe.com/docs/webhooks)".into()),
+                ("stripe-signature".into(), format!("t={t},v1={sig}")),
+            ],
+            body: payload.clone().into_bytes(),
+            event: kind.to_string(),
+        });
+    }
+    ev
+}
+
+/// `HMAC-SHA256(secret, "t.payload")` in hex, Stripe's `v1` signature scheme.
+pub fn sign(secret: &str, t: i64, payload: &str) -> String {
+    use hmac::{Hmac, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
+    mac.update(format!("{t}.{payload}").as_bytes());
+    mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The fields of `after` that differ from `before`, with their old values.
+fn previous(before: &Value, after: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    if let (Some(b), Some(a)) = (before.as_object(), after.as_object()) {
+        for (k, v) in b {
+            if a.get(k) != Some(v) {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// Modify an object and emit `event` with `previous_attributes`.
+fn modify_emit(w: &mut World, call: &mut Call, id: &str, event: &str, f: impl FnOnce(&mut Value)) -> Value {
+    let before = w.get(id).cloned().unwrap_or(Value::Null);
+    let after = w.modify(call, id, f);
+    let prev = previous(&before, &after);
+    emit(w, call, event, &after, Some(prev));
+    after
+}
+
+// ---------------------------------------------------------------------------------------
+// Customers.
+
+fn customer_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = w.new_id("cus");
+    let mut c = customer_obj(&id, w.now());
+    p.copy(&mut c, &["email", "name", "phone", "description", "address", "shipping", "preferred_locales"]);
+    if let Some(b) = p.int("balance")? {
+        c["balance"] = json!(b);
+    }
+    p.metadata_into(&mut c)?;
+    if let Some(pm) = p.str("invoice_settings").or(None) {
+        let _ = pm;
+    }
+    let c = w.insert(Some(call), c);
+    if let Some(pm) = p.str("payment_method") {
+        attach(w, call, pm, &id)?;
+    }
+    if let Some(d) = p.get("invoice_settings").and_then(|v| v["default_payment_method"].as_str()).map(str::to_string) {
+        let pm = resolve_pm(w, call, &d, "invoice_settings[default_payment_method]")?;
+        w.modify(call, &id, |c| c["invoice_settings"]["default_payment_method"] = json!(pm));
+    }
+    emit(w, call, "customer.created", &c, None);
+    Ok(w.get(&id).cloned().unwrap_or(c))
+}
+
+pub fn customer_obj(id: &str, created: i64) -> Value {
+    json!({
+        "id": id, "object": "customer", "address": null, "balance": 0, "created": created,
+        "currency": null, "default_source": null, "delinquent": false, "description": null,
+        "discount": null, "email": null, "invoice_prefix": format!("{}", &id[id.len() - 8..].to_uppercase()),
+        "invoice_settings": {"custom_fields": null, "default_payment_method": null, "footer": null, "rendering_options": null},
+        "livemode": false, "metadata": {}, "name": null, "next_invoice_sequence": 1, "phone": null,
+        "preferred_locales": [], "shipping": null, "tax_exempt": "none", "test_clock": null,
+    })
+}
+
+fn customer_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    match w.get(&id) {
+        Some(c) if c["object"] == "customer" => Ok(c.clone()),
+        _ => match w.0.tombstones_contains(&id) {
+            true => Ok(json!({"id": id, "object": "customer", "deleted": true})),
+            false => Err(no_such("customer", &id, "id")),
+        },
+    }
+}
+
+fn customer_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "customer", &id, "customer")?;
+    let mut probe = w.get(&id).cloned().unwrap();
+    p.metadata_into(&mut probe)?;
+    let dpm = match p.get("invoice_settings").and_then(|v| v["default_payment_method"].as_str()) {
+        Some(pm) => {
+            let pm_obj = w.get_kind("payment_method", pm).ok_or_else(|| no_such("PaymentMethod", pm, "invoice_settings[default_payment_method]"))?;
+            if pm_obj["customer"] != id.as_str() {
+                return Err(invalid(format!("The customer does not have a payment method with the ID {pm}. The payment method must be attached to the customer.")).param("invoice_settings[default_payment_method]"));
+            }
+            Some(pm.to_string())
+        }
+        None => None,
+    };
+    let c = modify_emit(w, call, &id, "customer.updated", |c| {
+        p.copy(c, &["email", "name", "phone", "description", "address", "shipping"]);
+        c["metadata"] = probe["metadata"].clone();
+        if let Some(pm) = dpm {
+            c["invoice_settings"]["default_payment_method"] = json!(pm);
+        }
+        if let Ok(Some(b)) = p.int("balance") {
+            c["balance"] = json!(b);
+        }
+    });
+    Ok(c)
+}
+
+fn customer_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let c = get_or_404(w, "customer", &id, "customer")?;
+    w.remove(call, &id);
+    w.0.tombstone(&id);
+    emit(w, call, "customer.deleted", &c, None);
+    Ok(json!({"id": id, "object": "customer", "deleted": true}))
+}
+
+fn customer_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let email = p.str("email").map(str::to_string);
+    list_of(w, call, "customer", p, |c| email.as_ref().is_none_or(|e| c["email"] == e.as_str()))
+}
+
+fn customer_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    search_of(w, call, "customer", p)
+}
+
+fn cbt_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = call.param("id").to_string();
+    get_or_404(w, "customer", &cus, "customer")?;
+    let amount = p.req_int("amount")?;
+    let cur = currency(p)?;
+    let id = w.new_id("cbtxn");
+    let old = w.get(&cus).unwrap()["balance"].as_i64().unwrap_or(0);
+    let mut t = json!({
+        "id": id, "object": "customer_balance_transaction", "amount": amount, "created": w.now(),
+        "credit_note": null, "currency": cur, "customer": cus, "description": null,
+        "ending_balance": old + amount, "invoice": null, "livemode": false, "metadata": {}, "type": "adjustment",
+    });
+    p.copy(&mut t, &["description"]);
+    p.metadata_into(&mut t)?;
+    let t = w.insert(Some(call), t);
+    modify_emit(w, call, &cus, "customer.updated", |c| {
+        c["balance"] = json!(old + amount);
+        if c["currency"].is_null() {
+            c["currency"] = json!(cur);
+        }
+    });
+    Ok(t)
+}
+
+fn cbt_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = call.param("id").to_string();
+    get_or_404(w, "customer", &cus, "customer")?;
+    list_of(w, call, "customer_balance_transaction", p, |t| t["customer"] == cus.as_str())
+}
+
+// ---------------------------------------------------------------------------------------
+// Test cards.
+
+/// How a test card behaves when charged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Behaviour {
+    Succeed,
+    Decline(&'static str, &'static str),
+    ThreeDS,
+    Dispute,
+}
+
+/// (number, brand, name in pm_card_* / tok_*, behaviour)
+pub const CARDS: &[(&str, &str, &str, Behaviour)] = &[
+    ("4242424242424242", "visa", "visa", Behaviour::Succeed),
+    ("4000056655665556", "visa", "visa_debit", Behaviour::Succeed),
+    ("5555555555554444", "mastercard", "mastercard", Behaviour::Succeed),
+    ("378282246310005", "amex", "amex", Behaviour::Succeed),
+    ("6011111111111117", "discover", "discover", Behaviour::Succeed),
+    ("4000000000000002", "visa", "chargeDeclined", Behaviour::Decline("card_declined", "generic_decline")),
+    ("4000000000009995", "visa", "chargeDeclinedInsufficientFunds", Behaviour::Decline("card_declined", "insufficient_funds")),
+    ("4000000000009987", "visa", "chargeDeclinedLostCard", Behaviour::Decline("card_declined", "lost_card")),
+    ("4000000000009979", "visa", "chargeDeclinedStolenCard", Behaviour::Decline("card_declined", "stolen_card")),
+    ("4000000000000069", "visa", "chargeDeclinedExpiredCard", Behaviour::Decline("expired_card", "expired_card")),
+    ("4000000000000127", "visa", "chargeDeclinedIncorrectCvc", Behaviour::Decline("incorrect_cvc", "incorrect_cvc")),
+    ("4000000000000119", "visa", "chargeDeclinedProcessingError", Behaviour::Decline("processing_error", "processing_error")),
+    ("4000002500003155", "visa", "authenticationRequired", Behaviour::ThreeDS),
+    ("4000002760003184", "visa", "authenticationRequiredOnSetup", Behaviour::ThreeDS),
+    ("4000000000000259", "visa", "createDispute", Behaviour::Dispute),
+];
+
+fn decline_message(code: &str, decline: &str) -> &'static str {
+    match (code, decline) {
+        ("card_declined", "insufficient_funds") => "Your card has insufficient funds.",
+        ("card_declined", _) => "Your card was declined.",
+        ("expired_card", _) => "Your card has expired.",
+        ("incorrect_cvc", _) => "Your card's security code is incorrect.",
+        ("processing_error", _) => "An error occurred while processing your card. Try again in a little bit.",
+        _ => "Your card was declined.",
+    }
+}
+
+pub fn behaviour_of(pm: &Value) -> Behaviour {
+    let last4 = pm["card"]["last4"].as_str().unwrap_or("");
+    let brand = pm["card"]["brand"].as_str().unwrap_or("");
+    CARDS
+        .iter()
+        .find(|(n, b, _, _)| n.ends_with(last4) && *b == brand && !last4.is_empty())
+        .map(|c| c.3)
+        .unwrap_or(Behaviour::Succeed)
+}
+
+fn card_pm(w: &mut World, number: &str, brand: &str, exp_month: i64, exp_year: i64) -> Value {
+    let id = w.new_id("pm");
+    let last4 = &number[number.len() - 4..];
+    json!({
+        "id": id, "object": "payment_method", "allow_redisplay": "unspecified",
+        "billing_details": {"address": {"city": null, "country": null, "line1": null, "line2": null, "postal_code": null, "state": null}, "email": null, "name": null, "phone": null},
+        "card": {
+            "brand": brand, "checks": {"address_line1_check": null, "address_postal_code_check": null, "cvc_check": "unchecked"},
+            "country": "US", "display_brand": brand, "exp_month": exp_month, "exp_year": exp_year,
+            "fingerprint": crate::core::base62(number.bytes().fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64)), 16),
+            "funding": "credit", "generated_from": null, "last4": last4,
+            "networks": {"available": [brand], "preferred": null},
+            "three_d_secure_usage": {"supported": true}, "wallet": null,
+        },
+        "created": w.now(), "customer": null, "livemode": false, "metadata": {}, "type": "card",
+    })
+}
+
+fn crypto_pm(w: &mut World) -> Value {
+    let id = w.new_id("pm");
+    json!({
+        "id": id, "object": "payment_method", "allow_redisplay": "unspecified",
+        "billing_details": {"address": {"city": null, "country": null, "line1": null, "line2": null, "postal_code": null, "state": null}, "email": null, "name": null, "phone": null},
+        "created": w.now(), "crypto": {}, "customer": null, "livemode": false, "metadata": {}, "type": "crypto",
+    })
+}
+
+fn luhn(n: &str) -> bool {
+    let mut sum = 0;
+    for (i, c) in n.bytes().rev().enumerate() {
+        let mut d = (c - b'0') as u32;
+        if i % 2 == 1 {
+            d *= 2;
+            if d > 9 {
+                d -= 9;
+            }
+        }
+        sum += d;
+    }
+    sum % 10 == 0
+}
+
+/// A payment method from `payment_method_data`-style parameters (`type`, `card[...]`).
+fn pm_from_data(w: &mut World, data: &Value, prefix: &str) -> Result<Value, StripeError> {
+    let ty = data["type"].as_str().ok_or_else(|| missing(&format!("{prefix}type")))?;
+    let mut pm = match ty {
+        "card" => {
+            let card = &data["card"];
+            if let Some(tok) = card["token"].as_str() {
+                let name = tok.strip_prefix("tok_").ok_or_else(|| invalid(format!("No such token: '{tok}'")).code("resource_missing").param(&format!("{prefix}card[token]")))?;
+                let (num, brand) = CARDS
+                    .iter()
+                    .find(|c| c.2.eq_ignore_ascii_case(name))
+                    .map(|c| (c.0, c.1))
+                    .ok_or_else(|| invalid(format!("No such token: '{tok}'")).code("resource_missing").param(&format!("{prefix}card[token]")))?;
+                card_pm(w, num, brand, 12, 2034)
+            } else {
+                let number: String = card["number"].as_str().ok_or_else(|| missing(&format!("{prefix}card[number]")))?.chars().filter(|c| !c.is_whitespace() && *c != '-').collect();
+                if number.len() < 12 || !number.bytes().all(|b| b.is_ascii_digit()) || !luhn(&number) {
+                    let mut e = StripeError::new(402, "card_error", "Your card number is incorrect.").code("incorrect_number").param(&format!("{prefix}card[number]"));
+                    e.status = 402;
+                    return Err(e);
+                }
+                let exp_month: i64 = card["exp_month"].as_str().and_then(|s| s.parse().ok()).ok_or_else(|| missing(&format!("{prefix}card[exp_month]")))?;
+                let exp_year: i64 = card["exp_year"].as_str().and_then(|s| s.parse().ok()).ok_or_else(|| missing(&format!("{prefix}card[exp_year]")))?;
+                let exp_year = if exp_year < 100 { 2000 + exp_year } else { exp_year };
+                if !(1..=12).contains(&exp_month) {
+                    return Err(StripeError::new(402, "card_error", "Your card's expiration month is invalid.").code("invalid_expiry_month").param(&format!("{prefix}card[exp_month]")));
+                }
+                let now_year = 1970 + w.now() / 31_557_600;
+                if exp_year < now_year {
+                    return Err(StripeError::new(402, "card_error", "Your card's expiration year is invalid.").code("invalid_expiry_year").param(&format!("{prefix}card[exp_year]")));
+                }
+                let brand = CARDS.iter().find(|c| c.0 == number).map(|c| c.1).unwrap_or(match number.as_bytes()[0] {
+                    b'4' => "visa",
+                    b'5' => "mastercard",
+                    b'3' => "amex",
+                    _ => "unknown",
+                });
+                card_pm(w, &number, brand, exp_month, exp_year)
+            }
+        }
+        "crypto" => crypto_pm(w),
+        other => {
+            return Err(invalid(format!("The payment method type `{other}` is not supported by the Stripe twin; use `card` or `crypto`.")).param(&format!("{prefix}type")));
+        }
+    };
+    if let Some(bd) = data.get("billing_details").and_then(Value::as_object) {
+        for (k, v) in bd {
+            pm["billing_details"][k] = v.clone();
+        }
+    }
+    if let Some(md) = data.get("metadata").and_then(Value::as_object) {
+        pm["metadata"] = Value::Object(md.clone());
+    }
+    Ok(pm)
+}
+
+/// A payment method id as given to an endpoint: a stored `pm_…`, or a test token
+/// (`pm_card_visa`), which yields a new payment method like Stripe does.
+fn resolve_pm(w: &mut World, call: &mut Call, id: &str, param: &str) -> Result<String, StripeError> {
+    if w.get_kind("payment_method", id).is_some() {
+        return Ok(id.to_string());
+    }
+    if let Some(name) = id.strip_prefix("pm_card_") {
+        if let Some(c) = CARDS.iter().find(|c| c.2.eq_ignore_ascii_case(name)) {
+            let pm = card_pm(w, c.0, c.1, 12, 2034);
+            let pm = w.insert(Some(call), pm);
+            return Ok(pm["id"].as_str().unwrap().to_string());
+        }
+    }
+    if let Some(name) = id.strip_prefix("tok_") {
+        if let Some(c) = CARDS.iter().find(|c| c.2.eq_ignore_ascii_case(name)) {
+            let pm = card_pm(w, c.0, c.1, 12, 2034);
+            let pm = w.insert(Some(call), pm);
+            return Ok(pm["id"].as_str().unwrap().to_string());
+        }
+    }
+    Err(no_such("PaymentMethod", id, param))
+}
+
+// ---------------------------------------------------------------------------------------
+// PaymentMethods.
+
+fn pm_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let mut data = Value::Object(p.0.clone());
+    if data["type"].is_null() {
+        return Err(missing("type"));
+    }
+    if let Some(tok) = p.get("card").and_then(|c| c.as_str()).map(str::to_string) {
+        data["card"] = json!({"token": tok});
+    }
+    let mut pm = pm_from_data(w, &data, "")?;
+    p.metadata_into(&mut pm)?;
+    let pm = w.insert(Some(call), pm);
+    Ok(pm)
+}
+
+fn pm_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    if id.starts_with("pm_card_") {
+        let id = resolve_pm(w, call, &id, "id")?;
+        return Ok(w.get(&id).cloned().unwrap());
+    }
+    get_or_404(w, "payment_method", &id, "PaymentMethod")
+}
+
+fn pm_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut probe = get_or_404(w, "payment_method", &id, "PaymentMethod")?;
+    p.metadata_into(&mut probe)?;
+    let pm = modify_emit(w, call, &id, "payment_method.updated", |pm| {
+        pm["metadata"] = probe["metadata"].clone();
+        if let Some(bd) = p.get("billing_details").and_then(Value::as_object) {
+            for (k, v) in bd {
+                pm["billing_details"][k] = v.clone();
+            }
+        }
+        if let Some(card) = p.get("card").and_then(Value::as_object) {
+            for k in ["exp_month", "exp_year"] {
+                if let Some(n) = card.get(k).and_then(Value::as_str).and_then(|s| s.parse::<i64>().ok()) {
+                    pm["card"][k] = json!(n);
+                }
+            }
+        }
+    });
+    Ok(pm)
+}
+
+fn attach(w: &mut World, call: &mut Call, pm: &str, cus: &str) -> Res {
+    let id = resolve_pm(w, call, pm, "payment_method")?;
+    get_or_404(w, "customer", cus, "customer")?;
+    let cur = w.get(&id).unwrap()["customer"].clone();
+    if !cur.is_null() && cur != cus {
+        return Err(invalid("The payment method you provided has already been attached to a customer.").code("payment_method_unexpected_state").param("payment_method"));
+    }
+    let pm_obj = w.get(&id).cloned().unwrap();
+    if pm_obj["type"] == "card" {
+        if let Behaviour::Decline(code, decline) = behaviour_of(&pm_obj) {
+            let mut e = StripeError::new(402, "card_error", decline_message(code, decline)).code(code).param("");
+            e.param = None;
+            e.decline_code = Some(decline.to_string());
+            return Err(e);
+        }
+    }
+    let pm = w.modify(call, &id, |pm| pm["customer"] = json!(cus));
+    emit(w, call, "payment_method.attached", &pm, None);
+    Ok(pm)
+}
+
+fn pm_attach(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let cus = p.req_str("customer")?.to_string();
+    attach(w, call, &id, &cus)
+}
+
+fn pm_detach(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let pm = get_or_404(w, "payment_method", &id, "PaymentMethod")?;
+    if pm["customer"].is_null() {
+        return Err(invalid("The payment method you provided is not attached to a customer so detachment is impossible.").code("payment_method_unexpected_state").param("payment_method"));
+    }
+    let cus = pm["customer"].as_str().unwrap_or_default().to_string();
+    let pm = w.modify(call, &id, |pm| pm["customer"] = Value::Null);
+    if w.get(&cus).is_some_and(|c| c["invoice_settings"]["default_payment_method"] == id.as_str()) {
+        w.modify(call, &cus, |c| c["invoice_settings"]["default_payment_method"] = Value::Null);
+    }
+    emit(w, call, "payment_method.detached", &pm, Some(json!({"customer": cus})));
+    Ok(pm)
+}
+
+fn pm_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = p.str("customer").map(str::to_string);
+    let ty = p.str("type").map(str::to_string);
+    if let Some(c) = &cus {
+        get_or_404(w, "customer", c, "customer")?;
+    }
+    list_of(w, call, "payment_method", p, |pm| {
+        cus.as_ref().is_none_or(|c| pm["customer"] == c.as_str()) && ty.as_ref().is_none_or(|t| pm["type"] == t.as_str())
+    })
+}
+
+fn customer_pm_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = call.param("id").to_string();
+    get_or_404(w, "customer", &cus, "customer")?;
+    let ty = p.str("type").map(str::to_string);
+    list_of(w, call, "payment_method", p, |pm| pm["customer"] == cus.as_str() && ty.as_ref().is_none_or(|t| pm["type"] == t.as_str()))
+}
+
+// ---------------------------------------------------------------------------------------
+// PaymentIntents.
+
+pub fn pi_obj(id: &str, amount: i64, cur: &str, created: i64) -> Value {
+    json!({
+        "id": id, "object": "payment_intent", "amount": amount, "amount_capturable": 0,
+        "amount_details": {"tip": {}}, "amount_received": 0, "application": null,
+        "application_fee_amount": null, "automatic_payment_methods": null, "canceled_at": null,
+        "cancellation_reason": null, "capture_method": "automatic",
+        "client_secret": format!("{id}_secret_{}", crate::core::base62(created as u64, 10)),
+        "confirmation_method": "automatic", "created": created, "currency": cur, "customer": null,
+        "description": null, "invoice": null, "last_payment_error": null, "latest_charge": null,
+        "livemode": false, "metadata": {}, "next_action": null, "on_behalf_of": null,
+        "payment_method": null, "payment_method_configuration_details": null,
+        "payment_method_options": {}, "payment_method_types": ["card"], "processing": null,
+        "receipt_email": null, "review": null, "setup_future_usage": null, "shipping": null,
+        "source": null, "statement_descriptor": null, "statement_descriptor_suffix": null,
+        "status": "requires_payment_method", "transfer_data": null, "transfer_group": null,
+    })
+}
+
+fn pi_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let amount = p.req_int("amount")?;
+    let cur = currency(p)?;
+    check_amount(amount, &cur)?;
+    let capture = p.str("capture_method").unwrap_or("automatic");
+    if !["automatic", "automatic_async", "manual"].contains(&capture) {
+        return Err(invalid(format!("Invalid capture_method: must be one of automatic, automatic_async, or manual")).param("capture_method"));
+    }
+    let conf_method = p.str("confirmation_method").unwrap_or("automatic");
+    if !["automatic", "manual"].contains(&conf_method) {
+        return Err(invalid("Invalid confirmation_method: must be one of automatic or manual").param("confirmation_method"));
+    }
+    let mut types = p.strs("payment_method_types");
+    if types.is_empty() {
+        if let Some(t) = p.get("payment_method_data").and_then(|d| d["type"].as_str()) {
+            types.push(t.to_string());
+        } else {
+            types.push("card".into());
+        }
+    }
+    for t in &types {
+        if t != "card" && t != "crypto" && t != "link" && t != "us_bank_account" {
+            return Err(invalid(format!("The payment method type provided: {t} is invalid. Please ensure the provided type is activated in your dashboard (https://dashboard.stripe.com/account/payments/settings) and your account is enabled for any preview features that you are trying to use.")).param("payment_method_types"));
+        }
+    }
+    if types.iter().any(|t| t == "crypto") && cur != "usd" {
+        return Err(invalid(format!("The currency provided ({cur}) is invalid for one or more payment method types on this PaymentIntent. The payment method type `crypto` supports: usd.")).param("currency"));
+    }
+    if let Some(c) = p.str("customer") {
+        get_or_404(w, "customer", c, "customer").map_err(|e| e.param("customer"))?;
+    }
+    let id = w.new_id("pi");
+    let mut pi = pi_obj(&id, amount, &cur, w.now());
+    pi["capture_method"] = json!(capture);
+    pi["confirmation_method"] = json!(conf_method);
+    pi["payment_method_types"] = json!(types);
+    p.copy(&mut pi, &["customer", "description", "receipt_email", "setup_future_usage", "shipping", "statement_descriptor", "statement_descriptor_suffix", "transfer_group", "payment_method_options"]);
+    if let Some(apm) = p.get("automatic_payment_methods") {
+        if apm["enabled"] == "true" {
+            pi["automatic_payment_methods"] = json!({"allow_redirects": apm["allow_redirects"].as_str().unwrap_or("always"), "enabled": true});
+        }
+    }
+    p.metadata_into(&mut pi)?;
+    let pm = match p.str("payment_method") {
+        Some(pm) => Some(resolve_pm(w, call, pm, "payment_method")?),
+        None => match p.get("payment_method_data") {
+            Some(d) => {
+                let pm = pm_from_data(w, d, "payment_method_data[")?;
+                let pm = w.insert(Some(call), pm);
+                Some(pm["id"].as_str().unwrap().to_string())
+            }
+            None => None,
+        },
+    };
+    if let Some(pm) = &pm {
+        pi["payment_method"] = json!(pm);
+        pi["status"] = json!("requires_confirmation");
+    }
+    let pi = w.insert(Some(call), pi);
+    emit(w, call, "payment_intent.created", &pi, None);
+    if p.bool("confirm")? == Some(true) {
+        return confirm(w, call, &id, p);
+    }
+    Ok(pi)
+}
+
+fn pi_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "payment_intent", &id, "payment_intent")
+}
+
+fn pi_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = p.str("customer").map(str::to_string);
+    list_of(w, call, "payment_intent", p, |o| cus.as_ref().is_none_or(|c| o["customer"] == c.as_str()))
+}
+
+fn pi_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    search_of(w, call, "payment_intent", p)
+}
+
+fn unexpected_state(pi: &Value, action: &str) -> StripeError {
+    let status = pi["status"].as_str().unwrap_or("");
+    invalid(format!("This PaymentIntent's {action} could not be performed because it has a status of {status}."))
+        .code("payment_intent_unexpected_state")
+        .with("payment_intent", pi.clone())
+}
+
+fn pi_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let pi = get_or_404(w, "payment_intent", &id, "payment_intent")?;
+    let status = pi["status"].as_str().unwrap_or("").to_string();
+    if ["succeeded", "canceled", "processing"].contains(&status.as_str()) && (p.has("amount") || p.has("currency") || p.has("payment_method")) {
+        return Err(invalid(format!("You cannot update this PaymentIntent because it has a status of {status}. You can only update a PaymentIntent with one of the following statuses: requires_payment_method, requires_confirmation, requires_action.")).code("payment_intent_unexpected_state"));
+    }
+    let amount = p.int("amount")?;
+    let cur = if p.has("currency") { Some(currency(p)?) } else { None };
+    let pm = match p.str("payment_method") {
+        Some(pm) => Some(resolve_pm(w, call, pm, "payment_method")?),
+        None => None,
+    };
+    let mut probe = pi.clone();
+    p.metadata_into(&mut probe)?;
+    let pi = w.modify(call, &id, |pi| {
+        if let Some(a) = amount {
+            pi["amount"] = json!(a);
+        }
+        if let Some(c) = cur {
+            pi["currency"] = json!(c);
+        }
+        p.copy(pi, &["customer", "description", "receipt_email", "setup_future_usage", "shipping", "statement_descriptor"]);
+        pi["metadata"] = probe["metadata"].clone();
+        if let Some(pm) = pm {
+            pi["payment_method"] = json!(pm);
+            if pi["status"] == "requires_payment_method" {
+                pi["status"] = json!("requires_confirmation");
+            }
+        }
+    });
+    Ok(pi)
+}
+
+fn pi_confirm(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "payment_intent", &id, "payment_intent")?;
+    confirm(w, call, &id, p)
+}
+
+/// Confirm a PaymentIntent: attach the payment method given, then run it by its behaviour.
+fn confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
+    let pi = w.get(id).cloned().unwrap();
+    let status = pi["status"].as_str().unwrap_or("").to_string();
+    if !["requires_payment_method", "requires_confirmation", "requires_action"].contains(&status.as_str()) {
+        return Err(invalid(format!(
+            "This PaymentIntent's payment_method could not be updated because it has a status of {status}. You may only update the payment_method of a PaymentIntent with one of the following statuses: requires_payment_method, requires_confirmation, requires_action."
+        ))
+        .code("payment_intent_unexpected_state")
+        .with("payment_intent", pi));
+    }
+    let mut pm_id = pi["payment_method"].as_str().map(str::to_string);
+    if let Some(pm) = p.str("payment_method") {
+        if p.str("payment_method") != pi["payment_method"].as_str() {
+            pm_id = Some(resolve_pm(w, call, pm, "payment_method")?);
+        }
+    } else if let Some(d) = p.get("payment_method_data").filter(|_| pm_id.is_none() || status != "requires_action") {
+        if !(pi["payment_method"].is_string() && p.has("payment_method_data") && status == "requires_confirmation" && d == &json!(null)) {
+            let pm = pm_from_data(w, d, "payment_method_data[")?;
+            let pm = w.insert(Some(call), pm);
+            pm_id = Some(pm["id"].as_str().unwrap().to_string());
+        }
+    }
+    let types: Vec<String> = pi["payment_method_types"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
+    if pm_id.is_none() && types == ["crypto"] {
+        // A crypto-only PaymentIntent confirms into deposit mode without a card.
+        let pm = crypto_pm(w);
+        let pm = w.insert(Some(call), pm);
+        pm_id = Some(pm["id"].as_str().unwrap().to_string());
+    }
+    let Some(pm_id) = pm_id else {
+        return Err(invalid("You cannot confirm this PaymentIntent because it's missing a payment method. You can either update the PaymentIntent with a payment method and then confirm it again, or confirm it again directly with a payment method.")
+            .code("payment_intent_unexpected_state")
+            .with("payment_intent", pi));
+    };
+    let pm = w.get(&pm_id).cloned().unwrap();
+    let pm_type = pm["type"].as_str().unwrap_or("card").to_string();
+    if !types.contains(&pm_type) && !pi["automatic_payment_methods"]["enabled"].as_bool().unwrap_or(false) {
+        return Err(invalid(format!("The PaymentMethod provided ({pm_type}) is not allowed for this PaymentIntent. Please attach a PaymentMethod of one of the following types: {}. Alternatively, update the allowed payment_method_types for this PaymentIntent to include \"{pm_type}\".", types.join(", "))).param("payment_method"));
+    }
+    if let (Some(pc), Some(ic)) = (pm["customer"].as_str(), pi["customer"].as_str()) {
+        if pc != ic {
+            return Err(invalid(format!("The provided PaymentMethod belongs to a different Customer ({pc}) than this PaymentIntent ({ic}).")).param("payment_method"));
+        }
+    }
+    let off_session = p.bool("off_session")?.unwrap_or(false);
+    let return_url = p.str("return_url").map(str::to_string);
+    let was_action = status == "requires_action";
+    w.modify(call, id, |pi| {
+        pi["payment_method"] = json!(pm_id);
+        pi["last_payment_error"] = Value::Null;
+        if let Some(md) = p.get("payment_method_options") {
+            pi["payment_method_options"] = md.clone();
+        }
+    });
+    if pm_type == "crypto" {
+        let pi = w.modify(call, id, |pi| {
+            pi["status"] = json!("requires_action");
+            pi["next_action"] = crypto_next_action(pi["id"].as_str().unwrap_or(""), pi["amount"].as_i64().unwrap_or(0));
+        });
+        emit(w, call, "payment_intent.requires_action", &pi, None);
+        return Ok(pi);
+    }
+    match behaviour_of(&pm) {
+        Behaviour::ThreeDS if !was_action => {
+            if off_session {
+                return fail_payment(w, call, id, &pm, "authentication_required", "authentication_required", "Your card was declined. This transaction requires authentication.");
+            }
+            let pi = w.modify(call, id, |pi| {
+                pi["status"] = json!("requires_action");
+                let pid = pi["id"].as_str().unwrap_or("").to_string();
+                pi["next_action"] = match &return_url {
+                    Some(u) => json!({"type": "redirect_to_url", "redirect_to_url": {"return_url": u, "url": format!("https://hooks.stripe.com/3d_secure_2/hosted?merchant=acct_twin&payment_intent={pid}")}}),
+                    None => json!({"type": "use_stripe_sdk", "use_stripe_sdk": {"type": "stripe_3ds2_fingerprint", "three_d_secure_2_source": format!("payatt_{pid}"), "directory_server_name": "visa", "server_transaction_id": pid}}),
+                };
+            });
+            emit(w, call, "payment_intent.requires_action", &pi, None);
+            Ok(pi)
+        }
+        Behaviour::Decline(code, decline) => fail_payment(w, call, id, &pm, code, decline, decline_message(code, decline)),
+        b => {
+            let details = json!({"type": "card", "card": card_details(&pm)});
+            succeed(w, call, id, details, b == Behaviour::Dispute)
+        }
+    }
+}
+
+fn card_details(pm: &Value) -> Value {
+    let c = &pm["card"];
+    json!({
+        "amount_authorized": null, "brand": c["brand"], "checks": c["checks"], "country": c["country"],
+        "exp_month": c["exp_month"], "exp_year": c["exp_year"], "fingerprint": c["fingerprint"],
+        "funding": c["funding"], "last4": c["last4"], "network": c["brand"], "three_d_secure": null, "wallet": null,
+    })
+}
+
+pub fn crypto_next_action(pi_id: &str, amount: i64) -> Value {
+    let addr = deposit_address(pi_id);
+    json!({
+        "type": "crypto_display_details",
+        "crypto_display_details": {
+            "deposit_addresses": {
+                "base": {"address": addr, "supported_tokens": [{"token_currency": "usdc", "token_contract_address": "0x036CbD53842c5426634e7929540c2f12f4BBAaD6"}]},
+            },
+            "amount": amount,
+        }
+    })
+}
+
+/// A deterministic 0x address for a PaymentIntent's crypto deposits.
+pub fn deposit_address(pi_id: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut out = String::from("0x");
+    for round in 0..3u64 {
+        for b in pi_id.bytes() {
+            h ^= b as u64 ^ round;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        out.push_str(&format!("{h:016x}"));
+    }
+    out.truncate(42);
+    out
+}
+
+/// A charge for a PaymentIntent's attempt.
+fn charge_obj(w: &mut World, pi: &Value, details: Value, status: &str, captured: bool) -> Value {
+    let id = w.new_id("ch");
+    let amount = pi["amount"].as_i64().unwrap_or(0);
+    json!({
+        "id": id, "object": "charge", "amount": amount, "amount_captured": if captured && status == "succeeded" { amount } else { 0 },
+        "amount_refunded": 0, "application": null, "application_fee": null, "application_fee_amount": null,
+        "balance_transaction": null,
+        "billing_details": {"address": {"city": null, "country": null, "line1": null, "line2": null, "postal_code": null, "state": null}, "email": null, "name": null, "phone": null},
+        "calculated_statement_descriptor": "POME TWIN", "captured": captured && status == "succeeded", "created": w.now(),
+        "currency": pi["currency"], "customer": pi["customer"], "description": pi["description"], "disputed": false,
+        "failure_balance_transaction": null, "failure_code": null, "failure_message": null, "fraud_details": {},
+        "invoice": null, "livemode": false, "metadata": pi["metadata"], "on_behalf_of": null,
+        "outcome": {"network_status": "approved_by_network", "reason": null, "risk_level": "normal", "risk_score": 20, "seller_message": "Payment complete.", "type": "authorized"},
+        "paid": status == "succeeded", "payment_intent": pi["id"], "payment_method": pi["payment_method"],
+        "payment_method_details": details, "receipt_email": pi["receipt_email"], "receipt_number": null,
+        "receipt_url": format!("https://pay.stripe.com/receipts/payment/{id}"), "refunded": false,
+        "refunds": {"object": "list", "data": [], "has_more": false, "total_count": 0, "url": format!("/v1/charges/{id}/refunds")},
+        "review": null, "shipping": pi["shipping"], "source": null, "source_transfer": null,
+        "statement_descriptor": null, "statement_descriptor_suffix": null, "status": status,
+        "transfer_data": null, "transfer_group": null,
+    })
+}
+
+pub fn fee_for(amount: i64) -> i64 {
+    (amount * 29 + 500) / 1000 + 30
+}
+
+/// A balance transaction for money moving (charges positive, refunds negative).
+pub fn balance_txn(w: &mut World, call: &mut Call, amount: i64, fee: i64, cur: &str, source: &str, ty: &str, description: Option<&str>) -> String {
+    let id = w.new_id("txn");
+    let now = w.now();
+    let fee_details = if fee != 0 {
+        json!([{"amount": fee, "application": null, "currency": cur, "description": "Stripe processing fees", "type": "stripe_fee"}])
+    } else {
+        json!([])
+    };
+    let t = json!({
+        "id": id, "object": "balance_transaction", "amount": amount, "available_on": now,
+        "created": now, "currency": cur, "description": description, "exchange_rate": null,
+        "fee": fee, "fee_details": fee_details, "net": amount - fee,
+        "reporting_category": match ty { "payment" | "charge" => "charge", "payout" => "payout", "refund" => "refund", "adjustment" => "dispute", other => other },
+        "source": source, "status": "available", "type": ty,
+    });
+    w.insert(Some(call), t);
+    id
+}
+
+/// A successful attempt: a charge, captured now (automatic) or held (manual).
+fn succeed(w: &mut World, call: &mut Call, id: &str, details: Value, dispute: bool) -> Res {
+    let pi = w.get(id).cloned().unwrap();
+    let manual = pi["capture_method"] == "manual";
+    let amount = pi["amount"].as_i64().unwrap_or(0);
+    let cur = pi["currency"].as_str().unwrap_or("usd").to_string();
+    let mut ch = charge_obj(w, &pi, details, "succeeded", !manual);
+    let ch_id = ch["id"].as_str().unwrap().to_string();
+    if !manual {
+        let txn = balance_txn(w, call, amount, fee_for(amount), &cur, &ch_id, "charge", pi["description"].as_str());
+        ch["balance_transaction"] = json!(txn);
+    }
+    let ch = w.insert(Some(call), ch);
+    let pi = w.modify(call, id, |pi| {
+        pi["latest_charge"] = json!(ch_id);
+        pi["next_action"] = Value::Null;
+        if manual {
+            pi["status"] = json!("requires_capture");
+            pi["amount_capturable"] = json!(amount);
+        } else {
+            pi["status"] = json!("succeeded");
+            pi["amount_received"] = json!(amount);
+        }
+    });
+    emit(w, call, "charge.succeeded", &ch, None);
+    if manual {
+        emit(w, call, "payment_intent.amount_capturable_updated", &pi, None);
+    } else {
+        emit(w, call, "payment_intent.succeeded", &pi, None);
+    }
+    if dispute && !manual {
+        open_dispute(w, call, &ch_id);
+    }
+    Ok(w.get(id).cloned().unwrap())
+}
+
+fn fail_payment(w: &mut World, call: &mut Call, id: &str, pm: &Value, code: &str, decline: &str, message: &str) -> Res {
+    let pi = w.get(id).cloned().unwrap();
+    let details = json!({"type": "card", "card": card_details(pm)});
+    let mut ch = charge_obj(w, &pi, details, "failed", false);
+    ch["failure_code"] = json!(code);
+    ch["failure_message"] = json!(message);
+    ch["outcome"] = json!({"network_status": "declined_by_network", "reason": decline, "risk_level": "normal", "risk_score": 20, "seller_message": "The bank did not return any further details with this decline.", "type": "issuer_declined"});
+    let ch = w.insert(Some(call), ch);
+    let ch_id = ch["id"].as_str().unwrap().to_string();
+    let err = json!({
+        "charge": ch_id, "code": code, "decline_code": decline,
+        "doc_url": format!("https://stripe.com/docs/error-codes/{}", code.replace('_', "-")),
+        "message": message, "payment_method": pm, "type": "card_error",
+    });
+    let pi = w.modify(call, id, |pi| {
+        pi["status"] = json!("requires_payment_method");
+        pi["last_payment_error"] = err;
+        pi["latest_charge"] = json!(ch_id);
+        pi["payment_method"] = Value::Null;
+        pi["next_action"] = Value::Null;
+    });
+    emit(w, call, "charge.failed", &ch, None);
+    emit(w, call, "payment_intent.payment_failed", &pi, None);
+    let mut e = StripeError::new(402, "card_error", message).code(code).with("charge", json!(ch_id)).with("payment_intent", pi).with("payment_method", pm.clone());
+    e.decline_code = Some(decline.to_string());
+    Err(e)
+}
+
+fn open_dispute(w: &mut World, call: &mut Call, ch_id: &str) {
+    let ch = w.get(ch_id).cloned().unwrap();
+    let amount = ch["amount"].as_i64().unwrap_or(0);
+    let cur = ch["currency"].as_str().unwrap_or("usd").to_string();
+    let id = w.new_id("dp");
+    let txn = balance_txn(w, call, -amount, 1500, &cur, &id, "adjustment", Some(&format!("Chargeback withdrawal for {ch_id}")));
+    let txn_obj = w.get(&txn).cloned().unwrap();
+    let now = w.now();
+    let dp = json!({
+        "id": id, "object": "dispute", "amount": amount, "balance_transactions": [txn_obj], "charge": ch_id,
+        "created": now, "currency": cur,
+        "evidence": {"access_activity_log": null, "billing_address": null, "cancellation_policy": null, "cancellation_policy_disclosure": null, "cancellation_rebuttal": null, "customer_communication": null, "customer_email_address": null, "customer_name": null, "customer_purchase_ip": null, "customer_signature": null, "duplicate_charge_documentation": null, "duplicate_charge_explanation": null, "duplicate_charge_id": null, "product_description": null, "receipt": null, "refund_policy": null, "refund_policy_disclosure": null, "refund_refusal_explanation": null, "service_date": null, "service_documentation": null, "shipping_address": null, "shipping_carrier": null, "shipping_date": null, "shipping_documentation": null, "shipping_tracking_number": null, "uncategorized_file": null, "uncategorized_text": null},
+        "evidence_details": {"due_by": now + 7 * 86400, "has_evidence": false, "past_due": false, "submission_count": 0},
+        "is_charge_refundable": false, "livemode": false, "metadata": {}, "payment_intent": ch["payment_intent"],
+        "reason": "fraudulent", "status": "needs_response",
+    });
+    let dp = w.insert(Some(call), dp);
+    let ch = w.modify(call, ch_id, |c| c["disputed"] = json!(true));
+    emit(w, call, "charge.dispute.created", &dp, None);
+    let _ = ch;
+}
+
+fn pi_capture(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let pi = get_or_404(w, "payment_intent", &id, "payment_intent")?;
+    capture_pi(w, call, &id, pi, p.int("amount_to_capture")?, p)
+}
+
+fn capture_pi(w: &mut World, call: &mut Call, id: &str, pi: Value, amount: Option<i64>, p: &Params) -> Res {
+    if pi["status"] != "requires_capture" {
+        return Err(unexpected_state(&pi, "capture"));
+    }
+    let capturable = pi["amount_capturable"].as_i64().unwrap_or(0);
+    let amount = amount.unwrap_or(capturable);
+    if amount > capturable {
+        return Err(invalid(format!("The amount to capture ({amount}) is greater than the amount capturable ({capturable}).")).code("amount_too_large").param("amount_to_capture"));
+    }
+    if amount < 1 {
+        return Err(invalid("This value must be greater than or equal to 1.").param("amount_to_capture"));
+    }
+    let ch_id = pi["latest_charge"].as_str().unwrap_or_default().to_string();
+    let cur = pi["currency"].as_str().unwrap_or("usd").to_string();
+    let txn = balance_txn(w, call, amount, fee_for(amount), &cur, &ch_id, "charge", pi["description"].as_str());
+    let released = capturable - amount;
+    let ch = w.modify(call, &ch_id, |c| {
+        c["captured"] = json!(true);
+        c["amount_captured"] = json!(amount);
+        c["balance_transaction"] = json!(txn);
+        if released > 0 {
+            c["amount_refunded"] = json!(released);
+        }
+    });
+    let pi = w.modify(call, id, |pi| {
+        pi["status"] = json!("succeeded");
+        pi["amount_received"] = json!(amount);
+        pi["amount_capturable"] = json!(0);
+        p.copy(pi, &["statement_descriptor", "statement_descriptor_suffix"]);
+        if let Some(md) = p.get("metadata").and_then(Value::as_object) {
+            for (k, v) in md {
+                pi["metadata"][k] = v.clone();
+            }
+        }
+    });
+    emit(w, call, "charge.captured", &ch, Some(json!({"amount_captured": 0, "captured": false})));
+    emit(w, call, "payment_intent.succeeded", &pi, None);
+    Ok(pi)
+}
+
+fn pi_cancel(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let pi = get_or_404(w, "payment_intent", &id, "payment_intent")?;
+    let status = pi["status"].as_str().unwrap_or("");
+    if !["requires_payment_method", "requires_capture", "requires_confirmation", "requires_action", "processing"].contains(&status) {
+        return Err(invalid(format!("You cannot cancel this PaymentIntent because it has a status of {status}. Only a PaymentIntent with one of the following statuses may be canceled: requires_payment_method, requires_capture, requires_confirmation, requires_action, processing.")).code("payment_intent_unexpected_state").with("payment_intent", pi));
+    }
+    let reason = p.str("cancellation_reason").map(str::to_string);
+    if let Some(r) = &reason {
+        if !["duplicate", "fraudulent", "requested_by_customer", "abandoned"].contains(&r.as_str()) {
+            return Err(invalid("Invalid cancellation_reason: must be one of duplicate, fraudulent, requested_by_customer, or abandoned").param("cancellation_reason"));
+        }
+    }
+    if status == "requires_capture" {
+        // Releasing an authorization refunds the held amount on the charge.
+        if let Some(ch) = pi["latest_charge"].as_str() {
+            let amount = pi["amount_capturable"].as_i64().unwrap_or(0);
+            w.modify(call, ch, |c| {
+                c["amount_refunded"] = json!(amount);
+                c["refunded"] = json!(true);
+            });
+        }
+    }
+    let now = w.now();
+    let pi = w.modify(call, &id, |pi| {
+        pi["status"] = json!("canceled");
+        pi["canceled_at"] = json!(now);
+        pi["cancellation_reason"] = reason.map(Value::String).unwrap_or(Value::Null);
+        pi["amount_capturable"] = json!(0);
+        pi["next_action"] = Value::Null;
+    });
+    emit(w, call, "payment_intent.canceled", &pi, None);
+    Ok(pi)
+}
+
+fn pi_increment(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let pi = get_or_404(w, "payment_intent", &id, "payment_intent")?;
+    if pi["status"] != "requires_capture" {
+        return Err(unexpected_state(&pi, "increment_authorization"));
+    }
+    let amount = p.req_int("amount")?;
+    let old = pi["amount"].as_i64().unwrap_or(0);
+    if amount < old {
+        return Err(invalid("The amount must be greater than or equal to the current amount.").param("amount"));
+    }
+    let ch = pi["latest_charge"].as_str().unwrap_or_default().to_string();
+    w.modify(call, &ch, |c| c["amount"] = json!(amount));
+    let pi = w.modify(call, &id, |pi| {
+        pi["amount"] = json!(amount);
+        pi["amount_capturable"] = json!(amount);
+    });
+    emit(w, call, "payment_intent.amount_capturable_updated", &pi, None);
+    Ok(pi)
+}
+
+/// Test helper: a crypto deposit arrives for a PaymentIntent waiting in deposit mode.
+fn pi_crypto_deposit(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let pi = get_or_404(w, "payment_intent", &id, "payment_intent")?;
+    settle_crypto(w, call, &id, pi, p.str("transaction_hash"), p.str("buyer_address"), p.str("network").unwrap_or("base"), p.str("token_currency").unwrap_or("usdc"))
+}
+
+pub fn settle_crypto(w: &mut World, call: &mut Call, id: &str, pi: Value, tx: Option<&str>, buyer: Option<&str>, network: &str, token: &str) -> Res {
+    if pi["status"] != "requires_action" || pi["next_action"]["type"] != "crypto_display_details" {
+        return Err(invalid(format!(
+            "This PaymentIntent is not awaiting a crypto deposit (status {}). Confirm it with a crypto payment method first.",
+            pi["status"].as_str().unwrap_or("")
+        ))
+        .code("payment_intent_unexpected_state")
+        .with("payment_intent", pi));
+    }
+    let details = json!({"type": "crypto", "crypto": {"buyer_address": buyer, "network": network, "token_currency": token, "transaction_hash": tx}});
+    succeed(w, call, id, details, false)
+}
+
+// ---------------------------------------------------------------------------------------
+// Charges.
+
+fn charge_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let amount = p.req_int("amount")?;
+    let cur = currency(p)?;
+    check_amount(amount, &cur)?;
+    let source = p.str("source").map(str::to_string);
+    let cus = p.str("customer").map(str::to_string);
+    let pm_id = match (&source, &cus) {
+        (Some(s), _) => resolve_pm(w, call, s, "source").map_err(|_| no_such("source", s, "source"))?,
+        (None, Some(c)) => {
+            get_or_404(w, "customer", c, "customer")?;
+            let c = w.get(c).unwrap();
+            let d = c["invoice_settings"]["default_payment_method"].as_str().or(c["default_source"].as_str());
+            match d {
+                Some(d) => d.to_string(),
+                None => return Err(invalid("Cannot charge a customer that has no active card").code("missing").param("card")),
+            }
+        }
+        _ => return Err(invalid("Must provide source or customer.").code("parameter_missing")),
+    };
+    let pm = w.get(&pm_id).cloned().unwrap();
+    let capture = p.bool("capture")?.unwrap_or(true);
+    let mut pseudo = pi_obj("", amount, &cur, w.now());
+    pseudo["id"] = Value::Null;
+    pseudo["payment_method"] = json!(pm_id);
+    p.copy(&mut pseudo, &["customer", "description", "receipt_email", "shipping"]);
+    p.metadata_into(&mut pseudo)?;
+    let details = json!({"type": "card", "card": card_details(&pm)});
+    match behaviour_of(&pm) {
+        Behaviour::Decline(code, decline) => {
+            let mut ch = charge_obj(w, &pseudo, details, "failed", false);
+            ch["failure_code"] = json!(code);
+            ch["failure_message"] = json!(decline_message(code, decline));
+            let ch = w.insert(Some(call), ch);
+            emit(w, call, "charge.failed", &ch, None);
+            let mut e = StripeError::new(402, "card_error", decline_message(code, decline)).code(code).with("charge", ch["id"].clone());
+            e.decline_code = Some(decline.to_string());
+            Err(e)
+        }
+        b => {
+            let mut ch = charge_obj(w, &pseudo, details, "succeeded", capture);
+            let ch_id = ch["id"].as_str().unwrap().to_string();
+            if capture {
+                let txn = balance_txn(w, call, amount, fee_for(amount), &cur, &ch_id, "charge", None);
+                ch["balance_transaction"] = json!(txn);
+            }
+            let ch = w.insert(Some(call), ch);
+            emit(w, call, "charge.succeeded", &ch, None);
+            if b == Behaviour::Dispute && capture {
+                open_dispute(w, call, &ch_id);
+            }
+            Ok(w.get(&ch_id).cloned().unwrap())
+        }
+    }
+}
+
+fn charge_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "charge", &id, "charge").map(|c| with_refunds(w, c))
+}
+
+/// A charge as rendered: its `refunds` list filled from the refunds made on it.
+pub fn with_refunds(w: &World, mut c: Value) -> Value {
+    let id = c["id"].as_str().unwrap_or_default().to_string();
+    let refunds: Vec<Value> = w.all("refund").filter(|r| r["charge"] == id.as_str()).cloned().collect();
+    c["refunds"] = json!({"object": "list", "data": refunds, "has_more": false, "total_count": refunds.len(), "url": format!("/v1/charges/{id}/refunds")});
+    c
+}
+
+fn charge_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut probe = get_or_404(w, "charge", &id, "charge")?;
+    p.metadata_into(&mut probe)?;
+    let c = modify_emit(w, call, &id, "charge.updated", |c| {
+        p.copy(c, &["description", "receipt_email", "shipping", "fraud_details", "transfer_group"]);
+        c["metadata"] = probe["metadata"].clone();
+    });
+    Ok(with_refunds(w, c))
+}
+
+fn charge_capture(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let ch = get_or_404(w, "charge", &id, "charge")?;
+    if ch["captured"] == true || ch["status"] != "succeeded" {
+        return Err(invalid(format!("Charge {id} has already been captured.")).code("charge_already_captured").param("charge"));
+    }
+    let amount = p.int("amount")?;
+    if let Some(pi_id) = ch["payment_intent"].as_str().map(str::to_string) {
+        let pi = w.get(&pi_id).cloned().unwrap_or(Value::Null);
+        capture_pi(w, call, &pi_id, pi, amount, p)?;
+    } else {
+        let total = ch["amount"].as_i64().unwrap_or(0);
+        let amount = amount.unwrap_or(total);
+        if amount > total {
+            return Err(invalid(format!("Amount to capture ({amount}) is greater than the charge amount ({total}).")).code("amount_too_large").param("amount"));
+        }
+        let cur = ch["currency"].as_str().unwrap_or("usd").to_string();
+        let txn = balance_txn(w, call, amount, fee_for(amount), &cur, &id, "charge", None);
+        let c = w.modify(call, &id, |c| {
+            c["captured"] = json!(true);
+            c["amount_captured"] = json!(amount);
+            c["amount_refunded"] = json!(total - amount);
+            c["balance_transaction"] = json!(txn);
+        });
+        emit(w, call, "charge.captured", &c, Some(json!({"captured": false, "amount_captured": 0})));
+    }
+    Ok(with_refunds(w, w.get(&id).cloned().unwrap()))
+}
+
+fn charge_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = p.str("customer").map(str::to_string);
+    let pi = p.str("payment_intent").map(str::to_string);
+    let mut out = list_of(w, call, "charge", p, |c| cus.as_ref().is_none_or(|x| c["customer"] == x.as_str()) && pi.as_ref().is_none_or(|x| c["payment_intent"] == x.as_str()))?;
+    if let Some(items) = out["data"].as_array_mut() {
+        for c in items.iter_mut() {
+            *c = with_refunds(w, std::mem::take(c));
+        }
+    }
+    Ok(out)
+}
+
+fn charge_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    search_of(w, call, "charge", p)
+}
+
+// ---------------------------------------------------------------------------------------
+// Refunds.
+
+fn refund_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let ch_id = match (p.str("charge"), p.str("payment_intent")) {
+        (Some(c), _) => {
+            get_or_404(w, "charge", c, "charge").map_err(|e| e.param("charge"))?;
+            c.to_string()
+        }
+        (None, Some(pi)) => {
+            let pi_obj = get_or_404(w, "payment_intent", pi, "payment_intent").map_err(|e| e.param("payment_intent"))?;
+            match pi_obj["latest_charge"].as_str() {
+                Some(c) if pi_obj["status"] == "succeeded" => c.to_string(),
+                _ => {
+                    return Err(invalid(format!("This PaymentIntent ({pi}) does not have a successful charge to refund.")).code("charge_not_refundable").param("payment_intent"));
+                }
+            }
+        }
+        (None, None) => return Err(invalid("One of the following params should be provided for this request: payment_intent or charge.").code("parameter_missing")),
+    };
+    let ch = w.get(&ch_id).cloned().unwrap();
+    if ch["status"] != "succeeded" || ch["captured"] != true {
+        return Err(invalid(format!("Charge {ch_id} cannot be refunded because it has not been captured or has failed.")).code("charge_not_refundable").param("charge"));
+    }
+    if ch["disputed"] == true && w.all("dispute").any(|d| d["charge"] == ch_id.as_str() && d["is_charge_refundable"] == false) {
+        return Err(invalid(format!("Charge {ch_id} has been charged back; cannot issue a refund.")).code("charge_disputed").param("charge"));
+    }
+    let captured = ch["amount_captured"].as_i64().unwrap_or(0);
+    let refunded = ch["amount_refunded"].as_i64().unwrap_or(0);
+    let remaining = captured - refunded;
+    let cur = ch["currency"].as_str().unwrap_or("usd").to_string();
+    if remaining <= 0 {
+        return Err(invalid(format!("Charge {ch_id} has already been refunded.")).code("charge_already_refunded").param("charge"));
+    }
+    let amount = p.int("amount")?.unwrap_or(remaining);
+    if amount < 1 {
+        return Err(invalid("Invalid positive integer").param("amount"));
+    }
+    if amount > remaining {
+        return Err(invalid(format!(
+            "Refund amount ({}) is greater than unrefunded amount on charge ({})",
+            display(amount, &cur),
+            display(remaining, &cur)
+        ))
+        .code("amount_too_large")
+        .param("amount"));
+    }
+    let reason = p.str("reason").map(str::to_string);
+    if let Some(r) = &reason {
+        if !["duplicate", "fraudulent", "requested_by_customer"].contains(&r.as_str()) {
+            return Err(invalid("Invalid reason: must be one of duplicate, fraudulent, or requested_by_customer").param("reason"));
+        }
+    }
+    let id = w.new_id("re");
+    let txn = balance_txn(w, call, -amount, 0, &cur, &id, "refund", None);
+    let mut re = json!({
+        "id": id, "object": "refund", "amount": amount, "balance_transaction": txn, "charge": ch_id,
+        "created": w.now(), "currency": cur, "destination_details": null, "metadata": {},
+        "payment_intent": ch["payment_intent"], "reason": reason, "receipt_number": null,
+        "source_transfer_reversal": null, "status": "succeeded", "transfer_reversal": null,
+    });
+    p.metadata_into(&mut re)?;
+    let re = w.insert(Some(call), re);
+    let ch = w.modify(call, &ch_id, |c| {
+        c["amount_refunded"] = json!(refunded + amount);
+        c["refunded"] = json!(refunded + amount >= captured);
+    });
+    let ch = with_refunds(w, ch);
+    emit(w, call, "charge.refunded", &ch, Some(json!({"amount_refunded": refunded, "refunded": false})));
+    emit(w, call, "refund.created", &re, None);
+    Ok(re)
+}
+
+fn refund_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "refund", &id, "refund")
+}
+
+fn refund_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut probe = get_or_404(w, "refund", &id, "refund")?;
+    p.metadata_into(&mut probe)?;
+    Ok(modify_emit(w, call, &id, "refund.updated", |r| r["metadata"] = probe["metadata"].clone()))
+}
+
+fn refund_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let re = get_or_404(w, "refund", &id, "refund")?;
+    if re["status"] != "requires_action" && re["status"] != "pending" {
+        return Err(invalid(format!("Can't cancel a refund that is in status {}.", re["status"].as_str().unwrap_or(""))).code("refund_cancel_unsupported"));
+    }
+    Ok(modify_emit(w, call, &id, "refund.updated", |r| r["status"] = json!("canceled")))
+}
+
+fn refund_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let ch = p.str("charge").map(str::to_string);
+    let pi = p.str("payment_intent").map(str::to_string);
+    list_of(w, call, "refund", p, |r| ch.as_ref().is_none_or(|x| r["charge"] == x.as_str()) && pi.as_ref().is_none_or(|x| r["payment_intent"] == x.as_str()))
+}
+
+// ---------------------------------------------------------------------------------------
+// Disputes.
+
+fn dispute_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let ch = p.str("charge").map(str::to_string);
+    list_of(w, call, "dispute", p, |d| ch.as_ref().is_none_or(|x| d["charge"] == x.as_str()))
+}
+
+fn dispute_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "dispute", &id, "dispute")
+}
+
+fn dispute_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut d = get_or_404(w, "dispute", &id, "dispute")?;
+    if d["status"] != "needs_response" && d["status"] != "warning_needs_response" {
+        return Err(invalid(format!("This dispute is already closed or under review (status {}).", d["status"].as_str().unwrap_or(""))).code("dispute_already_closed"));
+    }
+    p.metadata_into(&mut d)?;
+    let submit = p.bool("submit")?.unwrap_or(true);
+    let ev = p.get("evidence").cloned();
+    let out = modify_emit(w, call, &id, "charge.dispute.updated", |x| {
+        x["metadata"] = d["metadata"].clone();
+        if let Some(Value::Object(e)) = &ev {
+            for (k, v) in e {
+                x["evidence"][k] = v.clone();
+            }
+            x["evidence_details"]["has_evidence"] = json!(true);
+        }
+        if submit {
+            x["status"] = json!("under_review");
+            let n = x["evidence_details"]["submission_count"].as_i64().unwrap_or(0);
+            x["evidence_details"]["submission_count"] = json!(n + 1);
+        }
+    });
+    Ok(out)
+}
+
+fn dispute_close(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let d = get_or_404(w, "dispute", &id, "dispute")?;
+    if d["status"] == "lost" || d["status"] == "won" {
+        return Err(invalid("This dispute is already closed.").code("dispute_already_closed"));
+    }
+    let out = w.modify(call, &id, |x| x["status"] = json!("lost"));
+    emit(w, call, "charge.dispute.closed", &out, None);
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// Balance and payouts.
+
+pub fn balance_of(w: &World) -> std::collections::BTreeMap<String, (i64, i64)> {
+    let mut by: std::collections::BTreeMap<String, (i64, i64)> = w.seeded_balance.clone();
+    for t in w.all("balance_transaction") {
+        let cur = t["currency"].as_str().unwrap_or("usd").to_string();
+        let e = by.entry(cur).or_default();
+        if t["status"] == "available" {
+            e.0 += t["net"].as_i64().unwrap_or(0);
+        } else {
+            e.1 += t["net"].as_i64().unwrap_or(0);
+        }
+    }
+    if by.is_empty() {
+        by.insert("usd".into(), (0, 0));
+    }
+    by
+}
+
+fn balance_retrieve(w: &mut World, _call: &mut Call, _p: &Params) -> Res {
+    let by = balance_of(w);
+    let avail: Vec<Value> = by.iter().map(|(c, (a, _))| json!({"amount": a, "currency": c, "source_types": {"card": a}})).collect();
+    let pend: Vec<Value> = by.iter().map(|(c, (_, p))| json!({"amount": p, "currency": c, "source_types": {"card": p}})).collect();
+    Ok(json!({"object": "balance", "available": avail, "connect_reserved": [], "livemode": false, "pending": pend}))
+}
+
+fn bt_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let ty = p.str("type").map(str::to_string);
+    let src = p.str("source").map(str::to_string);
+    let payout = p.str("payout").map(str::to_string);
+    list_of(w, call, "balance_transaction", p, |t| {
+        ty.as_ref().is_none_or(|x| t["type"] == x.as_str()) && src.as_ref().is_none_or(|x| t["source"] == x.as_str()) && payout.as_ref().is_none_or(|x| t["source"] == x.as_str())
+    })
+}
+
+fn bt_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "balance_transaction", &id, "balance transaction")
+}
+
+fn payout_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let amount = p.req_int("amount")?;
+    let cur = currency(p)?;
+    if amount < 1 {
+        return Err(invalid("Invalid positive integer").param("amount"));
+    }
+    let avail = balance_of(w).get(&cur).map(|b| b.0).unwrap_or(0);
+    if amount > avail {
+        return Err(invalid(format!("You have insufficient funds in your Stripe account for this transfer. Your card balance is too low. You can use the /v1/balance endpoint to view your Stripe balance (for more details, see stripe.com/docs/api#balance).")).code("balance_insufficient"));
+    }
+    let id = w.new_id("po");
+    let txn = balance_txn(w, call, -amount, 0, &cur, &id, "payout", Some("STRIPE PAYOUT"));
+    let now = w.now();
+    let mut po = json!({
+        "id": id, "object": "payout", "amount": amount, "arrival_date": now + 2 * 86400, "automatic": false,
+        "balance_transaction": txn, "created": now, "currency": cur, "description": null, "destination": "ba_twin_default",
+        "failure_balance_transaction": null, "failure_code": null, "failure_message": null, "livemode": false,
+        "metadata": {}, "method": p.str("method").unwrap_or("standard"), "original_payout": null,
+        "reconciliation_status": "not_applicable", "reversed_by": null, "source_type": "card",
+        "statement_descriptor": null, "status": "pending", "type": "bank_account",
+    });
+    p.copy(&mut po, &["description", "statement_descriptor"]);
+    p.metadata_into(&mut po)?;
+    let po = w.insert(Some(call), po);
+    emit(w, call, "payout.created", &po, None);
+    Ok(po)
+}
+
+fn payout_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let st = p.str("status").map(str::to_string);
+    list_of(w, call, "payout", p, |o| st.as_ref().is_none_or(|x| o["status"] == x.as_str()))
+}
+
+fn payout_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "payout", &id, "payout")
+}
+
+fn payout_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let po = get_or_404(w, "payout", &id, "payout")?;
+    if po["status"] != "pending" {
+        return Err(invalid(format!("Payouts can only be canceled while they are pending; this payout is {}.", po["status"].as_str().unwrap_or(""))).code("payout_not_cancelable"));
+    }
+    let amount = po["amount"].as_i64().unwrap_or(0);
+    let cur = po["currency"].as_str().unwrap_or("usd").to_string();
+    balance_txn(w, call, amount, 0, &cur, &id, "payout_cancel", Some("Payout cancellation"));
+    Ok(modify_emit(w, call, &id, "payout.canceled", |p| p["status"] = json!("canceled")))
+}
+
+// ---------------------------------------------------------------------------------------
+// Products, prices, coupons.
+
+fn product_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let name = p.req_str("name")?.to_string();
+    let id = match p.str("id") {
+        Some(id) if w.get(id).is_some() => return Err(invalid(format!("Product already exists.")).code("resource_already_exists").param("id")),
+        Some(id) => id.to_string(),
+        None => w.new_id("prod"),
+    };
+    let now = w.now();
+    let mut o = json!({
+        "id": id, "object": "product", "active": true, "created": now, "default_price": null, "description": null,
+        "images": [], "livemode": false, "marketing_features": [], "metadata": {}, "name": name,
+        "package_dimensions": null, "shippable": null, "statement_descriptor": null, "tax_code": null,
+        "type": "service", "unit_label": null, "updated": now, "url": null,
+    });
+    p.copy(&mut o, &["description", "images", "statement_descriptor", "unit_label", "url", "tax_code"]);
+    if let Some(a) = p.bool("active")? {
+        o["active"] = json!(a);
+    }
+    p.metadata_into(&mut o)?;
+    let o = w.insert(Some(call), o);
+    emit(w, call, "product.created", &o, None);
+    if let Some(dp) = p.get("default_price_data").cloned() {
+        let mut data = dp.as_object().cloned().unwrap_or_default();
+        data.insert("product".into(), json!(id));
+        let price = price_create(w, call, &Params(data))?;
+        w.modify(call, &id, |o| o["default_price"] = price["id"].clone());
+    }
+    Ok(w.get(&id).cloned().unwrap())
+}
+
+fn product_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let active = p.bool("active")?;
+    list_of(w, call, "product", p, |o| active.is_none_or(|a| o["active"] == a))
+}
+
+fn product_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "product", &id, "product")
+}
+
+fn product_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut probe = get_or_404(w, "product", &id, "product")?;
+    p.metadata_into(&mut probe)?;
+    let active = p.bool("active")?;
+    if let Some(dp) = p.str("default_price") {
+        get_or_404(w, "price", dp, "price").map_err(|e| e.param("default_price"))?;
+    }
+    let now = w.now();
+    Ok(modify_emit(w, call, &id, "product.updated", |o| {
+        p.copy(o, &["name", "description", "images", "statement_descriptor", "unit_label", "url", "default_price"]);
+        o["metadata"] = probe["metadata"].clone();
+        if let Some(a) = active {
+            o["active"] = json!(a);
+        }
+        o["updated"] = json!(now);
+    }))
+}
+
+fn product_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let o = get_or_404(w, "product", &id, "product")?;
+    if w.all("price").any(|pr| pr["product"] == id.as_str()) {
+        return Err(invalid("This product cannot be deleted because it has one or more user-created prices.").code("product_has_prices"));
+    }
+    w.remove(call, &id);
+    emit(w, call, "product.deleted", &o, None);
+    Ok(json!({"id": id, "object": "product", "deleted": true}))
+}
+
+fn price_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cur = currency(p)?;
+    let product = match (p.str("product"), p.get("product_data")) {
+        (Some(pr), _) => {
+            get_or_404(w, "product", pr, "product").map_err(|e| e.param("product"))?;
+            pr.to_string()
+        }
+        (None, Some(pd)) => {
+            let data = pd.as_object().cloned().unwrap_or_default();
+            product_create(w, call, &Params(data))?["id"].as_str().unwrap().to_string()
+        }
+        _ => return Err(invalid("You must specify either `product` or `product_data` when creating a price.").code("parameter_missing").param("product")),
+    };
+    let unit_amount = p.int("unit_amount")?;
+    if unit_amount.is_none() && p.str("unit_amount_decimal").is_none() && p.get("custom_unit_amount").is_none() {
+        return Err(missing("unit_amount"));
+    }
+    let recurring = match p.get("recurring") {
+        Some(r) => {
+            let interval = r["interval"].as_str().ok_or_else(|| missing("recurring[interval]"))?;
+            if !["day", "week", "month", "year"].contains(&interval) {
+                return Err(invalid("Invalid recurring[interval]: must be one of day, week, month, or year").param("recurring[interval]"));
+            }
+            let count: i64 = r["interval_count"].as_str().and_then(|s| s.parse().ok()).unwrap_or(1);
+            json!({"aggregate_usage": null, "interval": interval, "interval_count": count, "meter": null, "trial_period_days": r["trial_period_days"].as_str().and_then(|s| s.parse::<i64>().ok()), "usage_type": r["usage_type"].as_str().unwrap_or("licensed")})
+        }
+        None => Value::Null,
+    };
+    let id = w.new_id("price");
+    let mut o = json!({
+        "id": id, "object": "price", "active": true, "billing_scheme": "per_unit", "created": w.now(),
+        "currency": cur, "custom_unit_amount": null, "livemode": false, "lookup_key": null, "metadata": {},
+        "nickname": null, "product": product, "tax_behavior": "unspecified", "tiers_mode": null,
+        "transform_quantity": null, "type": if recurring.is_null() { "one_time" } else { "recurring" },
+        "recurring": recurring, "unit_amount": unit_amount, "unit_amount_decimal": unit_amount.map(|u| u.to_string()),
+    });
+    p.copy(&mut o, &["nickname", "lookup_key", "tax_behavior"]);
+    if let Some(a) = p.bool("active")? {
+        o["active"] = json!(a);
+    }
+    p.metadata_into(&mut o)?;
+    let o = w.insert(Some(call), o);
+    emit(w, call, "price.created", &o, None);
+    Ok(o)
+}
+
+fn price_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let product = p.str("product").map(str::to_string);
+    let active = p.bool("active")?;
+    let ty = p.str("type").map(str::to_string);
+    let keys = p.strs("lookup_keys");
+    list_of(w, call, "price", p, |o| {
+        product.as_ref().is_none_or(|x| o["product"] == x.as_str())
+            && active.is_none_or(|a| o["active"] == a)
+            && ty.as_ref().is_none_or(|x| o["type"] == x.as_str())
+            && (keys.is_empty() || keys.iter().any(|k| o["lookup_key"] == k.as_str()))
+    })
+}
+
+fn price_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "price", &id, "price")
+}
+
+fn price_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut probe = get_or_404(w, "price", &id, "price")?;
+    if p.has("unit_amount") || p.has("currency") || p.has("recurring") {
+        return Err(invalid("Received unknown parameter: unit_amount. Prices are immutable: create a new price instead.").param("unit_amount"));
+    }
+    p.metadata_into(&mut probe)?;
+    let active = p.bool("active")?;
+    Ok(modify_emit(w, call, &id, "price.updated", |o| {
+        p.copy(o, &["nickname", "lookup_key", "tax_behavior"]);
+        o["metadata"] = probe["metadata"].clone();
+        if let Some(a) = active {
+            o["active"] = json!(a);
+        }
+    }))
+}
+
+fn coupon_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let pct = p.get("percent_off").and_then(Value::as_str).map(|s| s.parse::<f64>().map_err(|_| invalid(format!("Invalid decimal: {s}")).param("percent_off"))).transpose()?;
+    let off = p.int("amount_off")?;
+    if pct.is_none() == off.is_none() {
+        return Err(invalid("You must pass exactly one of percent_off or amount_off.").param("percent_off"));
+    }
+    if let Some(x) = pct {
+        if !(0.0..=100.0).contains(&x) || x == 0.0 {
+            return Err(invalid("Invalid percent_off: must be greater than 0 and at most 100").param("percent_off"));
+        }
+    }
+    let cur = if off.is_some() { Some(currency(p)?) } else { None };
+    let duration = p.str("duration").unwrap_or("once");
+    if !["forever", "once", "repeating"].contains(&duration) {
+        return Err(invalid("Invalid duration: must be one of forever, once, or repeating").param("duration"));
+    }
+    let months = p.int("duration_in_months")?;
+    if duration == "repeating" && months.is_none() {
+        return Err(missing("duration_in_months"));
+    }
+    let id = match p.str("id") {
+        Some(id) if w.get(id).is_some() => return Err(invalid("Coupon already exists.").code("resource_already_exists").param("id")),
+        Some(id) => id.to_string(),
+        None => crate::core::base62(w.seq * 7919 + 1, 8),
+    };
+    w.seq += 1;
+    let mut o = json!({
+        "id": id, "object": "coupon", "amount_off": off, "created": w.now(), "currency": cur, "duration": duration,
+        "duration_in_months": months, "livemode": false, "max_redemptions": p.int("max_redemptions")?, "metadata": {},
+        "name": p.str("name"), "percent_off": pct, "redeem_by": p.int("redeem_by")?, "times_redeemed": 0, "valid": true,
+    });
+    p.metadata_into(&mut o)?;
+    let o = w.insert(Some(call), o);
+    emit(w, call, "coupon.created", &o, None);
+    Ok(o)
+}
+
+fn coupon_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    list_of(w, call, "coupon", p, |_| true)
+}
+
+fn coupon_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "coupon", &id, "coupon")
+}
+
+fn coupon_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut probe = get_or_404(w, "coupon", &id, "coupon")?;
+    p.metadata_into(&mut probe)?;
+    Ok(modify_emit(w, call, &id, "coupon.updated", |o| {
+        p.copy(o, &["name"]);
+        o["metadata"] = probe["metadata"].clone();
+    }))
+}
+
+fn coupon_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let o = get_or_404(w, "coupon", &id, "coupon")?;
+    w.remove(call, &id);
+    emit(w, call, "coupon.deleted", &o, None);
+    Ok(json!({"id": id, "object": "coupon", "deleted": true}))
+}
+
+// ---------------------------------------------------------------------------------------
+// SetupIntents.
+
+fn si_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    if let Some(c) = p.str("customer") {
+        get_or_404(w, "customer", c, "customer").map_err(|e| e.param("customer"))?;
+    }
+    let usage = p.str("usage").unwrap_or("off_session");
+    if !["off_session", "on_session"].contains(&usage) {
+        return Err(invalid("Invalid usage: must be one of off_session or on_session").param("usage"));
+    }
+    let id = w.new_id("seti");
+    let now = w.now();
+    let mut o = json!({
+        "id": id, "object": "setup_intent", "application": null, "automatic_payment_methods": null,
+        "cancellation_reason": null, "client_secret": format!("{id}_secret_{}", crate::core::base62(now as u64, 10)),
+        "created": now, "customer": null, "description": null, "flow_directions": null, "last_setup_error": null,
+        "latest_attempt": null, "livemode": false, "mandate": null, "metadata": {}, "next_action": null,
+        "on_behalf_of": null, "payment_method": null, "payment_method_options": {},
+        "payment_method_types": ["card"], "single_use_mandate": null, "status": "requires_payment_method", "usage": usage,
+    });
+    p.copy(&mut o, &["customer", "description"]);
+    let types = p.strs("payment_method_types");
+    if !types.is_empty() {
+        o["payment_method_types"] = json!(types);
+    }
+    p.metadata_into(&mut o)?;
+    if let Some(pm) = p.str("payment_method") {
+        let pm = resolve_pm(w, call, pm, "payment_method")?;
+        o["payment_method"] = json!(pm);
+        o["status"] = json!("requires_confirmation");
+    }
+    let o = w.insert(Some(call), o);
+    emit(w, call, "setup_intent.created", &o, None);
+    if p.bool("confirm")? == Some(true) {
+        return si_do_confirm(w, call, &id, p);
+    }
+    Ok(o)
+}
+
+fn si_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = p.str("customer").map(str::to_string);
+    list_of(w, call, "setup_intent", p, |o| cus.as_ref().is_none_or(|c| o["customer"] == c.as_str()))
+}
+
+fn si_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "setup_intent", &id, "setup_intent")
+}
+
+fn si_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut probe = get_or_404(w, "setup_intent", &id, "setup_intent")?;
+    p.metadata_into(&mut probe)?;
+    let pm = match p.str("payment_method") {
+        Some(pm) => Some(resolve_pm(w, call, pm, "payment_method")?),
+        None => None,
+    };
+    Ok(w.modify(call, &id, |o| {
+        p.copy(o, &["customer", "description"]);
+        o["metadata"] = probe["metadata"].clone();
+        if let Some(pm) = pm {
+            o["payment_method"] = json!(pm);
+            o["status"] = json!("requires_confirmation");
+        }
+    }))
+}
+
+fn si_confirm(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "setup_intent", &id, "setup_intent")?;
+    si_do_confirm(w, call, &id, p)
+}
+
+fn si_do_confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
+    let si = w.get(id).cloned().unwrap();
+    let status = si["status"].as_str().unwrap_or("").to_string();
+    if !["requires_payment_method", "requires_confirmation", "requires_action"].contains(&status.as_str()) {
+        return Err(invalid(format!("You cannot confirm this SetupIntent because it has a status of {status}.")).code("setup_intent_unexpected_state").with("setup_intent", si));
+    }
+    let pm_id = match p.str("payment_method") {
+        Some(pm) => resolve_pm(w, call, pm, "payment_method")?,
+        None => match si["payment_method"].as_str() {
+            Some(pm) => pm.to_string(),
+            None => {
+                return Err(invalid("You cannot confirm this SetupIntent because it's missing a payment method.").code("setup_intent_unexpected_state").with("setup_intent", si));
+            }
+        },
+    };
+    let pm = w.get(&pm_id).cloned().unwrap();
+    match behaviour_of(&pm) {
+        Behaviour::Decline(code, decline) => {
+            let msg = decline_message(code, decline);
+            let err = json!({"code": code, "decline_code": decline, "message": msg, "payment_method": pm, "type": "card_error"});
+            let si = w.modify(call, id, |o| {
+                o["status"] = json!("requires_payment_method");
+                o["last_setup_error"] = err;
+                o["payment_method"] = Value::Null;
+            });
+            emit(w, call, "setup_intent.setup_failed", &si, None);
+            let mut e = StripeError::new(402, "card_error", msg).code(code).with("setup_intent", si);
+            e.decline_code = Some(decline.to_string());
+            Err(e)
+        }
+        Behaviour::ThreeDS if status != "requires_action" && pm["card"]["last4"] == "3184" => {
+            let si = w.modify(call, id, |o| {
+                o["status"] = json!("requires_action");
+                o["payment_method"] = json!(pm_id);
+                o["next_action"] = json!({"type": "use_stripe_sdk", "use_stripe_sdk": {"type": "stripe_3ds2_fingerprint"}});
+            });
+            emit(w, call, "setup_intent.requires_action", &si, None);
+            Ok(si)
+        }
+        _ => {
+            if let Some(c) = si["customer"].as_str() {
+                if w.get(&pm_id).is_some_and(|pm| pm["customer"].is_null()) {
+                    let pm = w.modify(call, &pm_id, |pm| pm["customer"] = json!(c));
+                    emit(w, call, "payment_method.attached", &pm, None);
+                }
+            }
+            let si = w.modify(call, id, |o| {
+                o["status"] = json!("succeeded");
+                o["payment_method"] = json!(pm_id);
+                o["next_action"] = Value::Null;
+                o["last_setup_error"] = Value::Null;
+            });
+            emit(w, call, "setup_intent.succeeded", &si, None);
+            Ok(si)
+        }
+    }
+}
+
+fn si_cancel(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let si = get_or_404(w, "setup_intent", &id, "setup_intent")?;
+    if si["status"] == "succeeded" || si["status"] == "canceled" {
+        return Err(invalid(format!("You cannot cancel this SetupIntent because it has a status of {}.", si["status"].as_str().unwrap_or(""))).code("setup_intent_unexpected_state").with("setup_intent", si));
+    }
+    let reason = p.str("cancellation_reason").map(str::to_string);
+    let si = w.modify(call, &id, |o| {
+        o["status"] = json!("canceled");
+        o["cancellation_reason"] = reason.map(Value::String).unwrap_or(Value::Null);
+    });
+    emit(w, call, "setup_intent.canceled", &si, None);
+    Ok(si)
+}
+
+// ---------------------------------------------------------------------------------------
+// Events and webhook endpoints.
+
+fn event_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let mut types = p.strs("types");
+    if let Some(t) = p.str("type") {
+        types.push(t.to_string());
+    }
+    let matches = |t: &str| {
+        types.is_empty()
+            || types.iter().any(|pat| match pat.strip_suffix('*') {
+                Some(prefix) => t.starts_with(prefix),
+                None => pat == t,
+            })
+    };
+    list_of(w, call, "event", p, |e| matches(e["type"].as_str().unwrap_or("")))
+}
+
+fn event_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "event", &id, "event")
+}
+
+fn we_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let url = p.req_str("url")?.to_string();
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(invalid(format!("Invalid URL: {url}. URLs must begin with http or https.")).param("url"));
+    }
+    let events = p.strs("enabled_events");
+    if events.is_empty() {
+        return Err(missing("enabled_events"));
+    }
+    let id = w.new_id("we");
+    let secret = format!("whsec_{}", crate::core::base62(w.seq.wrapping_mul(0x9E37_79B9_7F4A_7C15), 32));
+    let mut o = json!({
+        "id": id, "object": "webhook_endpoint", "api_version": p.str("api_version"), "application": null,
+        "created": w.now(), "description": null, "enabled_events": events, "livemode": false, "metadata": {},
+        "secret": secret, "status": "enabled", "url": url,
+    });
+    p.copy(&mut o, &["description"]);
+    p.metadata_into(&mut o)?;
+    let o = w.insert(Some(call), o);
+    Ok(o)
+}
+
+/// A webhook endpoint as retrieved: Stripe shows the secret only on create.
+fn we_public(mut o: Value) -> Value {
+    if let Some(m) = o.as_object_mut() {
+        m.remove("secret");
+    }
+    o
+}
+
+fn we_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let mut out = list_of(w, call, "webhook_endpoint", p, |_| true)?;
+    if let Some(items) = out["data"].as_array_mut() {
+        for o in items.iter_mut() {
+            *o = we_public(std::mem::take(o));
+        }
+    }
+    Ok(out)
+}
+
+fn we_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "webhook_endpoint", &id, "webhook endpoint").map(we_public)
+}
+
+fn we_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut probe = get_or_404(w, "webhook_endpoint", &id, "webhook endpoint")?;
+    p.metadata_into(&mut probe)?;
+    let events = p.strs("enabled_events");
+    let disabled = p.bool("disabled")?;
+    Ok(we_public(w.modify(call, &id, |o| {
+        p.copy(o, &["url", "description"]);
+        o["metadata"] = probe["metadata"].clone();
+        if !events.is_empty() {
+            o["enabled_events"] = json!(events);
+        }
+        if let Some(d) = disabled {
+            o["status"] = json!(if d { "disabled" } else { "enabled" });
+        }
+    })))
+}
+
+fn we_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    get_or_404(w, "webhook_endpoint", &id, "webhook endpoint")?;
+    w.remove(call, &id);
+    Ok(json!({"id": id, "object": "webhook_endpoint", "deleted": true}))
+}

@@ -1,0 +1,608 @@
+//! What every Stripe endpoint shares: nested form parameters, Stripe's error envelope, ids
+//! with Stripe's prefixes, list objects and pagination, `expand[]`, and the per-request
+//! pipeline (request ids, failure injection, idempotency).
+
+use pome_twin_sdk::{Call, Method, Response, Value, json};
+use serde_json::Map;
+
+use crate::World;
+
+/// A Stripe API error: `{"error": {type, code, decline_code, param, message, doc_url}}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StripeError {
+    pub status: u16,
+    pub kind: &'static str,
+    pub code: Option<String>,
+    pub decline_code: Option<String>,
+    pub param: Option<String>,
+    pub message: String,
+    /// Extra fields beside the error (`payment_intent`, `charge`, `payment_method`).
+    pub extra: Map<String, Value>,
+}
+
+impl StripeError {
+    pub fn new(status: u16, kind: &'static str, message: impl Into<String>) -> StripeError {
+        StripeError { status, kind, code: None, decline_code: None, param: None, message: message.into(), extra: Map::new() }
+    }
+    pub fn code(mut self, code: &str) -> Self {
+        self.code = Some(code.to_string());
+        self
+    }
+    pub fn param(mut self, p: &str) -> Self {
+        self.param = Some(p.to_string());
+        self
+    }
+    pub fn with(mut self, k: &str, v: Value) -> Self {
+        self.extra.insert(k.to_string(), v);
+        self
+    }
+    pub fn body(&self, request_id: &str) -> Value {
+        let mut e = Map::new();
+        if let Some(c) = &self.code {
+            e.insert("code".into(), json!(c));
+        }
+        if let Some(c) = &self.decline_code {
+            e.insert("decline_code".into(), json!(c));
+        }
+        if let Some(c) = &self.code {
+            e.insert("doc_url".into(), json!(format!("https://stripe.com/docs/error-codes/{}", c.replace('_', "-"))));
+        }
+        e.insert("message".into(), json!(self.message));
+        if let Some(p) = &self.param {
+            e.insert("param".into(), json!(p));
+        }
+        for (k, v) in &self.extra {
+            e.insert(k.clone(), v.clone());
+        }
+        e.insert("request_log_url".into(), json!(format!("https://dashboard.stripe.com/test/logs/{request_id}")));
+        e.insert("type".into(), json!(self.kind));
+        json!({ "error": e })
+    }
+}
+
+pub type Res = Result<Value, StripeError>;
+
+/// 400 invalid_request_error.
+pub fn invalid(message: impl Into<String>) -> StripeError {
+    StripeError::new(400, "invalid_request_error", message)
+}
+
+pub fn missing(param: &str) -> StripeError {
+    invalid(format!("Missing required param: {param}.")).code("parameter_missing").param(param)
+}
+
+pub fn no_such(kind: &str, id: &str, param: &str) -> StripeError {
+    StripeError::new(404, "invalid_request_error", format!("No such {kind}: '{id}'")).code("resource_missing").param(param)
+}
+
+// ---------------------------------------------------------------------------------------
+// Parameters: `a[b][0][c]=v` becomes {"a": {"b": [{"c": "v"}]}}, `expand[]=x` an array.
+
+/// Parse form pairs into one nested JSON object. Values stay strings; handlers coerce.
+pub fn nest(pairs: &[(String, String)]) -> Result<Map<String, Value>, StripeError> {
+    let mut root = Value::Object(Map::new());
+    for (k, v) in pairs {
+        let (head, rest) = match k.find('[') {
+            Some(i) => (&k[..i], &k[i..]),
+            None => (k.as_str(), ""),
+        };
+        let mut keys: Vec<&str> = vec![head];
+        let mut r = rest;
+        while let Some(s) = r.strip_prefix('[') {
+            let Some(end) = s.find(']') else { return Err(invalid(format!("Invalid parameter name: {k}"))) };
+            keys.push(&s[..end]);
+            r = &s[end + 1..];
+        }
+        insert(&mut root, &keys, Value::String(v.clone())).map_err(|_| invalid(format!("Invalid array or hash: {k}")).param(head))?;
+    }
+    // Hashes keyed 0..n become arrays.
+    fn arrays(v: &mut Value) {
+        if let Value::Object(m) = v {
+            for (_, c) in m.iter_mut() {
+                arrays(c);
+            }
+            if !m.is_empty() && m.keys().all(|k| k.parse::<usize>().is_ok()) {
+                let mut items: Vec<(usize, Value)> =
+                    std::mem::take(m).into_iter().map(|(k, v)| (k.parse().unwrap(), v)).collect();
+                items.sort_by_key(|(i, _)| *i);
+                *v = Value::Array(items.into_iter().map(|(_, v)| v).collect());
+            }
+        } else if let Value::Array(a) = v {
+            a.iter_mut().for_each(arrays);
+        }
+    }
+    arrays(&mut root);
+    match root {
+        Value::Object(m) => Ok(m),
+        _ => Ok(Map::new()),
+    }
+}
+
+fn insert(node: &mut Value, keys: &[&str], v: Value) -> Result<(), ()> {
+    let (k, rest) = keys.split_first().ok_or(())?;
+    if rest.is_empty() {
+        match node {
+            Value::Object(m) => {
+                m.insert(k.to_string(), v);
+            }
+            Value::Array(a) if k.is_empty() => a.push(v),
+            _ => return Err(()),
+        }
+        return Ok(());
+    }
+    let next_is_push = rest[0].is_empty();
+    let child = match node {
+        Value::Object(m) => m
+            .entry(k.to_string())
+            .or_insert_with(|| if next_is_push { Value::Array(vec![]) } else { Value::Object(Map::new()) }),
+        Value::Array(a) if k.is_empty() => {
+            a.push(Value::Object(Map::new()));
+            a.last_mut().unwrap()
+        }
+        _ => return Err(()),
+    };
+    if next_is_push && rest.len() == 1 {
+        if let Value::String(_) = child {
+            return Err(());
+        }
+        if let Value::Object(m) = child {
+            if m.is_empty() {
+                *child = Value::Array(vec![]);
+            }
+        }
+    }
+    insert(child, rest, v)
+}
+
+/// The request's parameters: the form body (POST) or query (GET, DELETE), nested.
+pub struct Params(pub Map<String, Value>);
+
+impl Params {
+    pub fn get(&self, k: &str) -> Option<&Value> {
+        self.0.get(k).filter(|v| !matches!(v, Value::String(s) if s.is_empty()) || k == "metadata")
+    }
+    pub fn str(&self, k: &str) -> Option<&str> {
+        self.get(k).and_then(Value::as_str)
+    }
+    pub fn has(&self, k: &str) -> bool {
+        self.0.contains_key(k)
+    }
+    /// A whole number parameter; a malformed one is Stripe's `Invalid integer` error.
+    pub fn int(&self, k: &str) -> Result<Option<i64>, StripeError> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(Value::String(s)) => s.parse::<i64>().map(Some).map_err(|_| invalid(format!("Invalid integer: {s}")).param(k)),
+            Some(Value::Number(n)) => Ok(n.as_i64()),
+            Some(_) => Err(invalid(format!("Invalid integer: {k}")).param(k)),
+        }
+    }
+    pub fn req_int(&self, k: &str) -> Result<i64, StripeError> {
+        self.int(k)?.ok_or_else(|| missing(k))
+    }
+    pub fn bool(&self, k: &str) -> Result<Option<bool>, StripeError> {
+        match self.str(k) {
+            None => Ok(None),
+            Some("true") => Ok(Some(true)),
+            Some("false") => Ok(Some(false)),
+            Some(s) => Err(invalid(format!("Invalid boolean: {s}")).param(k)),
+        }
+    }
+    pub fn req_str(&self, k: &str) -> Result<&str, StripeError> {
+        self.str(k).ok_or_else(|| missing(k))
+    }
+    pub fn strs(&self, k: &str) -> Vec<String> {
+        match self.get(k) {
+            Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+            Some(Value::String(s)) => vec![s.clone()],
+            _ => vec![],
+        }
+    }
+    /// Apply `metadata[...]` to an object's metadata: empty values unset keys; `metadata=""`
+    /// clears it. Stripe's limits: 50 keys, keys ≤ 40 chars, values ≤ 500 chars.
+    pub fn metadata_into(&self, obj: &mut Value) -> Result<(), StripeError> {
+        let Some(md) = self.0.get("metadata") else { return Ok(()) };
+        let target = obj["metadata"].as_object_mut().map(std::mem::take).unwrap_or_default();
+        let mut target = target;
+        match md {
+            Value::String(s) if s.is_empty() => target.clear(),
+            Value::Object(m) => {
+                for (k, v) in m {
+                    let v = v.as_str().unwrap_or("");
+                    if k.chars().count() > 40 {
+                        return Err(invalid(format!("Metadata keys can have up to 40 characters; the key `{k}` is too long.")).param(&format!("metadata[{k}]")));
+                    }
+                    if v.chars().count() > 500 {
+                        return Err(invalid(format!("Metadata values can have up to 500 characters, but you passed in a value that is {} characters.", v.chars().count())).param(&format!("metadata[{k}]")));
+                    }
+                    if v.is_empty() {
+                        target.remove(k);
+                    } else {
+                        target.insert(k.clone(), json!(v));
+                    }
+                }
+                if target.len() > 50 {
+                    return Err(invalid("You can have up to 50 metadata keys.").param("metadata"));
+                }
+            }
+            _ => return Err(invalid("Invalid hash").param("metadata")),
+        }
+        obj["metadata"] = Value::Object(target);
+        Ok(())
+    }
+    /// Copy plain string/nullable fields given in the request onto `obj`.
+    pub fn copy(&self, obj: &mut Value, fields: &[&str]) {
+        for f in fields {
+            if let Some(v) = self.0.get(*f) {
+                obj[*f] = match v {
+                    Value::String(s) if s.is_empty() => Value::Null,
+                    other => other.clone(),
+                };
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Ids: the prefix and 24 base62 characters derived from a counter, so the same requests
+// give the same ids.
+
+const B62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+pub fn base62(mut n: u64, width: usize) -> String {
+    let mut out = vec![b'0'; width];
+    for i in (0..width).rev() {
+        out[i] = B62[(n % 62) as usize];
+        n /= 62;
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// `prefix_` + 24 characters: a scrambled form of the counter (so ids look like Stripe's)
+/// then the counter itself (so they stay unique).
+pub fn make_id(prefix: &str, n: u64) -> String {
+    let scrambled = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ 0x5DEE_CE66_D1CE_4E5B;
+    format!("{prefix}_{}{}", base62(scrambled, 12), base62(n, 12))
+}
+
+// ---------------------------------------------------------------------------------------
+// Lists.
+
+/// Paginate `items` (newest first) by `limit`, `starting_after`, `ending_before`.
+pub fn list_object(url: &str, items: Vec<Value>, p: &Params) -> Res {
+    let limit = p.int("limit")?.unwrap_or(10);
+    if !(1..=100).contains(&limit) {
+        return Err(invalid("Invalid limit: must be between 1 and 100").param("limit"));
+    }
+    let limit = limit as usize;
+    let pos = |id: &str, param: &str| -> Result<usize, StripeError> {
+        items
+            .iter()
+            .position(|o| o["id"].as_str() == Some(id))
+            .ok_or_else(|| invalid(format!("No such object: '{id}'")).code("resource_missing").param(param))
+    };
+    let (page, has_more): (Vec<Value>, bool) = if let Some(after) = p.str("starting_after") {
+        let start = pos(after, "starting_after")? + 1;
+        let rest = &items[start..];
+        (rest.iter().take(limit).cloned().collect(), rest.len() > limit)
+    } else if let Some(before) = p.str("ending_before") {
+        let end = pos(before, "ending_before")?;
+        let start = end.saturating_sub(limit);
+        (items[start..end].to_vec(), start > 0)
+    } else {
+        (items.iter().take(limit).cloned().collect(), items.len() > limit)
+    };
+    Ok(json!({ "object": "list", "data": page, "has_more": has_more, "url": url }))
+}
+
+/// A search result object (`object: search_result`, `next_page`, `total_count` absent).
+pub fn search_object(url: &str, items: Vec<Value>, p: &Params) -> Res {
+    let limit = p.int("limit")?.unwrap_or(10).clamp(1, 100) as usize;
+    let start = match p.str("page") {
+        Some(pg) => pg.strip_prefix("page_").and_then(|s| s.parse::<usize>().ok()).ok_or_else(|| invalid("Invalid page").param("page"))?,
+        None => 0,
+    };
+    let start = start.min(items.len());
+    let end = (start + limit).min(items.len());
+    let has_more = end < items.len();
+    Ok(json!({
+        "object": "search_result",
+        "data": items[start..end].to_vec(),
+        "has_more": has_more,
+        "next_page": if has_more { json!(format!("page_{end}")) } else { Value::Null },
+        "url": url,
+    }))
+}
+
+// ---------------------------------------------------------------------------------------
+// The search query language: `field:'value'`, `metadata['k']:'v'`, `created>123`,
+// `-field:'v'` for negation, `~` for substring, clauses joined by AND or OR.
+
+pub fn search_matches(query: &str, obj: &Value) -> Result<bool, StripeError> {
+    let q = query.trim();
+    if q.is_empty() {
+        return Err(invalid("Missing required param: query.").param("query"));
+    }
+    let (ors, joiner_or) = split_clauses(q)?;
+    let mut results = Vec::new();
+    for clause in &ors {
+        results.push(clause_matches(clause, obj)?);
+    }
+    Ok(if joiner_or { results.iter().any(|b| *b) } else { results.iter().all(|b| *b) })
+}
+
+fn split_clauses(q: &str) -> Result<(Vec<String>, bool), StripeError> {
+    let mut clauses = Vec::new();
+    let mut cur = String::new();
+    let mut in_quote = false;
+    let mut joiner: Option<bool> = None;
+    let words: Vec<&str> = q.split(' ').collect();
+    for w in words {
+        let quotes = w.matches('\'').count() - w.matches("\\'").count();
+        if !in_quote && (w == "AND" || w == "OR") {
+            let is_or = w == "OR";
+            if joiner.is_some_and(|j| j != is_or) {
+                return Err(invalid("Search queries cannot mix AND and OR.").param("query"));
+            }
+            joiner = Some(is_or);
+            clauses.push(std::mem::take(&mut cur));
+            continue;
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(w);
+        if quotes % 2 == 1 {
+            in_quote = !in_quote;
+        }
+    }
+    clauses.push(cur);
+    let clauses: Vec<String> = clauses.into_iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect();
+    if clauses.len() > 10 {
+        return Err(invalid("Search queries can have up to 10 clauses.").param("query"));
+    }
+    Ok((clauses, joiner == Some(true)))
+}
+
+fn clause_matches(clause: &str, obj: &Value) -> Result<bool, StripeError> {
+    let bad = || invalid(format!("We were unable to parse your search query. Try checking the syntax near `{clause}`.")).param("query");
+    let (neg, c) = match clause.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, clause),
+    };
+    let op_at = c.find([':', '>', '<']).ok_or_else(bad)?;
+    let field = &c[..op_at];
+    let rest = &c[op_at..];
+    let (op, value) = if let Some(v) = rest.strip_prefix(">=") {
+        (">=", v)
+    } else if let Some(v) = rest.strip_prefix("<=") {
+        ("<=", v)
+    } else if let Some(v) = rest.strip_prefix(':') {
+        if let Some(v) = v.strip_prefix('~') { ("~", v) } else { (":", v) }
+    } else if let Some(v) = rest.strip_prefix('>') {
+        (">", v)
+    } else {
+        ("<", &rest[1..])
+    };
+    let value = value.trim();
+    let value = if value.len() >= 2 && value.starts_with('\'') && value.ends_with('\'') {
+        value[1..value.len() - 1].replace("\\'", "'")
+    } else if value.len() >= 2 && value.starts_with('"') && value.ends_with('"') {
+        value[1..value.len() - 1].to_string()
+    } else {
+        value.to_string()
+    };
+    let actual: Value = if let Some(k) = field.strip_prefix("metadata[").and_then(|s| s.strip_suffix(']')) {
+        let k = k.trim_matches(|c| c == '\'' || c == '"');
+        obj["metadata"][k].clone()
+    } else {
+        let mut cur = obj;
+        for part in field.split('.') {
+            cur = &cur[part];
+        }
+        cur.clone()
+    };
+    let text = match &actual {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".to_string(),
+        other => other.to_string(),
+    };
+    let hit = match op {
+        ":" => {
+            if value == "null" {
+                actual.is_null()
+            } else {
+                text == value || (actual.is_string() && text.eq_ignore_ascii_case(&value) && field == "email")
+            }
+        }
+        "~" => {
+            if value.chars().count() < 3 {
+                return Err(invalid("Substring matching requires at least 3 characters.").param("query"));
+            }
+            text.to_lowercase().contains(&value.to_lowercase())
+        }
+        _ => {
+            let a = actual.as_f64().ok_or_else(bad)?;
+            let b: f64 = value.parse().map_err(|_| bad())?;
+            match op {
+                ">" => a > b,
+                "<" => a < b,
+                ">=" => a >= b,
+                _ => a <= b,
+            }
+        }
+    };
+    Ok(hit != neg)
+}
+
+// ---------------------------------------------------------------------------------------
+// expand[]
+
+/// Replace id strings named by `expand[]` paths (`customer`, `latest_charge.balance_transaction`,
+/// `data.customer` inside lists) with the objects they name.
+pub fn expand(w: &World, v: &mut Value, paths: &[String]) -> Result<(), StripeError> {
+    for path in paths {
+        let parts: Vec<&str> = path.split('.').collect();
+        if parts.len() > 4 {
+            return Err(invalid("You cannot expand more than 4 levels of a property.").param("expand"));
+        }
+        expand_one(w, v, &parts, path)?;
+    }
+    Ok(())
+}
+
+fn expand_one(w: &World, v: &mut Value, parts: &[&str], full: &str) -> Result<(), StripeError> {
+    let Some((first, rest)) = parts.split_first() else { return Ok(()) };
+    if v.get("object").and_then(Value::as_str) == Some("list") || v.get("object").and_then(Value::as_str) == Some("search_result") {
+        if *first == "data" {
+            if let Some(items) = v["data"].as_array_mut() {
+                for item in items {
+                    expand_one(w, item, rest, full)?;
+                }
+            }
+            return Ok(());
+        }
+    }
+    let Some(obj) = v.as_object_mut() else { return Ok(()) };
+    let Some(field) = obj.get_mut(*first) else {
+        return Err(invalid(format!("This property cannot be expanded ({full}).")).param("expand"));
+    };
+    if let Value::String(id) = field {
+        match w.objects.get(id.as_str()) {
+            Some(target) => *field = target.clone(),
+            None => return Err(invalid(format!("This property cannot be expanded ({full}).")).param("expand")),
+        }
+    } else if field.is_null() {
+        return Ok(());
+    }
+    expand_one(w, field, rest, full)
+}
+
+// ---------------------------------------------------------------------------------------
+// The request pipeline.
+
+pub type Handler = fn(&mut World, &mut Call, &Params) -> Res;
+
+/// Serve one request through a handler: parameters, failure injection, idempotency,
+/// `expand[]`, and Stripe's headers on every answer.
+pub fn run(w: &mut World, call: &mut Call, f: Handler) -> Response {
+    w.request_seq += 1;
+    let request_id = format!("req_{}", base62(w.request_seq.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 8, 14));
+    w.current_request = request_id.clone();
+    let version = call.req.header("stripe-version").unwrap_or(crate::API_VERSION).to_string();
+    let finish = |mut r: Response| -> Response {
+        r = r.with_header("request-id", request_id.clone()).with_header("stripe-version", version.clone());
+        r
+    };
+
+    let pairs = if matches!(call.req.method, Method::Post) {
+        if call.req.is_json() && !call.req.body.is_empty() {
+            // Stripe takes form bodies only; a JSON body reads as no parameters.
+            Vec::new()
+        } else {
+            call.req.form_pairs()
+        }
+    } else {
+        call.req.query_pairs()
+    };
+    let mut params = match nest(&pairs) {
+        Ok(m) => Params(m),
+        Err(e) => return finish(error_response(&e, &request_id)),
+    };
+    if matches!(call.req.method, Method::Post) {
+        // `expand[]` may come in the query of a POST too.
+        for (k, v) in call.req.query_pairs() {
+            if k == "expand[]" || k.starts_with("expand[") {
+                let arr = params.0.entry("expand").or_insert_with(|| Value::Array(vec![]));
+                if let Value::Array(a) = arr {
+                    a.push(Value::String(v));
+                }
+            }
+        }
+    }
+
+    // Failure injection: the Nth attempt of a method and path.
+    let path = call.req.path.clone();
+    let method = call.req.method.as_str().to_string();
+    let key = format!("{method} {path}");
+    let attempt = {
+        let n = w.attempts.entry(key).or_insert(0);
+        *n += 1;
+        *n
+    };
+    let rule = w
+        .failure_injection
+        .iter()
+        .find(|r| r.method.eq_ignore_ascii_case(&method) && (r.path == path || r.path.is_empty()) && r.attempt.is_none_or(|a| a == attempt))
+        .cloned();
+    let injected = |r: &crate::FailureRule| {
+        let mut body = r.body.clone().unwrap_or_else(|| json!({"error": {"type": "api_error", "message": "Injected failure."}}));
+        if let Some(e) = body.get_mut("error").and_then(Value::as_object_mut) {
+            e.entry("request_log_url").or_insert(json!(format!("https://dashboard.stripe.com/test/logs/{request_id}")));
+        }
+        finish(Response::json(r.status, &body))
+    };
+    if let Some(r) = rule.as_ref().filter(|r| r.mode == "before_handler") {
+        return injected(r);
+    }
+
+    // Idempotency: POSTs with a key replay their first answer.
+    let idem_key = if matches!(call.req.method, Method::Post) {
+        call.req.header("idempotency-key").map(str::to_string)
+    } else {
+        None
+    };
+    let fingerprint = format!("{method} {path} {}", String::from_utf8_lossy(&call.req.body));
+    if let Some(k) = &idem_key {
+        if let Some(prev) = w.idempotency.get(k) {
+            if prev.fingerprint != fingerprint {
+                let e = StripeError::new(400, "idempotency_error", format!(
+                    "Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '{k}' if you meant to execute a different request."
+                ));
+                return finish(error_response(&e, &request_id));
+            }
+            let mut r = Response::json(prev.status, &Value::Null);
+            r.body = prev.body.clone().into_bytes();
+            return finish(r.with_header("idempotent-replayed", "true").with_header("original-request", prev.request_id.clone()));
+        }
+    }
+
+    w.current_idempotency_key = idem_key.clone();
+    let out = f(w, call, &params).and_then(|mut v| {
+        let paths = params.strs("expand");
+        if !paths.is_empty() {
+            expand(w, &mut v, &paths)?;
+        }
+        Ok(v)
+    });
+    w.current_idempotency_key = None;
+    let resp = match out {
+        Ok(v) => Response::json(200, &v),
+        Err(e) => error_response(&e, &request_id),
+    };
+    if let Some(k) = idem_key {
+        // Stripe saves the result once the endpoint started executing; validation failures
+        // (400 invalid_request_error without side effects) are not saved.
+        let saved = resp.status == 200 || resp.status == 402;
+        if saved {
+            w.idempotency.insert(
+                k,
+                crate::IdemEntry {
+                    fingerprint,
+                    status: resp.status,
+                    body: String::from_utf8_lossy(&resp.body).into_owned(),
+                    request_id: request_id.clone(),
+                },
+            );
+        }
+    }
+    if let Some(r) = rule.as_ref().filter(|r| r.mode != "before_handler") {
+        return injected(r);
+    }
+    finish(resp)
+}
+
+pub fn error_response(e: &StripeError, request_id: &str) -> Response {
+    Response::json(e.status, &e.body(request_id))
+}

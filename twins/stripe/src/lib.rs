@@ -1,0 +1,278 @@
+//! The Stripe twin: Stripe's REST API (`/v1/...`, form bodies in, Stripe JSON out), stateful
+//! enough that stripe-python and stripe-node cannot tell it from api.stripe.com in test mode.
+//!
+//! Objects are kept as Stripe renders them (JSON), keyed by id in ordered maps, with one
+//! creation-order index per object type for lists. [`core`] holds what every endpoint shares
+//! (parameters, errors, ids, lists, search, expand, idempotency, failure injection),
+//! [`api`] the resources and the payment state machine, [`seed`] the strict seed reader,
+//! [`checks`] the grading vocabulary.
+
+#![recursion_limit = "512"]
+
+pub mod api;
+pub mod checks;
+pub mod core;
+pub mod seed;
+pub mod x402;
+
+use std::collections::BTreeMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::OnceLock;
+
+use pome_twin_sdk::{
+    Call, CheckDecl, CheckWorld, Credential, HostError, HostErrorKind, Outcome, Params, Request, Response, Router, Twin, Value, json,
+};
+use serde::{Deserialize, Serialize};
+
+pub const API_VERSION: &str = "2024-06-20";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IdemEntry {
+    pub fingerprint: String,
+    pub status: u16,
+    pub body: String,
+    pub request_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FailureRule {
+    pub method: String,
+    pub path: String,
+    pub attempt: Option<u32>,
+    /// `before_handler` (the request never runs) or `after_handler` (it runs, its answer is
+    /// replaced).
+    pub mode: String,
+    pub status: u16,
+    pub body: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Data {
+    pub account_id: String,
+    pub api_keys: Vec<Value>,
+    /// The id counter every new object takes its id from.
+    pub seq: u64,
+    pub request_seq: u64,
+    /// Every object by id.
+    pub objects: BTreeMap<String, Value>,
+    /// Object type (`payment_intent`) → ids in creation order.
+    pub order: BTreeMap<String, Vec<String>>,
+    pub idempotency: BTreeMap<String, IdemEntry>,
+    pub failure_injection: Vec<FailureRule>,
+    pub attempts: BTreeMap<String, u32>,
+    /// Seeded balance on top of what balance transactions add up to: currency → (available, pending).
+    pub seeded_balance: BTreeMap<String, (i64, i64)>,
+    /// Ids of deleted customers (retrieving one answers `deleted: true`).
+    #[serde(default)]
+    pub deleted: std::collections::BTreeSet<String>,
+    #[serde(default)]
+    pub current_request: String,
+    #[serde(default)]
+    pub current_idempotency_key: Option<String>,
+}
+
+impl Data {
+    pub fn tombstone(&mut self, id: &str) {
+        self.deleted.insert(id.to_string());
+    }
+    pub fn tombstones_contains(&self, id: &str) -> bool {
+        self.deleted.contains(id)
+    }
+}
+
+/// The world. Snapshots (postcard) carry it as one JSON string, since objects are JSON.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct World(pub Data);
+
+impl Deref for World {
+    type Target = Data;
+    fn deref(&self) -> &Data {
+        &self.0
+    }
+}
+impl DerefMut for World {
+    fn deref_mut(&mut self) -> &mut Data {
+        &mut self.0
+    }
+}
+
+impl Serialize for World {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            self.0.serialize(s)
+        } else {
+            s.serialize_str(&serde_json::to_string(&self.0).map_err(serde::ser::Error::custom)?)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for World {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<World, D::Error> {
+        if d.is_human_readable() {
+            Data::deserialize(d).map(World)
+        } else {
+            let s = String::deserialize(d)?;
+            serde_json::from_str(&s).map(World).map_err(serde::de::Error::custom)
+        }
+    }
+}
+
+/// The plural collection name of an object type in the state export.
+pub fn plural(kind: &str) -> String {
+    match kind {
+        "balance_transaction" => "balance_transactions".into(),
+        "customer_balance_transaction" => "customer_balance_transactions".into(),
+        "x402_payment" => "x402_payments".into(),
+        k => format!("{k}s"),
+    }
+}
+
+impl World {
+    /// A new id with Stripe's prefix for the type.
+    pub fn new_id(&mut self, prefix: &str) -> String {
+        self.seq += 1;
+        core::make_id(prefix, self.seq)
+    }
+
+    /// Store a new object (its `object` field names its type) and record it on the tape.
+    pub fn insert(&mut self, call: Option<&mut Call>, obj: Value) -> Value {
+        let id = obj["id"].as_str().unwrap_or_default().to_string();
+        let kind = obj["object"].as_str().unwrap_or_default().to_string();
+        if let Some(call) = call {
+            call.created(&kind, &id, &obj);
+        }
+        if !self.objects.contains_key(&id) {
+            self.order.entry(kind).or_default().push(id.clone());
+        }
+        self.objects.insert(id, obj.clone());
+        obj
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Value> {
+        self.objects.get(id)
+    }
+
+    /// An object of the given type by id.
+    pub fn get_kind(&self, kind: &str, id: &str) -> Option<&Value> {
+        self.objects.get(id).filter(|o| o["object"] == kind)
+    }
+
+    /// Change an object in place, recording before and after; returns the new object.
+    pub fn modify(&mut self, call: &mut Call, id: &str, f: impl FnOnce(&mut Value)) -> Value {
+        let Some(obj) = self.objects.get_mut(id) else { return Value::Null };
+        let before = obj.clone();
+        f(obj);
+        let kind = obj["object"].as_str().unwrap_or_default().to_string();
+        call.updated(&kind, id, &before, &*obj);
+        obj.clone()
+    }
+
+    pub fn remove(&mut self, call: &mut Call, id: &str) -> Option<Value> {
+        let obj = self.objects.remove(id)?;
+        let kind = obj["object"].as_str().unwrap_or_default().to_string();
+        if let Some(ids) = self.order.get_mut(&kind) {
+            ids.retain(|x| x != id);
+        }
+        call.deleted(&kind, id, &obj);
+        Some(obj)
+    }
+
+    /// Objects of a type, newest first.
+    pub fn all(&self, kind: &str) -> impl Iterator<Item = &Value> {
+        self.order.get(kind).into_iter().flat_map(|ids| ids.iter().rev()).filter_map(|id| self.objects.get(id))
+    }
+
+    pub fn now(&self) -> i64 {
+        pome_twin_sdk::time::now_unix()
+    }
+}
+
+fn router() -> Router<World> {
+    api::routes(Router::new())
+}
+
+impl Twin for World {
+    const NAME: &'static str = "stripe";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const CLIENT_BASE_PATH: &'static str = "";
+
+    fn init(seed: Option<Value>) -> Result<World, String> {
+        seed::init(seed)
+    }
+
+    fn router() -> &'static Router<World> {
+        static R: OnceLock<Router<World>> = OnceLock::new();
+        R.get_or_init(router)
+    }
+
+    fn unsupported(call: &Call) -> Response {
+        let e = core::StripeError::new(
+            501,
+            "invalid_request_error",
+            format!("Unrecognized request URL ({} {}). This endpoint is not served by the Stripe twin.", call.req.method.as_str(), call.req.path),
+        );
+        core::error_response(&e, "req_unsupported")
+    }
+
+    fn auth_error(call: &Call) -> Response {
+        let msg = match call.req.auth {
+            pome_twin_sdk::Auth::Missing => "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY').".to_string(),
+            _ => "Invalid API Key provided.".to_string(),
+        };
+        let e = core::StripeError::new(401, "invalid_request_error", msg);
+        core::error_response(&e, "req_auth")
+    }
+
+    fn host_error(err: &HostError) -> Response {
+        let (kind, code) = match err.kind {
+            HostErrorKind::RateLimited | HostErrorKind::TapeFull => ("invalid_request_error", Some("rate_limit")),
+            HostErrorKind::PayloadTooLarge => ("invalid_request_error", None),
+            HostErrorKind::TwinFailed => ("api_error", None),
+        };
+        let mut e = core::StripeError::new(err.kind.status(), kind, err.message.clone());
+        e.code = code.map(str::to_string);
+        core::error_response(&e, "req_host")
+    }
+
+    fn serves_without_auth(req: &Request) -> bool {
+        req.path.starts_with("/x402/")
+    }
+
+    fn state(&self) -> Value {
+        let mut out = serde_json::Map::new();
+        out.insert("account_id".into(), json!(self.account_id));
+        for (kind, ids) in &self.order {
+            let items: Vec<Value> = ids.iter().filter_map(|id| self.objects.get(id).cloned()).collect();
+            out.insert(plural(kind), Value::Array(items));
+        }
+        for k in ["payment_intents", "charges", "refunds", "events", "customers"] {
+            out.entry(k).or_insert(Value::Array(vec![]));
+        }
+        Value::Object(out)
+    }
+
+    fn tool_aliases() -> Vec<(&'static str, &'static str)> {
+        api::TOOL_ALIASES.to_vec()
+    }
+
+    fn checks() -> Vec<CheckDecl> {
+        checks::declared()
+    }
+
+    fn evaluate_check(id: &str, params: &Params, world: &CheckWorld<'_>) -> Result<Outcome, String> {
+        checks::evaluate(id, params, world)
+    }
+
+    fn credentials() -> Vec<Credential> {
+        vec![Credential::Bearer, Credential::BasicUser]
+    }
+
+    fn agent_env() -> Vec<(&'static str, &'static str)> {
+        vec![("POME_STRIPE_API_BASE", "{base_url}"), ("POME_STRIPE_API_KEY", "{token}")]
+    }
+}
+
+pome_twin_sdk::export_twin!(World);
+
+#[cfg(test)]
+mod tests;
