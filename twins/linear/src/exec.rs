@@ -7,7 +7,8 @@
 use std::cell::RefCell;
 
 use apollo_compiler::response::JsonValue;
-use apollo_compiler::resolvers::{FieldError, ObjectValue, ResolveInfo, ResolvedValue};
+use apollo_compiler::resolvers::FieldError;
+use crate::fast::{Info as ResolveInfo, Out as ResolvedValue, Resolve as ObjectValue};
 use apollo_compiler::schema::ExtendedType;
 use pome_twin_sdk::{Change, Delivery};
 use serde_json::{Map, Value, json};
@@ -34,16 +35,55 @@ pub struct Ctx<'w> {
     pub fx: RefCell<Effects>,
 }
 
+/// Executor JSON to serde_json, variant by variant (no serializer round trip).
 pub fn to_json(v: &JsonValue) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
+    match v {
+        JsonValue::Null => Value::Null,
+        JsonValue::Bool(b) => Value::Bool(*b),
+        JsonValue::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                n.as_f64().map(Value::from).unwrap_or(Value::Null)
+            }
+        }
+        JsonValue::String(s) => Value::String(s.as_str().to_string()),
+        JsonValue::Array(a) => Value::Array(a.iter().map(to_json).collect()),
+        JsonValue::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.as_str().to_string(), to_json(v))).collect()),
+    }
 }
 
+/// serde_json to executor JSON, variant by variant.
 pub fn from_json(v: Value) -> JsonValue {
-    apollo_compiler::response::serde_json_bytes::to_value(v).unwrap_or(JsonValue::Null)
+    use apollo_compiler::response::serde_json_bytes::{ByteString, Map as BMap};
+    match v {
+        Value::Null => JsonValue::Null,
+        Value::Bool(b) => JsonValue::Bool(b),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                JsonValue::from(i)
+            } else if let Some(u) = n.as_u64() {
+                JsonValue::from(u)
+            } else {
+                n.as_f64().map(JsonValue::from).unwrap_or(JsonValue::Null)
+            }
+        }
+        Value::String(s) => JsonValue::String(ByteString::from(s)),
+        Value::Array(a) => JsonValue::Array(a.into_iter().map(from_json).collect()),
+        Value::Object(m) => {
+            let mut out = BMap::new();
+            for (k, v) in m {
+                out.insert(ByteString::from(k), from_json(v));
+            }
+            JsonValue::Object(out)
+        }
+    }
 }
 
 fn leaf<'a>(v: Value) -> ResolvedValue<'a> {
-    ResolvedValue::Leaf(from_json(v))
+    ResolvedValue::Leaf(v)
 }
 
 /// Numbers as the field's scalar wants them: `Float` fields answer floats, `Int` fields
@@ -61,14 +101,7 @@ pub fn coerce(v: Value, named: &str) -> Value {
 }
 
 fn typed<'a>(v: Value, ty: &apollo_compiler::schema::Type) -> ResolvedValue<'a> {
-    let named = ty.inner_named_type().as_str();
-    match (v, ty) {
-        (Value::Array(a), apollo_compiler::schema::Type::List(inner) | apollo_compiler::schema::Type::NonNullList(inner)) => {
-            let inner = (**inner).clone();
-            ResolvedValue::list(a.into_iter().map(move |x| typed(x, &inner)))
-        }
-        (v, _) => leaf(coerce(v, named)),
-    }
+    leaf(coerce(v, ty.inner_named_type().as_str()))
 }
 
 impl Ctx<'_> {
@@ -188,7 +221,7 @@ impl ObjectValue for Ent<'_, '_> {
         &self.ty
     }
 
-    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+    fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
         let ctx = self.ctx;
         let def = info.field_definition();
         let name = info.field_name();
@@ -209,7 +242,7 @@ impl ObjectValue for Ent<'_, '_> {
                 &def.ty,
             ));
         }
-        let args = to_json(&JsonValue::Object(info.arguments().clone()));
+        let args = info.args.clone();
         if gql::connection_node(named).is_some() {
             let items = children(&w, sty, &self.id, e, name, named);
             drop(w);
@@ -372,7 +405,7 @@ impl ObjectValue for Conn<'_, '_> {
         &self.ty
     }
 
-    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+    fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
         let ctx = self.ctx;
         let node_ty = gql::connection_node(&self.ty).unwrap_or_default();
         // Search results are issues under their own type name.
@@ -406,7 +439,7 @@ impl ObjectValue for Edge<'_, '_> {
         &self.ty
     }
 
-    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+    fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
         match info.field_name() {
             "node" => Ok(ResolvedValue::object(Ent { ctx: self.ctx, ty: self.node.0.clone(), id: self.node.1.clone() })),
             "cursor" => Ok(leaf(Value::String(self.node.1.clone()))),
@@ -437,7 +470,7 @@ impl ObjectValue for Plain {
         &self.ty
     }
 
-    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+    fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
         let def = info.field_definition();
         let v = self.value.get(info.field_name()).cloned().unwrap_or(Value::Null);
         let named = def.ty.inner_named_type().to_string();
@@ -473,7 +506,7 @@ impl ObjectValue for Payload<'_, '_> {
         &self.ty
     }
 
-    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+    fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
         let ctx = self.ctx;
         let def = info.field_definition();
         let name = info.field_name();

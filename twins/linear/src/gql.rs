@@ -23,13 +23,49 @@ pub struct Prepared {
     pub implementers: AHashMap<Name, Implementers>,
 }
 
+fn build(text: &str) -> Prepared {
+    // The embedded SDL is Linear's own and is validated by this crate's tests; at run time
+    // it is only parsed (validation would add a few milliseconds per instance).
+    let schema = apollo_compiler::validation::Valid::assume_valid(Schema::parse(text, "schema.graphql").unwrap_or_else(|e| e.partial));
+    let implementers = schema.implementers_map();
+    Prepared { schema, implementers }
+}
+
+/// The schema without its descriptions (a quarter of the text): what validation and
+/// execution need, built once per instance on its first request.
 pub fn prepared() -> &'static Prepared {
     static P: OnceLock<Prepared> = OnceLock::new();
-    P.get_or_init(|| {
-        let schema = Schema::parse_and_validate(SCHEMA_TEXT, "schema.graphql").unwrap_or_else(|e| apollo_compiler::validation::Valid::assume_valid(e.partial));
-        let implementers = schema.implementers_map();
-        Prepared { schema, implementers }
-    })
+    P.get_or_init(|| build(&strip_descriptions(SCHEMA_TEXT)))
+}
+
+/// The whole schema, descriptions included: built only for introspection (`__schema`,
+/// `__type`), which codegen tools run and which must show Linear's documentation.
+pub fn prepared_full() -> &'static Prepared {
+    static P: OnceLock<Prepared> = OnceLock::new();
+    P.get_or_init(|| build(SCHEMA_TEXT))
+}
+
+/// The SDL without its `"""` block-string descriptions.
+pub fn strip_descriptions(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() / 3);
+    let mut rest = text;
+    while let Some(i) = rest.find("\"\"\"") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 3..];
+        match after.find("\"\"\"") {
+            Some(j) => rest = after[j + 3..].trim_start_matches([' ', '\n', '\r', '\t']),
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether a document introspects the schema (beyond `__typename`).
+pub fn introspects(text: &str) -> bool {
+    text.contains("__schema") || text.match_indices("__type").any(|(i, _)| !text[i..].starts_with("__typename"))
 }
 
 pub fn schema() -> &'static Valid<Schema> {
@@ -38,6 +74,11 @@ pub fn schema() -> &'static Valid<Schema> {
 
 /// A prepared document, or Linear's validation errors for it (as `(message, locations)`).
 pub type DocResult = Result<Rc<Valid<ExecutableDocument>>, Rc<Vec<apollo_compiler::response::GraphQLError>>>;
+
+/// The schema a document runs against: the full one for introspection, else the lean one.
+pub fn schema_for(text: &str) -> &'static Prepared {
+    if introspects(text) { prepared_full() } else { prepared() }
+}
 
 const CACHE_CAP: usize = 512;
 
@@ -58,7 +99,7 @@ pub fn document(text: &str) -> DocResult {
     if let Some(hit) = DOCS.with(|d| d.borrow().get(&key).filter(|(t, _)| &**t == text).map(|(_, r)| r.clone())) {
         return hit;
     }
-    let result: DocResult = match ExecutableDocument::parse_and_validate(schema(), text, "query.graphql") {
+    let result: DocResult = match ExecutableDocument::parse_and_validate(&schema_for(text).schema, text, "query.graphql") {
         Ok(doc) => Ok(Rc::new(doc)),
         Err(with) => Err(Rc::new(with.errors.iter().map(|d| d.unstable_to_json_compat()).collect())),
     };

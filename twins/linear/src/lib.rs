@@ -10,6 +10,7 @@
 
 pub mod checks;
 pub mod exec;
+pub mod fast;
 pub mod filter;
 pub mod gql;
 pub mod model;
@@ -128,8 +129,32 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
     let base = call.req.base_url.clone();
     let ctx = exec::Ctx { w: RefCell::new(&mut w.0), base_url: base, now, fx: RefCell::new(exec::Effects::default()) };
     let root = root::Root { ctx: &ctx, ty: if is_mutation { "Mutation" } else { "Query" } };
-    let p = gql::prepared();
-    let result = Execution::new(&p.schema, &doc).operation(operation).implementers_map(&p.implementers).raw_variable_values(&vars).enable_schema_introspection(true).execute_sync(&root);
+    let p = gql::schema_for(query);
+    let coerced = match apollo_compiler::request::coerce_variable_values(&p.schema, operation, &vars) {
+        Ok(v) => v,
+        Err(e) => {
+            let msg = e.message().to_string();
+            return errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "BAD_USER_INPUT", "statusCode": 400, "userError": true, "userPresentableMessage": msg}})]);
+        }
+    };
+    let (data, raw_errors): (Value, Vec<Value>) = if gql::introspects(query) {
+        let top = fast::Apollo(Box::new(root));
+        match Execution::new(&p.schema, &doc).operation(operation).implementers_map(&p.implementers).coerced_variable_values(&coerced).enable_schema_introspection(true).execute_sync(&top) {
+            Ok(resp) => (
+                resp.data.map(|d| exec::to_json(&apollo_compiler::response::JsonValue::Object(d))).unwrap_or(Value::Null),
+                resp.errors.iter().map(|e| serde_json::to_value(e).unwrap_or(json!({}))).collect(),
+            ),
+            Err(e) => (Value::Null, vec![json!({"message": e.message().to_string()})]),
+        }
+    } else {
+        let vars = match exec::to_json(&apollo_compiler::response::JsonValue::Object((*coerced).clone())) {
+            Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc: &doc, vars, errors: Vec::new(), collected: Default::default() };
+        let data = ex.run(&root, &operation.selection_set);
+        (data, ex.errors)
+    };
     let fx = ctx.fx.into_inner();
     if let Some(a) = fx.actions.first() {
         call.action = Some(a.clone());
@@ -139,26 +164,24 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
     call.unsupported = !fx.unsupported.is_empty();
     call.changes = fx.changes;
     call.deliveries = fx.deliveries;
-    match result {
-        Err(e) => errors(400, vec![json!({"message": e.message().to_string(), "extensions": {"type": "graphql error", "code": "BAD_USER_INPUT", "statusCode": 400, "userError": true, "userPresentableMessage": e.message().to_string()}})]),
-        Ok(resp) => {
+    {
+        {
             let mut out = serde_json::Map::new();
-            if !resp.errors.is_empty() {
-                let list: Vec<Value> = resp
-                    .errors
-                    .iter()
-                    .map(|e| {
-                        let mut v = serde_json::to_value(e).unwrap_or(json!({}));
-                        let msg = e.message.strip_prefix("resolver error: ").unwrap_or(&e.message);
+            if !raw_errors.is_empty() {
+                let list: Vec<Value> = raw_errors
+                    .into_iter()
+                    .map(|mut v| {
+                        let full = v.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+                        let msg = full.strip_prefix("resolver error: ").unwrap_or(&full).to_string();
                         v["message"] = json!(msg);
-                        let ext = fx.error_ext.iter().find(|(m, _)| m == msg).map(|(_, x)| x.clone()).unwrap_or_else(|| json!({"type": "internal error", "code": "INTERNAL_SERVER_ERROR", "userError": false}));
+                        let ext = fx.error_ext.iter().find(|(m, _)| *m == msg).map(|(_, x)| x.clone()).unwrap_or_else(|| json!({"type": "internal error", "code": "INTERNAL_SERVER_ERROR", "userError": false}));
                         v["extensions"] = ext;
                         v
                     })
                     .collect();
                 out.insert("errors".into(), Value::Array(list));
             }
-            out.insert("data".into(), resp.data.map(|d| exec::to_json(&apollo_compiler::response::JsonValue::Object(d))).unwrap_or(Value::Null));
+            out.insert("data".into(), data);
             let status = if out.get("data").is_some_and(Value::is_null) && out.contains_key("errors") { 400 } else { 200 };
             Response::json(status, &Value::Object(out))
         }

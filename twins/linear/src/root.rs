@@ -6,12 +6,12 @@
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
-use apollo_compiler::response::JsonValue;
-use apollo_compiler::resolvers::{FieldError, ObjectValue, ResolveInfo, ResolvedValue};
+use apollo_compiler::resolvers::FieldError;
+use crate::fast::{Info as ResolveInfo, Out as ResolvedValue, Resolve as ObjectValue};
 use apollo_compiler::schema::ExtendedType;
 use serde_json::{Value, json};
 
-use crate::exec::{self, Ctx, Ent, Plain, find_typed, to_json};
+use crate::exec::{self, Ctx, Ent, Plain, find_typed};
 use crate::gql::{self, schema};
 use crate::mutate;
 
@@ -86,12 +86,12 @@ impl ObjectValue for Root<'_, '_> {
         self.ty
     }
 
-    fn resolve_field<'a>(&'a self, info: &'a ResolveInfo<'a>) -> Result<ResolvedValue<'a>, FieldError> {
+    fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
         let ctx = self.ctx;
         let name = info.field_name();
         let def = info.field_definition();
         let named = def.ty.inner_named_type().as_str();
-        let args = to_json(&JsonValue::Object(info.arguments().clone()));
+        let args = info.args.clone();
         if self.ty == "Mutation" {
             if !mutate::served(name) {
                 return Err(ctx.unsupported(&format!("Mutation.{name}")));
@@ -135,7 +135,7 @@ impl ObjectValue for Root<'_, '_> {
                     .flat_map(|t| w.all(t).map(|(_, n)| n.clone()).collect::<Vec<_>>())
                     .filter(|n| n.get("userId").and_then(Value::as_str) == Some(w.viewer.as_str()) && n.get("readAt").is_none_or(Value::is_null) && n.get("archivedAt").is_none_or(Value::is_null))
                     .count();
-                return Ok(ResolvedValue::Leaf(exec::from_json(exec::coerce(json!(n), named))));
+                return Ok(ResolvedValue::Leaf(exec::coerce(json!(n), named)));
             }
             "rateLimitStatus" => {
                 let remaining = 5000u64.saturating_sub(ctx.w.borrow().requests);

@@ -313,6 +313,9 @@ fn the_served_surface_reaches_the_floor() {
 fn every_document_the_sdk_sends_validates_against_the_schema() {
     // The file holds every fragment once; each operation is sent with only the ones it uses,
     // so the only error the whole file may have is an unused fragment.
+    let full = apollo_compiler::Schema::parse_and_validate(crate::gql::SCHEMA_TEXT, "schema.graphql").expect("Linear's schema is valid");
+    let lean = apollo_compiler::Schema::parse_and_validate(crate::gql::strip_descriptions(crate::gql::SCHEMA_TEXT), "lean.graphql").expect("without descriptions too");
+    assert_eq!(full.types.len(), lean.types.len());
     let r = apollo_compiler::ExecutableDocument::parse_and_validate(crate::gql::schema(), SDK_DOCS, "sdk.graphql");
     let errors: Vec<String> = match r {
         Ok(_) => Vec::new(),
@@ -400,4 +403,38 @@ fn notifications_arrive_read_archive_and_count() {
     let n: Vec<_> = call.changes.iter().filter(|c| c.entity == "IssueNotification").collect();
     assert_eq!(n.len(), 1);
     assert!(n[0].after.as_deref().unwrap().contains("\"userId\":\"user_dev\""));
+}
+
+#[test]
+#[ignore = "prints how long building the schema takes"]
+fn time_schema_build() {
+    let t = std::time::Instant::now();
+    let s = apollo_compiler::Schema::parse(crate::gql::SCHEMA_TEXT, "s.graphql").unwrap();
+    eprintln!("parse {:?}", t.elapsed());
+    let t = std::time::Instant::now();
+    let _ = s.validate().unwrap();
+    eprintln!("validate {:?}", t.elapsed());
+}
+
+#[test]
+#[ignore = "prints the time per request of the bench's list query"]
+fn time_list_query() {
+    let mut w = seeded(TASK24);
+    for i in 0..48 {
+        data(&mut w, "mutation($t: String!) { issueCreate(input: {teamId: \"team_eng\", title: $t, priority: 2, assigneeId: \"user_dev\", labelIds: [\"label_agent\"]}) { success } }", json!({"t": format!("Load {i}")}));
+    }
+    let q = "query($f: IssueFilter) { issues(filter: $f, first: 50) { nodes { id identifier title priority assignee { id name email } labels { nodes { id name } } state { id name type } } pageInfo { hasNextPage endCursor } } }";
+    let vars = json!({"f": {"team": {"key": {"eq": "ENG"}}, "priority": {"lte": 3}}});
+    data(&mut w, q, vars.clone());
+    let n = 200;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        post(&mut w, q, vars.clone());
+    }
+    eprintln!("list: {:?} per request", t.elapsed() / n);
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        post(&mut w, "mutation { issueCreate(input: {teamId: \"team_eng\", title: \"X\"}) { success lastSyncId issue { id identifier } } }", json!({}));
+    }
+    eprintln!("create: {:?} per request", t.elapsed() / n);
 }
