@@ -350,7 +350,8 @@ pub fn send_raw(w: &mut World, b: usize, call: &mut Call, raw: Vec<u8>, thread_h
                 continue;
             }
             let did = next_id(w);
-            let copy = mime::delivered(&full, &r, &sender, now.timestamp(), &did);
+            // Recipients never see the Bcc list.
+            let copy = mime::delivered(&mime::strip_header(&full, "Bcc"), &r, &sender, now.timestamp(), &did);
             let s = mime::summarize(&copy).unwrap_or_else(|_| summary.clone());
             let tb = &mut w.mailboxes[t];
             let thread = find_thread(tb, &s).unwrap_or_else(|| did.clone());

@@ -372,6 +372,30 @@ pub fn complete(raw: &[u8], summary: &mut Summary, from: &str, date_unix: i64, m
     out
 }
 
+/// `raw` without a top-level header (and its folded continuation lines): what a recipient's
+/// copy loses of `Bcc`.
+pub fn strip_header(raw: &[u8], name: &str) -> Vec<u8> {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 2).or_else(|| raw.windows(2).position(|w| w == b"\n\n").map(|p| p + 1)).unwrap_or(raw.len());
+    let mut out = Vec::with_capacity(raw.len());
+    let mut skipping = false;
+    let mut i = 0;
+    while i < end {
+        let line_end = raw[i..end].iter().position(|&b| b == b'\n').map(|p| i + p + 1).unwrap_or(end);
+        let line = &raw[i..line_end];
+        let continuation = matches!(line.first(), Some(b' ' | b'\t'));
+        if !continuation {
+            let n = name.len();
+            skipping = line.len() > n && line[..n].eq_ignore_ascii_case(name.as_bytes()) && line[n] == b':';
+        }
+        if !skipping {
+            out.extend_from_slice(line);
+        }
+        i = line_end;
+    }
+    out.extend_from_slice(&raw[end..]);
+    out
+}
+
 /// The trace headers a message delivered to a mailbox carries, above the sender's headers.
 pub fn delivered(raw: &[u8], to: &str, from: &str, date_unix: i64, id: &str) -> Vec<u8> {
     let d = rfc2822(date_unix);
@@ -388,6 +412,13 @@ pub fn delivered(raw: &[u8], to: &str, from: &str, date_unix: i64, id: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bcc_is_stripped_with_its_folded_lines_and_nothing_else() {
+        let raw = b"To: a@x.test\r\nBcc: b@x.test,\r\n c@x.test\r\nSubject: Bcc: not a header\r\n\r\nBcc: body line\r\n";
+        let out = strip_header(raw, "Bcc");
+        assert_eq!(out, b"To: a@x.test\r\nSubject: Bcc: not a header\r\n\r\nBcc: body line\r\n".to_vec());
+    }
 
     #[test]
     fn a_built_message_parses_back_with_its_attachment_and_alternative_bodies() {

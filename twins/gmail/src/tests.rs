@@ -258,12 +258,15 @@ fn with_seeded_mailboxes_mail_to_another_seeded_mailbox_arrives_unread_in_its_in
         "deliveryMode": "seeded-mailboxes"
     })))
     .unwrap();
-    send(&mut w, "To: bob@corp.test\r\nSubject: hi bob\r\n\r\nhello\r\n", None);
+    send(&mut w, "To: bob@corp.test\r\nBcc: carol@corp.test\r\nSubject: hi bob\r\n\r\nhello\r\n", None);
     let bob = &w.mailboxes[1];
     let m = bob.messages.values().next().unwrap();
     assert_eq!(m.label_ids, ["INBOX", "UNREAD"]);
     let raw = String::from_utf8_lossy(&m.raw);
     assert!(raw.starts_with("Delivered-To: bob@corp.test\r\nReceived: "));
+    assert!(!raw.contains("carol@corp.test"), "the recipient's copy carries no Bcc");
+    let sent = w.mailboxes[0].messages.values().find(|m| m.has("SENT")).unwrap();
+    assert_eq!(sent.bcc, ["carol@corp.test"], "the sender's copy keeps it");
 }
 
 #[test]
