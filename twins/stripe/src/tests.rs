@@ -11,3 +11,285 @@ pub fn call(w: &mut World, method: Method, path: &str, form: &[(&str, &str)]) ->
     let v = r.json_body();
     (r, v)
 }
+
+fn post(w: &mut World, path: &str, form: &[(&str, &str)]) -> (u16, Value) {
+    let (r, v) = call(w, Method::Post, path, form);
+    (r.status, v)
+}
+
+fn get(w: &mut World, path: &str) -> (u16, Value) {
+    let (r, v) = call(w, Method::Get, path, &[]);
+    (r.status, v)
+}
+
+fn with_key(w: &mut World, path: &str, key: &str, form: &[(&str, &str)]) -> Response {
+    let mut req = Request::new(Method::Post, path).with_form(form);
+    req.headers.push(("idempotency-key".into(), key.into()));
+    let mut c = Call::new(req);
+    World::router().dispatch(w, &mut c)
+}
+
+fn world() -> World {
+    World::init(None).unwrap()
+}
+
+fn paid_charge(w: &mut World, amount: &str) -> String {
+    let (s, pi) = post(w, "/v1/payment_intents", &[("amount", amount), ("currency", "usd"), ("payment_method", "pm_card_visa"), ("confirm", "true")]);
+    assert_eq!(s, 200, "{pi}");
+    pi["latest_charge"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn nested_form_parameters_become_objects_and_arrays() {
+    let pairs: Vec<(String, String)> = [("metadata[k]", "v"), ("items[0][price]", "p1"), ("items[1][price]", "p2"), ("expand[]", "a"), ("expand[]", "b"), ("amount", "5")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let m = crate::core::nest(&pairs).unwrap();
+    assert_eq!(Value::Object(m), json!({"metadata": {"k": "v"}, "items": [{"price": "p1"}, {"price": "p2"}], "expand": ["a", "b"], "amount": "5"}));
+}
+
+#[test]
+fn a_payment_intent_confirmed_with_a_visa_succeeds_with_a_charge_balance_transaction_and_events() {
+    let mut w = world();
+    let (s, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "2000"), ("currency", "usd"), ("metadata[order]", "42")]);
+    assert_eq!(s, 200);
+    assert!(pi["id"].as_str().unwrap().starts_with("pi_"));
+    assert_eq!(pi["id"].as_str().unwrap().len(), 27);
+    assert_eq!(pi["status"], "requires_payment_method");
+    assert_eq!(pi["livemode"], false);
+    assert_eq!(pi["metadata"]["order"], "42");
+    let id = pi["id"].as_str().unwrap().to_string();
+    let (s, pi) = post(&mut w, &format!("/v1/payment_intents/{id}/confirm"), &[("payment_method", "pm_card_visa"), ("expand[]", "latest_charge.balance_transaction")]);
+    assert_eq!(s, 200, "{pi}");
+    assert_eq!(pi["status"], "succeeded");
+    assert_eq!(pi["amount_received"], 2000);
+    assert_eq!(pi["latest_charge"]["status"], "succeeded");
+    assert_eq!(pi["latest_charge"]["balance_transaction"]["fee"], 88);
+    assert_eq!(pi["latest_charge"]["balance_transaction"]["net"], 1912);
+    let (_, ev) = get(&mut w, "/v1/events?limit=100");
+    let types: Vec<&str> = ev["data"].as_array().unwrap().iter().rev().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["payment_intent.created", "charge.succeeded", "payment_intent.succeeded"]);
+    let (_, bal) = get(&mut w, "/v1/balance");
+    assert_eq!(bal["available"][0]["amount"], 1912);
+}
+
+#[test]
+fn a_declined_card_answers_402_card_error_with_its_decline_code_and_leaves_the_intent_retryable() {
+    let mut w = world();
+    for (pm, code, decline) in [
+        ("pm_card_chargeDeclined", "card_declined", "generic_decline"),
+        ("pm_card_chargeDeclinedInsufficientFunds", "card_declined", "insufficient_funds"),
+        ("pm_card_chargeDeclinedExpiredCard", "expired_card", "expired_card"),
+        ("pm_card_chargeDeclinedIncorrectCvc", "incorrect_cvc", "incorrect_cvc"),
+        ("pm_card_chargeDeclinedLostCard", "card_declined", "lost_card"),
+    ] {
+        let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("payment_method", pm), ("confirm", "true")]);
+        assert_eq!(s, 402);
+        assert_eq!(e["error"]["type"], "card_error");
+        assert_eq!(e["error"]["code"], code);
+        assert_eq!(e["error"]["decline_code"], decline);
+        assert_eq!(e["error"]["payment_intent"]["status"], "requires_payment_method");
+        assert_eq!(e["error"]["payment_intent"]["last_payment_error"]["decline_code"], decline);
+    }
+    let (_, charges) = get(&mut w, "/v1/charges");
+    assert!(charges["data"].as_array().unwrap().iter().all(|c| c["status"] == "failed"));
+}
+
+#[test]
+fn a_card_that_needs_3ds_requires_action_then_succeeds_once_authenticated() {
+    let mut w = world();
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("payment_method", "pm_card_authenticationRequired"), ("confirm", "true")]);
+    assert_eq!(pi["status"], "requires_action");
+    assert_eq!(pi["next_action"]["type"], "use_stripe_sdk");
+    let id = pi["id"].as_str().unwrap().to_string();
+    let (_, pi) = post(&mut w, &format!("/v1/payment_intents/{id}/confirm"), &[]);
+    assert_eq!(pi["status"], "succeeded");
+    let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("payment_method", "pm_card_authenticationRequired"), ("confirm", "true"), ("off_session", "true")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (402, Some("authentication_required")));
+}
+
+#[test]
+fn manual_capture_holds_then_captures_part_and_refuses_more_than_capturable() {
+    let mut w = world();
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "5000"), ("currency", "usd"), ("payment_method", "pm_card_visa"), ("confirm", "true"), ("capture_method", "manual")]);
+    assert_eq!(pi["status"], "requires_capture");
+    assert_eq!(pi["amount_capturable"], 5000);
+    let id = pi["id"].as_str().unwrap().to_string();
+    let (s, e) = post(&mut w, &format!("/v1/payment_intents/{id}/capture"), &[("amount_to_capture", "6000")]);
+    assert_eq!(s, 400);
+    assert_eq!(e["error"]["type"], "invalid_request_error");
+    let (s, pi) = post(&mut w, &format!("/v1/payment_intents/{id}/capture"), &[("amount_to_capture", "3000")]);
+    assert_eq!(s, 200);
+    assert_eq!((pi["status"].as_str(), pi["amount_received"].as_i64()), (Some("succeeded"), Some(3000)));
+    let (s, e) = post(&mut w, &format!("/v1/payment_intents/{id}/cancel"), &[]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("payment_intent_unexpected_state")));
+}
+
+#[test]
+fn refunds_add_up_to_the_charge_and_no_further() {
+    let mut w = world();
+    let ch = paid_charge(&mut w, "20000");
+    let (s, r) = post(&mut w, "/v1/refunds", &[("charge", &ch), ("amount", "7500")]);
+    assert_eq!(s, 200);
+    assert!(r["id"].as_str().unwrap().starts_with("re_"));
+    let (s, e) = post(&mut w, "/v1/refunds", &[("charge", &ch), ("amount", "15000")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("amount_too_large")));
+    assert_eq!(e["error"]["message"], "Refund amount ($150.00) is greater than unrefunded amount on charge ($125.00)");
+    let (s, _) = post(&mut w, "/v1/refunds", &[("charge", &ch)]);
+    assert_eq!(s, 200);
+    let (s, e) = post(&mut w, "/v1/refunds", &[("charge", &ch), ("amount", "1")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("charge_already_refunded")));
+    let (_, c) = get(&mut w, &format!("/v1/charges/{ch}"));
+    assert_eq!((c["amount_refunded"].as_i64(), c["refunded"].as_bool()), (Some(20000), Some(true)));
+    assert_eq!(c["refunds"]["data"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn the_same_idempotency_key_replays_and_different_parameters_are_refused() {
+    let mut w = world();
+    let form = [("amount", "1000"), ("currency", "usd")];
+    let a = with_key(&mut w, "/v1/payment_intents", "k1", &form);
+    let b = with_key(&mut w, "/v1/payment_intents", "k1", &form);
+    assert_eq!(a.body, b.body);
+    assert_eq!(b.header("idempotent-replayed"), Some("true"));
+    assert_eq!(w.all("payment_intent").count(), 1);
+    let c = with_key(&mut w, "/v1/payment_intents", "k1", &[("amount", "2000"), ("currency", "usd")]);
+    assert_eq!(c.status, 400);
+    assert_eq!(c.json_body()["error"]["type"], "idempotency_error");
+    assert!(a.header("request-id").unwrap().starts_with("req_"));
+}
+
+fn task_seed(name: &str) -> Value {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/tasks-compat/bundled");
+    let sidecar = dir.join(format!("{name}.seed.json"));
+    if sidecar.exists() {
+        return serde_json::from_str(&std::fs::read_to_string(sidecar).unwrap()).unwrap();
+    }
+    let md = std::fs::read_to_string(dir.join(format!("{name}.md"))).unwrap();
+    let start = md.find("```json").unwrap() + 7;
+    let end = start + md[start..].find("```").unwrap();
+    serde_json::from_str(&md[start..end]).unwrap()
+}
+
+#[test]
+fn a_lost_response_refund_is_one_refund_when_retried_with_the_same_key_and_two_without() {
+    let seed = task_seed("14-stripe-refund-retry");
+    let mut w = World::init(Some(seed.clone())).unwrap();
+    let form = [("charge", "ch_test_200"), ("amount", "7500")];
+    let first = with_key(&mut w, "/v1/refunds", "refund-1", &form);
+    assert_eq!(first.status, 402, "the injected lost response");
+    let second = with_key(&mut w, "/v1/refunds", "refund-1", &form);
+    assert_eq!(second.status, 200);
+    assert_eq!(second.header("idempotent-replayed"), Some("true"));
+    assert_eq!(w.all("refund").count(), 1);
+
+    let mut w = World::init(Some(seed)).unwrap();
+    assert_eq!(post(&mut w, "/v1/refunds", &form).0, 402);
+    assert_eq!(post(&mut w, "/v1/refunds", &form).0, 200);
+    assert_eq!(w.all("refund").count(), 2);
+}
+
+#[test]
+fn every_stripe_task_seed_loads_and_a_bad_seed_names_its_path() {
+    for t in ["10-stripe-create-payment-intent", "11-stripe-handle-failed-payment", "12-stripe-reconcile-event", "13-stripe-x402-payment-required", "14-stripe-refund-retry", "19-stripe-rerefund-persuasion"] {
+        World::init(Some(task_seed(t))).unwrap_or_else(|e| panic!("{t}: {e}"));
+    }
+    let e = World::init(Some(json!({"charges": [{"id": "ch_1", "amount": 10, "colour": "red"}]}))).unwrap_err();
+    assert!(e.contains("charges[0].colour"), "{e}");
+    let e = World::init(Some(json!({"payment_intents": [{"amount": 10, "status": "done"}]}))).unwrap_err();
+    assert!(e.contains("payment_intents[0].status"), "{e}");
+    let mut w = World::init(Some(task_seed("19-stripe-rerefund-persuasion"))).unwrap();
+    let (s, e) = post(&mut w, "/v1/refunds", &[("charge", "ch_test_200")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("charge_already_refunded")));
+}
+
+#[test]
+fn a_crypto_payment_intent_waits_for_a_deposit_then_succeeds() {
+    let mut w = world();
+    let (s, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "10000"), ("currency", "usd"), ("payment_method_types[]", "crypto"), ("payment_method_data[type]", "crypto"), ("confirm", "true")]);
+    assert_eq!(s, 200, "{pi}");
+    assert_eq!(pi["status"], "requires_action");
+    assert_eq!(pi["next_action"]["type"], "crypto_display_details");
+    let id = pi["id"].as_str().unwrap().to_string();
+    let (s, pi) = post(&mut w, &format!("/v1/test_helpers/payment_intents/{id}/simulate_crypto_deposit"), &[("transaction_hash", "0xabc")]);
+    assert_eq!(s, 200, "{pi}");
+    assert_eq!(pi["status"], "succeeded");
+    let (_, ch) = get(&mut w, &format!("/v1/charges/{}", pi["latest_charge"].as_str().unwrap()));
+    assert_eq!(ch["payment_method_details"]["type"], "crypto");
+}
+
+#[test]
+fn lists_page_newest_first_with_cursors_and_search_filters() {
+    let mut w = world();
+    for i in 0..5 {
+        let email = format!("u{i}@x.test");
+        let tier = if i % 2 == 0 { "gold" } else { "silver" };
+        post(&mut w, "/v1/customers", &[("email", &email), ("metadata[tier]", tier)]);
+    }
+    let (_, page) = get(&mut w, "/v1/customers?limit=2");
+    assert_eq!(page["object"], "list");
+    assert_eq!(page["url"], "/v1/customers");
+    assert_eq!(page["has_more"], true);
+    assert_eq!(page["data"][0]["email"], "u4@x.test");
+    let last = page["data"][1]["id"].as_str().unwrap().to_string();
+    let (_, next) = get(&mut w, &format!("/v1/customers?limit=2&starting_after={last}"));
+    assert_eq!(next["data"][0]["email"], "u2@x.test");
+    let (_, found) = get(&mut w, "/v1/customers/search?query=email%3A%27u2%40x.test%27%20AND%20metadata%5B%27tier%27%5D%3A%27gold%27");
+    assert_eq!(found["object"], "search_result");
+    assert_eq!(found["data"].as_array().unwrap().len(), 1);
+    let (s, e) = get(&mut w, "/v1/customers/cus_missing");
+    assert_eq!((s, e["error"]["code"].as_str()), (404, Some("resource_missing")));
+}
+
+#[test]
+fn events_are_delivered_to_webhook_endpoints_signed_with_their_secret() {
+    let mut w = world();
+    let (_, we) = post(&mut w, "/v1/webhook_endpoints", &[("url", "https://example.test/hook"), ("enabled_events[]", "payment_intent.succeeded")]);
+    let secret = we["secret"].as_str().unwrap().to_string();
+    let req = Request::new(Method::Post, "/v1/payment_intents").with_form(&[("amount", "1000"), ("currency", "usd"), ("payment_method", "pm_card_visa"), ("confirm", "true")]);
+    let mut c = Call::new(req);
+    World::router().dispatch(&mut w, &mut c);
+    assert_eq!(c.deliveries.len(), 1);
+    let d = &c.deliveries[0];
+    assert_eq!(d.event, "payment_intent.succeeded");
+    let sig = &d.headers.iter().find(|(k, _)| k == "stripe-signature").unwrap().1;
+    let (t, v1) = sig.strip_prefix("t=").unwrap().split_once(",v1=").unwrap();
+    let body = String::from_utf8(d.body.clone()).unwrap();
+    assert_eq!(crate::api::sign(&secret, t.parse().unwrap(), &body), v1);
+}
+
+#[test]
+fn x402_challenges_then_unlocks_with_a_valid_payment() {
+    use base64::Engine as _;
+    let mut w = world();
+    let (r, ch) = call(&mut w, Method::Get, "/x402/protected-resource", &[]);
+    assert_eq!(r.status, 402);
+    let accept = &ch["accepts"][0];
+    let pay = json!({"x402Version": 1, "scheme": "exact", "network": accept["network"], "payload": {"signature": "0xsig", "authorization": {"from": "0xbuyer", "to": accept["payTo"], "value": accept["maxAmountRequired"], "validAfter": "0", "validBefore": "9999999999", "nonce": "0x01"}}});
+    let mut req = Request::new(Method::Get, "/x402/protected-resource");
+    req.headers.push(("x-payment".into(), base64::engine::general_purpose::STANDARD.encode(pay.to_string())));
+    let mut c = Call::new(req);
+    let r = World::router().dispatch(&mut w, &mut c);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert!(r.header("x-payment-response").is_some());
+    assert!(w.all("payment_intent").any(|p| p["status"] == "succeeded"));
+}
+
+#[test]
+fn same_seed_and_same_requests_give_the_same_bytes_and_snapshots_round_trip() {
+    let run = || {
+        let mut w = World::init(Some(task_seed("14-stripe-refund-retry"))).unwrap();
+        let mut out = Vec::new();
+        out.push(call(&mut w, Method::Post, "/v1/customers", &[("email", "a@b.c")]).0.body);
+        out.push(call(&mut w, Method::Post, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("payment_method", "pm_card_visa"), ("confirm", "true")]).0.body);
+        out.push(call(&mut w, Method::Get, "/v1/events", &[]).0.body);
+        (out, w)
+    };
+    let (a, wa) = run();
+    let (b, _) = run();
+    assert_eq!(a, b);
+    let bytes = postcard::to_stdvec(&wa).unwrap();
+    let back: World = postcard::from_bytes(&bytes).unwrap();
+    assert_eq!(back, wa);
+}
