@@ -16,7 +16,12 @@ use crate::{gerr, ok, ok_empty};
 /// The mailbox `userId` names (`me` or the primary address), after any seeded fault.
 pub fn mbox(w: &mut World, call: &Call) -> Result<usize, Response> {
     if let Some(r) = crate::fault(w, call) {
+        crate::fields::set(None).ok();
         return Err(r);
+    }
+    if let Err(e) = crate::fields::set(call.req.query("fields").as_deref()) {
+        crate::fields::set(None).ok();
+        return Err(gerr(400, "invalidParameter", &e));
     }
     let user = call.param("userId");
     let p = w.primary;

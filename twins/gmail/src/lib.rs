@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod checks;
+pub mod fields;
 pub mod mime;
 pub mod model;
 pub mod search;
@@ -45,8 +46,12 @@ pub fn gerr(code: u16, reason: &str, message: &str) -> Response {
     )
 }
 
+/// A successful answer, cut down to the request's `fields` selection when it has one.
 pub fn ok(v: &Value) -> Response {
-    Response::json(200, v)
+    match fields::apply_current(v) {
+        Some(cut) => Response::json(200, &cut),
+        None => Response::json(200, v),
+    }
 }
 
 pub fn ok_empty() -> Response {

@@ -504,3 +504,16 @@ fn client_side_encryption_key_pairs_and_identities_follow_gmails_rules() {
     let l = get(&mut w, "/gmail/v1/users/me/settings/sendAs/pome-agent@pome-twin.test/smimeInfo");
     assert_eq!(l["smimeInfo"][0]["id"], id.as_str());
 }
+
+#[test]
+fn a_fields_selection_cuts_the_answer_and_a_bad_one_is_refused() {
+    let mut w = world();
+    let v = get(&mut w, "/gmail/v1/users/me/messages?maxResults=1&fields=messages(id),resultSizeEstimate");
+    assert_eq!(v, json!({"messages": [{"id": "1900000000000005"}], "resultSizeEstimate": 5}));
+    let m = get(&mut w, "/gmail/v1/users/me/messages/msg_support?fields=id,labelIds");
+    assert_eq!(m, json!({"id": "msg_support", "labelIds": ["INBOX", "UNREAD"]}));
+    let whole = get(&mut w, "/gmail/v1/users/me/messages/msg_support?format=minimal");
+    assert!(whole.get("snippet").is_some(), "the next request without fields is whole");
+    let (r, _) = call(&mut w, Method::Get, "/gmail/v1/users/me/messages?fields=messages(id", None);
+    assert_eq!(r.status, 400);
+}
