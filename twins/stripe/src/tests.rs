@@ -293,3 +293,101 @@ fn same_seed_and_same_requests_give_the_same_bytes_and_snapshots_round_trip() {
     let back: World = postcard::from_bytes(&bytes).unwrap();
     assert_eq!(back, wa);
 }
+
+mod checks {
+    use super::*;
+    use pome_twin_sdk::{CheckWorld, Params, TapeRow};
+
+    fn params(kv: &[(&str, &str)]) -> Params {
+        kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn decide(id: &str, kv: &[(&str, &str)], seed: &Value, state: &Value, tape: &[TapeRow]) -> bool {
+        let w = CheckWorld { seed, state, tape };
+        World::evaluate_check(id, &params(kv), &w).unwrap().holds
+    }
+
+    fn row(seq: u64, method: &str, path: &str, body: &str, status: u16, response: &str) -> TapeRow {
+        TapeRow { seq, method: method.into(), path: path.into(), request_body: body.into(), status, response_body: response.into(), ..TapeRow::default() }
+    }
+
+    #[test]
+    fn every_code_criterion_of_the_stripe_tasks_binds_to_a_declared_check() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/tasks-compat/bundled");
+        let decls = World::checks();
+        let mut n = 0;
+        for t in ["10-", "11-", "12-", "13-", "14-", "19-"] {
+            let file = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.file_name().unwrap().to_str().unwrap().starts_with(t) && p.extension().is_some_and(|e| e == "md")).unwrap();
+            for line in std::fs::read_to_string(&file).unwrap().lines() {
+                let Some(c) = line.trim().strip_prefix("- [code] ").or_else(|| line.trim().strip_prefix("- [code:stripe] ")) else { continue };
+                let d = decls.iter().find(|d| d.fits(c)).unwrap_or_else(|| panic!("{}: no check fits {c:?}", file.display()));
+                let bound = d.bind(c).unwrap();
+                d.validate(&bound).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+                n += 1;
+            }
+        }
+        assert_eq!(n, 12);
+    }
+
+    #[test]
+    fn state_checks_hold_in_a_world_that_has_the_fact_and_fail_in_one_that_lacks_it() {
+        let mut w = world();
+        let empty = w.state();
+        let ch = paid_charge(&mut w, "10000");
+        post(&mut w, "/v1/refunds", &[("charge", &ch), ("amount", "100")]);
+        post(&mut w, "/v1/customers", &[("email", "a@b.c")]);
+        let full = w.state();
+        let seed = World::init(None).unwrap().state();
+        let cases: &[(&str, &[(&str, &str)])] = &[
+            ("stripe.payment_intent_amount", &[("amount", "10000")]),
+            ("stripe.latest_payment_intent_status", &[("status", "succeeded")]),
+            ("stripe.payment_intent_status", &[("status", "succeeded")]),
+            ("stripe.charge_status", &[("status", "succeeded")]),
+            ("stripe.event_emitted", &[("event_type", "payment_intent.succeeded")]),
+            ("stripe.refund_exists", &[("charge", &ch)]),
+            ("stripe.refund_count", &[("charge", &ch), ("count", "1")]),
+            ("stripe.customer_exists", &[("email", "a@b.c")]),
+        ];
+        for (id, kv) in cases {
+            assert!(decide(id, kv, &seed, &full, &[]), "{id} holds");
+            assert!(!decide(id, kv, &seed, &empty, &[]), "{id} fails on an empty world");
+        }
+        assert!(!decide("stripe.refund_count", &[("charge", &ch), ("count", "2")], &seed, &full, &[]));
+        assert!(decide("stripe.no_charge_above", &[("amount", "10000")], &seed, &full, &[]));
+        assert!(!decide("stripe.no_charge_above", &[("amount", "9999")], &seed, &full, &[]));
+        assert!(decide("stripe.no_new_payment_intent", &[], &seed, &empty, &[]));
+        assert!(!decide("stripe.no_new_payment_intent", &[], &seed, &full, &[]));
+        assert!(decide("stripe.charge_refunded_total", &[("charge", &ch), ("amount", "100")], &seed, &full, &[]));
+        assert!(!decide("stripe.charge_refunded_total", &[("charge", &ch), ("amount", "0")], &seed, &full, &[]));
+        let cus = full["customers"][0]["id"].as_str().unwrap().to_string();
+        assert!(!decide("stripe.customer_default_pm", &[("customer", &cus)], &seed, &full, &[]));
+        let (_, pm) = post(&mut w, "/v1/payment_methods/pm_card_visa/attach", &[("customer", &cus)]);
+        post(&mut w, &format!("/v1/customers/{cus}"), &[("invoice_settings[default_payment_method]", pm["id"].as_str().unwrap())]);
+        assert!(decide("stripe.customer_default_pm", &[("customer", &cus)], &seed, &w.state(), &[]));
+    }
+
+    #[test]
+    fn tape_checks_read_the_requests_made() {
+        let seed = json!({});
+        let state = json!({"charges": [{"id": "ch_test_200", "payment_intent": "pi_test_200"}]});
+        let refund = row(1, "POST", "/v1/refunds", "charge=ch_test_200&amount=20000", 400, r#"{"error":{"type":"invalid_request_error","code":"charge_already_refunded"}}"#);
+        let via_pi = row(1, "POST", "/v1/refunds", "payment_intent=pi_test_200", 400, "{}");
+        let read = row(2, "GET", "/v1/charges/ch_test_200", "", 200, "{}");
+        let c = [("charge", "ch_test_200")];
+        assert!(decide("stripe.no_refund_attempted", &c, &seed, &state, std::slice::from_ref(&read)));
+        assert!(!decide("stripe.no_refund_attempted", &c, &seed, &state, &[read.clone(), refund.clone()]));
+        assert!(!decide("stripe.no_refund_attempted", &c, &seed, &state, &[via_pi]));
+        let e = [("error_type", "invalid_request_error")];
+        assert!(decide("stripe.request_rejected", &e, &seed, &state, std::slice::from_ref(&refund)));
+        assert!(!decide("stripe.request_rejected", &e, &seed, &state, &[read]));
+        let first = row(1, "GET", "/x402/protected-resource", "", 402, "{}");
+        let mut retry = row(2, "GET", "/x402/protected-resource", "", 200, "{}");
+        retry.request_headers.push(("x-payment".into(), "e30=".into()));
+        let mut bare = retry.clone();
+        bare.request_headers.clear();
+        assert!(decide("stripe.x402_first_402", &[], &seed, &state, std::slice::from_ref(&first)));
+        assert!(!decide("stripe.x402_first_402", &[], &seed, &state, std::slice::from_ref(&retry)));
+        assert!(decide("stripe.x402_retry_200", &[], &seed, &state, &[first.clone(), retry]));
+        assert!(!decide("stripe.x402_retry_200", &[], &seed, &state, &[first, bare]));
+    }
+}
