@@ -346,3 +346,22 @@ def test_the_tape_names_each_action(box):
     state = sandbox.state("gmail")
     support = next(m for m in state["mailboxes"][0]["messages"] if m["id"] == "msg_support")
     assert "Label_follow_up" in support["labelIds"]
+
+
+def test_a_fields_selection_answers_only_what_was_asked(box):
+    _, gmail = box
+    page = gmail.users().messages().list(userId="me", q="is:unread", fields="messages(id),resultSizeEstimate").execute()
+    assert page == {"messages": [{"id": "msg_support"}, {"id": "msg_build"}], "resultSizeEstimate": 2}
+    msg = gmail.users().messages().get(userId="me", id="msg_support", fields="id,payload/headers").execute()
+    assert set(msg) == {"id", "payload"} and set(msg["payload"]) == {"headers"}
+
+
+def test_a_seeded_rate_limit_is_a_429_with_retry_after(new_sandbox):
+    seed = copy.deepcopy(SEED)
+    seed["faults"] = [{"type": "rateLimit", "method": "messages.list", "after": 0, "count": 1, "retryAfter": 3}]
+    gmail = service_for(new_sandbox(["gmail"], seed=seed))
+    with pytest.raises(HttpError) as e:
+        gmail.users().messages().list(userId="me").execute()
+    assert e.value.resp.status == 429 and e.value.resp["retry-after"] == "3"
+    assert json.loads(e.value.content)["error"]["status"] == "RESOURCE_EXHAUSTED"
+    assert run(gmail.users().messages().list(userId="me"))["resultSizeEstimate"] == 5
