@@ -137,21 +137,21 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
             return errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "BAD_USER_INPUT", "statusCode": 400, "userError": true, "userPresentableMessage": msg}})]);
         }
     };
-    let (data, raw_errors): (Value, Vec<Value>) = if gql::introspects(query) {
+    let (data, raw_errors): (Vec<u8>, Vec<Value>) = if gql::introspects(query) {
         let top = fast::Apollo(Box::new(root));
         match Execution::new(&p.schema, &doc).operation(operation).implementers_map(&p.implementers).coerced_variable_values(&coerced).enable_schema_introspection(true).execute_sync(&top) {
             Ok(resp) => (
-                resp.data.map(|d| exec::to_json(&apollo_compiler::response::JsonValue::Object(d))).unwrap_or(Value::Null),
+                serde_json::to_vec(&resp.data.map(|d| exec::to_json(&apollo_compiler::response::JsonValue::Object(d))).unwrap_or(Value::Null)).unwrap_or_default(),
                 resp.errors.iter().map(|e| serde_json::to_value(e).unwrap_or(json!({}))).collect(),
             ),
-            Err(e) => (Value::Null, vec![json!({"message": e.message().to_string()})]),
+            Err(e) => (b"null".to_vec(), vec![json!({"message": e.message().to_string()})]),
         }
     } else {
         let vars = match exec::to_json(&apollo_compiler::response::JsonValue::Object((*coerced).clone())) {
             Value::Object(m) => m,
             _ => serde_json::Map::new(),
         };
-        let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc: &doc, vars, errors: Vec::new(), collected: Default::default() };
+        let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc: &doc, vars, errors: Vec::new(), collected: Default::default(), out: Vec::with_capacity(4096) };
         let data = ex.run(&root, &operation.selection_set);
         (data, ex.errors)
     };
@@ -166,8 +166,10 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
     call.deliveries = fx.deliveries;
     {
         {
-            let mut out = serde_json::Map::new();
-            if !raw_errors.is_empty() {
+            let mut body = Vec::with_capacity(data.len() + 64);
+            body.push(b'{');
+            let has_errors = !raw_errors.is_empty();
+            if has_errors {
                 let list: Vec<Value> = raw_errors
                     .into_iter()
                     .map(|mut v| {
@@ -179,11 +181,16 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
                         v
                     })
                     .collect();
-                out.insert("errors".into(), Value::Array(list));
+                body.extend_from_slice(b"\"errors\":");
+                serde_json::to_writer(&mut body, &list).expect("errors serialise");
+                body.push(b',');
             }
-            out.insert("data".into(), data);
-            let status = if out.get("data").is_some_and(Value::is_null) && out.contains_key("errors") { 400 } else { 200 };
-            Response::json(status, &Value::Object(out))
+            body.extend_from_slice(b"\"data\":");
+            let null = data == b"null";
+            body.extend_from_slice(&data);
+            body.push(b'}');
+            let status = if null && has_errors { 400 } else { 200 };
+            Response { status, headers: vec![("content-type".into(), "application/json; charset=utf-8".into())], body }
         }
     }
 }

@@ -438,3 +438,20 @@ fn time_list_query() {
     }
     eprintln!("create: {:?} per request", t.elapsed() / n);
 }
+
+#[test]
+fn field_errors_carry_paths_and_null_propagates_to_the_nearest_nullable_field() {
+    let mut w = seeded(TASK24);
+    let (status, body, _) = post(&mut w, "{ viewer { id } issue(id: \"nope\") { id } }", json!({}));
+    assert_eq!(status, 400, "Query.issue is non-null, so the whole data is null");
+    assert_eq!(body["data"], Value::Null);
+    assert_eq!(body["errors"][0]["path"], json!(["issue"]));
+    assert_eq!(body["errors"][0]["locations"][0]["line"], 1);
+    let (status, body, _) = post(&mut w, "{ viewer { id } issueVcsBranchSearch(branchName: \"none\") { id } }", json!({}));
+    assert_eq!(status, 200);
+    assert_eq!(body["data"]["issueVcsBranchSearch"], Value::Null);
+    assert_eq!(body["data"]["viewer"]["id"], "user_admin");
+    let (_, body, _) = post(&mut w, "{ issues(first: 1) { nodes { id } } a: auditEntryTypes { type } }", json!({}));
+    assert_eq!(body["data"], Value::Null, "auditEntryTypes is non-null: {body}");
+    assert_eq!(body["errors"][0]["path"], json!(["a"]));
+}
