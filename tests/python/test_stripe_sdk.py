@@ -1,0 +1,260 @@
+"""The Stripe twin through stripe-python, the way a merchant's backend uses Stripe: payments,
+manual capture, declines, 3-D Secure, refunds and over-refunds, idempotent retries, webhooks
+verified with the SDK's own helper, x402. At the end, every answer the twin gave is validated
+against Stripe's published OpenAPI description (tests/specs/stripe/openapi.json)."""
+
+import base64
+import json
+import pathlib
+import re
+import urllib.request
+
+import pytest
+import stripe
+
+import jsonschema
+import referencing
+from referencing.jsonschema import DRAFT4
+
+HERE = pathlib.Path(__file__).resolve().parent
+SPEC_PATH = HERE.parent / "specs" / "stripe" / "openapi.json"
+
+
+@pytest.fixture
+def stripe_sandbox(new_sandbox):
+    def make(seed=None):
+        sb = new_sandbox(["stripe"], seed=seed)
+        url = sb.url("stripe")
+        client = stripe.StripeClient(sb.token, base_addresses={"api": url, "files": url, "connect": url}, max_network_retries=0)
+        return sb, client
+
+    return make
+
+
+def test_a_checkout_style_payment_succeeds_and_reconciles_with_events_and_balance(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    cus = s.customers.create(params={"email": "ada@example.test", "metadata": {"tier": "gold"}})
+    assert cus.id.startswith("cus_") and cus.livemode is False
+    pi = s.payment_intents.create(params={"amount": 2000, "currency": "usd", "customer": cus.id, "payment_method": "pm_card_visa", "confirm": True, "expand": ["latest_charge"]})
+    assert pi.status == "succeeded"
+    assert pi.latest_charge.status == "succeeded"
+    assert pi.amount_received == 2000
+    txn = s.balance_transactions.retrieve(pi.latest_charge.balance_transaction)
+    assert (txn.amount, txn.fee, txn.net) == (2000, 88, 1912)
+    events = s.events.list(params={"type": "payment_intent.succeeded"})
+    assert [e.data.object.id for e in events.data] == [pi.id]
+    assert s.balance.retrieve().available[0].amount == 1912
+    found = s.customers.search(params={"query": "email:'ada@example.test' AND metadata['tier']:'gold'"})
+    assert [c.id for c in found.data] == [cus.id]
+
+
+def test_manual_capture_holds_funds_and_captures_part(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    pi = s.payment_intents.create(params={"amount": 5000, "currency": "usd", "payment_method": "pm_card_visa", "capture_method": "manual", "confirm": True})
+    assert (pi.status, pi.amount_capturable) == ("requires_capture", 5000)
+    with pytest.raises(stripe.InvalidRequestError):
+        s.payment_intents.capture(pi.id, params={"amount_to_capture": 9000})
+    pi = s.payment_intents.capture(pi.id, params={"amount_to_capture": 3000})
+    assert (pi.status, pi.amount_received) == ("succeeded", 3000)
+
+
+@pytest.mark.parametrize("pm,code,decline", [
+    ("pm_card_chargeDeclined", "card_declined", "generic_decline"),
+    ("pm_card_chargeDeclinedInsufficientFunds", "card_declined", "insufficient_funds"),
+    ("pm_card_chargeDeclinedExpiredCard", "expired_card", "expired_card"),
+])
+def test_declines_raise_card_error_with_the_decline_code(stripe_sandbox, pm, code, decline):
+    sb, s = stripe_sandbox()
+    with pytest.raises(stripe.CardError) as e:
+        s.payment_intents.create(params={"amount": 1000, "currency": "usd", "payment_method": pm, "confirm": True})
+    assert e.value.code == code
+    assert e.value.error.decline_code == decline
+    assert e.value.http_status == 402
+    assert e.value.request_id.startswith("req_")
+    pi = s.payment_intents.retrieve(e.value.error.payment_intent.id)
+    assert pi.status == "requires_payment_method"
+    assert pi.last_payment_error.decline_code == decline
+
+
+def test_a_3ds_card_requires_action_until_authenticated(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    pi = s.payment_intents.create(params={"amount": 1000, "currency": "usd", "payment_method": "pm_card_authenticationRequired", "confirm": True, "return_url": "https://shop.test/done"})
+    assert pi.status == "requires_action"
+    assert pi.next_action.type == "redirect_to_url"
+    pi = s.payment_intents.confirm(pi.id)
+    assert pi.status == "succeeded"
+
+
+def test_refunds_partial_then_full_then_refused(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    pi = s.payment_intents.create(params={"amount": 20000, "currency": "usd", "payment_method": "pm_card_visa", "confirm": True})
+    r1 = s.refunds.create(params={"payment_intent": pi.id, "amount": 7500})
+    assert r1.status == "succeeded" and r1.charge == pi.latest_charge
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        s.refunds.create(params={"charge": pi.latest_charge, "amount": 20000})
+    assert e.value.code == "amount_too_large"
+    s.refunds.create(params={"charge": pi.latest_charge})
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        s.refunds.create(params={"charge": pi.latest_charge})
+    assert e.value.code == "charge_already_refunded"
+    ch = s.charges.retrieve(pi.latest_charge)
+    assert (ch.amount_refunded, ch.refunded) == (20000, True)
+    assert len(s.refunds.list(params={"charge": ch.id}).data) == 2
+
+
+def test_idempotent_retries_replay_and_mismatches_are_refused(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    a = s.payment_intents.create(params={"amount": 1000, "currency": "usd"}, options={"idempotency_key": "order-1"})
+    b = s.payment_intents.create(params={"amount": 1000, "currency": "usd"}, options={"idempotency_key": "order-1"})
+    assert a.id == b.id
+    assert b.last_response.headers.get("Idempotent-Replayed") == "true"
+    with pytest.raises(stripe.IdempotencyError):
+        s.payment_intents.create(params={"amount": 2000, "currency": "usd"}, options={"idempotency_key": "order-1"})
+    assert len(s.payment_intents.list().data) == 1
+
+
+def test_lists_auto_paginate(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    made = [s.customers.create(params={"email": f"u{i}@x.test"}).id for i in range(7)]
+    page = s.customers.list(params={"limit": 3})
+    assert page.has_more and len(page.data) == 3
+    assert [c.id for c in page.auto_paging_iter()] == list(reversed(made))
+
+
+def test_task_14_a_lost_response_retried_with_the_same_key_is_one_refund(stripe_sandbox):
+    seed = json.loads((HERE.parents[0] / "tasks-compat" / "bundled" / "14-stripe-refund-retry.md").read_text().split("```json", 1)[1].split("```", 1)[0])
+    sb, s = stripe_sandbox(seed)
+    with pytest.raises(stripe.CardError):
+        s.refunds.create(params={"charge": "ch_test_200", "amount": 7500}, options={"idempotency_key": "refund-ch_test_200"})
+    r = s.refunds.create(params={"charge": "ch_test_200", "amount": 7500}, options={"idempotency_key": "refund-ch_test_200"})
+    assert r.amount == 7500
+    assert len(s.refunds.list(params={"charge": "ch_test_200"}).data) == 1
+
+
+def test_webhooks_verify_with_the_sdk_helper(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    we = s.webhook_endpoints.create(params={"url": "https://merchant.test/hook", "enabled_events": ["payment_intent.succeeded", "charge.refunded"]})
+    pi = s.payment_intents.create(params={"amount": 1500, "currency": "usd", "payment_method": "pm_card_visa", "confirm": True})
+    s.refunds.create(params={"payment_intent": pi.id})
+    rows = sb.events("stripe")
+    rows = rows if isinstance(rows, list) else rows.get("events", rows.get("data", []))
+    deliveries = [d for r in rows for d in (r.get("deliveries") or [])]
+    assert [d["event"] for d in deliveries] == ["payment_intent.succeeded", "charge.refunded"]
+    for d in deliveries:
+        headers = {k.lower(): v for k, v in d["headers"]}
+        event = stripe.Webhook.construct_event(d["body"], headers["stripe-signature"], we.secret)
+        assert event.type == d["event"]
+    with pytest.raises(stripe.SignatureVerificationError):
+        stripe.Webhook.construct_event(deliveries[0]["body"], dict((k.lower(), v) for k, v in deliveries[0]["headers"])["stripe-signature"], "whsec_wrong")
+
+
+def test_x402_challenge_then_paid_retry(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    url = sb.url("stripe") + "/x402/protected-resource"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": f"Bearer {sb.token}"}))
+        raise AssertionError("expected 402")
+    except urllib.error.HTTPError as e:
+        assert e.code == 402
+        challenge = json.load(e)["accepts"][0]
+    payment = {"x402Version": 1, "scheme": "exact", "network": challenge["network"], "payload": {"signature": "0x" + "ab" * 65, "authorization": {
+        "from": "0x" + "11" * 20, "to": challenge["payTo"], "value": challenge["maxAmountRequired"], "validAfter": "0", "validBefore": "9999999999", "nonce": "0x" + "22" * 32}}}
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {sb.token}", "X-PAYMENT": base64.b64encode(json.dumps(payment).encode()).decode()})
+    with urllib.request.urlopen(req) as resp:
+        assert resp.status == 200
+        assert resp.headers["X-PAYMENT-RESPONSE"]
+    assert any(p.status == "succeeded" for p in s.payment_intents.list().data)
+
+
+# ---------------------------------------------------------------------------------------
+# Every answer against Stripe's OpenAPI description.
+
+def _nullable(node):
+    if isinstance(node, dict):
+        for v in node.values():
+            _nullable(v)
+        if node.pop("nullable", False):
+            inner = dict(node)
+            node.clear()
+            node["anyOf"] = [inner, {"type": "null"}]
+    elif isinstance(node, list):
+        for v in node:
+            _nullable(v)
+
+
+def _spec():
+    doc = json.loads(SPEC_PATH.read_text().replace('"#/components/', '"urn:spec#/components/'))
+    _nullable(doc)
+    ops = []
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if isinstance(op, dict) and "responses" in op:
+                rx = re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", path) + "$")
+                literal = path.count("{")
+                ops.append((method.upper(), rx, literal, op))
+    registry = referencing.Registry().with_resource("urn:spec", referencing.Resource.from_contents(doc, default_specification=DRAFT4))
+    return doc, ops, registry
+
+
+def test_every_answer_validates_against_stripes_openapi(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    cus = s.customers.create(params={"email": "v@x.test", "name": "V"})
+    s.customers.update(cus.id, params={"metadata": {"a": "b"}})
+    s.customers.list()
+    s.customers.search(params={"query": "email:'v@x.test'"})
+    pm = s.payment_methods.attach("pm_card_visa", params={"customer": cus.id})
+    s.customers.update(cus.id, params={"invoice_settings": {"default_payment_method": pm.id}})
+    s.payment_methods.list(params={"customer": cus.id, "type": "card"})
+    pi = s.payment_intents.create(params={"amount": 3000, "currency": "usd", "customer": cus.id, "payment_method": pm.id, "confirm": True})
+    s.payment_intents.retrieve(pi.id)
+    s.payment_intents.list()
+    s.charges.retrieve(pi.latest_charge)
+    s.charges.list()
+    s.refunds.create(params={"charge": pi.latest_charge, "amount": 1000})
+    s.refunds.list()
+    held = s.payment_intents.create(params={"amount": 3000, "currency": "usd", "payment_method": "pm_card_visa", "capture_method": "manual", "confirm": True})
+    s.payment_intents.capture(held.id)
+    c = s.payment_intents.create(params={"amount": 3000, "currency": "usd"})
+    s.payment_intents.cancel(c.id)
+    try:
+        s.payment_intents.create(params={"amount": 1000, "currency": "usd", "payment_method": "pm_card_chargeDeclined", "confirm": True})
+    except stripe.CardError:
+        pass
+    try:
+        s.customers.retrieve("cus_nope")
+    except stripe.InvalidRequestError:
+        pass
+    prod = s.products.create(params={"name": "Plan"})
+    s.prices.create(params={"product": prod.id, "unit_amount": 900, "currency": "usd", "recurring": {"interval": "month"}})
+    s.coupons.create(params={"percent_off": 25, "duration": "once"})
+    si = s.setup_intents.create(params={"customer": cus.id, "payment_method": "pm_card_visa", "confirm": True})
+    s.setup_intents.retrieve(si.id)
+    s.events.list()
+    s.balance.retrieve()
+    s.balance_transactions.list()
+    s.payouts.create(params={"amount": 100, "currency": "usd"})
+    s.webhook_endpoints.create(params={"url": "https://m.test/h", "enabled_events": ["*"]})
+    s.customers.delete(cus.id)
+
+    doc, ops, registry = _spec()
+    rows = sb.events("stripe")
+    rows = rows if isinstance(rows, list) else rows.get("events", rows.get("data", []))
+    failures, checked = [], 0
+    for row in rows:
+        path = row["path"]
+        path = path[path.index("/v1/"):] if "/v1/" in path else path
+        cands = [o for o in ops if o[0] == row["method"] and o[1].match(path)]
+        if not cands:
+            continue
+        op = min(cands, key=lambda o: o[2])[3]
+        resp = op["responses"].get(str(row["status"])) or op["responses"].get("default")
+        schema = resp["content"]["application/json"]["schema"]
+        body = row["response_body"]
+        body = json.loads(body) if isinstance(body, str) else body
+        try:
+            jsonschema.Draft4Validator(schema, registry=registry).validate(body)
+            checked += 1
+        except jsonschema.ValidationError as e:
+            failures.append(f"{row['method']} {path} {row['status']}: {e.message[:300]} at {list(e.absolute_path)}")
+    assert checked >= 30
+    assert not failures, "\n".join(failures)
