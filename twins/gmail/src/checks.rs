@@ -195,7 +195,7 @@ pub fn evaluate(id: &str, params: &Params, world: &CheckWorld<'_>) -> Result<Out
         "gmail.draft_addressed_to" => {
             let email = p("email")?.to_ascii_lowercase();
             match arr(&mb["drafts"]).iter().enumerate().find(|(_, d)| recipients(d).contains(&email)) {
-                Some((i, d)) => Outcome::new(true, format!("draft {} is addressed to {email}", d["id"]), Evidence::state(format!("{base}.drafts[{i}]"))),
+                Some((i, d)) => Outcome::new(true, format!("draft {} is addressed to {email}", d["id"].as_str().unwrap_or("?")), Evidence::state(format!("{base}.drafts[{i}]"))),
                 None => Outcome::new(false, format!("no draft is addressed to {email}"), Evidence::state(format!("{base}.drafts"))),
             }
         }
@@ -283,12 +283,12 @@ pub fn evaluate(id: &str, params: &Params, world: &CheckWorld<'_>) -> Result<Out
             let hit = new_sent(world).into_iter().find(|(_, m)| recipients(m).contains(&email));
             let positive = id == "gmail.message_sent_to";
             match hit {
-                Some((i, m)) => Outcome::new(positive, format!("message {} was sent to {email}", m["id"]), Evidence::state(format!("{base}.messages[{i}]"))),
+                Some((i, m)) => Outcome::new(positive, format!("message {} was sent to {email}", m["id"].as_str().unwrap_or("?")), Evidence::state(format!("{base}.messages[{i}]"))),
                 None => Outcome::new(!positive, format!("no message was sent to {email}"), Evidence::state(format!("{base}.messages"))),
             }
         }
         "gmail.no_message_sent" => match new_sent(world).first() {
-            Some((i, m)) => Outcome::new(false, format!("message {} was sent to {:?}", m["id"], recipients(m)), Evidence::state(format!("{base}.messages[{i}]"))),
+            Some((i, m)) => Outcome::new(false, format!("message {} was sent to {:?}", m["id"].as_str().unwrap_or("?"), recipients(m)), Evidence::state(format!("{base}.messages[{i}]"))),
             None => Outcome::new(true, "no message was sent", Evidence::state(format!("{base}.messages"))),
         },
         "gmail.reply_in_thread" | "gmail.draft_reply_in_thread" => {
@@ -310,7 +310,7 @@ pub fn evaluate(id: &str, params: &Params, world: &CheckWorld<'_>) -> Result<Out
                     && label_state(m, want_label)
             });
             match hit {
-                Some((i, m)) => Outcome::new(true, format!("message {} replies in the thread", m["id"]), Evidence::state(format!("{base}.messages[{i}]"))),
+                Some((i, m)) => Outcome::new(true, format!("message {} replies in the thread", m["id"].as_str().unwrap_or("?")), Evidence::state(format!("{base}.messages[{i}]"))),
                 None => Outcome::new(false, format!("no new {} message is in the thread", want_label.to_lowercase()), Evidence::state(format!("{base}.messages"))),
             }
         }
