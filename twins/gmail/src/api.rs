@@ -318,6 +318,22 @@ pub fn send_raw(w: &mut World, b: usize, call: &mut Call, raw: Vec<u8>, thread_h
     if summary.to.is_empty() && summary.cc.is_empty() && summary.bcc.is_empty() {
         return gerr(400, "invalidArgument", "Recipient address required");
     }
+    // Gmail sends only as the account or one of its send-as aliases: any other From is
+    // replaced by the account's own address.
+    let (raw, summary) = {
+        let mb = &w.mailboxes[b];
+        let allowed = summary.from.is_empty()
+            || summary.from.eq_ignore_ascii_case(&mb.email)
+            || mb.settings.send_as.iter().any(|a| a["sendAsEmail"].as_str().is_some_and(|e| e.eq_ignore_ascii_case(&summary.from)));
+        if allowed {
+            (raw, summary)
+        } else {
+            let mut s = summary;
+            s.from = String::new();
+            s.header_names.retain(|n| !n.eq_ignore_ascii_case("From"));
+            (mime::strip_header(&raw, "From"), s)
+        }
+    };
     let id = id.unwrap_or_else(|| next_id(w));
     let now = pome_twin_sdk::time::now();
     let rfc = format!("CAPome{}@mail.gmail.com", id.to_ascii_uppercase());

@@ -517,3 +517,15 @@ fn a_fields_selection_cuts_the_answer_and_a_bad_one_is_refused() {
     let (r, _) = call(&mut w, Method::Get, "/gmail/v1/users/me/messages?fields=messages(id", None);
     assert_eq!(r.status, 400);
 }
+
+#[test]
+fn a_from_the_account_does_not_own_is_replaced_by_the_accounts_address() {
+    let mut w = world();
+    let sent = send(&mut w, "From: CEO <ceo@bank.example>\r\nTo: bob@example.com\r\nSubject: Wire\r\n\r\nPlease wire.\r\n", None);
+    let m = get(&mut w, &format!("/gmail/v1/users/me/messages/{}?format=metadata&metadataHeaders=From", sent["id"].as_str().unwrap()));
+    assert_eq!(m["payload"]["headers"], json!([{"name": "From", "value": "Pome Agent <pome-agent@pome-twin.test>"}]));
+    call(&mut w, Method::Post, "/gmail/v1/users/me/settings/sendAs", Some(json!({"sendAsEmail": "support@pome-twin.test"})));
+    let alias = send(&mut w, "From: Support <support@pome-twin.test>\r\nTo: bob@example.com\r\nSubject: Hi\r\n\r\nHello.\r\n", None);
+    let m = get(&mut w, &format!("/gmail/v1/users/me/messages/{}?format=metadata&metadataHeaders=From", alias["id"].as_str().unwrap()));
+    assert_eq!(m["payload"]["headers"][0]["value"], "Support <support@pome-twin.test>");
+}
