@@ -57,7 +57,18 @@ test-python: host venv
 test-node: host node-deps
 	cd tests/node && node --test
 
-test: test-rust test-python test-node
+# The dashboard in a real browser: Debian's headless Chromium through chromedriver (selenium),
+# against the release binary. Installs Chromium when it is missing.
+.PHONY: test-browser
+$(VENV)/.browser-installed: tests/browser/requirements.txt $(VENV)/.installed
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/browser/requirements.txt
+	touch $@
+
+test-browser: host venv $(VENV)/.browser-installed
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
+	$(VENV)/bin/python -m pytest -q tests/browser
+
+test: test-rust test-python test-node test-browser
 
 bench: host-release
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)

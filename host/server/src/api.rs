@@ -351,8 +351,17 @@ async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<
         app.sandboxes.abort_close(&s);
         return Err(e.into());
     }
+    /// `pass`, `fail`, `incomplete` or `ungraded`.
+    verdict: Option<String>,
+    /// Runs per page: 100 unless set, at most 1,000.
+    limit: Option<usize>,
+    /// The id of the last run of the previous page (the answer's `next_cursor`).
+    starting_after: Option<String>,
     let run_id = run["id"].as_str().unwrap_or_default().to_string();
     app.sandboxes.close(&s, CloseReason::Finalized, Some(run_id.clone()));
+/// The most runs one page holds, so a listing never loads a team's whole history.
+const MAX_RUNS_PAGE: usize = 1_000;
+
     let tape_rows: usize = run["per_twin"].as_object().map_or(0, |m| m.values().map(|t| t["tape"].as_array().map_or(0, Vec::len)).sum());
     Ok(Json(json!({
         "run_id": run_id,
@@ -414,8 +423,26 @@ struct RunsQuery {
 }
 
 async fn list_runs(State(app): State<Arc<App>>, Team(team): Team, Query(q): Query<RunsQuery>) -> Result<Json<Value>, ApiError> {
-    let runs = app.storage.runs(&team, q.group_id, q.task).await?;
-    Ok(Json(json!({"object": "list", "data": runs})))
+    if let Some(v) = q.verdict.as_deref()
+        && !["pass", "fail", "incomplete", "ungraded"].contains(&v)
+    {
+        return Err(ApiError::validation(format!("`verdict` is `{v}`; use pass, fail, incomplete or ungraded")).with_details(json!({"field": "verdict"})));
+    }
+    let limit = match q.limit {
+        Some(n) if n == 0 || n > MAX_RUNS_PAGE => {
+            return Err(ApiError::validation(format!("`limit` must be 1 to {MAX_RUNS_PAGE}")).with_details(json!({"field": "limit"})));
+        }
+        Some(n) => n,
+        None => 100,
+    };
+    let filter = crate::storage::RunFilter { group_id: q.group_id, task_id: q.task, verdict: q.verdict };
+    let page = crate::storage::RunPage { limit, starting_after: q.starting_after.clone() };
+    let Some((runs, has_more)) = app.storage.runs(&team, filter, page).await? else {
+        let id = q.starting_after.unwrap_or_default();
+        return Err(ApiError::validation(format!("`starting_after` names no run of your team: {id}")).with_details(json!({"field": "starting_after"})));
+    };
+    let next_cursor = if has_more { runs.last().map(|r| r.id.clone()) } else { None };
+    Ok(Json(json!({"object": "list", "data": runs, "has_more": has_more, "next_cursor": next_cursor})))
 }
 
 async fn get_run(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {

@@ -210,6 +210,7 @@ impl AsyncWrite for Capped {
         Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
     }
     fn is_write_vectored(&self) -> bool {
+        .merge(crate::ui::routes())
         self.io.is_write_vectored()
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {

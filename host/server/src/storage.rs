@@ -30,6 +30,29 @@ pub struct Storage {
 /// A run as listed (without its tapes and states).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RunSummary {
+/// Which runs a listing wants (every field optional).
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    pub group_id: Option<String>,
+    pub task_id: Option<String>,
+    /// `pass`, `fail`, `incomplete`, or `ungraded` (no task).
+    pub verdict: Option<String>,
+}
+
+/// One page of a run listing.
+#[derive(Debug, Clone)]
+pub struct RunPage {
+    pub limit: usize,
+    /// The id of the last run of the previous page.
+    pub starting_after: Option<String>,
+}
+
+impl Default for RunPage {
+    fn default() -> RunPage {
+        RunPage { limit: 1 << 40, starting_after: None }
+    }
+}
+
     pub id: String,
     pub session_id: String,
     pub task_id: Option<String>,
@@ -269,16 +292,34 @@ impl Storage {
         .await
     }
 
-    /// A team's runs, newest first, optionally filtered by trial group or task.
-    pub async fn runs(&self, team_id: &str, group_id: Option<String>, task_id: Option<String>) -> Result<Vec<RunSummary>, StorageError> {
+    /// A team's runs, newest first, optionally filtered by trial group, task or verdict; one
+    /// page of at most `page.limit`, after the run `page.starting_after` when set. The second
+    /// value says whether more runs follow the page; `None` when `starting_after` is not one of
+    /// the team's runs. Pages walk the `runs_by_team` index, so a page costs about the same
+    /// with ten runs stored or ten thousand.
+    pub async fn runs(&self, team_id: &str, filter: RunFilter, page: RunPage) -> Result<Option<(Vec<RunSummary>, bool)>, StorageError> {
         let t = team_id.to_string();
         self.with(move |c| {
-            let mut st = c.prepare(
+            // The cursor is the position of the run the last page ended with.
+            let cursor: Option<(String, String)> = match &page.starting_after {
+                Some(id) => c
+                    .query_row("SELECT created_at, id FROM runs WHERE team_id = ?1 AND id = ?2", params![t, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?,
+                None => None,
+            };
+            if page.starting_after.is_some() && cursor.is_none() {
+                return Ok(None);
+            }
+            let (c_at, c_id) = cursor.unzip();
+            let mut st = c.prepare_cached(
                 "SELECT id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at FROM runs
                  WHERE team_id = ?1 AND (?2 IS NULL OR group_id = ?2) AND (?3 IS NULL OR task_id = ?3)
-                 ORDER BY created_at DESC, id",
+                   AND (?4 IS NULL OR verdict = ?4 OR (?4 = 'ungraded' AND verdict IS NULL))
+                   AND (?5 IS NULL OR created_at < ?5 OR (created_at = ?5 AND id > ?6))
+                 ORDER BY created_at DESC, id LIMIT ?7",
             )?;
-            let rows = st.query_map(params![t, group_id, task_id], |r| {
+            let limit = page.limit.max(1);
+            let rows = st.query_map(params![t, filter.group_id, filter.task_id, filter.verdict, c_at, c_id, (limit + 1) as i64], |r| {
                 let twins: String = r.get(6)?;
                 Ok(RunSummary {
                     id: r.get(0)?,
@@ -292,7 +333,10 @@ impl Storage {
                     created_at: r.get(8)?,
                 })
             })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            let mut runs = rows.collect::<Result<Vec<_>, _>>()?;
+            let has_more = runs.len() > limit;
+            runs.truncate(limit);
+            Ok(Some((runs, has_more)))
         })
         .await
     }
@@ -331,8 +375,8 @@ mod tests {
         let other = db.create_team("other").await.unwrap();
         let run = serde_json::json!({"id": "run_1", "session_id": "ses_1", "twins": ["github"], "finalized_at": now()});
         db.insert_run(&team, &run).await.unwrap();
-        assert_eq!(db.runs(&team, None, None).await.unwrap().len(), 1);
-        assert!(db.runs(&other, None, None).await.unwrap().is_empty());
+        assert_eq!(db.runs(&team, RunFilter::default(), RunPage::default()).await.unwrap().unwrap().0.len(), 1);
+        assert!(db.runs(&other, RunFilter::default(), RunPage::default()).await.unwrap().unwrap().0.is_empty());
         assert!(db.run(&other, "run_1").await.unwrap().is_none());
         assert_eq!(db.run(&team, "run_1").await.unwrap().unwrap()["session_id"], "ses_1");
 

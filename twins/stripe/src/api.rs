@@ -34,7 +34,8 @@ pub const TOOL_ALIASES: &[(&str, &str)] = &[
 ];
 
 pub fn routes(r: Router<World>) -> Router<World> {
-    r.post("/v1/customers", "customers.create", h!(customer_create))
+    crate::billing::routes(r)
+        .post("/v1/customers", "customers.create", h!(customer_create))
         .get("/v1/customers", "customers.list", h!(customer_list))
         .get("/v1/customers/search", "customers.search", h!(customer_search))
         .get("/v1/customers/{id}", "customers.retrieve", h!(customer_retrieve))
@@ -109,6 +110,11 @@ pub fn routes(r: Router<World>) -> Router<World> {
         .post("/v1/webhook_endpoints/{id}", "webhook_endpoints.update", h!(we_update))
         .delete("/v1/webhook_endpoints/{id}", "webhook_endpoints.delete", h!(we_delete))
         .get("/x402/protected-resource", "x402.protected_resource", crate::x402::protected_resource)
+}
+
+/// Create (and with `confirm`, run) a PaymentIntent, as `POST /v1/payment_intents` does.
+pub fn create_payment_intent(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    pi_create(w, call, p)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -282,8 +288,11 @@ fn customer_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         c["balance"] = json!(b);
     }
     p.metadata_into(&mut c)?;
-    if let Some(pm) = p.str("invoice_settings").or(None) {
-        let _ = pm;
+    if let Some(tc) = p.str("test_clock") {
+        if w.get_kind("test_helpers.test_clock", tc).is_none() {
+            return Err(no_such("test_clock", tc, "test_clock"));
+        }
+        c["test_clock"] = json!(tc);
     }
     let c = w.insert(Some(call), c);
     if let Some(pm) = p.str("payment_method") {
@@ -421,6 +430,8 @@ pub const CARDS: &[(&str, &str, &str, Behaviour)] = &[
     ("4000000000000069", "visa", "chargeDeclinedExpiredCard", Behaviour::Decline("expired_card", "expired_card")),
     ("4000000000000127", "visa", "chargeDeclinedIncorrectCvc", Behaviour::Decline("incorrect_cvc", "incorrect_cvc")),
     ("4000000000000119", "visa", "chargeDeclinedProcessingError", Behaviour::Decline("processing_error", "processing_error")),
+    // Attaches to a customer fine; every charge on it is declined.
+    ("4000000000000341", "visa", "chargeCustomerFail", Behaviour::Decline("card_declined", "generic_decline")),
     ("4000002500003155", "visa", "authenticationRequired", Behaviour::ThreeDS),
     ("4000002760003184", "visa", "authenticationRequiredOnSetup", Behaviour::ThreeDS),
     ("4000000000000259", "visa", "createDispute", Behaviour::Dispute),
@@ -624,7 +635,7 @@ fn attach(w: &mut World, call: &mut Call, pm: &str, cus: &str) -> Res {
         return Err(invalid("The payment method you provided has already been attached to a customer.").code("payment_method_unexpected_state").param("payment_method"));
     }
     let pm_obj = w.get(&id).cloned().unwrap();
-    if pm_obj["type"] == "card" {
+    if pm_obj["type"] == "card" && pm_obj["card"]["last4"] != "0341" {
         if let Behaviour::Decline(code, decline) = behaviour_of(&pm_obj) {
             let mut e = StripeError::new(402, "card_error", decline_message(code, decline)).code(code).param("");
             e.param = None;

@@ -10,6 +10,7 @@
 #![recursion_limit = "512"]
 
 pub mod api;
+pub mod billing;
 pub mod checks;
 pub mod core;
 pub mod seed;
@@ -122,7 +123,7 @@ pub fn plural(kind: &str) -> String {
     match kind {
         "balance_transaction" => "balance_transactions".into(),
         "customer_balance_transaction" => "customer_balance_transactions".into(),
-        "x402_payment" => "x402_payments".into(),
+        "test_helpers.test_clock" => "test_clocks".into(),
         k => format!("{k}s"),
     }
 }

@@ -391,3 +391,37 @@ mod checks {
         assert!(!decide("stripe.x402_retry_200", &[], &seed, &state, &[first, bare]));
     }
 }
+
+#[test]
+fn a_subscription_renews_on_its_test_clock_and_goes_past_due_when_a_renewal_fails() {
+    let mut w = world();
+    let t0 = 1_767_225_600; // 2026-01-01
+    let (_, clock) = post(&mut w, "/v1/test_helpers/test_clocks", &[("frozen_time", &t0.to_string())]);
+    let clock = clock["id"].as_str().unwrap().to_string();
+    let (_, cus) = post(&mut w, "/v1/customers", &[("email", "sub@x.test"), ("test_clock", &clock)]);
+    let cus = cus["id"].as_str().unwrap().to_string();
+    let (_, pm) = post(&mut w, "/v1/payment_methods/pm_card_visa/attach", &[("customer", &cus)]);
+    post(&mut w, &format!("/v1/customers/{cus}"), &[("invoice_settings[default_payment_method]", pm["id"].as_str().unwrap())]);
+    let (_, price) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "1500"), ("recurring[interval]", "month"), ("product_data[name]", "Pro")]);
+    let (s, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", price["id"].as_str().unwrap())]);
+    assert_eq!(s, 200, "{sub}");
+    assert_eq!(sub["status"], "active");
+    let sub_id = sub["id"].as_str().unwrap().to_string();
+    assert_eq!(sub["current_period_end"], 1_769_904_000); // 2026-02-01
+
+    // Two paid renewals, then the card starts failing.
+    let (_, c) = post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1772323200")]); // 2026-03-01
+    assert_eq!(c["status"], "ready");
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{sub_id}"));
+    assert_eq!((sub["status"].as_str(), sub["current_period_end"].as_i64()), (Some("active"), Some(1_775_001_600)));
+    let (_, bad) = post(&mut w, "/v1/payment_methods/pm_card_chargeCustomerFail/attach", &[("customer", &cus)]);
+    post(&mut w, &format!("/v1/customers/{cus}"), &[("invoice_settings[default_payment_method]", bad["id"].as_str().unwrap())]);
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1775001600")]); // 2026-04-01
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{sub_id}"));
+    assert_eq!(sub["status"], "past_due");
+    let (_, invs) = get(&mut w, &format!("/v1/invoices?subscription={sub_id}"));
+    let statuses: Vec<&str> = invs["data"].as_array().unwrap().iter().map(|i| i["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["open", "paid", "paid", "paid"]);
+    let (_, ev) = get(&mut w, "/v1/events?type=customer.subscription.updated&limit=1");
+    assert_eq!(ev["data"][0]["data"]["previous_attributes"]["status"], "active");
+}

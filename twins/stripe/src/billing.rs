@@ -1,0 +1,727 @@
+//! Billing: test clocks, subscriptions, invoices and invoice items. Time moves for a
+//! customer only through its test clock (`advance`), which renews subscriptions period by
+//! period: each renewal invoices and charges the default payment method; a failed charge
+//! makes the subscription `past_due`, a cancel-at-period-end ends it.
+
+use pome_twin_sdk::{Call, Router, Value, json};
+
+use crate::World;
+use crate::api::{self, emit};
+use crate::core::{Params, Res, StripeError, invalid, list_object, missing, no_such, run};
+
+macro_rules! h {
+    ($f:path) => {
+        |w: &mut World, c: &mut Call| run(w, c, $f)
+    };
+}
+
+pub fn routes(r: Router<World>) -> Router<World> {
+    r.post("/v1/test_helpers/test_clocks", "test_helpers.test_clocks.create", h!(clock_create))
+        .get("/v1/test_helpers/test_clocks", "test_helpers.test_clocks.list", h!(clock_list))
+        .get("/v1/test_helpers/test_clocks/{id}", "test_helpers.test_clocks.retrieve", h!(clock_retrieve))
+        .delete("/v1/test_helpers/test_clocks/{id}", "test_helpers.test_clocks.delete", h!(clock_delete))
+        .post("/v1/test_helpers/test_clocks/{id}/advance", "test_helpers.test_clocks.advance", h!(clock_advance))
+        .post("/v1/subscriptions", "subscriptions.create", h!(sub_create))
+        .get("/v1/subscriptions", "subscriptions.list", h!(sub_list))
+        .get("/v1/subscriptions/search", "subscriptions.search", h!(sub_search))
+        .get("/v1/subscriptions/{id}", "subscriptions.retrieve", h!(sub_retrieve))
+        .post("/v1/subscriptions/{id}", "subscriptions.update", h!(sub_update))
+        .delete("/v1/subscriptions/{id}", "subscriptions.cancel", h!(sub_cancel))
+        .get("/v1/subscription_items", "subscription_items.list", h!(si_list))
+        .post("/v1/invoiceitems", "invoiceitems.create", h!(ii_create))
+        .get("/v1/invoiceitems", "invoiceitems.list", h!(ii_list))
+        .post("/v1/invoices", "invoices.create", h!(inv_create))
+        .get("/v1/invoices", "invoices.list", h!(inv_list))
+        .get("/v1/invoices/{id}", "invoices.retrieve", h!(inv_retrieve))
+        .post("/v1/invoices/{id}/finalize", "invoices.finalize", h!(inv_finalize))
+        .post("/v1/invoices/{id}/pay", "invoices.pay", h!(inv_pay))
+        .post("/v1/invoices/{id}/void", "invoices.void", h!(inv_void))
+        .post("/v1/invoices/{id}/mark_uncollectible", "invoices.mark_uncollectible", h!(inv_uncollectible))
+        .get("/v1/invoices/{id}/lines", "invoices.lines", h!(inv_lines))
+}
+
+// ---------------------------------------------------------------------------------------
+// Calendar arithmetic (UTC), for billing periods.
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146097 + doe - 719468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719468;
+    let era = if z >= 0 { z } else { z - 146096 } / 146097;
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// `t` plus `count` intervals; months clamp to the month's last day like Stripe's anchors.
+pub fn add_interval(t: i64, interval: &str, count: i64) -> i64 {
+    match interval {
+        "day" => t + 86400 * count,
+        "week" => t + 7 * 86400 * count,
+        _ => {
+            let months = if interval == "year" { 12 * count } else { count };
+            let days = t.div_euclid(86400);
+            let secs = t.rem_euclid(86400);
+            let (y, m, d) = civil_from_days(days);
+            let total = y * 12 + (m - 1) + months;
+            let (ny, nm) = (total.div_euclid(12), total.rem_euclid(12) + 1);
+            let next_first = if nm == 12 { days_from_civil(ny + 1, 1, 1) } else { days_from_civil(ny, nm + 1, 1) };
+            let last = next_first - days_from_civil(ny, nm, 1);
+            days_from_civil(ny, nm, d.min(last)) * 86400 + secs
+        }
+    }
+}
+
+/// Now for a customer: its test clock's frozen time, or the sandbox's clock.
+pub fn now_for(w: &World, customer: &str) -> i64 {
+    w.get(customer)
+        .and_then(|c| c["test_clock"].as_str())
+        .and_then(|tc| w.get(tc))
+        .and_then(|tc| tc["frozen_time"].as_i64())
+        .unwrap_or_else(|| w.now())
+}
+
+// ---------------------------------------------------------------------------------------
+// Test clocks.
+
+fn clock_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let t = p.req_int("frozen_time")?;
+    let id = w.new_id("clock");
+    let o = json!({
+        "id": id, "object": "test_helpers.test_clock", "created": w.now(), "deletes_after": t + 30 * 86400,
+        "frozen_time": t, "livemode": false, "name": p.str("name"), "status": "ready",
+    });
+    Ok(w.insert(Some(call), o))
+}
+
+fn clock_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let items: Vec<Value> = w.all("test_helpers.test_clock").cloned().collect();
+    list_object(&call.req.path, items, p)
+}
+
+fn clock_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    w.get_kind("test_helpers.test_clock", &id).cloned().ok_or_else(|| no_such("test_clock", &id, "test_clock"))
+}
+
+fn clock_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    w.get_kind("test_helpers.test_clock", &id).ok_or_else(|| no_such("test_clock", &id, "test_clock"))?;
+    w.remove(call, &id);
+    Ok(json!({"id": id, "object": "test_helpers.test_clock", "deleted": true}))
+}
+
+fn clock_advance(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let clock = w.get_kind("test_helpers.test_clock", &id).cloned().ok_or_else(|| no_such("test_clock", &id, "test_clock"))?;
+    let t = p.req_int("frozen_time")?;
+    let from = clock["frozen_time"].as_i64().unwrap_or(0);
+    if t <= from {
+        return Err(invalid(format!("The test clock's frozen_time must be after its current frozen_time ({from}).")).param("frozen_time"));
+    }
+    let customers: Vec<String> = w.all("customer").filter(|c| c["test_clock"] == id.as_str()).filter_map(|c| c["id"].as_str().map(str::to_string)).collect();
+    let subs: Vec<String> = w
+        .order
+        .get("subscription")
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| w.get(s).is_some_and(|s| s["customer"].as_str().is_some_and(|c| customers.iter().any(|x| x == c))))
+        .collect();
+    // Step period by period so each renewal happens at its own time.
+    loop {
+        let next = subs
+            .iter()
+            .filter_map(|s| {
+                let o = w.get(s)?;
+                let live = ["trialing", "active", "past_due"].contains(&o["status"].as_str().unwrap_or(""));
+                let end = o["current_period_end"].as_i64()?;
+                (live && end <= t).then(|| (end, s.clone()))
+            })
+            .min();
+        let Some((end, sub)) = next else { break };
+        w.modify(call, &id, |c| c["frozen_time"] = json!(end));
+        renew(w, call, &sub, end);
+    }
+    let clock = w.modify(call, &id, |c| {
+        c["frozen_time"] = json!(t);
+        c["status"] = json!("ready");
+    });
+    emit(w, call, "test_helpers.test_clock.ready", &clock, None);
+    Ok(clock)
+}
+
+// ---------------------------------------------------------------------------------------
+// Subscriptions.
+
+fn price_of(w: &World, id: &str, param: &str) -> Result<Value, StripeError> {
+    let p = w.get_kind("price", id).cloned().ok_or_else(|| no_such("price", id, param))?;
+    if p["recurring"].is_null() {
+        return Err(invalid(format!("The price specified is set to `type=one_time` but this field only accepts prices with `type=recurring`.")).param(param));
+    }
+    Ok(p)
+}
+
+fn sub_item(w: &mut World, sub: &str, price: &Value, qty: i64, created: i64) -> Value {
+    let id = w.new_id("si");
+    json!({
+        "id": id, "object": "subscription_item", "billing_thresholds": null, "created": created, "discounts": [],
+        "metadata": {}, "plan": null, "price": price, "quantity": qty, "subscription": sub, "tax_rates": [],
+    })
+}
+
+fn items_list(sub: &str, items: Vec<Value>) -> Value {
+    json!({"object": "list", "data": items, "has_more": false, "total_count": items.len(), "url": format!("/v1/subscription_items?subscription={sub}")})
+}
+
+fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = p.req_str("customer")?.to_string();
+    w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
+    let items = match p.get("items") {
+        Some(Value::Array(a)) if !a.is_empty() => a.clone(),
+        _ => return Err(missing("items")),
+    };
+    let mut prices = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        let pid = it["price"].as_str().ok_or_else(|| missing(&format!("items[{i}][price]")))?;
+        let price = price_of(w, pid, &format!("items[{i}][price]"))?;
+        let qty: i64 = it["quantity"].as_str().and_then(|s| s.parse().ok()).unwrap_or(1);
+        prices.push((price, qty));
+    }
+    let cur = prices[0].0["currency"].as_str().unwrap_or("usd").to_string();
+    if prices.iter().any(|(p, _)| p["currency"] != cur.as_str() || p["recurring"]["interval"] != prices[0].0["recurring"]["interval"]) {
+        return Err(invalid("All prices on a subscription must have the same currency and recurring interval.").param("items"));
+    }
+    let dpm = match p.str("default_payment_method") {
+        Some(pm) => {
+            w.get_kind("payment_method", pm).ok_or_else(|| no_such("PaymentMethod", pm, "default_payment_method"))?;
+            Some(pm.to_string())
+        }
+        None => None,
+    };
+    let now = now_for(w, &cus);
+    let trial_days = p.int("trial_period_days")?;
+    let trial_end = match (p.int("trial_end")?, trial_days) {
+        (Some(t), _) => Some(t),
+        (None, Some(d)) if d > 0 => Some(now + d * 86400),
+        _ => None,
+    };
+    let id = w.new_id("sub");
+    let mut sub_items = Vec::new();
+    for (price, qty) in &prices {
+        let it = sub_item(w, &id, price, *qty, now);
+        sub_items.push(it);
+    }
+    let interval = prices[0].0["recurring"]["interval"].as_str().unwrap_or("month").to_string();
+    let count = prices[0].0["recurring"]["interval_count"].as_i64().unwrap_or(1);
+    let period_end = trial_end.unwrap_or_else(|| add_interval(now, &interval, count));
+    let mut sub = json!({
+        "id": id, "object": "subscription", "application": null, "application_fee_percent": null,
+        "automatic_tax": {"enabled": false, "liability": null}, "billing_cycle_anchor": period_end.min(add_interval(now, &interval, count)),
+        "billing_thresholds": null, "cancel_at": null, "cancel_at_period_end": false, "canceled_at": null,
+        "cancellation_details": {"comment": null, "feedback": null, "reason": null}, "collection_method": "charge_automatically",
+        "created": now, "currency": cur, "current_period_end": period_end, "current_period_start": now, "customer": cus,
+        "days_until_due": null, "default_payment_method": dpm, "default_source": null, "default_tax_rates": [],
+        "description": null, "discount": null, "discounts": [], "ended_at": null, "items": items_list(&id, sub_items),
+        "latest_invoice": null, "livemode": false, "metadata": {}, "next_pending_invoice_item_invoice": null,
+        "on_behalf_of": null, "pause_collection": null, "payment_settings": {"payment_method_options": null, "payment_method_types": null, "save_default_payment_method": "off"},
+        "pending_invoice_item_interval": null, "pending_setup_intent": null, "pending_update": null, "schedule": null,
+        "start_date": now, "status": if trial_end.is_some() { "trialing" } else { "incomplete" }, "test_clock": w.get(&cus).unwrap()["test_clock"].clone(),
+        "transfer_data": null, "trial_end": trial_end, "trial_settings": {"end_behavior": {"missing_payment_method": "create_invoice"}},
+        "trial_start": trial_end.map(|_| now),
+    });
+    p.copy(&mut sub, &["description"]);
+    if let Some(c) = p.bool("cancel_at_period_end")? {
+        sub["cancel_at_period_end"] = json!(c);
+    }
+    p.metadata_into(&mut sub)?;
+    let sub = w.insert(Some(call), sub);
+    emit(w, call, "customer.subscription.created", &sub, None);
+    let (inv, paid) = invoice_period(w, call, &id, now, period_end, trial_end.is_some(), "subscription_create");
+    let status = match (trial_end.is_some(), paid) {
+        (true, _) => "trialing",
+        (false, true) => "active",
+        (false, false) => "incomplete",
+    };
+    let sub = w.modify(call, &id, |s| {
+        s["latest_invoice"] = json!(inv);
+        s["status"] = json!(status);
+    });
+    Ok(sub)
+}
+
+/// Invoice one period of a subscription and try to pay it; returns (invoice id, paid).
+fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end: i64, trial: bool, reason: &str) -> (String, bool) {
+    let sub = w.get(sub_id).cloned().unwrap();
+    let cus = sub["customer"].as_str().unwrap_or_default().to_string();
+    let cur = sub["currency"].as_str().unwrap_or("usd").to_string();
+    let inv_id = w.new_id("in");
+    let mut lines = Vec::new();
+    for it in sub["items"]["data"].as_array().cloned().unwrap_or_default() {
+        let qty = it["quantity"].as_i64().unwrap_or(1);
+        let unit = if trial { 0 } else { it["price"]["unit_amount"].as_i64().unwrap_or(0) };
+        let lid = w.new_id("il");
+        let desc = format!("{qty} × {} (at {})", it["price"]["product"].as_str().unwrap_or(""), unit);
+        lines.push(json!({
+            "id": lid, "object": "line_item", "amount": unit * qty, "currency": cur, "description": if trial { format!("Trial period for {}", it["price"]["product"].as_str().unwrap_or("")) } else { desc },
+            "discount_amounts": [], "discountable": true, "discounts": [], "invoice": inv_id, "livemode": false, "metadata": {},
+            "period": {"end": end, "start": start}, "price": it["price"], "proration": false, "proration_details": {"credited_items": null},
+            "quantity": qty, "subscription": sub_id, "subscription_item": it["id"], "tax_amounts": [], "tax_rates": [], "type": "subscription",
+        }));
+    }
+    let inv = new_invoice(w, &inv_id, &cus, &cur, lines, Some(sub_id), reason, start, end);
+    let inv = w.insert(Some(call), inv);
+    emit(w, call, "invoice.created", &inv, None);
+    finalize(w, call, &inv_id);
+    let paid = pay(w, call, &inv_id);
+    (inv_id, paid)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn new_invoice(w: &mut World, id: &str, cus: &str, cur: &str, lines: Vec<Value>, sub: Option<&str>, reason: &str, start: i64, end: i64) -> Value {
+    let total: i64 = lines.iter().map(|l| l["amount"].as_i64().unwrap_or(0)).sum();
+    let now = now_for(w, cus);
+    let c = w.get(cus).cloned().unwrap_or(Value::Null);
+    json!({
+        "id": id, "object": "invoice", "account_country": "US", "account_name": "Pome Twin", "account_tax_ids": null,
+        "amount_due": total, "amount_paid": 0, "amount_remaining": total, "amount_shipping": 0, "application": null,
+        "application_fee_amount": null, "attempt_count": 0, "attempted": false, "auto_advance": true,
+        "automatic_tax": {"enabled": false, "liability": null, "status": null}, "billing_reason": reason, "charge": null,
+        "collection_method": "charge_automatically", "created": now, "currency": cur, "custom_fields": null, "customer": cus,
+        "customer_address": null, "customer_email": c["email"], "customer_name": c["name"], "customer_phone": c["phone"],
+        "customer_shipping": null, "customer_tax_exempt": "none", "customer_tax_ids": [], "default_payment_method": null,
+        "default_source": null, "default_tax_rates": [], "description": null, "discount": null, "discounts": [], "due_date": null,
+        "effective_at": null, "ending_balance": null, "footer": null, "from_invoice": null, "hosted_invoice_url": null,
+        "invoice_pdf": null, "last_finalization_error": null, "latest_revision": null,
+        "lines": {"object": "list", "data": lines, "has_more": false, "total_count": lines.len(), "url": format!("/v1/invoices/{id}/lines")},
+        "livemode": false, "metadata": {}, "next_payment_attempt": null, "number": null, "on_behalf_of": null, "paid": false,
+        "paid_out_of_band": false, "payment_intent": null,
+        "payment_settings": {"default_mandate": null, "payment_method_options": null, "payment_method_types": null},
+        "period_end": end, "period_start": start, "post_payment_credit_notes_amount": 0, "pre_payment_credit_notes_amount": 0,
+        "quote": null, "receipt_number": null, "rendering": null, "shipping_cost": null, "shipping_details": null,
+        "starting_balance": 0, "statement_descriptor": null, "status": "draft",
+        "status_transitions": {"finalized_at": null, "marked_uncollectible_at": null, "paid_at": null, "voided_at": null},
+        "subscription": sub, "subtotal": total, "subtotal_excluding_tax": total, "tax": null, "test_clock": c["test_clock"],
+        "total": total, "total_discount_amounts": [], "total_excluding_tax": total, "total_tax_amounts": [], "transfer_data": null,
+        "webhooks_delivered_at": null,
+    })
+}
+
+fn finalize(w: &mut World, call: &mut Call, id: &str) -> Value {
+    let cus = w.get(id).unwrap()["customer"].as_str().unwrap_or_default().to_string();
+    let now = now_for(w, &cus);
+    let n = w.all("invoice").filter(|i| i["number"].is_string()).count() + 1;
+    let inv = w.modify(call, id, |i| {
+        i["status"] = json!("open");
+        i["number"] = json!(format!("TWIN-{n:04}"));
+        i["status_transitions"]["finalized_at"] = json!(now);
+        i["effective_at"] = json!(now);
+        i["hosted_invoice_url"] = json!(format!("https://invoice.stripe.com/i/{id}"));
+    });
+    emit(w, call, "invoice.finalized", &inv, None);
+    inv
+}
+
+/// Collect an open invoice from the subscription's or customer's default payment method.
+fn pay(w: &mut World, call: &mut Call, id: &str) -> bool {
+    let inv = w.get(id).cloned().unwrap();
+    let cus = inv["customer"].as_str().unwrap_or_default().to_string();
+    let now = now_for(w, &cus);
+    let due = inv["amount_remaining"].as_i64().unwrap_or(0);
+    let mark_paid = |w: &mut World, call: &mut Call, charge: Value, pi: Value| {
+        let inv = w.modify(call, id, |i| {
+            i["status"] = json!("paid");
+            i["paid"] = json!(true);
+            i["amount_paid"] = json!(due);
+            i["amount_remaining"] = json!(0);
+            i["attempted"] = json!(true);
+            i["charge"] = charge;
+            i["payment_intent"] = pi;
+            i["next_payment_attempt"] = Value::Null;
+            i["status_transitions"]["paid_at"] = json!(now);
+        });
+        emit(w, call, "invoice.paid", &inv, None);
+        emit(w, call, "invoice.payment_succeeded", &inv, None);
+    };
+    if due == 0 {
+        mark_paid(w, call, Value::Null, Value::Null);
+        return true;
+    }
+    let sub_pm = inv["subscription"].as_str().and_then(|s| w.get(s)).and_then(|s| s["default_payment_method"].as_str()).map(str::to_string);
+    let pm = sub_pm.or_else(|| w.get(&cus).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str()).map(str::to_string));
+    let outcome = match pm {
+        Some(pm) => {
+            let mut form = serde_json::Map::new();
+            for (k, v) in [("amount", due.to_string()), ("currency", inv["currency"].as_str().unwrap_or("usd").to_string()), ("customer", cus.clone()), ("payment_method", pm), ("confirm", "true".into()), ("off_session", "true".into()), ("description", format!("Invoice {}", inv["number"].as_str().unwrap_or("")))] {
+                form.insert(k.into(), json!(v));
+            }
+            api::create_payment_intent(w, call, &Params(form))
+        }
+        None => Err(invalid("The customer has no default payment method.").code("invoice_no_customer_line_items")),
+    };
+    match outcome {
+        Ok(pi) => {
+            mark_paid(w, call, pi["latest_charge"].clone(), pi["id"].clone());
+            true
+        }
+        Err(e) => {
+            let pi = e.extra.get("payment_intent").map(|p| p["id"].clone()).unwrap_or(Value::Null);
+            let inv = w.modify(call, id, |i| {
+                i["attempted"] = json!(true);
+                let n = i["attempt_count"].as_i64().unwrap_or(0);
+                i["attempt_count"] = json!(n + 1);
+                i["next_payment_attempt"] = json!(now + 3 * 86400);
+                i["payment_intent"] = pi;
+                i["last_finalization_error"] = Value::Null;
+            });
+            emit(w, call, "invoice.payment_failed", &inv, None);
+            false
+        }
+    }
+}
+
+/// Roll a subscription into its next period at `at`: end it if it cancels at period end,
+/// else invoice the new period; a failed payment makes it past_due.
+fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
+    let sub = w.get(sub_id).cloned().unwrap();
+    if sub["cancel_at_period_end"] == true {
+        let s = w.modify(call, sub_id, |s| {
+            s["status"] = json!("canceled");
+            s["canceled_at"] = json!(at);
+            s["ended_at"] = json!(at);
+        });
+        emit(w, call, "customer.subscription.deleted", &s, None);
+        return;
+    }
+    let price = &sub["items"]["data"][0]["price"];
+    let interval = price["recurring"]["interval"].as_str().unwrap_or("month").to_string();
+    let count = price["recurring"]["interval_count"].as_i64().unwrap_or(1);
+    let end = add_interval(at, &interval, count);
+    w.modify(call, sub_id, |s| {
+        s["current_period_start"] = json!(at);
+        s["current_period_end"] = json!(end);
+    });
+    let (inv, paid) = invoice_period(w, call, sub_id, at, end, false, "subscription_cycle");
+    let status = if paid { "active" } else { "past_due" };
+    let before = sub.clone();
+    let after = w.modify(call, sub_id, |s| {
+        s["latest_invoice"] = json!(inv);
+        s["status"] = json!(status);
+    });
+    let mut prev = serde_json::Map::new();
+    for k in ["current_period_start", "current_period_end", "latest_invoice", "status"] {
+        if before[k] != after[k] {
+            prev.insert(k.into(), before[k].clone());
+        }
+    }
+    emit(w, call, "customer.subscription.updated", &after, Some(Value::Object(prev)));
+}
+
+fn sub_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    w.get_kind("subscription", &id).cloned().ok_or_else(|| no_such("subscription", &id, "id"))
+}
+
+fn sub_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = p.str("customer").map(str::to_string);
+    let status = p.str("status").map(str::to_string);
+    let price = p.str("price").map(str::to_string);
+    let items: Vec<Value> = w
+        .all("subscription")
+        .filter(|s| cus.as_ref().is_none_or(|c| s["customer"] == c.as_str()))
+        .filter(|s| match status.as_deref() {
+            None => s["status"] != "canceled",
+            Some("all") => true,
+            Some(st) => s["status"] == st,
+        })
+        .filter(|s| price.as_ref().is_none_or(|pr| s["items"]["data"].as_array().is_some_and(|a| a.iter().any(|i| i["price"]["id"] == pr.as_str()))))
+        .cloned()
+        .collect();
+    list_object(&call.req.path, items, p)
+}
+
+fn sub_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let q = p.req_str("query")?.to_string();
+    let mut items = Vec::new();
+    for o in w.all("subscription") {
+        if crate::core::search_matches(&q, o)? {
+            items.push(o.clone());
+        }
+    }
+    crate::core::search_object(&call.req.path, items, p)
+}
+
+fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut sub = w.get_kind("subscription", &id).cloned().ok_or_else(|| no_such("subscription", &id, "id"))?;
+    if sub["status"] == "canceled" {
+        return Err(invalid("A canceled subscription can only update its cancellation_details and metadata.").code("resource_missing"));
+    }
+    let before = sub.clone();
+    p.metadata_into(&mut sub)?;
+    if let Some(c) = p.bool("cancel_at_period_end")? {
+        sub["cancel_at_period_end"] = json!(c);
+        sub["cancel_at"] = if c { sub["current_period_end"].clone() } else { Value::Null };
+    }
+    if let Some(pm) = p.str("default_payment_method") {
+        w.get_kind("payment_method", pm).ok_or_else(|| no_such("PaymentMethod", pm, "default_payment_method"))?;
+        sub["default_payment_method"] = json!(pm);
+    }
+    p.copy(&mut sub, &["description"]);
+    if let Some(Value::Array(items)) = p.get("items") {
+        for (i, it) in items.iter().enumerate() {
+            let price = match it["price"].as_str() {
+                Some(pid) => Some(price_of(w, pid, &format!("items[{i}][price]"))?),
+                None => None,
+            };
+            let qty = it["quantity"].as_str().and_then(|s| s.parse::<i64>().ok());
+            let data = sub["items"]["data"].as_array_mut().unwrap();
+            match it["id"].as_str() {
+                Some(si) => {
+                    let Some(existing) = data.iter_mut().find(|x| x["id"] == si) else {
+                        return Err(no_such("subscription_item", si, &format!("items[{i}][id]")));
+                    };
+                    if it["deleted"] == "true" {
+                        let si = si.to_string();
+                        data.retain(|x| x["id"] != si.as_str());
+                        continue;
+                    }
+                    if let Some(pr) = price {
+                        existing["price"] = pr;
+                    }
+                    if let Some(q) = qty {
+                        existing["quantity"] = json!(q);
+                    }
+                }
+                None => {
+                    let pr = price.ok_or_else(|| missing(&format!("items[{i}][price]")))?;
+                    let created = sub["created"].as_i64().unwrap_or(0);
+                    let item = sub_item(w, &id, &pr, qty.unwrap_or(1), created);
+                    sub["items"]["data"].as_array_mut().unwrap().push(item);
+                }
+            }
+        }
+        let n = sub["items"]["data"].as_array().map(Vec::len).unwrap_or(0);
+        sub["items"]["total_count"] = json!(n);
+    }
+    let after = w.modify(call, &id, |s| *s = sub);
+    let mut prev = serde_json::Map::new();
+    for (k, v) in before.as_object().unwrap() {
+        if after[k] != *v {
+            prev.insert(k.clone(), v.clone());
+        }
+    }
+    emit(w, call, "customer.subscription.updated", &after, Some(Value::Object(prev)));
+    Ok(after)
+}
+
+fn sub_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let sub = w.get_kind("subscription", &id).cloned().ok_or_else(|| no_such("subscription", &id, "id"))?;
+    if sub["status"] == "canceled" {
+        return Err(invalid(format!("No such subscription: '{id}'. It has been canceled.")).code("resource_missing"));
+    }
+    let now = now_for(w, sub["customer"].as_str().unwrap_or_default());
+    let s = w.modify(call, &id, |s| {
+        s["status"] = json!("canceled");
+        s["canceled_at"] = json!(now);
+        s["ended_at"] = json!(now);
+        s["cancellation_details"]["reason"] = json!("cancellation_requested");
+    });
+    emit(w, call, "customer.subscription.deleted", &s, None);
+    Ok(s)
+}
+
+fn si_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let sub = p.req_str("subscription")?.to_string();
+    let s = w.get_kind("subscription", &sub).cloned().ok_or_else(|| no_such("subscription", &sub, "subscription"))?;
+    let items = s["items"]["data"].as_array().cloned().unwrap_or_default();
+    list_object(&call.req.path, items, p)
+}
+
+// ---------------------------------------------------------------------------------------
+// Invoice items and invoices.
+
+fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = p.req_str("customer")?.to_string();
+    w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
+    let (amount, cur, price) = match p.str("price") {
+        Some(pid) => {
+            let pr = w.get_kind("price", pid).cloned().ok_or_else(|| no_such("price", pid, "price"))?;
+            let q = p.int("quantity")?.unwrap_or(1);
+            (pr["unit_amount"].as_i64().unwrap_or(0) * q, pr["currency"].as_str().unwrap_or("usd").to_string(), pr)
+        }
+        None => (p.req_int("amount")?, api::currency(p)?, Value::Null),
+    };
+    let id = w.new_id("ii");
+    let now = now_for(w, &cus);
+    let mut o = json!({
+        "id": id, "object": "invoiceitem", "amount": amount, "currency": cur, "customer": cus, "date": now,
+        "description": p.str("description"), "discountable": true, "discounts": [], "invoice": p.str("invoice"), "livemode": false,
+        "metadata": {}, "period": {"end": now, "start": now}, "price": price, "proration": false,
+        "quantity": p.int("quantity")?.unwrap_or(1), "subscription": null, "tax_rates": [], "test_clock": null, "unit_amount": null,
+        "unit_amount_decimal": null,
+    });
+    p.metadata_into(&mut o)?;
+    let o = w.insert(Some(call), o);
+    emit(w, call, "invoiceitem.created", &o, None);
+    Ok(o)
+}
+
+fn ii_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = p.str("customer").map(str::to_string);
+    let items: Vec<Value> = w.all("invoiceitem").filter(|o| cus.as_ref().is_none_or(|c| o["customer"] == c.as_str())).cloned().collect();
+    list_object(&call.req.path, items, p)
+}
+
+fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = p.req_str("customer")?.to_string();
+    w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
+    let pending: Vec<Value> = w.all("invoiceitem").filter(|i| i["customer"] == cus.as_str() && i["invoice"].is_null()).cloned().collect();
+    let id = w.new_id("in");
+    let cur = pending.first().and_then(|i| i["currency"].as_str()).unwrap_or("usd").to_string();
+    let lines: Vec<Value> = pending
+        .iter()
+        .rev()
+        .map(|ii| json!({
+            "id": format!("il_{}", &ii["id"].as_str().unwrap_or("")[3..]), "object": "line_item", "amount": ii["amount"], "currency": ii["currency"],
+            "description": ii["description"], "discount_amounts": [], "discountable": true, "discounts": [], "invoice": id,
+            "invoice_item": ii["id"], "livemode": false, "metadata": ii["metadata"], "period": ii["period"], "price": ii["price"],
+            "proration": false, "proration_details": {"credited_items": null}, "quantity": ii["quantity"], "subscription": null,
+            "tax_amounts": [], "tax_rates": [], "type": "invoiceitem",
+        }))
+        .collect();
+    let now = now_for(w, &cus);
+    let mut inv = new_invoice(w, &id, &cus, &cur, lines, None, "manual", now, now);
+    p.copy(&mut inv, &["description", "footer"]);
+    if let Some(a) = p.bool("auto_advance")? {
+        inv["auto_advance"] = json!(a);
+    }
+    p.metadata_into(&mut inv)?;
+    let inv = w.insert(Some(call), inv);
+    for ii in pending {
+        let iid = ii["id"].as_str().unwrap_or_default().to_string();
+        w.modify(call, &iid, |x| x["invoice"] = json!(id));
+    }
+    emit(w, call, "invoice.created", &inv, None);
+    Ok(inv)
+}
+
+fn inv_get(w: &World, call: &Call) -> Result<(String, Value), StripeError> {
+    let id = call.param("id").to_string();
+    let inv = w.get_kind("invoice", &id).cloned().ok_or_else(|| no_such("invoice", &id, "invoice"))?;
+    Ok((id, inv))
+}
+
+fn inv_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    inv_get(w, call).map(|x| x.1)
+}
+
+fn inv_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let cus = p.str("customer").map(str::to_string);
+    let sub = p.str("subscription").map(str::to_string);
+    let st = p.str("status").map(str::to_string);
+    let items: Vec<Value> = w
+        .all("invoice")
+        .filter(|i| cus.as_ref().is_none_or(|c| i["customer"] == c.as_str()) && sub.as_ref().is_none_or(|s| i["subscription"] == s.as_str()) && st.as_ref().is_none_or(|s| i["status"] == s.as_str()))
+        .cloned()
+        .collect();
+    list_object(&call.req.path, items, p)
+}
+
+fn inv_lines(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let (_, inv) = inv_get(w, call)?;
+    list_object(&call.req.path, inv["lines"]["data"].as_array().cloned().unwrap_or_default(), p)
+}
+
+fn inv_finalize(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let (id, inv) = inv_get(w, call)?;
+    if inv["status"] != "draft" {
+        return Err(invalid(format!("This invoice is already finalized, you can't re-finalize a non-draft invoice.")).code("invoice_not_editable"));
+    }
+    Ok(finalize(w, call, &id))
+}
+
+fn inv_pay(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let (id, inv) = inv_get(w, call)?;
+    match inv["status"].as_str() {
+        Some("paid") => return Err(invalid("Invoice is already paid").code("invoice_already_paid")),
+        Some("void") | Some("uncollectible") if p.bool("paid_out_of_band")? != Some(true) && inv["status"] == "void" => {
+            return Err(invalid("This invoice has been voided and can no longer be paid.").code("invoice_not_editable"));
+        }
+        Some("draft") => {
+            finalize(w, call, &id);
+        }
+        _ => {}
+    }
+    if p.bool("paid_out_of_band")? == Some(true) {
+        let now = now_for(w, inv["customer"].as_str().unwrap_or_default());
+        let inv = w.modify(call, &id, |i| {
+            i["status"] = json!("paid");
+            i["paid"] = json!(true);
+            i["paid_out_of_band"] = json!(true);
+            i["amount_remaining"] = json!(0);
+            i["status_transitions"]["paid_at"] = json!(now);
+        });
+        emit(w, call, "invoice.paid", &inv, None);
+        return Ok(inv);
+    }
+    if let Some(pm) = p.str("payment_method") {
+        let cus = inv["customer"].as_str().unwrap_or_default().to_string();
+        w.modify(call, &cus, |c| c["invoice_settings"]["default_payment_method"] = json!(pm));
+    }
+    if pay(w, call, &id) {
+        if let Some(sub) = inv["subscription"].as_str() {
+            if w.get(sub).is_some_and(|s| s["status"] == "past_due" || s["status"] == "incomplete") {
+                let s = w.modify(call, sub, |s| s["status"] = json!("active"));
+                emit(w, call, "customer.subscription.updated", &s, Some(json!({"status": "past_due"})));
+            }
+        }
+        Ok(w.get(&id).cloned().unwrap())
+    } else {
+        let inv = w.get(&id).cloned().unwrap();
+        let mut e = StripeError::new(402, "card_error", "Your card was declined.").code("card_declined");
+        e.decline_code = Some("generic_decline".into());
+        Err(e.with("invoice", inv))
+    }
+}
+
+fn inv_void(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let (id, inv) = inv_get(w, call)?;
+    if inv["status"] != "open" && inv["status"] != "uncollectible" {
+        return Err(invalid(format!("You can only void an open or uncollectible invoice; this one is {}.", inv["status"].as_str().unwrap_or(""))).code("invoice_not_editable"));
+    }
+    let now = now_for(w, inv["customer"].as_str().unwrap_or_default());
+    let inv = w.modify(call, &id, |i| {
+        i["status"] = json!("void");
+        i["status_transitions"]["voided_at"] = json!(now);
+    });
+    emit(w, call, "invoice.voided", &inv, None);
+    Ok(inv)
+}
+
+fn inv_uncollectible(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let (id, inv) = inv_get(w, call)?;
+    if inv["status"] != "open" {
+        return Err(invalid("You can only mark an open invoice as uncollectible.").code("invoice_not_editable"));
+    }
+    let now = now_for(w, inv["customer"].as_str().unwrap_or_default());
+    let inv = w.modify(call, &id, |i| {
+        i["status"] = json!("uncollectible");
+        i["status_transitions"]["marked_uncollectible_at"] = json!(now);
+    });
+    emit(w, call, "invoice.marked_uncollectible", &inv, None);
+    Ok(inv)
+}
