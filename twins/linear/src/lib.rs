@@ -60,6 +60,40 @@ fn depth(set: &SelectionSet, doc: &apollo_compiler::ExecutableDocument, seen: us
         .unwrap_or(seen)
 }
 
+/// Linear's complexity ceiling: points per query.
+pub const MAX_COMPLEXITY: f64 = 10_000.0;
+
+/// Linear's documented point system: 0.1 per scalar field, 1 per object, and a connection's
+/// selection counted once per item it may return (`first`/`last`, 50 by default).
+pub fn complexity(set: &SelectionSet, doc: &apollo_compiler::ExecutableDocument, vars: &serde_json::Map<String, Value>) -> f64 {
+    set.selections
+        .iter()
+        .map(|s| match s {
+            Selection::Field(f) if f.selection_set.selections.is_empty() => 0.1,
+            Selection::Field(f) => {
+                let inner = 1.0 + complexity(&f.selection_set, doc, vars);
+                if f.selection_set.ty.as_str().ends_with("Connection") {
+                    let n = ["first", "last"]
+                        .iter()
+                        .filter_map(|a| f.arguments.iter().find(|x| x.name == *a))
+                        .filter_map(|a| match a.value.as_ref() {
+                            apollo_compiler::ast::Value::Int(i) => i.as_str().parse::<f64>().ok(),
+                            apollo_compiler::ast::Value::Variable(v) => vars.get(v.as_str()).and_then(Value::as_f64),
+                            _ => None,
+                        })
+                        .next()
+                        .unwrap_or(50.0);
+                    inner * n.max(1.0)
+                } else {
+                    inner
+                }
+            }
+            Selection::InlineFragment(i) => complexity(&i.selection_set, doc, vars),
+            Selection::FragmentSpread(sp) => doc.fragments.get(&sp.fragment_name).map(|fr| complexity(&fr.selection_set, doc, vars)).unwrap_or(0.0),
+        })
+        .sum()
+}
+
 /// Serve one GraphQL request.
 pub fn graphql(w: &mut World, call: &mut Call) -> Response {
     w.requests += 1;
@@ -123,6 +157,12 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
     };
     if depth(&operation.selection_set, &doc, 0) > MAX_DEPTH {
         return errors(400, vec![json!({"message": format!("Query has depth greater than the allowed maximum of {MAX_DEPTH}"), "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too deep."}})]);
+    }
+    let plain_vars = body.get("variables").and_then(Value::as_object).cloned().unwrap_or_default();
+    let points = complexity(&operation.selection_set, &doc, &plain_vars);
+    if points > MAX_COMPLEXITY {
+        let msg = format!("Query too complex - complexity of {} exceeds the maximum of {}", points.round(), MAX_COMPLEXITY);
+        return errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too complex; request fewer items or fields."}})]);
     }
     let is_mutation = operation.operation_type == apollo_compiler::executable::OperationType::Mutation;
     let now = pome_twin_sdk::time::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);

@@ -455,3 +455,27 @@ fn field_errors_carry_paths_and_null_propagates_to_the_nearest_nullable_field() 
     assert_eq!(body["data"], Value::Null, "auditEntryTypes is non-null: {body}");
     assert_eq!(body["errors"][0]["path"], json!(["a"]));
 }
+
+#[test]
+fn queries_past_linears_complexity_limit_are_refused() {
+    let mut w = seeded(TASK24);
+    let (status, body, _) = post(&mut w, "{ teams(first: 250) { nodes { issues(first: 250) { nodes { id title } } } } }", json!({}));
+    assert_eq!(status, 400);
+    assert_eq!(body["errors"][0]["extensions"]["code"], "QUERY_TOO_COMPLEX");
+    let (status, _, _) = post(&mut w, "{ teams(first: 5) { nodes { issues(first: 50) { nodes { id title } } } } }", json!({}));
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn every_sdk_operation_with_default_paging_fits_the_complexity_limit() {
+    let doc = apollo_compiler::ExecutableDocument::parse(crate::gql::schema(), SDK_DOCS, "sdk.graphql").unwrap_or_else(|e| e.partial);
+    let vars = serde_json::Map::new();
+    let mut worst = (0.0, String::new());
+    for (name, op) in &doc.operations.named {
+        let c = crate::complexity(&op.selection_set, &doc, &vars);
+        if c > worst.0 {
+            worst = (c, name.to_string());
+        }
+    }
+    assert!(worst.0 <= crate::MAX_COMPLEXITY, "{worst:?}");
+}
