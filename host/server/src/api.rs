@@ -351,17 +351,8 @@ async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<
         app.sandboxes.abort_close(&s);
         return Err(e.into());
     }
-    /// `pass`, `fail`, `incomplete` or `ungraded`.
-    verdict: Option<String>,
-    /// Runs per page: 100 unless set, at most 1,000.
-    limit: Option<usize>,
-    /// The id of the last run of the previous page (the answer's `next_cursor`).
-    starting_after: Option<String>,
     let run_id = run["id"].as_str().unwrap_or_default().to_string();
     app.sandboxes.close(&s, CloseReason::Finalized, Some(run_id.clone()));
-/// The most runs one page holds, so a listing never loads a team's whole history.
-const MAX_RUNS_PAGE: usize = 1_000;
-
     let tape_rows: usize = run["per_twin"].as_object().map_or(0, |m| m.values().map(|t| t["tape"].as_array().map_or(0, Vec::len)).sum());
     Ok(Json(json!({
         "run_id": run_id,
@@ -420,7 +411,16 @@ async fn usage(State(app): State<Arc<App>>, Team(team): Team) -> Json<Value> {
 struct RunsQuery {
     group_id: Option<String>,
     task: Option<String>,
+    /// `pass`, `fail`, `incomplete` or `ungraded`.
+    verdict: Option<String>,
+    /// Runs per page: 100 unless set, at most 1,000.
+    limit: Option<usize>,
+    /// The id of the last run of the previous page (the answer's `next_cursor`).
+    starting_after: Option<String>,
 }
+
+/// The most runs one page holds, so a listing never loads a team's whole history.
+const MAX_RUNS_PAGE: usize = 1_000;
 
 async fn list_runs(State(app): State<Arc<App>>, Team(team): Team, Query(q): Query<RunsQuery>) -> Result<Json<Value>, ApiError> {
     if let Some(v) = q.verdict.as_deref()

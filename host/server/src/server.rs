@@ -210,7 +210,6 @@ impl AsyncWrite for Capped {
         Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
     }
     fn is_write_vectored(&self) -> bool {
-        .merge(crate::ui::routes())
         self.io.is_write_vectored()
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -224,6 +223,7 @@ impl AsyncWrite for Capped {
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .merge(crate::api::routes())
+        .merge(crate::ui::routes())
         .route("/s/{*rest}", any(crate::proxy::sandbox_twin))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))

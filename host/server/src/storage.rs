@@ -27,9 +27,6 @@ pub struct Storage {
     key_cache: Arc<Mutex<std::collections::HashMap<String, String>>>,
 }
 
-/// A run as listed (without its tapes and states).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RunSummary {
 /// Which runs a listing wants (every field optional).
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
@@ -53,6 +50,9 @@ impl Default for RunPage {
     }
 }
 
+/// A run as listed (without its tapes and states).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunSummary {
     pub id: String,
     pub session_id: String,
     pub task_id: Option<String>,

@@ -1,0 +1,166 @@
+//! The dashboard: one static page (HTML, CSS, JS embedded in the binary, no build step) that
+//! signs in with the team's API key and reads everything through the same `/v1` API a script
+//! uses, plus the one thing `/v1` has no route for: a sandbox's tape as a live stream.
+//!
+//! Every answer from here carries a strict Content-Security-Policy (`default-src 'self'`, no
+//! inline script or style): tapes hold text an agent or a seed wrote, and the page renders it
+//! with `textContent` only, so even a slip in the page would not run it.
+//!
+//! The live tape is server-sent events over `fetch()` (the page reads the body with a
+//! `ReadableStream`), so the team key travels in the `X-API-KEY` header as on `/v1` and never
+//! in a URL; `EventSource` cannot set headers, which is why the page does not use it.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::app::{App, Team};
+use crate::error::ApiError;
+use crate::sandbox::Lookup;
+
+/// The page's policy: only this origin's files and API; no inline code, no frames, no
+/// plugins, no forms posting elsewhere.
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; \
+font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// How often the stream reads the twins' tapes for new rows.
+const TAPE_POLL: Duration = Duration::from_millis(250);
+/// Rows sent per twin per poll, so a 100,000-row tape arrives as a stream rather than one
+/// write the browser must swallow whole.
+const ROWS_PER_POLL: usize = 2_000;
+
+const INDEX_HTML: &str = include_str!("../ui/index.html");
+const APP_JS: &str = include_str!("../ui/app.js");
+const APP_CSS: &str = include_str!("../ui/app.css");
+const ICON_SVG: &str = include_str!("../ui/icon.svg");
+
+pub fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/ui/") }))
+        .route("/ui", get(|| async { Redirect::to("/ui/") }))
+        .route("/ui/", get(|| async { asset("text/html; charset=utf-8", INDEX_HTML) }))
+        .route("/ui/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
+        .route("/ui/app.css", get(|| async { asset("text/css; charset=utf-8", APP_CSS) }))
+        .route("/ui/icon.svg", get(|| async { asset("image/svg+xml", ICON_SVG) }))
+        .route("/ui/stream/{id}", get(tape_stream))
+}
+
+/// A static asset with the page's security headers.
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    let mut resp = body.into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    secure(h);
+    resp
+}
+
+fn secure(h: &mut axum::http::HeaderMap) {
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+}
+
+#[derive(Deserialize)]
+struct StreamQuery {
+    /// Resume after this seq on every twin (a reconnect sends what it last saw).
+    after: Option<u64>,
+}
+
+/// What the stream task carries between polls.
+struct Tail {
+    app: Arc<App>,
+    id: String,
+    /// Last seq sent, per twin.
+    sent: BTreeMap<String, u64>,
+    /// Events made but not yet yielded.
+    queue: VecDeque<Event>,
+    first: bool,
+    /// Whether the page has been told the stream is live.
+    announced: bool,
+    done: bool,
+}
+
+/// `GET /ui/stream/:id`: the sandbox's tape as server-sent events. `row` events carry one
+/// tape row each (with its twin); `closed` says the sandbox closed (and its run, if any) and
+/// ends the stream. Authenticated with the team key, like `/v1`; another team's sandbox is 404.
+async fn tape_stream(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, Query(q): Query<StreamQuery>) -> Result<Response, ApiError> {
+    let twins = match app.sandboxes.lookup(&id) {
+        Lookup::Open(s) if s.team_id == team => s.twin_names(),
+        Lookup::Closed(t) if t.team_id == team => Vec::new(),
+        _ => return Err(ApiError::not_found(format!("no sandbox {id} in your team"))),
+    };
+    let after = q.after.unwrap_or(0);
+    let tail = Tail { app, id, sent: twins.into_iter().map(|t| (t, after)).collect(), queue: VecDeque::new(), first: true, announced: false, done: false };
+    let stream = futures_util::stream::unfold(tail, |mut tail| async move {
+        loop {
+            if let Some(ev) = tail.queue.pop_front() {
+                return Some((Ok::<Event, Infallible>(ev), tail));
+            }
+            if tail.done {
+                return None;
+            }
+            if !tail.first {
+                tokio::time::sleep(TAPE_POLL).await;
+            }
+            tail.first = false;
+            tail.poll().await;
+        }
+    });
+    let mut resp = Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response();
+    secure(resp.headers_mut());
+    // Proxies must not buffer a live stream.
+    resp.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(resp)
+}
+
+impl Tail {
+    /// Read every twin's tape once and queue the rows not sent yet; queue `closed` when the
+    /// sandbox has closed. The sandbox is looked up afresh each time, so the stream never
+    /// keeps a closed sandbox's stores alive.
+    async fn poll(&mut self) {
+        let sandbox = match self.app.sandboxes.lookup(&self.id) {
+            Lookup::Open(s) => s,
+            Lookup::Closed(t) => {
+                let ev = Event::default().event("closed").data(json!({"reason": t.reason.as_str(), "run_id": t.run_id}).to_string());
+                self.queue.push_back(ev);
+                self.done = true;
+                return;
+            }
+            Lookup::Unknown => {
+                self.queue.push_back(Event::default().event("closed").data(json!({"reason": "unknown", "run_id": null}).to_string()));
+                self.done = true;
+                return;
+            }
+        };
+        for twin in &sandbox.twins {
+            let last = self.sent.get(&twin.name).copied().unwrap_or(0);
+            let Ok(rows) = twin.store.tape().await else { continue };
+            let mut newest = last;
+            for row in rows.iter().filter(|r| r.seq > last).take(ROWS_PER_POLL) {
+                match serde_json::to_string(&**row) {
+                    Ok(text) => self.queue.push_back(Event::default().event("row").data(text)),
+                    Err(e) => tracing::warn!(error = %e, "a tape row did not serialize"),
+                }
+                newest = newest.max(row.seq);
+            }
+            self.sent.insert(twin.name.clone(), newest);
+        }
+        if !self.announced {
+            // Tells the page the stream is live even when the tape is still empty.
+            self.queue.push_back(Event::default().event("live").data("{}"));
+            self.announced = true;
+        }
+    }
+}
