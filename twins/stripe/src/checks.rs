@@ -30,6 +30,11 @@ pub fn declared() -> Vec<CheckDecl> {
         CheckDecl::new("stripe.no_charge_above", "No charge above {amount} was made", "seed+final", "negative").param("amount", ParamKind::Number),
         CheckDecl::new("stripe.customer_exists", "A customer with email \"{email}\" exists", "final", "positive"),
         CheckDecl::new("stripe.customer_default_pm", "Customer \"{customer}\" has a default payment method", "final", "positive"),
+        CheckDecl::new("stripe.subscription_status", "A subscription exists with status \"{status}\"", "final", "positive").param(
+            "status",
+            ParamKind::OneOf(["incomplete", "incomplete_expired", "trialing", "active", "past_due", "canceled", "unpaid", "paused"].iter().map(|s| s.to_string()).collect()),
+        ),
+        CheckDecl::new("stripe.invoice_paid", "An invoice for customer \"{customer}\" is paid", "final", "positive"),
         CheckDecl::new("stripe.no_new_payment_intent", "No PaymentIntent was created", "seed+final", "negative"),
     ]
 }
@@ -238,6 +243,23 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
             Ok(match pis.iter().position(|pi| !seeded.iter().any(|s| pi["id"] == s.as_str())) {
                 Some(i) => Outcome::new(false, format!("{} was created", pis[i]["id"].as_str().unwrap_or("")), Evidence::state(format!("payment_intents[{i}]"))),
                 None => Outcome::new(true, "no PaymentIntent beyond the seed's", Evidence::state("payment_intents")),
+            })
+        }
+        "stripe.subscription_status" => {
+            let want = param(p, "status")?.to_ascii_lowercase();
+            let subs = arr(st, "subscriptions");
+            Ok(match subs.iter().position(|o| o["status"].as_str() == Some(&want)) {
+                Some(i) => Outcome::new(true, format!("{} has status {want}", subs[i]["id"].as_str().unwrap_or("")), Evidence::state(format!("subscriptions[{i}].status"))),
+                None => Outcome::new(false, format!("none of {} subscriptions has status {want}", subs.len()), Evidence::state("subscriptions")),
+            })
+        }
+        "stripe.invoice_paid" => {
+            let cus = param(p, "customer")?;
+            let ids: Vec<String> = arr(st, "customers").iter().filter(|c| c["id"] == cus || c["email"] == cus).filter_map(|c| c["id"].as_str().map(str::to_string)).collect();
+            let invs = arr(st, "invoices");
+            Ok(match invs.iter().position(|i| i["status"] == "paid" && ids.iter().any(|c| i["customer"] == c.as_str())) {
+                Some(i) => Outcome::new(true, format!("{} is paid", invs[i]["id"].as_str().unwrap_or("")), Evidence::state(format!("invoices[{i}].status"))),
+                None => Outcome::new(false, format!("no paid invoice for customer {cus}"), Evidence::state("invoices")),
             })
         }
         other => Err(format!("the stripe twin declares no check `{other}`")),

@@ -422,6 +422,16 @@ fn a_subscription_renews_on_its_test_clock_and_goes_past_due_when_a_renewal_fail
     let (_, invs) = get(&mut w, &format!("/v1/invoices?subscription={sub_id}"));
     let statuses: Vec<&str> = invs["data"].as_array().unwrap().iter().map(|i| i["status"].as_str().unwrap()).collect();
     assert_eq!(statuses, ["open", "paid", "paid", "paid"]);
+    let seed = World::init(None).unwrap().state();
+    let decide = |id: &str, kv: &[(&str, &str)], st: &Value| {
+        let p: pome_twin_sdk::Params = kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        World::evaluate_check(id, &p, &pome_twin_sdk::CheckWorld { seed: &seed, state: st, tape: &[] }).unwrap().holds
+    };
+    let st = w.state();
+    assert!(decide("stripe.subscription_status", &[("status", "past_due")], &st));
+    assert!(!decide("stripe.subscription_status", &[("status", "canceled")], &st));
+    assert!(decide("stripe.invoice_paid", &[("customer", "sub@x.test")], &st));
+    assert!(!decide("stripe.invoice_paid", &[("customer", "nobody@x.test")], &st));
     let (_, ev) = get(&mut w, "/v1/events?type=customer.subscription.updated&limit=1");
     assert_eq!(ev["data"][0]["data"]["previous_attributes"]["status"], "active");
 }
