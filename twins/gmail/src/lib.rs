@@ -10,6 +10,7 @@
 pub mod api;
 pub mod checks;
 pub mod fields;
+pub mod mcp;
 pub mod mime;
 pub mod model;
 pub mod search;
@@ -201,6 +202,7 @@ impl Twin for World {
                 .route(Some(Method::Post), "/batch", "batch", Fidelity::Semantic, transport::batch)
                 .route(Some(Method::Get), "/discovery/v1/apis/gmail/v1/rest", "discovery", Fidelity::Semantic, transport::discovery)
                 .route(Some(Method::Get), "/$discovery/rest", "discovery", Fidelity::Semantic, transport::discovery)
+                .route(None, "/mcp/v1", "mcp", Fidelity::Shape, mcp::endpoint)
         })
     }
 

@@ -529,3 +529,49 @@ fn a_from_the_account_does_not_own_is_replaced_by_the_accounts_address() {
     let m = get(&mut w, &format!("/gmail/v1/users/me/messages/{}?format=metadata&metadataHeaders=From", alias["id"].as_str().unwrap()));
     assert_eq!(m["payload"]["headers"][0]["value"], "Support <support@pome-twin.test>");
 }
+
+#[test]
+fn the_gmail_mcp_server_lists_googles_tools_and_serves_task_23_through_them() {
+    let mut w = checks_seed_23();
+    let rpc = |w: &mut World, method: &str, params: Value| -> (Value, Option<String>) {
+        let (r, c) = call(w, Method::Post, "/mcp/v1", Some(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})));
+        assert_eq!(r.status, 200);
+        (r.json_body(), c.action)
+    };
+    let tool = |w: &mut World, name: &str, args: Value| -> (Value, Option<String>) {
+        let (v, a) = rpc(w, "tools/call", json!({"name": name, "arguments": args}));
+        assert_eq!(v["result"]["isError"], false, "{name}: {v}");
+        (v["result"]["structuredContent"].clone(), a)
+    };
+    let (init, _) = rpc(&mut w, "initialize", json!({"protocolVersion": "2025-03-26"}));
+    assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], false);
+    let (list, _) = rpc(&mut w, "tools/list", json!({}));
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 13);
+
+    let (found, a) = tool(&mut w, "search_threads", json!({"query": "from:alice is:unread"}));
+    assert_eq!(a.as_deref(), Some("threads.list"));
+    assert_eq!(found["threads"].as_array().unwrap().len(), 2);
+    let (m, _) = tool(&mut w, "get_message", json!({"messageId": "msg_build"}));
+    assert_eq!(m["attachments"][0]["filename"], "build.log");
+    assert!(m["plaintextBody"].as_str().unwrap().contains("nightly build failed"));
+    let (_, a) = tool(&mut w, "label_message", json!({"messageId": "msg_parity", "labelIds": ["STARRED"]}));
+    assert_eq!(a.as_deref(), Some("messages.modify"));
+    tool(&mut w, "apply_sensitive_thread_label", json!({"threadId": "thread_trash_target", "labelOption": "TRASH"}));
+    tool(&mut w, "apply_sensitive_message_label", json!({"messageId": "msg_spam_target", "labelOption": "SPAM"}));
+    let (l, _) = tool(&mut w, "create_label", json!({"displayName": "Parity Complete"}));
+    assert_eq!(l["name"], "Parity Complete");
+    let (d, a) = tool(&mut w, "create_draft", json!({"to": ["alice@example.com"], "body": "On it.", "replyToMessageId": "msg_support"}));
+    assert_eq!((d["threadId"].as_str(), d["subject"].as_str(), a.as_deref()), (Some("thread_support"), Some("Re: Production export is stuck"), Some("drafts.create")));
+    let (drafts, _) = tool(&mut w, "list_drafts", json!({}));
+    assert_eq!(drafts["drafts"].as_array().unwrap().len(), 3);
+    let mb = &w.mailboxes[0];
+    assert!(mb.get("msg_parity").unwrap().has("STARRED"));
+    assert!(mb.get("msg_trash_target").unwrap().has("TRASH"));
+    assert!(mb.get("msg_spam_target").unwrap().has("SPAM"));
+    let (bad, _) = rpc(&mut w, "tools/call", json!({"name": "label_message", "arguments": {"messageId": "nope", "labelIds": ["STARRED"]}}));
+    assert_eq!(bad["result"]["isError"], true);
+}
+
+pub fn checks_seed_23() -> World {
+    World::init(Some(serde_json::from_str(include_str!("../../../tests/tasks-compat/bundled/23-gmail-first-party-parity.seed.json")).unwrap())).unwrap()
+}
