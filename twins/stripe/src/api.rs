@@ -34,7 +34,7 @@ pub const TOOL_ALIASES: &[(&str, &str)] = &[
 ];
 
 pub fn routes(r: Router<World>) -> Router<World> {
-    crate::billing::routes(r)
+    crate::commerce::routes(crate::billing::routes(r))
         .post("/v1/customers", "customers.create", h!(customer_create))
         .get("/v1/customers", "customers.list", h!(customer_list))
         .get("/v1/customers/search", "customers.search", h!(customer_search))

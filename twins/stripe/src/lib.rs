@@ -12,6 +12,7 @@
 pub mod api;
 pub mod billing;
 pub mod checks;
+pub mod commerce;
 pub mod core;
 pub mod seed;
 pub mod x402;
@@ -124,6 +125,7 @@ pub fn plural(kind: &str) -> String {
         "balance_transaction" => "balance_transactions".into(),
         "customer_balance_transaction" => "customer_balance_transactions".into(),
         "test_helpers.test_clock" => "test_clocks".into(),
+        "checkout.session" => "checkout_sessions".into(),
         k => format!("{k}s"),
     }
 }

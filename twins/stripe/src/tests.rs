@@ -435,3 +435,42 @@ fn a_subscription_renews_on_its_test_clock_and_goes_past_due_when_a_renewal_fail
     let (_, ev) = get(&mut w, "/v1/events?type=customer.subscription.updated&limit=1");
     assert_eq!(ev["data"][0]["data"]["previous_attributes"]["status"], "active");
 }
+
+#[test]
+fn checkout_sessions_payment_links_and_promotion_codes() {
+    let mut w = world();
+    let (_, price) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "2500"), ("product_data[name]", "Mug")]);
+    let price = price["id"].as_str().unwrap().to_string();
+    let (s, cs) = post(&mut w, "/v1/checkout/sessions", &[("mode", "payment"), ("success_url", "https://shop.test/ok"), ("line_items[0][price]", &price), ("line_items[0][quantity]", "2")]);
+    assert_eq!(s, 200, "{cs}");
+    assert_eq!((cs["amount_total"].as_i64(), cs["status"].as_str()), (Some(5000), Some("open")));
+    assert!(cs["id"].as_str().unwrap().starts_with("cs_test_"));
+    let id = cs["id"].as_str().unwrap().to_string();
+    let (_, lines) = get(&mut w, &format!("/v1/checkout/sessions/{id}/line_items"));
+    assert_eq!(lines["data"][0]["quantity"], 2);
+    let (_, cs) = post(&mut w, &format!("/v1/checkout/sessions/{id}/expire"), &[]);
+    assert_eq!(cs["status"], "expired");
+    let (s, _) = post(&mut w, &format!("/v1/checkout/sessions/{id}/expire"), &[]);
+    assert_eq!(s, 400);
+    let (s, e) = post(&mut w, "/v1/checkout/sessions", &[("mode", "subscription"), ("success_url", "https://shop.test/ok"), ("line_items[0][price]", &price), ("line_items[0][quantity]", "1")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("line_items")));
+    let (s, pl) = post(&mut w, "/v1/payment_links", &[("line_items[0][price]", &price), ("line_items[0][quantity]", "1")]);
+    assert_eq!(s, 200);
+    assert!(pl["url"].as_str().unwrap().starts_with("https://buy.stripe.com/"));
+    let (_, coupon) = post(&mut w, "/v1/coupons", &[("percent_off", "20"), ("duration", "once")]);
+    let (s, promo) = post(&mut w, "/v1/promotion_codes", &[("coupon", coupon["id"].as_str().unwrap()), ("code", "SPRING")]);
+    assert_eq!(s, 200);
+    assert_eq!(promo["coupon"]["percent_off"], 20.0);
+    let (s, e) = post(&mut w, "/v1/promotion_codes", &[("coupon", coupon["id"].as_str().unwrap()), ("code", "spring")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("resource_already_exists")));
+}
+
+#[test]
+fn the_surface_serves_over_a_hundred_operations_and_unknown_ones_answer_501_in_stripes_shape() {
+    let surface = World::router().surface();
+    assert!(surface.len() >= 100, "{} operations", surface.len());
+    let mut w = world();
+    let (r, v) = call(&mut w, Method::Get, "/v1/issuing/cards", &[]);
+    assert_eq!(r.status, 501);
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+}

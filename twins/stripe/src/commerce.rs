@@ -1,0 +1,255 @@
+//! Checkout sessions, payment links and promotion codes.
+
+use pome_twin_sdk::{Call, Router, Value, json};
+
+use crate::World;
+use crate::api::emit;
+use crate::core::{Params, Res, StripeError, invalid, list_object, missing, no_such, run};
+
+macro_rules! h {
+    ($f:path) => {
+        |w: &mut World, c: &mut Call| run(w, c, $f)
+    };
+}
+
+pub fn routes(r: Router<World>) -> Router<World> {
+    r.post("/v1/checkout/sessions", "checkout.sessions.create", h!(cs_create))
+        .get("/v1/checkout/sessions", "checkout.sessions.list", h!(cs_list))
+        .get("/v1/checkout/sessions/{id}", "checkout.sessions.retrieve", h!(cs_retrieve))
+        .post("/v1/checkout/sessions/{id}/expire", "checkout.sessions.expire", h!(cs_expire))
+        .get("/v1/checkout/sessions/{id}/line_items", "checkout.sessions.line_items", h!(cs_lines))
+        .post("/v1/payment_links", "payment_links.create", h!(pl_create))
+        .get("/v1/payment_links", "payment_links.list", h!(pl_list))
+        .get("/v1/payment_links/{id}", "payment_links.retrieve", h!(pl_retrieve))
+        .post("/v1/payment_links/{id}", "payment_links.update", h!(pl_update))
+        .get("/v1/payment_links/{id}/line_items", "payment_links.line_items", h!(pl_lines))
+        .post("/v1/promotion_codes", "promotion_codes.create", h!(promo_create))
+        .get("/v1/promotion_codes", "promotion_codes.list", h!(promo_list))
+        .get("/v1/promotion_codes/{id}", "promotion_codes.retrieve", h!(promo_retrieve))
+        .post("/v1/promotion_codes/{id}", "promotion_codes.update", h!(promo_update))
+}
+
+/// Line items (`line_items[i][price]` + `quantity`) as Stripe's `item` objects.
+fn line_items(w: &mut World, p: &Params) -> Result<(Vec<Value>, String, bool), StripeError> {
+    let Some(Value::Array(items)) = p.get("line_items") else { return Err(missing("line_items")) };
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut recurring = false;
+    for (i, it) in items.iter().enumerate() {
+        let pid = it["price"].as_str().ok_or_else(|| missing(&format!("line_items[{i}][price]")))?;
+        let price = w.get_kind("price", pid).cloned().ok_or_else(|| no_such("price", pid, &format!("line_items[{i}][price]")))?;
+        let qty: i64 = it["quantity"].as_str().and_then(|s| s.parse().ok()).ok_or_else(|| missing(&format!("line_items[{i}][quantity]")))?;
+        let amount = price["unit_amount"].as_i64().unwrap_or(0) * qty;
+        cur = price["currency"].as_str().unwrap_or("usd").to_string();
+        recurring |= !price["recurring"].is_null();
+        let id = w.new_id("li");
+        let product = price["product"].as_str().and_then(|p| w.get(p)).map(|p| p["name"].clone()).unwrap_or(Value::Null);
+        out.push(json!({
+            "id": id, "object": "item", "amount_discount": 0, "amount_subtotal": amount, "amount_tax": 0, "amount_total": amount,
+            "currency": cur, "description": product, "price": price, "quantity": qty,
+        }));
+    }
+    Ok((out, cur, recurring))
+}
+
+fn cs_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let mode = p.str("mode").ok_or_else(|| missing("mode"))?.to_string();
+    if !["payment", "subscription", "setup"].contains(&mode.as_str()) {
+        return Err(invalid("Invalid mode: must be one of payment, setup, or subscription").param("mode"));
+    }
+    let (items, cur, recurring) = if mode == "setup" { (vec![], p.str("currency").unwrap_or("usd").to_string(), false) } else { line_items(w, p)? };
+    if mode == "payment" && recurring {
+        return Err(invalid("You specified `payment` mode but passed a recurring price. Either switch to `subscription` mode or use only one-time prices.").param("line_items"));
+    }
+    if mode == "subscription" && !recurring {
+        return Err(invalid("You must provide at least one recurring price in `subscription` mode when using prices.").param("line_items"));
+    }
+    if p.str("success_url").is_none() && p.str("ui_mode") != Some("embedded") {
+        return Err(missing("success_url"));
+    }
+    if let Some(c) = p.str("customer") {
+        w.get_kind("customer", c).ok_or_else(|| no_such("customer", c, "customer"))?;
+    }
+    let total: i64 = items.iter().map(|i| i["amount_total"].as_i64().unwrap_or(0)).sum();
+    let id = format!("cs_test_{}", &w.new_id("x")[2..]);
+    let now = w.now();
+    let mut o = json!({
+        "id": id, "object": "checkout.session", "after_expiration": null, "allow_promotion_codes": null,
+        "amount_subtotal": total, "amount_total": total, "automatic_tax": {"enabled": false, "liability": null, "status": null},
+        "billing_address_collection": null, "cancel_url": p.str("cancel_url"), "client_reference_id": p.str("client_reference_id"),
+        "consent": null, "consent_collection": null, "created": now, "currency": cur, "custom_fields": [],
+        "custom_text": {"after_submit": null, "shipping_address": null, "submit": null, "terms_of_service_acceptance": null},
+        "customer": p.str("customer"), "customer_creation": if p.has("customer") { Value::Null } else { json!("if_required") },
+        "customer_details": null, "customer_email": p.str("customer_email"), "expires_at": now + 86400, "invoice": null,
+        "invoice_creation": null, "livemode": false, "locale": null, "metadata": {}, "mode": mode,
+        "payment_intent": null, "payment_link": null, "payment_method_collection": "always",
+        "payment_method_options": {}, "payment_method_types": ["card"], "payment_status": if mode == "setup" { "no_payment_required" } else { "unpaid" },
+        "phone_number_collection": {"enabled": false}, "recovered_from": null, "setup_intent": null, "shipping_address_collection": null,
+        "shipping_cost": null, "shipping_details": null, "shipping_options": [], "status": "open", "submit_type": null,
+        "subscription": null, "success_url": p.str("success_url"), "total_details": {"amount_discount": 0, "amount_shipping": 0, "amount_tax": 0},
+        "ui_mode": p.str("ui_mode").unwrap_or("hosted"), "url": format!("https://checkout.stripe.com/c/pay/{id}"),
+        "line_items": {"object": "list", "data": items, "has_more": false, "url": format!("/v1/checkout/sessions/{id}/line_items")},
+    });
+    p.metadata_into(&mut o)?;
+    let mut stored = w.insert(Some(call), o);
+    stored.as_object_mut().unwrap().remove("line_items");
+    Ok(stored)
+}
+
+fn public(mut o: Value) -> Value {
+    if let Some(m) = o.as_object_mut() {
+        m.remove("line_items");
+    }
+    o
+}
+
+fn cs_get(w: &World, call: &Call) -> Result<(String, Value), StripeError> {
+    let id = call.param("id").to_string();
+    let o = w.get_kind("checkout.session", &id).cloned().ok_or_else(|| no_such("checkout.session", &id, "session"))?;
+    Ok((id, o))
+}
+
+fn cs_retrieve(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let (_, o) = cs_get(w, call)?;
+    Ok(if p.strs("expand").iter().any(|e| e == "line_items") { o } else { public(o) })
+}
+
+fn cs_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let pi = p.str("payment_intent").map(str::to_string);
+    let cus = p.str("customer").map(str::to_string);
+    let items: Vec<Value> = w
+        .all("checkout.session")
+        .filter(|o| pi.as_ref().is_none_or(|x| o["payment_intent"] == x.as_str()) && cus.as_ref().is_none_or(|x| o["customer"] == x.as_str()))
+        .cloned()
+        .map(public)
+        .collect();
+    list_object(&call.req.path, items, p)
+}
+
+fn cs_expire(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let (id, o) = cs_get(w, call)?;
+    if o["status"] != "open" {
+        return Err(invalid(format!("Only Checkout Sessions with a status in [\"open\"] can be expired. This Checkout Session has a status of \"{}\".", o["status"].as_str().unwrap_or(""))).code("checkout_session_unexpected_state"));
+    }
+    let o = public(w.modify(call, &id, |o| {
+        o["status"] = json!("expired");
+        o["url"] = Value::Null;
+    }));
+    emit(w, call, "checkout.session.expired", &o, None);
+    Ok(o)
+}
+
+fn cs_lines(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let (_, o) = cs_get(w, call)?;
+    list_object(&call.req.path, o["line_items"]["data"].as_array().cloned().unwrap_or_default(), p)
+}
+
+fn pl_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let (items, cur, _) = line_items(w, p)?;
+    let id = w.new_id("plink");
+    let mut o = json!({
+        "id": id, "object": "payment_link", "active": true, "after_completion": {"hosted_confirmation": {"custom_message": null}, "type": "hosted_confirmation"},
+        "allow_promotion_codes": false, "application": null, "application_fee_amount": null, "application_fee_percent": null,
+        "automatic_tax": {"enabled": false, "liability": null}, "billing_address_collection": "auto", "consent_collection": null,
+        "currency": cur, "custom_fields": [], "custom_text": {"after_submit": null, "shipping_address": null, "submit": null, "terms_of_service_acceptance": null},
+        "customer_creation": "if_required", "inactive_message": null, "invoice_creation": null, "livemode": false, "metadata": {},
+        "on_behalf_of": null, "payment_intent_data": null, "payment_method_collection": "always", "payment_method_types": null,
+        "phone_number_collection": {"enabled": false}, "restrictions": null, "shipping_address_collection": null, "shipping_options": [],
+        "submit_type": "auto", "subscription_data": null, "tax_id_collection": {"enabled": false}, "transfer_data": null,
+        "url": format!("https://buy.stripe.com/test_{}", &id[6..]),
+        "line_items": {"object": "list", "data": items, "has_more": false, "url": format!("/v1/payment_links/{id}/line_items")},
+    });
+    p.metadata_into(&mut o)?;
+    let o = w.insert(Some(call), o);
+    Ok(public(o))
+}
+
+fn pl_get(w: &World, call: &Call) -> Result<(String, Value), StripeError> {
+    let id = call.param("id").to_string();
+    let o = w.get_kind("payment_link", &id).cloned().ok_or_else(|| no_such("payment_link", &id, "payment_link"))?;
+    Ok((id, o))
+}
+
+fn pl_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let active = p.bool("active")?;
+    let items: Vec<Value> = w.all("payment_link").filter(|o| active.is_none_or(|a| o["active"] == a)).cloned().map(public).collect();
+    list_object(&call.req.path, items, p)
+}
+
+fn pl_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    pl_get(w, call).map(|(_, o)| public(o))
+}
+
+fn pl_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let (id, mut probe) = pl_get(w, call)?;
+    p.metadata_into(&mut probe)?;
+    let active = p.bool("active")?;
+    Ok(public(w.modify(call, &id, |o| {
+        o["metadata"] = probe["metadata"].clone();
+        if let Some(a) = active {
+            o["active"] = json!(a);
+        }
+    })))
+}
+
+fn pl_lines(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let (_, o) = pl_get(w, call)?;
+    list_object(&call.req.path, o["line_items"]["data"].as_array().cloned().unwrap_or_default(), p)
+}
+
+fn promo_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let coupon = p.req_str("coupon")?.to_string();
+    let c = w.get_kind("coupon", &coupon).cloned().ok_or_else(|| no_such("coupon", &coupon, "coupon"))?;
+    let id = w.new_id("promo");
+    let code = match p.str("code") {
+        Some(code) => {
+            if w.all("promotion_code").any(|x| x["code"].as_str().is_some_and(|x| x.eq_ignore_ascii_case(code)) && x["active"] == true) {
+                return Err(invalid(format!("An active promotion code with `code: {code}` already exists.")).code("resource_already_exists").param("code"));
+            }
+            code.to_string()
+        }
+        None => crate::core::base62(w.seq * 104729, 8).to_uppercase(),
+    };
+    let mut o = json!({
+        "id": id, "object": "promotion_code", "active": p.bool("active")?.unwrap_or(true), "code": code, "coupon": c,
+        "created": w.now(), "customer": p.str("customer"), "expires_at": p.int("expires_at")?, "livemode": false,
+        "max_redemptions": p.int("max_redemptions")?, "metadata": {},
+        "restrictions": {"first_time_transaction": false, "minimum_amount": null, "minimum_amount_currency": null}, "times_redeemed": 0,
+    });
+    p.metadata_into(&mut o)?;
+    let o = w.insert(Some(call), o);
+    emit(w, call, "promotion_code.created", &o, None);
+    Ok(o)
+}
+
+fn promo_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let code = p.str("code").map(str::to_string);
+    let coupon = p.str("coupon").map(str::to_string);
+    let active = p.bool("active")?;
+    let items: Vec<Value> = w
+        .all("promotion_code")
+        .filter(|o| code.as_ref().is_none_or(|c| o["code"] == c.as_str()) && coupon.as_ref().is_none_or(|c| o["coupon"]["id"] == c.as_str()) && active.is_none_or(|a| o["active"] == a))
+        .cloned()
+        .collect();
+    list_object(&call.req.path, items, p)
+}
+
+fn promo_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    w.get_kind("promotion_code", &id).cloned().ok_or_else(|| no_such("promotion_code", &id, "promotion_code"))
+}
+
+fn promo_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut probe = w.get_kind("promotion_code", &id).cloned().ok_or_else(|| no_such("promotion_code", &id, "promotion_code"))?;
+    p.metadata_into(&mut probe)?;
+    let active = p.bool("active")?;
+    let o = w.modify(call, &id, |o| {
+        o["metadata"] = probe["metadata"].clone();
+        if let Some(a) = active {
+            o["active"] = json!(a);
+        }
+    });
+    emit(w, call, "promotion_code.updated", &o, None);
+    Ok(o)
+}
