@@ -13,7 +13,7 @@ TWIN_CRATES  := $(shell for f in twins/*/Cargo.toml tests/*-twin/Cargo.toml; do 
 VENV         := .venv
 PYTHON       ?= python3
 
-.PHONY: all run test bench twins host host-release wasm-target venv node-deps test-rust test-python test-node clean-data
+.PHONY: all run test bench twins host wasm-target venv node-deps test-rust test-python test-node clean-data
 
 all: host
 
@@ -24,13 +24,12 @@ wasm-target:
 twins: wasm-target
 	$(CARGO) build --release --target $(WASM_TARGET) $(addprefix -p ,$(TWIN_CRATES))
 
+# One build serves every command: the tests, `make run` and `make bench` all use the release
+# profile, so a newcomer compiles wasmtime once.
 host: twins
-	$(CARGO) build -p pome
-
-host-release: twins
 	$(CARGO) build --release -p pome
 
-run: host-release
+run: host
 	./target/release/pome serve
 
 $(VENV)/.installed: tests/python/requirements.txt
@@ -49,7 +48,7 @@ tests/node/node_modules/.installed: tests/node/package.json
 node-deps: tests/node/node_modules/.installed
 
 test-rust: host
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --release
 
 test-python: host venv
 	$(VENV)/bin/python -m pytest -q tests/python
@@ -70,7 +69,7 @@ test-browser: host venv $(VENV)/.browser-installed
 
 test: test-rust test-python test-node test-browser
 
-bench: host-release
+bench: host
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(CARGO) run --release -p pome-bench
 

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use pome_e2e::{Opts, Server};
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn an_infinite_loop_hits_the_deadline_and_the_sandbox_keeps_its_state() {
@@ -54,6 +54,12 @@ async fn a_trap_is_answered_recorded_and_survived() {
     sb.call("hostile", "POST", "/notes", Some(json!({"text": "after"}))).await;
     let notes = sb.call("hostile", "GET", "/notes", None).await.json();
     assert_eq!(notes["notes"].as_array().unwrap().len(), 2);
+    // The failed request is on the tape with its error, between the two that succeeded.
+    let tape = sb.events("hostile").await;
+    let statuses: Vec<u64> = tape.iter().map(|r| r["status"].as_u64().unwrap()).collect();
+    assert_eq!(statuses[..3], [201, 500, 201], "{tape:?}");
+    assert!(tape[1]["error"].as_str().unwrap().contains("trapped"), "{}", tape[1]);
+    assert!(tape[0]["error"].is_null() && tape[2]["error"].is_null());
 }
 
 #[tokio::test]
@@ -84,6 +90,21 @@ async fn request_bodies_over_the_cap_are_refused_in_the_twins_shape() {
     let r = sb.call("hostile", "POST", "/notes", Some(json!({"text": "y".repeat(4096)}))).await;
     assert_eq!(r.status, 413, "{}", r.text);
     assert!(r.json()["error"].as_str().unwrap().contains("limit"));
+}
+
+#[tokio::test]
+async fn a_write_whose_answer_was_refused_survives_a_later_trap() {
+    let server = Server::with(Opts { limits: pome::limits::Limits { response_body_bytes: 1 << 20, max_stores: 64, ..Default::default() }, ..Opts::default() }).await;
+    let sb = server.sandbox(&["hostile"], None).await;
+    let r = sb.call("hostile", "POST", "/notes/huge", None).await;
+    assert_eq!(r.status, 500, "the answer is refused");
+    assert_eq!(sb.state("hostile").await["notes"].as_array().unwrap().len(), 1, "but the write happened");
+    assert_eq!(sb.call("hostile", "GET", "/trap", None).await.status, 500);
+    let notes = sb.state("hostile").await["notes"].as_array().unwrap().len();
+    assert_eq!(notes, 1, "the rebuild replayed the write whose answer was refused");
+    let tape = sb.events("hostile").await;
+    assert_eq!(tape[0]["applied"], Value::Null, "an applied row says nothing extra");
+    assert_eq!(tape[1]["applied"], false, "the trapped request is marked as having had no effect");
 }
 
 #[tokio::test]

@@ -10,24 +10,28 @@ use serde_json::{Value, json};
 
 pub const API_KEY: &str = "pme_test_key_for_the_e2e_suite";
 
-fn workspace() -> PathBuf {
+pub fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// The directory holding the hostile twin, built by `make twins`.
+/// The test twins, as a third party would ship them: a directory of components that the
+/// server loads with `--twins-dir` (the misbehaving `hostile` twin and the toy `tickets` tracker).
 pub fn hostile_dir() -> PathBuf {
-    let wasm = workspace().join("target/wasm32-wasip2/release/twin_hostile.wasm");
-    assert!(wasm.exists(), "{} is missing: run `make twins` first", wasm.display());
     let dir = workspace().join("target/pome-test-twins");
     std::fs::create_dir_all(&dir).unwrap();
-    let dst = dir.join("twin_hostile.wasm");
-    if std::fs::read(&dst).ok() != std::fs::read(&wasm).ok() {
-        // Tests run in parallel threads of one process: each copy needs its own name.
-        static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = dir.join(format!("twin_hostile.wasm.{}.{n}", std::process::id()));
-        std::fs::copy(&wasm, &tmp).unwrap();
-        std::fs::rename(&tmp, &dst).unwrap();
+    for name in ["twin_hostile.wasm", "twin_tickets.wasm"] {
+        let wasm = workspace().join("target/wasm32-wasip2/release").join(name);
+        assert!(wasm.exists(), "{} is missing: run `make twins` first", wasm.display());
+        let dst = dir.join(name);
+        if std::fs::read(&dst).ok() != std::fs::read(&wasm).ok() {
+            // Tests run in parallel threads of one process: each copy needs its own name.
+            static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tmp = dir.join(format!("{name}.{}.{n}", std::process::id()));
+            std::fs::copy(&wasm, &tmp).unwrap();
+            std::fs::rename(&tmp, &dst).unwrap();
+        }
     }
     dir
 }
@@ -36,6 +40,7 @@ pub struct Opts {
     pub quota: usize,
     pub lifetimes: Lifetimes,
     pub limits: Limits,
+    pub outbound: pome::outbound::Policy,
 }
 
 impl Default for Opts {
@@ -44,6 +49,8 @@ impl Default for Opts {
             quota: 10,
             lifetimes: Lifetimes::default(),
             limits: Limits { max_stores: 64, call_deadline: Duration::from_millis(500), ..Limits::default() },
+            // Retries in milliseconds, so a test sees every attempt.
+            outbound: pome::outbound::Policy { attempts: 3, backoff: Duration::from_millis(20), ..Default::default() },
         }
     }
 }
@@ -69,6 +76,7 @@ impl Server {
             lifetimes: opts.lifetimes,
             limits: opts.limits,
             twins_dir: Some(hostile_dir()),
+            outbound: opts.outbound,
             api_key: Some(API_KEY.to_string()),
             public_url: None,
             // Shared across tests so each component is compiled once per build.

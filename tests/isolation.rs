@@ -41,7 +41,7 @@ async fn a_sandbox_token_only_opens_its_own_sandbox() {
     assert_eq!(r.status, 401, "the team key is not an agent token");
     assert!(b.events("hostile").await.is_empty(), "refused requests are not tape rows");
 
-    // Every style real clients send is accepted.
+    // Every form the twin declares (this one declares all that real clients send) is accepted.
     for style in [format!("Bearer {}", b.token), format!("token {}", b.token), b.token.clone()] {
         assert_eq!(b.call_with("hostile", "GET", "/notes", None, Some(&style)).await.status, 200, "{style}");
     }

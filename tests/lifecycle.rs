@@ -22,14 +22,15 @@ async fn create_call_finalize_then_every_call_is_410() {
     assert_eq!(status, 200, "{fin}");
     let run_id = fin["run_id"].as_str().unwrap().to_string();
 
-    // Closed: twin routes, heartbeat, finalize, get all answer 410 session_expired.
+    // Closed: twin routes and heartbeats answer 410 session_expired.
     assert_eq!(sb.call("hostile", "GET", "/notes", None).await.status, 410);
-    for (method, path) in [("POST", "heartbeat"), ("POST", "finalize")] {
-        let (status, body) = server.api(method, &format!("/v1/sandboxes/{}/{path}", sb.id), None).await;
-        assert_eq!(status, 410, "{path}: {body}");
-        assert_eq!(body["error"]["type"], "session_expired");
-        assert!(body["error"]["request_id"].as_str().unwrap().starts_with("req_"));
-    }
+    let (status, body) = server.api("POST", &format!("/v1/sandboxes/{}/heartbeat", sb.id), None).await;
+    assert_eq!(status, 410, "{body}");
+    assert_eq!(body["error"]["type"], "session_expired");
+    assert!(body["error"]["request_id"].as_str().unwrap().starts_with("req_"));
+    // Finalizing again is not an error: it answers the run the first finalize wrote.
+    let (status, again) = server.api("POST", &format!("/v1/sandboxes/{}/finalize", sb.id), None).await;
+    assert_eq!((status, again["run_id"].as_str()), (200, Some(run_id.as_str())), "{again}");
 
     // The run kept the tape, the seed state and the final state.
     let (status, run) = server.api("GET", &format!("/v1/runs/{run_id}"), None).await;
@@ -159,7 +160,9 @@ async fn a_refused_seed_creates_nothing() {
 #[tokio::test]
 async fn a_multi_twin_envelope_with_one_bad_seed_creates_nothing() {
     let server = Server::start().await;
-    let Some(other) = server.app().twins.keys().find(|t| *t != "hostile").cloned() else { return };
+    // The tickets test twin boots fine; the hostile one refuses its seed.
+    let other = "tickets";
+    assert!(server.app().twins.contains_key(other), "the test twins are loaded");
     let seed = json!({"hostile": {"greeting": 42}});
     let (status, err) = server.api("POST", "/v1/sandboxes", Some(json!({"twins": [other, "hostile"], "seed": seed}))).await;
     assert_eq!(status, 422, "{err}");
@@ -197,4 +200,99 @@ async fn metrics_count_sandboxes_and_requests() {
     let text = server.http.get(format!("{}/metrics", server.url)).send().await.unwrap().text().await.unwrap();
     assert!(text.contains("pome_sandboxes_open 1"), "{text}");
     assert!(text.contains("pome_twin_requests_total{twin=\"hostile\"} 1"), "{text}");
+}
+
+#[tokio::test]
+async fn two_finalizes_at_once_write_one_run_and_both_get_it() {
+    let server = Server::start().await;
+    let sb = server.sandbox(&["hostile"], None).await;
+    sb.call("hostile", "POST", "/notes", Some(json!({"text": "x"}))).await;
+    let path = format!("/v1/sandboxes/{}/finalize", sb.id);
+    let (a, b) = tokio::join!(server.api("POST", &path, None), server.api("POST", &path, None));
+    assert_eq!((a.0, b.0), (200, 200), "{a:?} {b:?}");
+    assert_eq!(a.1["run_id"], b.1["run_id"]);
+    let (_, runs) = server.api("GET", "/v1/runs", None).await;
+    assert_eq!(runs["data"].as_array().unwrap().len(), 1, "one run, not two: {runs}");
+}
+
+#[tokio::test]
+async fn only_the_agents_own_calls_keep_a_sandbox_alive() {
+    let server = Server::with(Opts {
+        lifetimes: Lifetimes { lifetime: Duration::from_secs(60), idle: Duration::from_millis(600) },
+        ..Opts::default()
+    })
+    .await;
+    let sb = server.sandbox(&["hostile"], None).await;
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let r = sb.call_with("hostile", "GET", "/notes", None, Some("Bearer tok_not_the_token")).await;
+        assert_eq!(r.status, 401, "a stranger who knows the id is refused");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = sb.call("hostile", "GET", "/notes", None).await;
+    assert_eq!(r.status, 410, "a stranger's calls did not reset the idle clock: {}", r.text);
+}
+
+#[tokio::test]
+async fn a_seed_up_to_the_seed_limit_is_taken_and_past_it_is_refused_in_the_envelope() {
+    let server = Server::with(Opts { limits: pome::limits::Limits { seed_bytes: 4 << 20, max_stores: 16, ..Default::default() }, ..Opts::default() }).await;
+    // 3 MB: past the HTTP framework's own 2 MB default, within the server's limit.
+    let big = json!({"twins": ["hostile"], "seed": {"greeting": "hi", "padding": "x".repeat(3 << 20)}});
+    let (status, v) = server.api("POST", "/v1/sandboxes", Some(big)).await;
+    assert_eq!(status, 201, "{}", v.to_string().chars().take(300).collect::<String>());
+    let huge = json!({"twins": ["hostile"], "seed": {"greeting": "hi", "padding": "x".repeat(5 << 20)}});
+    let (status, v) = server.api("POST", "/v1/sandboxes", Some(huge)).await;
+    assert_eq!(status, 413);
+    assert_eq!(v["error"]["type"], "validation_failed", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("--seed-mib"));
+}
+
+#[tokio::test]
+async fn concurrent_creates_with_one_idempotency_key_make_one_sandbox() {
+    let server = Server::start().await;
+    let body = || Some(json!({"twins": ["hostile"], "idempotency_key": "retry-me"}));
+    let (a, b, c) = tokio::join!(
+        server.api("POST", "/v1/sandboxes", body()),
+        server.api("POST", "/v1/sandboxes", body()),
+        server.api("POST", "/v1/sandboxes", body())
+    );
+    let ids: std::collections::BTreeSet<String> = [&a, &b, &c].iter().map(|(_, v)| v["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids.len(), 1, "{a:?} {b:?} {c:?}");
+    let mut statuses = [a.0, b.0, c.0];
+    statuses.sort();
+    assert_eq!(statuses, [200, 200, 201], "one created, the others repeated it");
+    let (_, usage) = server.api("GET", "/v1/usage", None).await;
+    assert_eq!(usage["sessions_used"], 1);
+}
+
+#[tokio::test]
+async fn a_stranger_learns_nothing_about_a_sandbox_from_its_id() {
+    let server = Server::start().await;
+    let sb = server.sandbox(&["hostile"], None).await;
+    let stranger = Some("Bearer tok_guess");
+    assert_eq!(sb.call_with("hostile", "GET", "/_pome/health", None, stranger).await.status, 401, "health needs the token");
+    assert_eq!(sb.call("hostile", "GET", "/_pome/health", None).await.status, 200);
+    server.api("POST", &format!("/v1/sandboxes/{}/finalize", sb.id), None).await;
+    let r = sb.call_with("hostile", "GET", "/notes", None, stranger).await;
+    assert_eq!(r.status, 404, "a closed sandbox looks like no sandbox to a stranger: {}", r.text);
+    assert_eq!(sb.call("hostile", "GET", "/notes", None).await.status, 410, "its agent is told it closed");
+}
+
+#[tokio::test]
+async fn keys_are_made_listed_and_revoked_and_a_key_cannot_revoke_itself() {
+    let server = Server::start().await;
+    let (status, made) = server.api("POST", "/v1/keys", None).await;
+    assert_eq!(status, 201, "{made}");
+    let (key, id) = (made["key"].as_str().unwrap().to_string(), made["id"].as_str().unwrap().to_string());
+    assert!(key.starts_with("pme_"));
+    let (status, _) = server.api_as(&key, "GET", "/v1/usage", None).await;
+    assert_eq!(status, 200, "the new key works at once");
+    let (_, list) = server.api("GET", "/v1/keys", None).await;
+    assert!(list.to_string().contains(&id) && !list.to_string().contains(&key), "listed by id and prefix, never in full: {list}");
+    let (status, v) = server.api_as(&key, "DELETE", &format!("/v1/keys/{id}"), None).await;
+    assert_eq!((status, v["error"]["type"].as_str()), (409, Some("conflict")), "{v}");
+    let (status, _) = server.api("DELETE", &format!("/v1/keys/{id}"), None).await;
+    assert_eq!(status, 200);
+    let (status, v) = server.api_as(&key, "GET", "/v1/usage", None).await;
+    assert_eq!((status, v["error"]["type"].as_str()), (401, Some("invalid_auth")), "a revoked key stops working at once");
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser as _;
-use pome::grade::{self, Catalog, Status};
+use pome::grade::{self, Status};
 use pome_e2e::Server;
 use serde_json::{Value, json};
 
@@ -39,7 +39,7 @@ fn sidecar(path: &Path) -> Option<Value> {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_compat_task_loads_seeds_its_twins_and_binds_every_code_criterion() {
     let server = Server::start().await;
-    let catalog = Catalog::from_app(server.app());
+    let catalog = server.app().catalog.clone();
     let files = task_files(&workspace().join("tests/tasks-compat"));
     assert!(files.len() >= 29, "the compat tasks are missing: {files:?}");
     let mut unbound = Vec::new();
@@ -197,14 +197,23 @@ async fn the_cross_twin_example_passes_with_the_reporting_agent_and_eval_and_rep
     assert!(std::fs::read_to_string(dir.join("events.jsonl")).unwrap().lines().count() >= 5);
 
     // Offline regrade: the same grader on the captured run gives the server's verdict.
-    let (fresh, recorded) = pome::run::eval_dir(&dir).await.unwrap_or_else(|f| panic!("{}", f.message));
+    let (fresh, recorded) = pome::run::eval_dir(&dir, None, &workspace().join("target/pome-test-run")).await.unwrap_or_else(|f| panic!("{}", f.message));
     assert_eq!(fresh, recorded);
-    assert_eq!(pome::run::eval(dir.clone()).await, 0);
+    assert_eq!(pome::run::eval(dir.clone(), None, workspace().join("target/pome-test-run")).await, 0);
 
     // Replay: the tapes re-executed on fresh stores from the seeds give identical responses.
     let client = pome::cli::ClientArgs { api_url: "http://127.0.0.1:9".into(), api_key: None };
-    let code = pome::run::replay(dir.display().to_string(), client, None, workspace().join("target/pome-test-run")).await;
+    let code = pome::run::replay(dir.display().to_string(), client.clone(), None, workspace().join("target/pome-test-run")).await;
     assert_eq!(code, 0, "replay found differences");
+
+    // A tape with a row lost and a line that is no row is not "0 differ".
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let mut lines: Vec<&str> = events.lines().collect();
+    lines.remove(1);
+    lines.push("{not a row");
+    std::fs::write(dir.join("events.jsonl"), lines.join("\n")).unwrap();
+    let code = pome::run::replay(dir.display().to_string(), client, None, workspace().join("target/pome-test-run")).await;
+    assert_eq!(code, 1, "a missing row and an unreadable line are differences");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -220,7 +229,7 @@ async fn the_agent_that_never_tells_slack_fails_on_the_slack_criteria_alone() {
         assert!(!r["evidence"].is_null(), "{r}");
     }
     assert_eq!(verdict["score"], 50);
-    let (fresh, recorded) = pome::run::eval_dir(&dir).await.unwrap_or_else(|f| panic!("{}", f.message));
+    let (fresh, recorded) = pome::run::eval_dir(&dir, None, &workspace().join("target/pome-test-run")).await.unwrap_or_else(|f| panic!("{}", f.message));
     assert_eq!(fresh, recorded);
     assert!(fresh.criteria_results.iter().filter(|r| r.status == Status::Failed).all(|r| r.twin.as_deref() == Some("slack")));
 }
@@ -241,7 +250,7 @@ async fn an_agent_past_its_timeout_is_stopped_and_k_trials_share_a_group() {
 
 #[test]
 fn a_graded_run_survives_the_server_being_killed_right_after_finalize() {
-    let bin = workspace().join("target/debug/pome");
+    let bin = workspace().join(if cfg!(debug_assertions) { "target/debug/pome" } else { "target/release/pome" });
     assert!(bin.exists(), "{} is missing: run `make host`", bin.display());
     let data = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let twins_dir = manifest.join("../twins");
+    let twins_dir = manifest.join("../../twins");
     let wasm_dir = std::env::var("POME_TWIN_WASM_DIR").map(PathBuf::from).unwrap_or_else(|_| {
         // Respect CARGO_TARGET_DIR so a build into another target directory embeds the
         // twins built there.
-        let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| manifest.join("../target"));
+        let target = std::env::var("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|_| manifest.join("../../target"));
         target.join("wasm32-wasip2/release")
     });
     println!("cargo:rerun-if-env-changed=POME_TWIN_WASM_DIR");

@@ -61,7 +61,7 @@ class Server:
 
 @pytest.fixture(scope="session")
 def pome_server():
-    binary = ROOT / "target" / "debug" / "pome"
+    binary = ROOT / "target" / "release" / "pome"
     assert binary.exists(), f"{binary} is missing: run `make test` (it builds the host first)"
     data = tempfile.mkdtemp(prefix="pome-pytest-")
     env = dict(os.environ, POME_API_KEY=API_KEY, POME_LOG="warn")

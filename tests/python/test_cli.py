@@ -8,7 +8,7 @@ import urllib.request
 
 from conftest import API_KEY, ROOT
 
-POME = str(ROOT / "target" / "debug" / "pome")
+POME = str(ROOT / "target" / "release" / "pome")
 
 
 def pome(server, *args):
@@ -27,7 +27,8 @@ def test_sandbox_create_list_stop_and_usage(pome_server):
 
     env_format = pome(pome_server, "sandbox", "create", "--twin", "github", "--format", "env")
     assert "export POME_GITHUB_REST_URL=" in env_format.stdout
-    assert "export POME_AUTH_TOKEN=tok_" in env_format.stdout
+    assert "export POME_AUTH_TOKEN='tok_" in env_format.stdout, "values are quoted for the shell"
+    assert "export POME_GITHUB_TOKEN='tok_" in env_format.stdout, "the twin's own declared variables come too"
 
     refused = pome(pome_server, "sandbox", "stop", sb["id"])
     assert refused.returncode == 2, refused

@@ -23,3 +23,6 @@ pub use tape::{Delivery, StateChange, TapeRow};
 /// The contract versions this crate describes. A published version never changes.
 pub const CONTRACT_V1: &str = "pome:twin@0.1.0";
 pub const CONTRACT_V2: &str = "pome:twin@0.2.0";
+
+/// Twins per sandbox: fixed by the platform, on every plan.
+pub const MAX_TWINS_PER_SANDBOX: usize = 3;

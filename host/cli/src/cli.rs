@@ -8,8 +8,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::limits::{Lifetimes, Limits};
-use crate::server::ServeConfig;
+use pome_runtime::limits::{Lifetimes, Limits};
+use pome_server::server::ServeConfig;
+
+pub use crate::client::{ClientArgs, Format, KeysCommand, SandboxCommand, exit};
+pub use crate::local::TwinCommand;
 
 #[derive(Parser, Debug)]
 #[command(name = "pome", version, about = "A WebAssembly-isolated host for digital twins of SaaS APIs")]
@@ -30,12 +33,21 @@ pub enum Command {
     Sandbox(SandboxCommand),
     /// Show the team's concurrency usage.
     Usage(ClientArgs),
+    /// Create, list and revoke the team's API keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Run an agent against a task: sandbox, agent, finalize, verdict, `runs/<task>/<run-id>/`.
     Run(crate::run::RunArgs),
     /// Regrade a run directory offline with the same grader.
     Eval {
         /// A `runs/<task>/<run-id>` directory.
         run_dir: PathBuf,
+        /// Third-party twins whose checks the run needs, besides the embedded ones.
+        #[arg(long, env = "POME_TWINS_DIR")]
+        twins_dir: Option<PathBuf>,
+        /// Where compiled components are cached.
+        #[arg(long, env = "POME_DATA", default_value = "pome-data")]
+        data: PathBuf,
     },
     /// Re-execute a run's tapes on fresh stores and report every response that differs.
     Replay {
@@ -97,6 +109,16 @@ pub struct ServeArgs {
     /// The URL clients reach this server at, if not the `Host` they send.
     #[arg(long, env = "POME_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Where twins may deliver webhooks: a CIDR, an IP address or a host name; repeat for
+    /// more. Without it, loopback only (a hosted pome must not reach into a private network).
+    #[arg(long = "deliver-to", value_name = "CIDR|HOST")]
+    pub deliver_to: Vec<pome_runtime::outbound::Destination>,
+    /// Attempts per webhook delivery, the first included.
+    #[arg(long, default_value_t = pome_runtime::outbound::Policy::default().attempts)]
+    pub delivery_attempts: u32,
+    /// Wait before a delivery's second attempt; doubled for each after.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub delivery_backoff: Duration,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -131,6 +153,15 @@ pub struct LimitArgs {
     /// Client connections served at once; more wait to be accepted.
     #[arg(long, default_value_t = Limits::default().max_connections)]
     pub max_connections: usize,
+    /// Largest seed accepted at sandbox create, MiB.
+    #[arg(long, default_value_t = Limits::default().seed_bytes >> 20)]
+    pub seed_mib: usize,
+    /// Requests queued for one twin store before callers wait.
+    #[arg(long, default_value_t = Limits::default().store_queue)]
+    pub store_queue: usize,
+    /// Seed snapshots kept in memory.
+    #[arg(long, default_value_t = Limits::default().seed_cache_entries)]
+    pub seed_cache_entries: usize,
 }
 
 impl LimitArgs {
@@ -145,7 +176,9 @@ impl LimitArgs {
             tape_bytes: self.tape_mib << 20,
             max_stores: self.max_stores,
             max_connections: self.max_connections,
-            ..Limits::default()
+            seed_bytes: self.seed_mib << 20,
+            store_queue: self.store_queue.max(1),
+            seed_cache_entries: self.seed_cache_entries.max(1),
         }
     }
 }
@@ -159,96 +192,17 @@ impl ServeArgs {
             lifetimes: Lifetimes { lifetime: self.sandbox_lifetime, idle: self.idle_timeout },
             limits: self.limits.to_limits(),
             twins_dir: self.twins_dir.clone(),
+            outbound: pome_runtime::outbound::Policy {
+                allowed: if self.deliver_to.is_empty() { pome_runtime::outbound::default_destinations() } else { self.deliver_to.clone() },
+                attempts: self.delivery_attempts.max(1),
+                backoff: self.delivery_backoff,
+                ..Default::default()
+            },
             api_key: std::env::var("POME_API_KEY").ok().filter(|k| !k.is_empty()),
             public_url: self.public_url.clone(),
             cache_dir: None,
         }
     }
-}
-
-#[derive(Subcommand, Debug)]
-pub enum TwinCommand {
-    /// Serve one twin at the root of its own port, like the real API host.
-    Start {
-        /// Twin name (github, slack, ...).
-        twin: String,
-        #[arg(long, default_value_t = 0)]
-        port: u16,
-        /// Seed file (JSON); the twin's default world without it.
-        #[arg(long)]
-        seed: Option<PathBuf>,
-        /// Directory of third-party twin components.
-        #[arg(long, env = "POME_TWINS_DIR")]
-        twins_dir: Option<PathBuf>,
-        /// Where compiled twins are cached.
-        #[arg(long, env = "POME_DATA", default_value = "pome-data")]
-        data: PathBuf,
-    },
-    /// List the twins this binary can serve.
-    List {
-        #[arg(long, env = "POME_TWINS_DIR")]
-        twins_dir: Option<PathBuf>,
-        #[arg(long, env = "POME_DATA", default_value = "pome-data")]
-        data: PathBuf,
-    },
-}
-
-/// How CLI commands reach a server.
-#[derive(Args, Debug, Clone)]
-pub struct ClientArgs {
-    #[arg(long, env = "POME_API_URL", default_value = "http://127.0.0.1:8080")]
-    pub api_url: String,
-    #[arg(long, env = "POME_API_KEY", hide_env_values = true)]
-    pub api_key: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-    Env,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum SandboxCommand {
-    /// Create a sandbox and print its connection details.
-    Create {
-        /// A twin to put in it; repeat for up to three (the first is primary).
-        #[arg(long = "twin", required = true)]
-        twins: Vec<String>,
-        /// Seed file: flat JSON for one twin, an envelope {twin: seed} for several.
-        #[arg(long)]
-        seed: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "text")]
-        format: Format,
-        #[command(flatten)]
-        client: ClientArgs,
-    },
-    /// List the team's open sandboxes.
-    List {
-        #[command(flatten)]
-        client: ClientArgs,
-    },
-    /// Stop a sandbox. An ungraded one is refused unless --discard.
-    Stop {
-        id: String,
-        /// Discard the ungraded run.
-        #[arg(long)]
-        discard: bool,
-        #[command(flatten)]
-        client: ClientArgs,
-    },
-}
-
-/// Exit codes (DESIGN §9).
-pub mod exit {
-    pub const OK: i32 = 0;
-    /// The verdict is `fail` or `incomplete`.
-    pub const FAIL: i32 = 1;
-    pub const ORCHESTRATION: i32 = 2;
-    pub const AUTH: i32 = 3;
-    pub const QUOTA: i32 = 4;
-    pub const USAGE: i32 = 5;
 }
 
 pub async fn run(cli: Cli) -> i32 {
@@ -257,8 +211,9 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Twin(cmd) => crate::local::run(cmd).await,
         Command::Sandbox(cmd) => return crate::client::sandbox(cmd).await,
         Command::Usage(client) => return crate::client::usage(client).await,
+        Command::Keys(cmd) => return crate::client::keys(cmd).await,
         Command::Run(args) => return crate::run::run(args).await,
-        Command::Eval { run_dir } => return crate::run::eval(run_dir).await,
+        Command::Eval { run_dir, twins_dir, data } => return crate::run::eval(run_dir, twins_dir, data).await,
         Command::Replay { run, client, twins_dir, data } => return crate::run::replay(run, client, twins_dir, data).await,
         Command::Tasks(TasksCommand::Validate { files, twins_dir, data }) => return crate::run::validate(files, twins_dir, data).await,
         Command::Checks { twin, twins_dir, data } => return crate::run::checks(twin, twins_dir, data).await,
@@ -274,7 +229,7 @@ pub async fn run(cli: Cli) -> i32 {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let cfg = args.to_config();
-    let running = crate::server::start(cfg.clone()).await?;
+    let running = pome_server::server::start(cfg.clone()).await?;
     println!("pome listening on http://{}", running.addr);
     println!("twins: {}", running.app.twins.keys().cloned().collect::<Vec<_>>().join(", "));
     if let Some(key) = &running.new_api_key {

@@ -3,7 +3,70 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::{ClientArgs, Format, SandboxCommand, exit};
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+/// Exit codes: the one place they are decided (DESIGN §9).
+pub mod exit {
+    pub const OK: i32 = 0;
+    /// The verdict is `fail` or `incomplete`.
+    pub const FAIL: i32 = 1;
+    pub const ORCHESTRATION: i32 = 2;
+    pub const AUTH: i32 = 3;
+    pub const QUOTA: i32 = 4;
+    pub const USAGE: i32 = 5;
+}
+
+
+/// How CLI commands reach a server.
+#[derive(Args, Debug, Clone)]
+pub struct ClientArgs {
+    #[arg(long, env = "POME_API_URL", default_value = "http://127.0.0.1:8080")]
+    pub api_url: String,
+    #[arg(long, env = "POME_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Env,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SandboxCommand {
+    /// Create a sandbox and print its connection details.
+    Create {
+        /// A twin to put in it; repeat for up to three (the first is primary).
+        #[arg(long = "twin", required = true)]
+        twins: Vec<String>,
+        /// Seed file: flat JSON for one twin, an envelope {twin: seed} for several.
+        #[arg(long)]
+        seed: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// List the team's open sandboxes.
+    List {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Stop a sandbox. An ungraded one is refused unless --discard.
+    Stop {
+        id: String,
+        /// Discard the ungraded run.
+        #[arg(long)]
+        discard: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+}
+
+/// Exit codes (DESIGN §9).
 
 /// A control-plane client: one team's API key against one server.
 pub struct Client {
@@ -17,10 +80,13 @@ pub struct Client {
 pub struct Failure {
     pub code: i32,
     pub message: String,
+    /// The server's error envelope when the server refused (`{error: {type, details, …}}`),
+    /// so callers decide by its fields, never by its wording.
+    pub error: Value,
 }
 
 pub fn fail(code: i32, message: impl Into<String>) -> Failure {
-    Failure { code, message: message.into() }
+    Failure { code, message: message.into(), error: Value::Null }
 }
 
 /// The process exit code for a command's result, saying why on stderr when it failed.
@@ -36,10 +102,7 @@ pub fn finish(r: Result<i32, Failure>) -> i32 {
 
 impl Client {
     fn new(args: &ClientArgs) -> Result<Client, Failure> {
-        let key = args.api_key.clone().filter(|k| !k.is_empty()).ok_or(Failure {
-            code: exit::AUTH,
-            message: "no API key: set POME_API_KEY (printed by `pome serve` on first start) or pass --api-key".into(),
-        })?;
+        let key = args.api_key.clone().filter(|k| !k.is_empty()).ok_or_else(|| fail(exit::AUTH, "no API key: set POME_API_KEY (printed by `pome serve` on first start) or pass --api-key"))?;
         Ok(Client::at(&args.api_url, key))
     }
 
@@ -53,9 +116,8 @@ impl Client {
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let resp = req.send().await.map_err(|e| Failure {
-            code: exit::ORCHESTRATION,
-            message: format!("cannot reach the pome server at {} ({e}); start one with `pome serve` or set POME_API_URL", self.base),
+        let resp = req.send().await.map_err(|e| {
+            fail(exit::ORCHESTRATION, format!("cannot reach the pome server at {} ({e}); start one with `pome serve` or set POME_API_URL", self.base))
         })?;
         let status = resp.status().as_u16();
         let value: Value = resp.json().await.unwrap_or(Value::Null);
@@ -69,7 +131,7 @@ impl Client {
             _ => exit::ORCHESTRATION,
         };
         let message = value["error"]["message"].as_str().unwrap_or("request failed").to_string();
-        Err(Failure { code, message: format!("{message} (HTTP {status}{})", details(&value)) })
+        Err(Failure { code, message: format!("{message} (HTTP {status}{})", details(&value)), error: value["error"].clone() })
     }
 }
 
@@ -90,8 +152,8 @@ async fn sandbox_inner(cmd: SandboxCommand) -> Result<(), Failure> {
             let c = Client::new(&client)?;
             let mut body = json!({"twins": twins});
             if let Some(path) = seed {
-                let text = std::fs::read_to_string(&path).map_err(|e| Failure { code: exit::USAGE, message: format!("reading {}: {e}", path.display()) })?;
-                body["seed"] = serde_json::from_str(&text).map_err(|e| Failure { code: exit::USAGE, message: format!("{} is not JSON: {e}", path.display()) })?;
+                let text = std::fs::read_to_string(&path).map_err(|e| fail(exit::USAGE, format!("reading {}: {e}", path.display())))?;
+                body["seed"] = serde_json::from_str(&text).map_err(|e| fail(exit::USAGE, format!("{} is not JSON: {e}", path.display())))?;
             }
             let s = c.call(reqwest::Method::POST, "/v1/sandboxes", Some(body)).await?;
             print_sandbox(&s, format);
@@ -113,20 +175,13 @@ async fn sandbox_inner(cmd: SandboxCommand) -> Result<(), Failure> {
             let c = Client::new(&client)?;
             match c.call(reqwest::Method::DELETE, &format!("/v1/sandboxes/{id}"), None).await {
                 Ok(_) => {}
-                Err(f) if f.code == exit::ORCHESTRATION && f.message.contains("ungraded") && discard => {
-                    // Learn the discard token from the refusal, then confirm.
-                    let resp = reqwest::Client::new()
-                        .delete(format!("{}/v1/sandboxes/{id}", c.base))
-                        .header("x-api-key", &c.key)
-                        .send()
-                        .await
-                        .map_err(|e| Failure { code: exit::ORCHESTRATION, message: e.to_string() })?;
-                    let v: Value = resp.json().await.unwrap_or(Value::Null);
-                    let token = v["error"]["details"]["discard_token"].as_str().unwrap_or_default().to_string();
+                Err(f) if f.error["details"]["reason"] == "ungraded_session" && discard => {
+                    // The refusal carries the discard token: confirm with it.
+                    let token = f.error["details"]["discard_token"].as_str().unwrap_or_default().to_string();
                     c.call(reqwest::Method::DELETE, &format!("/v1/sandboxes/{id}?confirm_discard={token}"), None).await?;
                 }
-                Err(f) if f.message.contains("ungraded") => {
-                    return Err(Failure { code: exit::ORCHESTRATION, message: format!("{}; pass --discard to throw its run away", f.message) });
+                Err(f) if f.error["details"]["reason"] == "ungraded_session" => {
+                    return Err(fail(exit::ORCHESTRATION, format!("{}; pass --discard to throw its run away", f.message)));
                 }
                 Err(f) => return Err(f),
             }
@@ -151,15 +206,57 @@ fn print_sandbox(s: &Value, format: Format) {
             }
         }
         Format::Env => {
-            let names: Vec<&String> = per_twin.keys().collect();
-            println!("export POME_SESSION_ID={id}");
-            println!("export POME_AUTH_TOKEN={token}");
-            println!("export POME_TWIN_NAMES={}", names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","));
-            for (twin, urls) in &per_twin {
-                println!("export POME_{}_REST_URL={}", twin.to_uppercase(), urls["api_url"].as_str().unwrap_or(""));
+            // The server composes the agent's environment from each twin's declarations.
+            for (k, v) in s["agent_env"].as_object().into_iter().flatten() {
+                println!("export {k}={}", shell_quote(v.as_str().unwrap_or("")));
             }
         }
     }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeysCommand {
+    /// Make a new key for your team; it is printed once and stored only as a hash.
+    Create {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// The team's keys: id, prefix, created, revoked.
+    List {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Revoke a key by id (`key_…`); it stops working at once. A key cannot revoke itself.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+}
+
+pub async fn keys(cmd: KeysCommand) -> i32 {
+    finish(async {
+        match cmd {
+            KeysCommand::Create { client } => {
+                let k = Client::new(&client)?.call(reqwest::Method::POST, "/v1/keys", None).await?;
+                println!("{}  {}", k["id"].as_str().unwrap_or(""), k["key"].as_str().unwrap_or(""));
+                eprintln!("pome: keep this key: it is not shown again");
+            }
+            KeysCommand::List { client } => {
+                let list = Client::new(&client)?.call(reqwest::Method::GET, "/v1/keys", None).await?;
+                for k in list["data"].as_array().into_iter().flatten() {
+                    let state = k["revoked_at"].as_str().map_or("live".to_string(), |t| format!("revoked {t}"));
+                    println!("{}  {}…  created {}  {state}", k["id"].as_str().unwrap_or("(no id)"), k["prefix"].as_str().unwrap_or(""), k["created_at"].as_str().unwrap_or(""));
+                }
+            }
+            KeysCommand::Revoke { id, client } => {
+                Client::new(&client)?.call(reqwest::Method::DELETE, &format!("/v1/keys/{id}"), None).await?;
+                println!("revoked {id}");
+            }
+        }
+        Ok(exit::OK)
+    }
+    .await)
 }
 
 pub async fn usage(args: ClientArgs) -> i32 {
@@ -169,4 +266,9 @@ pub async fn usage(args: ClientArgs) -> i32 {
         println!("sandboxes open {} of {} ({} remaining)", u["sessions_used"], u["sessions_quota"], u["sessions_remaining"]);
         Ok(exit::OK)
     }.await)
+}
+
+/// `'…'` with any `'` inside escaped, so a value is one word to the shell.
+fn shell_quote(v: &str) -> String {
+    format!("'{}'", v.replace('\'', "'\\''"))
 }

@@ -1,30 +1,23 @@
-//! pome: a WebAssembly-isolated host for digital twins of SaaS APIs.
+//! pome: a WebAssembly-isolated host for digital twins of SaaS APIs. This crate is the `pome`
+//! command: the CLI ([`cli`]), the control-plane client ([`client`]), `pome run/eval/replay`
+//! ([`run`]) and local twins ([`local`]).
 //!
-//! The pipeline, in the order a request meets it:
-//! `server` (listener, shutdown) → `api` (control plane) / `proxy` (twin traffic) →
-//! `sandbox` (lifetimes, quota, tokens) → `store` (one task per twin store) → `runtime`
-//! (wasmtime) → `tape` (what each request did) → `storage` (runs, teams, keys in SQLite).
-//! Beside it: `task` (task files) → `grade` (criteria → checks → verdict), and `run` (the
-//! `pome run/eval/replay` orchestration).
+//! The host itself is a set of crates with one job each, and its pipeline reads from their
+//! names, in the order a request meets them:
+//! `pome-server` (HTTP routes → sandboxes → finalize → storage) → `pome-runtime` (twin store →
+//! engine) → `pome-tape` (what each request did) → `pome-grade` (tasks, criteria, verdicts),
+//! all speaking the twin contract of `pome-contract` (`wit/`). Dependencies point one way:
+//! contract ← tape ← runtime ← server ← pome, and grade ← server.
+//!
+//! The layers are re-exported here under their roles, for tests and embedders.
 
-pub mod api;
-pub mod auth;
 pub mod cli;
 pub mod client;
-pub mod error;
-pub mod grade;
-pub mod limits;
 pub mod local;
-pub mod metrics;
-pub mod proxy;
 pub mod run;
-pub mod runtime;
-pub mod sandbox;
-pub mod seeds;
-pub mod server;
-pub mod storage;
-pub mod store;
-pub mod tape;
-pub mod task;
-pub mod task_api;
-pub mod twins;
+
+pub use pome_grade as grade;
+pub use pome_grade::task;
+pub use pome_runtime::{engine as runtime, limits, metrics, outbound, seeds, store};
+pub use pome_server::{api, auth, error, proxy, sandbox, server, storage, task_api, twins};
+pub use pome_tape as tape;

@@ -10,11 +10,41 @@ use axum::response::Response;
 use axum::routing::any;
 use tokio::net::TcpListener;
 
-use crate::cli::TwinCommand;
-use crate::limits::Limits;
-use crate::metrics::Metrics;
-use crate::seeds::SeedCache;
-use crate::store::TwinStore;
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use pome_runtime::limits::Limits;
+use pome_runtime::metrics::Metrics;
+use pome_runtime::seeds::SeedCache;
+use pome_runtime::store::TwinStore;
+
+#[derive(Subcommand, Debug)]
+pub enum TwinCommand {
+    /// Serve one twin at the root of its own port, like the real API host.
+    Start {
+        /// Twin name (github, slack, ...).
+        twin: String,
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Seed file (JSON); the twin's default world without it.
+        #[arg(long)]
+        seed: Option<PathBuf>,
+        /// Directory of third-party twin components.
+        #[arg(long, env = "POME_TWINS_DIR")]
+        twins_dir: Option<PathBuf>,
+        /// Where compiled twins are cached.
+        #[arg(long, env = "POME_DATA", default_value = "pome-data")]
+        data: PathBuf,
+    },
+    /// List the twins this binary can serve.
+    List {
+        #[arg(long, env = "POME_TWINS_DIR")]
+        twins_dir: Option<PathBuf>,
+        #[arg(long, env = "POME_DATA", default_value = "pome-data")]
+        data: PathBuf,
+    },
+}
+
 
 struct Local {
     store: TwinStore,
@@ -25,9 +55,9 @@ struct Local {
 pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
     match cmd {
         TwinCommand::List { twins_dir, data } => {
-            let rt = crate::server::runtime(Limits::default(), &data)?;
-            let dir = twins_dir.as_deref().map(crate::server::open_dir).transpose()?;
-            for (name, image) in crate::twins::load_all(&rt, dir.as_ref()).await? {
+            let rt = pome_server::server::runtime(Limits::default(), &data)?;
+            let dir = twins_dir.as_deref().map(pome_server::server::open_dir).transpose()?;
+            for (name, image) in pome_server::twins::load_all(&rt, dir.as_ref()).await? {
                 let routes = image.description.surface.len();
                 println!("{name:<8} {routes:>4} routes  ({})", image.origin);
             }
@@ -35,17 +65,17 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
         }
         TwinCommand::Start { twin, port, seed, twins_dir, data } => {
             let limits = Limits::default();
-            let rt = crate::server::runtime(limits.clone(), &data)?;
-            let dir = twins_dir.as_deref().map(crate::server::open_dir).transpose()?;
-            let twins = crate::twins::load_all(&rt, dir.as_ref()).await?;
+            let rt = pome_server::server::runtime(limits.clone(), &data)?;
+            let dir = twins_dir.as_deref().map(pome_server::server::open_dir).transpose()?;
+            let twins = pome_server::twins::load_all(&rt, dir.as_ref()).await?;
             let image = twins.get(&twin).cloned().with_context(|| format!("no twin `{twin}`; this binary has {:?}", twins.keys().collect::<Vec<_>>()))?;
             let seed = match seed {
                 Some(path) => std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
                 None => String::new(),
             };
             let seed_image = SeedCache::new(1).get(&rt, &image, &seed).await.map_err(|e| anyhow::anyhow!("the {twin} twin refused the seed: {e}"))?;
-            let store = TwinStore::start(rt.clone(), image, seed_image, Arc::new(Metrics::default())).await?;
-            let local = Arc::new(Local { store, token: crate::auth::new_agent_token(), limits });
+            let store = TwinStore::start(rt.clone(), image, seed_image, Arc::new(Metrics::default()), Arc::new(pome_runtime::outbound::Policy::default())).await?;
+            let local = Arc::new(Local { store, token: pome_server::auth::new_agent_token(), limits });
             let listener = TcpListener::bind(("127.0.0.1", port)).await.with_context(|| format!("binding port {port}"))?;
             let addr = listener.local_addr()?;
             println!("{twin} twin at http://{addr}");
@@ -61,8 +91,8 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
 async fn serve(State(local): State<Arc<Local>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     if let Some(route) = path.strip_prefix("/_pome/") {
-        return crate::proxy::reserved_route(&local.store, route).await;
+        return pome_server::proxy::reserved_route(&local.store, route).await;
     }
     let host = req.headers().get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost").to_string();
-    crate::proxy::forward(&local.store, &local.token, format!("http://{host}"), &local.limits, req, path).await
+    pome_server::proxy::forward(&local.store, &local.token, format!("http://{host}"), &local.limits, req, path, || {}).await
 }

@@ -8,18 +8,17 @@
 //! writes `runs/<task>/<run-id>/`. `pome eval` regrades such a directory offline with the same
 //! grader; `pome replay` re-executes its tapes on fresh stores.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cli::{ClientArgs, exit};
+use crate::client::{ClientArgs, exit};
 use crate::client::{Client, Failure, fail, finish};
-use crate::grade::{self, Catalog, Grade, TwinRun};
-use crate::limits::{Lifetimes, Limits};
-use crate::task::{self, Task};
+use pome_grade::{Catalog, Grade, TwinRun};
+use pome_runtime::limits::{Lifetimes, Limits};
+use pome_grade::task::{self, Task};
 
 /// `pome run` arguments, already validated by clap.
 #[derive(clap::Args, Debug)]
@@ -29,6 +28,10 @@ pub struct RunArgs {
     /// Trials to run (one trial group); the task's `runs` by default.
     #[arg(short = 'n', long = "trials")]
     pub trials: Option<u32>,
+    /// The k of pass^k (the chance that k fresh trials all pass, estimated without bias from
+    /// the n trials run); n by default.
+    #[arg(short = 'k', long = "pass-k")]
+    pub pass_k: Option<u32>,
     /// Run everything in this process: a server on 127.0.0.1:0, no account needed.
     #[arg(long)]
     pub local: bool,
@@ -69,21 +72,22 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
     let mut local = None;
     let mut _local_data = None;
     let api = if args.local {
-        let data = std::env::temp_dir().join(format!("pome-local-{}-{}", std::process::id(), crate::auth::new_id("d")));
+        let data = std::env::temp_dir().join(format!("pome-local-{}-{}", std::process::id(), pome_server::auth::new_id("d")));
         std::fs::create_dir_all(&data).map_err(|e| fail(exit::ORCHESTRATION, format!("creating {}: {e}", data.display())))?;
-        let key = crate::auth::new_api_key();
-        let cfg = crate::server::ServeConfig {
+        let key = pome_server::auth::new_api_key();
+        let cfg = pome_server::server::ServeConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: data.clone(),
             quota: 64,
             lifetimes: Lifetimes::default(),
             limits: Limits::default(),
             twins_dir: args.twins_dir.clone(),
+            outbound: Default::default(),
             api_key: Some(key.clone()),
             public_url: None,
             cache_dir: Some(args.data.join("cache")),
         };
-        let running = crate::server::start(cfg).await.map_err(|e| fail(exit::ORCHESTRATION, format!("starting the local server: {e:#}")))?;
+        let running = pome_server::server::start(cfg).await.map_err(|e| fail(exit::ORCHESTRATION, format!("starting the local server: {e:#}")))?;
         let base = format!("http://{}", running.addr);
         local = Some(running);
         _local_data = Some(TempDir(data));
@@ -101,12 +105,17 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
         eprintln!("pome: warning: criterion {} binds to no check: {} ({})", c["index"], c["text"].as_str().unwrap_or(""), c["unmatched"].as_str().unwrap_or(""));
     }
     let twins_v = api.call(reqwest::Method::GET, "/v1/twins", None).await?;
-    let descriptions: BTreeMap<String, Value> =
-        twins_v["data"].as_array().into_iter().flatten().map(|d| (d["name"].as_str().unwrap_or("").to_string(), d["description"].clone())).collect();
-    let catalog = Catalog::from_descriptions(descriptions.iter().filter(|(n, _)| t.config.twins.contains(n)));
+    let descriptions: Vec<pome_contract::Description> = twins_v["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| serde_json::from_value(d["description"].clone()).ok())
+        .filter(|d: &pome_contract::Description| t.config.twins.contains(&d.name))
+        .collect();
+    let catalog = Catalog::new(&descriptions);
 
     let trials = args.trials.unwrap_or(t.config.runs).max(1);
-    let group_id = crate::auth::new_id("grp");
+    let group_id = pome_server::auth::new_id("grp");
     let mut passes = 0;
     let mut worst = exit::OK;
     for trial in 1..=trials {
@@ -121,7 +130,7 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
         }
     }
     if trials > 1 {
-        let k = trials as u64;
+        let k = u64::from(args.pass_k.unwrap_or(trials).clamp(1, trials));
         println!("pass rate {passes}/{trials} ({:.0}%), pass^{k} = {:.3}", 100.0 * passes as f64 / trials as f64, pass_hat_k(trials as u64, passes as u64, k));
         println!("group {group_id}");
     }
@@ -160,7 +169,6 @@ async fn trial_once(api: &Client, t: &Task, source: &str, sidecar: Option<&str>,
         )
         .await?;
     let sid = sb["id"].as_str().unwrap_or_default().to_string();
-    let token = sb["agent_token"].as_str().unwrap_or_default().to_string();
 
     let task_dir = args.runs_dir.join(&t.id);
     let pending = task_dir.join(format!(".{sid}"));
@@ -170,30 +178,16 @@ async fn trial_once(api: &Client, t: &Task, source: &str, sidecar: Option<&str>,
         ("POME_TASK".into(), t.prompt.clone()),
         ("POME_TASK_ID".into(), t.id.clone()),
         ("POME_TASK_FILE".into(), args.task.display().to_string()),
-        ("POME_TWIN_NAMES".into(), t.config.twins.join(",")),
-        ("POME_AUTH_TOKEN".into(), token.clone()),
         ("POME_RUN_ID".into(), sid.clone()),
-        ("POME_SESSION_ID".into(), sid.clone()),
-        ("POME_SANDBOX_ID".into(), sid.clone()),
     ];
-    for twin in &t.config.twins {
-        let up = twin.to_uppercase();
-        let pt = &sb["per_twin"][twin];
-        let api_url = pt["api_url"].as_str().unwrap_or_default().to_string();
-        env.push((format!("POME_{up}_REST_URL"), api_url.clone()));
-        env.push((format!("POME_{up}_BASE_URL"), pt["base_url"].as_str().unwrap_or_default().to_string()));
-        match twin.as_str() {
-            "stripe" => {
-                env.push(("POME_STRIPE_API_BASE".into(), api_url));
-                env.push(("POME_STRIPE_API_KEY".into(), token.clone()));
-            }
-            other => env.push((format!("POME_{}_TOKEN", other.to_uppercase()), token.clone())),
-        }
+    // The sandbox's own environment: ids, token, and per twin what the twin declares.
+    for (k, v) in sb["agent_env"].as_object().into_iter().flatten() {
+        env.push((k.clone(), v.as_str().unwrap_or_default().to_string()));
     }
 
     let timeout = Duration::from_secs(args.timeout.unwrap_or(t.config.timeout));
     let started = Instant::now();
-    let started_at = crate::storage::now();
+    let started_at = pome_server::storage::now();
     let agent = run_agent(&args.agent, &env, &pending, timeout).await?;
     let elapsed = started.elapsed();
 
@@ -222,7 +216,7 @@ async fn trial_once(api: &Client, t: &Task, source: &str, sidecar: Option<&str>,
         "run_id": run_id, "task": t.id, "title": t.title, "task_file": args.task.display().to_string(),
         "sandbox_id": sid, "group_id": group_id, "agent_id": args.agent_id, "agent_version": args.agent_version,
         "agent_command": args.agent, "agent_exit": agent.exit, "timed_out": agent.timed_out,
-        "started_at": started_at, "finished_at": crate::storage::now(), "duration_ms": elapsed.as_millis() as u64,
+        "started_at": started_at, "finished_at": pome_server::storage::now(), "duration_ms": elapsed.as_millis() as u64,
         "twins": t.config.twins, "server": if args.local { "local".to_string() } else { api.base.clone() },
     });
     let write = |name: &str, text: String| -> Result<(), Failure> {
@@ -240,7 +234,8 @@ async fn trial_once(api: &Client, t: &Task, source: &str, sidecar: Option<&str>,
     }
     write("seed.json", pretty(&Value::Object(seeds)))?;
     write("checks.json", pretty(&serde_json::to_value(catalog).unwrap_or_default()))?;
-    write("report.md", crate::task_api::markdown(&run))?;
+    let typed: pome_grade::run::Run = serde_json::from_value(run.clone()).map_err(|e| fail(exit::ORCHESTRATION, format!("run {run_id} is not a run: {e}")))?;
+    write("report.md", typed.report())?;
     let dir = task_dir.join(&run_id);
     std::fs::rename(&pending, &dir).map_err(|e| fail(exit::ORCHESTRATION, format!("moving the run to {}: {e}", dir.display())))?;
 
@@ -312,17 +307,25 @@ async fn run_agent(cmd: &[String], env: &[(String, String)], dir: &Path, timeout
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))
         .kill_on_drop(true)
+        // Its own process group, so a timeout stops the agent and everything it started.
+        .process_group(0)
         .spawn()
         .map_err(|e| fail(exit::USAGE, format!("cannot start the agent `{}`: {e}", cmd[0])))?;
     match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => Ok(AgentResult { exit: status.ok().and_then(|s| s.code()), timed_out: false }),
         Err(_) => {
-            if let Some(pid) = child.id() {
-                let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
-            }
-            if tokio::time::timeout(Duration::from_secs(5), child.wait()).await.is_err() {
-                let _ = child.kill().await;
-            }
+            let group = child.id().map(|pid| format!("-{pid}"));
+            let signal = |sig: &str| {
+                if let Some(g) = &group {
+                    let _ = std::process::Command::new("kill").args([sig, "--", g]).status();
+                }
+            };
+            signal("-TERM");
+            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+            // Whatever of the group outlived the grace period (the agent may have exited and
+            // left its children behind) ends now.
+            signal("-KILL");
+            let _ = child.kill().await;
             let code = child.try_wait().ok().flatten().and_then(|s| s.code());
             Ok(AgentResult { exit: code, timed_out: true })
         }
@@ -331,7 +334,7 @@ async fn run_agent(cmd: &[String], env: &[(String, String)], dir: &Path, timeout
 
 /// Regrade a run directory offline: the task, states and tape it holds, the checks recorded
 /// with it, the same grader. Returns the fresh grade and the recorded one.
-pub async fn eval_dir(dir: &Path) -> Result<(Grade, Grade), Failure> {
+pub async fn eval_dir(dir: &Path, twins_dir: Option<&Path>, data_dir: &Path) -> Result<(Grade, Grade), Failure> {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| fail(exit::USAGE, format!("{}: {e}", dir.join(name).display())));
     let json_of = |name: &str| -> Result<Value, Failure> { serde_json::from_str(&read(name)?).map_err(|e| fail(exit::USAGE, format!("{name}: {e}"))) };
     let meta = json_of("meta.json")?;
@@ -340,25 +343,28 @@ pub async fn eval_dir(dir: &Path) -> Result<(Grade, Grade), Failure> {
         .map_err(|e| fail(exit::USAGE, e.to_string()))?;
     let catalog: Catalog = serde_json::from_value(json_of("checks.json")?).map_err(|e| fail(exit::USAGE, format!("checks.json: {e}")))?;
     let (initial, fin) = (json_of("state_initial.json")?, json_of("state_final.json")?);
-    let mut data: grade::RunData = t
+    let mut data: pome_grade::RunData = t
         .config
         .twins
         .iter()
         .map(|tw| (tw.clone(), TwinRun { initial_state: initial[tw].clone(), final_state: fin[tw].clone(), tape: Vec::new() }))
         .collect();
-    for line in read("events.jsonl")?.lines().filter(|l| !l.trim().is_empty()) {
-        let row: Value = serde_json::from_str(line).map_err(|e| fail(exit::USAGE, format!("events.jsonl: {e}")))?;
-        if let Some(tr) = data.get_mut(row["twin"].as_str().unwrap_or("")) {
+    for (n, line) in read("events.jsonl")?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let row: pome_tape::TapeRow = serde_json::from_str(line).map_err(|e| fail(exit::USAGE, format!("events.jsonl line {}: {e}", n + 1)))?;
+        if let Some(tr) = data.get_mut(&row.twin) {
             tr.tape.push(row);
         }
     }
-    let g = grade::grade(&t, &data, &catalog, grade::Judge::from_env().as_ref()).await;
+    // The twins decide their own checks, offline too: the components are in this binary (or
+    // the twins directory), so no server is needed.
+    let decider = local_twins(twins_dir, data_dir).await?;
+    let g = pome_grade::grade(&t, &data, &catalog, &decider, pome_grade::Judge::from_env().as_ref()).await;
     Ok((g, grade_from_verdict(&json_of("verdict.json")?)))
 }
 
-pub async fn eval(dir: PathBuf) -> i32 {
+pub async fn eval(dir: PathBuf, twins_dir: Option<PathBuf>, data: PathBuf) -> i32 {
     finish(async {
-        let (g, recorded) = eval_dir(&dir).await?;
+        let (g, recorded) = eval_dir(&dir, twins_dir.as_deref(), &data).await?;
         print_grade(&g);
         if g.verdict != recorded.verdict || g.score != recorded.score {
             println!("differs from the recorded verdict: {} score {:?}", recorded.verdict, recorded.score);
@@ -374,12 +380,21 @@ pub async fn eval(dir: PathBuf) -> i32 {
 /// reported. `target` is a run directory or a run id on the server.
 pub async fn replay(target: String, client: ClientArgs, twins_dir: Option<PathBuf>, data: PathBuf) -> i32 {
     finish(async {
+        // Rows that cannot be read, and rows missing from a tape, are differences too: a replay
+        // that skipped them could report "0 differ" on a tape it never checked.
+        let mut problems: Vec<String> = Vec::new();
         let per_twin: Vec<(String, String, Vec<Value>)> = if Path::new(&target).is_dir() {
             let dir = Path::new(&target);
             let seeds: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("seed.json")).map_err(|e| fail(exit::USAGE, format!("seed.json: {e}")))?)
                 .map_err(|e| fail(exit::USAGE, format!("seed.json: {e}")))?;
             let events = std::fs::read_to_string(dir.join("events.jsonl")).map_err(|e| fail(exit::USAGE, format!("events.jsonl: {e}")))?;
-            let rows: Vec<Value> = events.lines().filter(|l| !l.trim().is_empty()).filter_map(|l| serde_json::from_str(l).ok()).collect();
+            let mut rows: Vec<Value> = Vec::new();
+            for (n, line) in events.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                match serde_json::from_str(line) {
+                    Ok(v) => rows.push(v),
+                    Err(e) => problems.push(format!("events.jsonl line {}: not a tape row ({e})", n + 1)),
+                }
+            }
             seeds
                 .as_object()
                 .into_iter()
@@ -400,35 +415,63 @@ pub async fn replay(target: String, client: ClientArgs, twins_dir: Option<PathBu
                 .map(|(tw, pt)| (tw.clone(), pt["seed"].as_str().unwrap_or("").to_string(), pt["tape"].as_array().cloned().unwrap_or_default()))
                 .collect()
         };
-        let rt = crate::server::runtime(Limits::default(), &data).map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
-        let dir = twins_dir.as_deref().map(crate::server::open_dir).transpose().map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
-        let twins = crate::twins::load_all(&rt, dir.as_ref()).await.map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
-        let seeds = crate::seeds::SeedCache::new(8);
+        let rt = pome_server::server::runtime(Limits::default(), &data).map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+        let dir = twins_dir.as_deref().map(pome_server::server::open_dir).transpose().map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+        let twins = pome_server::twins::load_all(&rt, dir.as_ref()).await.map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+        let seeds = pome_runtime::seeds::SeedCache::new(8);
         let mut differ = 0;
         for (twin, seed, rows) in per_twin {
             let image = twins.get(&twin).cloned().ok_or_else(|| fail(exit::ORCHESTRATION, format!("this binary has no `{twin}` twin")))?;
             let seed_image = seeds.get(&rt, &image, &seed).await.map_err(|e| fail(exit::ORCHESTRATION, format!("the {twin} seed: {e}")))?;
-            let rows: Vec<crate::tape::TapeRow> =
-                rows.into_iter().map(serde_json::from_value).collect::<Result<_, _>>().map_err(|e| fail(exit::USAGE, format!("a {twin} tape row: {e}")))?;
-            let mismatches = crate::store::replay(rt.clone(), image, seed_image, &rows).await.map_err(|e| fail(exit::ORCHESTRATION, format!("replaying {twin}: {e}")))?;
-            println!("{twin}: {} rows replayed, {} differ", rows.len(), mismatches.len());
+            let mut parsed: Vec<pome_tape::TapeRow> = Vec::new();
+            let mut bad = Vec::new();
+            for row in rows {
+                let seq = row["seq"].clone();
+                match serde_json::from_value(row) {
+                    Ok(r) => parsed.push(r),
+                    Err(e) => bad.push(format!("{twin} row seq {seq}: unreadable ({e})")),
+                }
+            }
+            parsed.sort_by_key(|r| r.seq);
+            // Sequence numbers run 1, 2, 3…; a gap is a row the tape lost.
+            let mut expect = 1;
+            for r in &parsed {
+                for missing in expect..r.seq {
+                    bad.push(format!("{twin} row seq {missing}: missing from the tape"));
+                }
+                expect = r.seq + 1;
+            }
+            let mismatches = pome_runtime::store::replay(rt.clone(), image, seed_image, &parsed).await.map_err(|e| fail(exit::ORCHESTRATION, format!("replaying {twin}: {e}")))?;
+            println!("{twin}: {} rows replayed, {} differ, {} unreadable or missing", parsed.len(), mismatches.len(), bad.len());
             for m in &mismatches {
                 println!("  seq {}: status {} → {}\n    expected {}\n    actual   {}", m.seq, m.expected_status, m.actual_status, m.expected_body, m.actual_body);
             }
-            differ += mismatches.len();
+            for b in &bad {
+                println!("  {b}");
+            }
+            differ += mismatches.len() + bad.len();
         }
+        for p in &problems {
+            println!("{p}");
+        }
+        differ += problems.len();
         Ok(if differ == 0 { exit::OK } else { 1 })
     }
     .await)
 }
 
-/// The catalog of the twins this binary has (embedded plus `--twins-dir`).
+/// The twins this binary has (embedded plus `--twins-dir`), ready to decide their checks.
+async fn local_twins(twins_dir: Option<&Path>, data: &Path) -> Result<pome_server::twins::TwinDecider, Failure> {
+    let rt = pome_server::server::runtime(Limits::default(), data).map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+    let dir = twins_dir.map(pome_server::server::open_dir).transpose().map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+    let twins = pome_server::twins::load_all(&rt, dir.as_ref()).await.map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
+    Ok(pome_server::twins::TwinDecider { rt, twins })
+}
+
+/// The catalog of the twins this binary has.
 async fn local_catalog(twins_dir: Option<&Path>, data: &Path) -> Result<Catalog, Failure> {
-    let rt = crate::server::runtime(Limits::default(), data).map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
-    let dir = twins_dir.map(crate::server::open_dir).transpose().map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
-    let twins = crate::twins::load_all(&rt, dir.as_ref()).await.map_err(|e| fail(exit::ORCHESTRATION, format!("{e:#}")))?;
-    let descs: Vec<(String, Value)> = twins.iter().map(|(n, i)| (n.clone(), i.description_json.clone())).collect();
-    Ok(Catalog::from_descriptions(descs.iter().map(|(n, d)| (n, d))))
+    let twins = local_twins(twins_dir, data).await?;
+    Ok(Catalog::new(twins.twins.values().map(|i| &i.description)))
 }
 
 /// `pome tasks validate FILE…`: 0 when every file parses and every `[code]` criterion of a
@@ -444,7 +487,7 @@ pub async fn validate(files: Vec<PathBuf>, twins_dir: Option<PathBuf>, data: Pat
                     code = exit::USAGE;
                 }
                 Ok(t) => {
-                    let rows = grade::bindings(&t, &catalog);
+                    let rows = pome_grade::bindings(&t, &catalog);
                     let missing: Vec<&Value> = rows.iter().filter(|r| r["kind"] == "code" && r["binding"].is_null()).collect();
                     let absent: Vec<&String> = t.config.twins.iter().filter(|tw| !catalog.twins.contains_key(*tw)).collect();
                     println!("{}: {} criteria, twins {:?}{}", f.display(), rows.len(), t.config.twins, if absent.is_empty() { String::new() } else { format!(" (not in this binary: {absent:?})") });
@@ -476,8 +519,8 @@ pub async fn checks(twin: Option<String>, twins_dir: Option<PathBuf>, data: Path
                 continue;
             }
             println!("{name}");
-            for d in decls {
-                let mark = if grade::checks::KNOWN.contains(&d.id.as_str()) {
+            for d in decls.checks.iter().cloned().chain(catalog.checks_of(name).into_iter().flatten().skip(decls.checks.len())) {
+                let mark = if decls.decides || d.id.starts_with("tape.") {
                     ""
                 } else if d.predicate.is_some() {
                     "  (the twin's CEL predicate)"

@@ -2,7 +2,16 @@
 //! same path syntax as grading evidence (`repositories[0].pull_requests[0].merged`), so a run
 //! shows what the agent changed next to the verdict that judged it.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+/// One path that differs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub path: String,
+    pub before: Value,
+    pub after: Value,
+}
 
 /// At most this many entries per twin; a run that rewrote the world says so rather than
 /// carrying a diff bigger than its states.
@@ -10,13 +19,13 @@ pub const MAX_ENTRIES: usize = 500;
 
 /// `[{path, before, after}]`: objects compared by key, arrays by position; an absent side is
 /// null.
-pub fn state_diff(before: &Value, after: &Value) -> Vec<Value> {
+pub fn state_diff(before: &Value, after: &Value) -> Vec<Change> {
     let mut out = Vec::new();
     walk("", before, after, &mut out);
     if out.len() > MAX_ENTRIES {
         let n = out.len();
         out.truncate(MAX_ENTRIES);
-        out.push(json!({"path": "…", "before": null, "after": format!("{} more changes", n - MAX_ENTRIES)}));
+        out.push(Change { path: "…".into(), before: Value::Null, after: json!(format!("{} more changes", n - MAX_ENTRIES)) });
     }
     out
 }
@@ -30,7 +39,7 @@ fn join(base: &str, key: &str) -> String {
     }
 }
 
-fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<Value>) {
+fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<Change>) {
     if a == b || out.len() > MAX_ENTRIES {
         return;
     }
@@ -48,7 +57,7 @@ fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<Value>) {
                 walk(&format!("{path}[{i}]"), x.get(i).unwrap_or(&Value::Null), y.get(i).unwrap_or(&Value::Null), out);
             }
         }
-        _ => out.push(json!({"path": if path.is_empty() { "$" } else { path }, "before": a, "after": b})),
+        _ => out.push(Change { path: if path.is_empty() { "$".into() } else { path.to_string() }, before: a.clone(), after: b.clone() }),
     }
 }
 
@@ -60,7 +69,7 @@ mod tests {
     fn paths_name_what_changed() {
         let a = json!({"repositories": [{"labels": ["bug"], "merged": false}], "x": 1, "files": {}});
         let b = json!({"repositories": [{"labels": ["bug", "p1"], "merged": true}], "x": 1, "files": {"a.md": "hi"}});
-        let d = state_diff(&a, &b);
+        let d: Vec<Value> = state_diff(&a, &b).into_iter().map(|c| serde_json::to_value(c).unwrap()).collect();
         assert_eq!(d, vec![
             json!({"path": "repositories[0].labels[1]", "before": null, "after": "p1"}),
             json!({"path": "repositories[0].merged", "before": false, "after": true}),

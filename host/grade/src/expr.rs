@@ -16,6 +16,12 @@ use cel::{Context, Program, Value as Cel};
 use serde_json::{Value, json};
 
 use super::{Outcome, World};
+use pome_tape::TapeRow;
+
+/// Longest `expr:` source accepted.
+const MAX_SOURCE: usize = 4096;
+/// Deepest nesting of brackets accepted.
+const MAX_NESTING: usize = 24;
 
 #[derive(Clone)]
 pub struct Expr {
@@ -33,6 +39,22 @@ impl Expr {
     pub fn compile(source: &str) -> Result<Expr, String> {
         if source.is_empty() {
             return Err("empty expression".into());
+        }
+        // Bounds before the parser sees it: the parser recurses on nesting, and a criterion
+        // is a sentence, not a program.
+        if source.len() > MAX_SOURCE {
+            return Err(format!("the expression is {} bytes; criteria take at most {MAX_SOURCE}", source.len()));
+        }
+        let mut depth = 0usize;
+        for c in source.chars() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if depth > MAX_NESTING {
+                return Err(format!("the expression nests deeper than {MAX_NESTING} levels"));
+            }
         }
         // The CEL parser can panic on some malformed input; a criterion must not take the
         // grader down with it.
@@ -62,7 +84,7 @@ impl Expr {
         ctx.add_variable_from_value("params", Cel::Map(Map { map: Arc::new(map) }));
         ctx.add_variable_from_value("state", to_cel(w.state));
         ctx.add_variable_from_value("seed", to_cel(w.seed));
-        ctx.add_variable_from_value("tape", Cel::List(Arc::new(w.tape.iter().map(to_cel).collect())));
+        ctx.add_variable_from_value("tape", Cel::List(Arc::new(w.tape.iter().map(row_to_cel).collect())));
         let refs = self.program.references();
         let substrate = if refs.has_variable("tape") { "tape" } else { "state" };
         match self.program.execute(&ctx) {
@@ -71,6 +93,10 @@ impl Expr {
             Err(e) => Err(format!("the expression failed: {e}")),
         }
     }
+}
+
+fn row_to_cel(row: &TapeRow) -> Cel {
+    to_cel(&serde_json::to_value(row).unwrap_or_default())
 }
 
 fn to_cel(v: &Value) -> Cel {
@@ -103,8 +129,9 @@ mod tests {
         assert!(!e.evaluate(&World { seed: &seed, state: &seed, tape: &[] }).unwrap().holds);
 
         let t = Expr::compile("tape.all(r, r.status < 400)").unwrap();
-        let ok = [json!({"seq": 1, "status": 200})];
-        let bad = [json!({"seq": 1, "status": 200}), json!({"seq": 2, "status": 404})];
+        let row = |seq: u64, status: u16| TapeRow { seq, status, ..TapeRow::default() };
+        let ok = [row(1, 200)];
+        let bad = [row(1, 200), row(2, 404)];
         let o = t.evaluate(&World { seed: &seed, state: &seed, tape: &ok }).unwrap();
         assert!(o.holds);
         assert_eq!(o.evidence, json!({"expr": "tape"}));
@@ -114,6 +141,8 @@ mod tests {
     #[test]
     fn bad_expressions_say_why() {
         assert!(Expr::compile("state.(").is_err());
+        assert!(Expr::compile(&format!("{}true{}", "(".repeat(100), ")".repeat(100))).unwrap_err().contains("nests deeper"));
+        assert!(Expr::compile(&"state.a || ".repeat(1000)).unwrap_err().contains("at most"));
         let e = Expr::compile("state.repositories").unwrap();
         let s = json!({"repositories": []});
         assert!(e.evaluate(&World { seed: &s, state: &s, tape: &[] }).unwrap_err().contains("not a bool"));

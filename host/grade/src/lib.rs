@@ -4,71 +4,116 @@
 //! beyond an optional judge call, so the server's finalize and an offline `pome eval` run the
 //! very same code on the very same inputs.
 //!
-//! Mechanism: the check *declarations* (id, template, substrate, polarity) come from each
-//! twin's `describe()`; their *predicates* are typed Rust here, keyed by check id
-//! (`grade::checks`), each returning an evidence pointer (a state path or a tape `seq`).
-//! What no template covers is written as `expr: <CEL>` (`grade::expr`). The README says why.
+//! Who decides what: a check is declared by its twin in `describe()` and decided by the same
+//! twin's component (`evaluate-checks`, through a [`Decider`]), which reads its own state
+//! layout and names the evidence. The host keeps only what is twin-agnostic: binding sentences
+//! to templates, the tape-level checks every twin has (`tape_checks`), `expr:` CEL criteria
+//! and the CEL predicates 0.1.0 twins declare (`expr`), seed exclusion, and the verdict
+//! arithmetic. No wasmtime here: the decider is handed in.
 
-pub mod checks;
 pub mod diff;
 pub mod expr;
+pub mod run;
+mod tape_checks;
+pub mod task;
 
 use std::collections::BTreeMap;
 
+use pome_contract::{CheckDecl, Description};
+use pome_tape::TapeRow;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+pub use pome_contract::Params;
+
 use crate::task::{Criterion, CriterionKind, Task};
 
-/// A check a twin declares in `describe()`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CheckDecl {
-    pub id: String,
-    pub template: String,
-    pub substrate: String,
-    pub polarity: String,
-    /// A CEL predicate the twin ships with the check (over `state`, `seed`, `tape` and the
-    /// template's parameters as strings), for checks this host has no typed predicate for:
-    /// how a third-party twin brings its own checks with no host change.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicate: Option<String>,
+/// What one twin offers graders: its declared checks, tool aliases, and whether its component
+/// decides its checks itself (contract 0.2.0 and later).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TwinChecks {
+    pub checks: Vec<CheckDecl>,
+    /// Tool names tasks use → the twin's action names.
+    #[serde(default)]
+    pub tool_aliases: BTreeMap<String, String>,
+    #[serde(default)]
+    pub decides: bool,
 }
 
-/// Every twin's declared checks, by twin name.
+/// Every twin's checks, by twin name. Built once from the twins' descriptions.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Catalog {
-    pub twins: BTreeMap<String, Vec<CheckDecl>>,
-    /// Per twin, tool names tasks use → the twin's action names (from `describe()`).
-    #[serde(default)]
-    pub tool_aliases: BTreeMap<String, BTreeMap<String, String>>,
+    pub twins: BTreeMap<String, TwinChecks>,
 }
 
 impl Catalog {
-    /// From `describe()` JSON per twin (the `checks` array).
-    pub fn from_descriptions<'a>(descriptions: impl IntoIterator<Item = (&'a String, &'a Value)>) -> Catalog {
-        let mut twins = BTreeMap::new();
-        let mut tool_aliases = BTreeMap::new();
-        for (name, d) in descriptions {
-            twins.insert(name.clone(), serde_json::from_value(d.get("checks").cloned().unwrap_or(json!([]))).unwrap_or_default());
-            tool_aliases.insert(name.clone(), serde_json::from_value(d.get("tool_aliases").cloned().unwrap_or(json!({}))).unwrap_or_default());
-        }
-        Catalog { twins, tool_aliases }
+    pub fn new<'a>(descriptions: impl IntoIterator<Item = &'a Description>) -> Catalog {
+        let twins = descriptions
+            .into_iter()
+            .map(|d| {
+                (d.name.clone(), TwinChecks {
+                    checks: d.checks.clone(),
+                    tool_aliases: d.tool_aliases.clone(),
+                    decides: d.contract != pome_contract::CONTRACT_V1 && !d.contract.is_empty(),
+                })
+            })
+            .collect();
+        Catalog { twins }
     }
 
-    pub fn from_app(app: &crate::server::App) -> Catalog {
-        let descs: Vec<(String, Value)> = app.twins.iter().map(|(n, i)| (n.clone(), i.description_json.clone())).collect();
-        Catalog::from_descriptions(descs.iter().map(|(n, d)| (n, d)))
+    /// A twin's declared checks followed by the tape-level checks every twin has.
+    pub fn checks_of(&self, twin: &str) -> Option<impl Iterator<Item = CheckDecl> + '_> {
+        let t = self.twins.get(twin)?;
+        Some(t.checks.iter().cloned().chain(tape_checks::declared()))
+    }
+}
+
+/// Who decides the checks twins declare: their own components. The server and `pome eval`
+/// hand the grader one backed by the runtime; the grader itself knows no wasmtime.
+pub trait Decider {
+    /// Decide `calls` (check id and parameters) for `twin` over one world; one answer each.
+    fn decide(&self, twin: &str, world: &CheckInput, calls: &[(String, Params)]) -> impl Future<Output = Result<Vec<Result<pome_contract::Outcome, String>>, String>> + Send;
+}
+
+/// A world as the twin's `evaluate-checks` reads it: JSON texts.
+#[derive(Debug, Clone)]
+pub struct CheckInput {
+    pub seed: String,
+    pub state: String,
+    pub tape: String,
+}
+
+/// A decider for when no twin component is at hand: every twin-decided check is an error
+/// saying so (never a pass).
+pub struct NoDecider;
+
+impl Decider for NoDecider {
+    async fn decide(&self, twin: &str, _world: &CheckInput, calls: &[(String, Params)]) -> Result<Vec<Result<pome_contract::Outcome, String>>, String> {
+        Ok(calls.iter().map(|_| Err(format!("the {twin} twin's component is not available to decide its checks"))).collect())
     }
 }
 
 /// What a `[code]` criterion bound to.
 #[derive(Debug, Clone)]
 pub enum Binding {
-    /// A declared check; `declared` is the twin's own CEL predicate when the host has no
-    /// typed one for this id.
-    Check { decl: CheckDecl, params: BTreeMap<String, String>, declared: Option<expr::Expr> },
+    /// A check the twin decides itself.
+    Twin { decl: CheckDecl, params: Params },
+    /// A check of a 0.1.0 twin, decided by the CEL predicate it declares.
+    Cel { decl: CheckDecl, params: Params, expr: expr::Expr },
+    /// A tape-level check the host decides for every twin.
+    Tape { decl: CheckDecl, params: Params },
     Expr(expr::Expr),
     Unmatched(String),
+}
+
+impl Binding {
+    fn check_id(&self) -> Option<String> {
+        match self {
+            Binding::Twin { decl, .. } | Binding::Cel { decl, .. } | Binding::Tape { decl, .. } => Some(decl.id.clone()),
+            Binding::Expr(_) => Some("expr".into()),
+            Binding::Unmatched(_) => None,
+        }
+    }
 }
 
 /// Bind one `[code]` criterion of `twin`.
@@ -79,113 +124,43 @@ pub fn bind(catalog: &Catalog, twin: &str, text: &str) -> Binding {
             Err(e) => Binding::Unmatched(format!("the expression does not compile: {e}")),
         };
     }
-    let Some(decls) = catalog.twins.get(twin) else {
+    let (Some(decls), Some(tc)) = (catalog.checks_of(twin), catalog.twins.get(twin)) else {
         return Binding::Unmatched(format!("this host has no `{twin}` twin, so nothing can decide this"));
     };
-    let text = text.trim().trim_end_matches('.');
     // The most specific template wins: the one with the most literal text.
-    let mut best: Option<(usize, &CheckDecl, BTreeMap<String, String>)> = None;
+    let mut best: Option<(usize, CheckDecl, Params)> = None;
     for d in decls {
-        if let Some(params) = match_template(&d.template, text) {
-            let literal = literal_len(&d.template);
+        if let Some(params) = d.bind(text) {
+            let literal = pome_contract::template::literal_len(&d.template);
             if best.as_ref().is_none_or(|(l, _, _)| literal > *l) {
                 best = Some((literal, d, params));
             }
         }
     }
-    // A tool the twin knows by another name also matches its action (`_action`).
-    let best = best.map(|(l, d, mut params)| {
-        let alias = params.get("tool").and_then(|t| catalog.tool_aliases.get(twin)?.get(t.trim())).cloned();
-        if let Some(action) = alias {
-            params.insert("_action".to_string(), action);
-        }
-        (l, d, params)
-    });
-    match best {
-        Some((_, decl, params)) if checks::KNOWN.contains(&decl.id.as_str()) => match checks::validate(&decl.id, &params) {
-            Ok(()) => Binding::Check { decl: decl.clone(), params, declared: None },
-            Err(why) => Binding::Unmatched(format!("matches `{}` but {why}", decl.template)),
-        },
-        Some((_, decl, params)) => match &decl.predicate {
-            Some(source) => match expr::Expr::compile(source) {
-                Ok(e) => Binding::Check { decl: decl.clone(), params, declared: Some(e) },
-                Err(e) => Binding::Unmatched(format!("check `{}` declares a predicate that does not compile: {e}", decl.id)),
-            },
-            None => Binding::Unmatched(format!(
-                "matches check `{}`, which this host has no predicate for and the twin declares none; write it as `expr: <CEL>`",
-                decl.id
-            )),
-        },
-        None => Binding::Unmatched(format!("no check the {twin} twin declares has this sentence (see `pome checks {twin}`)")),
-    }
-}
-
-fn literal_len(template: &str) -> usize {
-    let mut n = 0;
-    let mut depth = 0;
-    for c in template.chars() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            _ if depth == 0 => n += 1,
-            _ => {}
-        }
-    }
-    n
-}
-
-/// Match `sentence` against a template with `{param}` holes; each hole takes non-empty text.
-/// Literals compare exactly except for letter case of the first character.
-pub fn match_template(template: &str, sentence: &str) -> Option<BTreeMap<String, String>> {
-    enum Part<'a> {
-        Lit(&'a str),
-        Hole(&'a str),
-    }
-    let mut parts = Vec::new();
-    let mut rest = template;
-    while let Some(i) = rest.find('{') {
-        if i > 0 {
-            parts.push(Part::Lit(&rest[..i]));
-        }
-        let j = rest[i..].find('}')? + i;
-        parts.push(Part::Hole(&rest[i + 1..j]));
-        rest = &rest[j + 1..];
-    }
-    if !rest.is_empty() {
-        parts.push(Part::Lit(rest));
-    }
-    fn go<'a>(parts: &[Part<'a>], s: &str, out: &mut Vec<(&'a str, String)>) -> bool {
-        match parts.split_first() {
-            None => s.is_empty(),
-            Some((Part::Lit(l), tail)) => s.strip_prefix(l).is_some_and(|s| go(tail, s, out)),
-            Some((Part::Hole(name), tail)) => {
-                // Shortest hole first; a hole never spans a backtick or a double quote that
-                // the template puts right after it.
-                for k in (1..=s.len()).filter(|&k| s.is_char_boundary(k)) {
-                    out.push((name, s[..k].to_string()));
-                    if go(tail, &s[k..], out) {
-                        return true;
-                    }
-                    out.pop();
-                }
-                false
-            }
-        }
-    }
-    let mut out = Vec::new();
-    let s = sentence.trim();
-    let ok = go(&parts, s, &mut out) || {
-        // `a Slack…`/`A Slack…`: tolerate the case of the sentence's first letter.
-        let mut c = s.chars();
-        let flipped: String = match c.next() {
-            Some(f) if f.is_lowercase() => f.to_uppercase().chain(c).collect(),
-            Some(f) => f.to_lowercase().chain(c).collect(),
-            None => String::new(),
-        };
-        out.clear();
-        go(&parts, &flipped, &mut out)
+    let Some((_, decl, mut params)) = best else {
+        return Binding::Unmatched(format!("no check the {twin} twin declares has this sentence (see `pome checks {twin}`)"));
     };
-    ok.then(|| out.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    if let Err(why) = decl.validate(&params) {
+        return Binding::Unmatched(format!("matches `{}` but {why}", decl.template));
+    }
+    // A tool the twin knows by another name also matches its action (`_action`).
+    if let Some(action) = params.get("tool").and_then(|t| tc.tool_aliases.get(t.trim())).cloned() {
+        params.insert("_action".to_string(), action);
+    }
+    if tape_checks::is_tape_check(&decl.id) {
+        return Binding::Tape { decl, params };
+    }
+    if tc.decides {
+        return Binding::Twin { decl, params };
+    }
+    match decl.predicate.as_deref().map(expr::Expr::compile) {
+        Some(Ok(expr)) => Binding::Cel { decl, params, expr },
+        Some(Err(e)) => Binding::Unmatched(format!("check `{}` declares a predicate that does not compile: {e}", decl.id)),
+        None => Binding::Unmatched(format!(
+            "matches check `{}`, which its twin (contract 0.1.0) cannot decide and declares no predicate for; write it as `expr: <CEL>`",
+            decl.id
+        )),
+    }
 }
 
 /// One twin's side of a run: the three things checks may read.
@@ -193,8 +168,7 @@ pub fn match_template(template: &str, sentence: &str) -> Option<BTreeMap<String,
 pub struct TwinRun {
     pub initial_state: Value,
     pub final_state: Value,
-    /// Tape rows as JSON (`tape::TapeRow`'s serde form).
-    pub tape: Vec<Value>,
+    pub tape: Vec<TapeRow>,
 }
 
 /// What the grader reads: per twin, seed state, final state and tape.
@@ -210,7 +184,7 @@ pub fn run_data(run: &Value) -> RunData {
                     (k.clone(), TwinRun {
                         initial_state: v["initial_state"].clone(),
                         final_state: v["final_state"].clone(),
-                        tape: v["tape"].as_array().cloned().unwrap_or_default(),
+                        tape: serde_json::from_value(v["tape"].clone()).unwrap_or_default(),
                     })
                 })
                 .collect()
@@ -218,14 +192,9 @@ pub fn run_data(run: &Value) -> RunData {
         .unwrap_or_default()
 }
 
-/// What a check's predicate sees: one world (a seed, a state and the tape that led there).
-pub struct World<'a> {
-    pub seed: &'a Value,
-    pub state: &'a Value,
-    pub tape: &'a [Value],
-}
-
-/// A predicate's answer: whether it holds, why, and where the deciding evidence is.
+/// A decided check: whether it holds, why, and where the deciding evidence is (`{state: path}`,
+/// `{seq: n}`, `{tape: rows}`, `{expr: substrate}`); the twin's name is added when results
+/// are written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub holds: bool,
@@ -237,6 +206,24 @@ impl Outcome {
     pub fn new(holds: bool, reason: impl Into<String>, evidence: Value) -> Outcome {
         Outcome { holds, reason: reason.into(), evidence }
     }
+}
+
+impl From<pome_contract::Outcome> for Outcome {
+    fn from(o: pome_contract::Outcome) -> Outcome {
+        let evidence = match o.evidence {
+            pome_contract::Evidence::None => Value::Null,
+            pome_contract::Evidence::State(p) => json!({"state": p}),
+            pome_contract::Evidence::Tape(seq) => json!({"seq": seq}),
+        };
+        Outcome { holds: o.holds, reason: o.reason, evidence }
+    }
+}
+
+/// What a host-side predicate (tape checks, CEL) sees: one world.
+pub struct World<'a> {
+    pub seed: &'a Value,
+    pub state: &'a Value,
+    pub tape: &'a [TapeRow],
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -294,19 +281,74 @@ impl Judge {
     }
 }
 
-/// Grade a run against a task. `judge` decides `[model]` criteria; without one they are
-/// skipped and the verdict is `incomplete`, never a silent pass.
-pub async fn grade(task: &Task, run: &RunData, catalog: &Catalog, judge: Option<&Judge>) -> Grade {
-    let mut results: Vec<CriterionResult> = task.criteria.iter().map(|c| grade_code(c, run, catalog)).collect();
-    for (c, r) in task.criteria.iter().zip(results.iter_mut()) {
-        if c.kind == CriterionKind::Model {
-            *r = match judge {
+/// Grade a run against a task. Twins decide their own checks through `decider`; `judge`
+/// decides `[model]` criteria (without one they are skipped and the verdict is `incomplete`,
+/// never a silent pass).
+pub async fn grade(task: &Task, run: &RunData, catalog: &Catalog, decider: &impl Decider, judge: Option<&Judge>) -> Grade {
+    let bindings: Vec<Option<Binding>> = task
+        .criteria
+        .iter()
+        .map(|c| (c.kind == CriterionKind::Code).then(|| bind(catalog, c.twin.as_deref().unwrap_or_default(), &c.text)))
+        .collect();
+    // Twin-decided checks go to their twin in two batches (the seed world, for the
+    // already-true test, and the final world), so each twin's component is asked twice at most.
+    let mut seed_answers: BTreeMap<usize, Result<Outcome, String>> = BTreeMap::new();
+    let mut final_answers: BTreeMap<usize, Result<Outcome, String>> = BTreeMap::new();
+    for (twin, tr) in run {
+        let mine: Vec<(usize, &Criterion, &Params, &CheckDecl)> = task
+            .criteria
+            .iter()
+            .zip(&bindings)
+            .enumerate()
+            .filter_map(|(i, (c, b))| match b {
+                Some(Binding::Twin { decl, params }) if c.twin.as_deref() == Some(twin.as_str()) => Some((i, c, params, decl)),
+                _ => None,
+            })
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let seed_text = tr.initial_state.to_string();
+        let seeded: Vec<&(usize, &Criterion, &Params, &CheckDecl)> = mine.iter().filter(|(_, c, _, _)| !c.always_scored).collect();
+        if !seeded.is_empty() {
+            let input = CheckInput { seed: seed_text.clone(), state: seed_text.clone(), tape: "[]".into() };
+            let calls: Vec<(String, Params)> = seeded.iter().map(|(_, _, p, d)| (d.id.clone(), (*p).clone())).collect();
+            spread(&mut seed_answers, seeded.iter().map(|m| m.0), decider.decide(twin, &input, &calls).await);
+        }
+        let input = CheckInput {
+            seed: seed_text,
+            state: tr.final_state.to_string(),
+            tape: serde_json::to_string(&tr.tape).unwrap_or_else(|_| "[]".into()),
+        };
+        let calls: Vec<(String, Params)> = mine.iter().map(|(_, _, p, d)| (d.id.clone(), (*p).clone())).collect();
+        spread(&mut final_answers, mine.iter().map(|m| m.0), decider.decide(twin, &input, &calls).await);
+    }
+
+    let mut results = Vec::with_capacity(task.criteria.len());
+    for (i, (c, b)) in task.criteria.iter().zip(bindings).enumerate() {
+        results.push(match (&c.kind, b) {
+            (CriterionKind::Model, _) => match judge {
                 None => result(c, Status::Skipped, "no_judge_configured: set POME_JUDGE_URL (an OpenAI-compatible chat endpoint) to judge [model] criteria", Value::Null, None),
                 Some(j) => judge_one(j, task, c, run).await,
-            };
-        }
+            },
+            (_, None) => result(c, Status::Skipped, "not a [code] criterion", Value::Null, None),
+            (_, Some(b)) => grade_code(c, &b, run, seed_answers.remove(&i), final_answers.remove(&i)),
+        });
     }
     verdict(results, task.config.pass_threshold)
+}
+
+/// Hand each criterion its answer from a batch (or the batch's error).
+fn spread(into: &mut BTreeMap<usize, Result<Outcome, String>>, idx: impl Iterator<Item = usize>, batch: Result<Vec<Result<pome_contract::Outcome, String>>, String>) {
+    let idx: Vec<usize> = idx.collect();
+    match batch {
+        Ok(answers) if answers.len() == idx.len() => into.extend(idx.into_iter().zip(answers.into_iter().map(|a| a.map(Outcome::from)))),
+        Ok(answers) => {
+            let n = idx.len();
+            into.extend(idx.into_iter().map(|i| (i, Err(format!("the twin answered {} checks for {n} asked", answers.len())))))
+        }
+        Err(e) => into.extend(idx.into_iter().map(|i| (i, Err(e.clone())))),
+    }
 }
 
 /// Score and verdict from per-criterion results (issue 5's arithmetic).
@@ -343,6 +385,40 @@ fn result(c: &Criterion, status: Status, reason: impl Into<String>, evidence: Va
     }
 }
 
+fn grade_code(c: &Criterion, binding: &Binding, run: &RunData, seed_answer: Option<Result<Outcome, String>>, final_answer: Option<Result<Outcome, String>>) -> CriterionResult {
+    let check_id = binding.check_id();
+    if let Binding::Unmatched(why) = binding {
+        return result(c, Status::Unmatched, why.clone(), Value::Null, None);
+    }
+    let twin = c.twin.as_deref().unwrap_or_default();
+    let Some(tr) = run.get(twin) else {
+        return result(c, Status::Errored, format!("the run has no `{twin}` twin"), Value::Null, check_id);
+    };
+    // Host-side predicates; twin-decided checks were answered in batches already.
+    let host_eval = |w: &World| -> Option<Result<Outcome, String>> {
+        match binding {
+            Binding::Tape { decl, params } => Some(tape_checks::evaluate(&decl.id, params, w.tape)),
+            Binding::Cel { expr, params, .. } => Some(expr.evaluate_with(w, params)),
+            Binding::Expr(e) => Some(e.evaluate(w)),
+            Binding::Twin { .. } | Binding::Unmatched(_) => None,
+        }
+    };
+    if !c.always_scored {
+        let seed_world = World { seed: &tr.initial_state, state: &tr.initial_state, tape: &[] };
+        if let Some(Ok(o)) = host_eval(&seed_world).or(seed_answer)
+            && o.holds
+        {
+            return result(c, Status::Skipped, format!("already_true_in_seed: {}", o.reason), with_twin(o.evidence, twin), check_id);
+        }
+    }
+    let world = World { seed: &tr.initial_state, state: &tr.final_state, tape: &tr.tape };
+    match host_eval(&world).or(final_answer) {
+        Some(Ok(o)) => result(c, if o.holds { Status::Passed } else { Status::Failed }, o.reason, with_twin(o.evidence, twin), check_id),
+        Some(Err(e)) => result(c, Status::Errored, e, Value::Null, check_id),
+        None => result(c, Status::Errored, "the twin gave no answer for this check", Value::Null, check_id),
+    }
+}
+
 fn with_twin(evidence: Value, twin: &str) -> Value {
     match evidence {
         Value::Object(mut m) => {
@@ -354,46 +430,6 @@ fn with_twin(evidence: Value, twin: &str) -> Value {
     }
 }
 
-fn grade_code(c: &Criterion, run: &RunData, catalog: &Catalog) -> CriterionResult {
-    if c.kind != CriterionKind::Code {
-        return result(c, Status::Skipped, "not a [code] criterion", Value::Null, None);
-    }
-    let twin = c.twin.as_deref().unwrap_or_default();
-    let binding = bind(catalog, twin, &c.text);
-    let check_id = match &binding {
-        Binding::Check { decl, .. } => Some(decl.id.clone()),
-        Binding::Expr(_) => Some("expr".into()),
-        Binding::Unmatched(_) => None,
-    };
-    let eval = |w: &World| -> Result<Outcome, String> {
-        match &binding {
-            Binding::Check { declared: Some(e), params, .. } => e.evaluate_with(w, params),
-            Binding::Check { decl, params, .. } => checks::evaluate(&decl.id, params, w),
-            Binding::Expr(e) => e.evaluate(w),
-            Binding::Unmatched(_) => unreachable!(),
-        }
-    };
-    if let Binding::Unmatched(why) = &binding {
-        return result(c, Status::Unmatched, why.clone(), Value::Null, None);
-    }
-    let Some(tr) = run.get(twin) else {
-        return result(c, Status::Errored, format!("the run has no `{twin}` twin"), Value::Null, check_id);
-    };
-    if !c.always_scored {
-        let seed_world = World { seed: &tr.initial_state, state: &tr.initial_state, tape: &[] };
-        if let Ok(o) = eval(&seed_world)
-            && o.holds
-        {
-            return result(c, Status::Skipped, format!("already_true_in_seed: {}", o.reason), with_twin(o.evidence, twin), check_id);
-        }
-    }
-    let world = World { seed: &tr.initial_state, state: &tr.final_state, tape: &tr.tape };
-    match eval(&world) {
-        Ok(o) => result(c, if o.holds { Status::Passed } else { Status::Failed }, o.reason, with_twin(o.evidence, twin), check_id),
-        Err(e) => result(c, Status::Errored, e, Value::Null, check_id),
-    }
-}
-
 /// Ask the judge one `[model]` criterion, with the prompt, the expected behaviour and the
 /// tapes (truncated) as the record of what the agent did.
 async fn judge_one(j: &Judge, task: &Task, c: &Criterion, run: &RunData) -> CriterionResult {
@@ -402,10 +438,10 @@ async fn judge_one(j: &Judge, task: &Task, c: &Criterion, run: &RunData) -> Crit
         for row in &tr.tape {
             record.push_str(&format!(
                 "[{twin} seq {}] {} {} -> {} {}\n  request: {}\n  response: {}\n",
-                row["seq"], row["method"].as_str().unwrap_or(""), row["path"].as_str().unwrap_or(""), row["status"],
-                row["action"].as_str().unwrap_or(""),
-                truncate(row["request_body"].as_str().unwrap_or(""), 600),
-                truncate(row["response_body"].as_str().unwrap_or(""), 600),
+                row.seq, row.method, row.path, row.status,
+                row.action.as_deref().unwrap_or(""),
+                truncate(&row.request_body.to_text(), 600),
+                truncate(&row.response_body.to_text(), 600),
             ));
         }
     }
@@ -468,7 +504,7 @@ pub fn bindings(task: &Task, catalog: &Catalog) -> Vec<Value> {
             match c.kind {
                 CriterionKind::Model => v["binding"] = json!("judge"),
                 CriterionKind::Code => match bind(catalog, c.twin.as_deref().unwrap_or_default(), &c.text) {
-                    Binding::Check { decl, params, .. } => {
+                    Binding::Twin { decl, params } | Binding::Cel { decl, params, .. } | Binding::Tape { decl, params } => {
                         v["binding"] = json!(decl.id);
                         v["params"] = json!(params);
                     }
@@ -515,13 +551,17 @@ mod tests {
         assert_eq!((g.score, g.verdict.as_str()), (Some(0), "pass"), "score 0 meets threshold 0");
     }
 
+    fn described(v: Value) -> Description {
+        serde_json::from_value(v).unwrap()
+    }
+
     #[tokio::test]
-    async fn a_twin_declared_cel_predicate_decides_its_check_with_no_host_change() {
-        let desc = json!({"checks": [{
+    async fn a_version_one_twins_cel_predicate_decides_its_check_with_no_host_change() {
+        let desc = described(json!({"name": "acme", "version": "1", "contract": "pome:twin@0.1.0", "checks": [{
             "id": "acme.ticket_closed", "template": "Ticket {ticket} is closed", "substrate": "final", "polarity": "positive",
             "predicate": "state.tickets.exists(t, string(t.id) == ticket && t.closed)"
-        }]});
-        let catalog = Catalog::from_descriptions([(&"acme".to_string(), &desc)]);
+        }]}));
+        let catalog = Catalog::new([&desc]);
         let md = "# T\n## Prompt\nClose it.\n## Success Criteria\n- [code] Ticket 7 is closed\n## Config\ntwins: [acme]\n";
         let task = crate::task::parse("t.md", "t", md, None).unwrap();
         let world = |closed: bool| {
@@ -533,14 +573,51 @@ mod tests {
             });
             run
         };
-        let g = grade(&task, &world(true), &catalog, None).await;
+        let g = grade(&task, &world(true), &catalog, &NoDecider, None).await;
         assert_eq!((g.verdict.as_str(), g.criteria_results[0].check_id.as_deref()), ("pass", Some("acme.ticket_closed")), "{g:?}");
-        let g = grade(&task, &world(false), &catalog, None).await;
+        let g = grade(&task, &world(false), &catalog, &NoDecider, None).await;
         assert_eq!(g.verdict, "fail", "{g:?}");
-        let broken = json!({"checks": [{"id": "acme.ticket_closed", "template": "Ticket {ticket} is closed", "substrate": "final", "polarity": "positive"}]});
-        let catalog = Catalog::from_descriptions([(&"acme".to_string(), &broken)]);
-        let g = grade(&task, &world(true), &catalog, None).await;
+        let broken = described(json!({"name": "acme", "version": "1", "contract": "pome:twin@0.1.0", "checks": [{"id": "acme.ticket_closed", "template": "Ticket {ticket} is closed", "substrate": "final", "polarity": "positive"}]}));
+        let g = grade(&task, &world(true), &Catalog::new([&broken]), &NoDecider, None).await;
         assert_eq!(g.criteria_results[0].status, Status::Unmatched, "no predicate anywhere is never a pass");
+    }
+
+    /// A decider that answers like a twin would: a ticket check over the JSON it is given.
+    struct Tickets;
+    impl Decider for Tickets {
+        async fn decide(&self, _twin: &str, world: &CheckInput, calls: &[(String, Params)]) -> Result<Vec<Result<pome_contract::Outcome, String>>, String> {
+            let state: Value = serde_json::from_str(&world.state).unwrap();
+            Ok(calls
+                .iter()
+                .map(|(_, p)| {
+                    let closed = state["tickets"][0]["closed"].as_bool().unwrap_or(false);
+                    Ok(pome_contract::Outcome::new(closed, format!("ticket {} closed: {closed}", p["ticket"]), pome_contract::Evidence::state("tickets[0].closed")))
+                })
+                .collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_twin_decides_its_own_checks_and_the_seed_world_is_asked_first() {
+        let desc = described(json!({"name": "acme", "version": "1", "contract": "pome:twin@0.2.0",
+            "checks": [{"id": "acme.ticket_closed", "template": "Ticket {ticket} is closed", "substrate": "final", "polarity": "positive", "params": {"ticket": "number"}}]}));
+        let catalog = Catalog::new([&desc]);
+        let md = "# T\n## Prompt\nClose it.\n## Success Criteria\n- [code] Ticket 7 is closed\n- [code] Ticket seven is closed\n## Config\ntwins: [acme]\n";
+        let task = crate::task::parse("t.md", "t", md, None).unwrap();
+        let run = |seeded: bool, fin: bool| {
+            let mut run = RunData::new();
+            run.insert("acme".into(), TwinRun { initial_state: json!({"tickets": [{"closed": seeded}]}), final_state: json!({"tickets": [{"closed": fin}]}), tape: vec![] });
+            run
+        };
+        let g = grade(&task, &run(false, true), &catalog, &Tickets, None).await;
+        assert_eq!(g.criteria_results[0].status, Status::Passed, "{g:?}");
+        assert_eq!(g.criteria_results[0].evidence, json!({"twin": "acme", "state": "tickets[0].closed"}));
+        assert_eq!(g.criteria_results[1].status, Status::Unmatched, "a parameter of the wrong kind binds to nothing");
+        assert!(g.criteria_results[1].reason.contains("number"), "{g:?}");
+        let g = grade(&task, &run(true, true), &catalog, &Tickets, None).await;
+        assert!(g.criteria_results[0].reason.starts_with("already_true_in_seed"), "{g:?}");
+        let g = grade(&task, &run(false, true), &catalog, &NoDecider, None).await;
+        assert_eq!(g.criteria_results[0].status, Status::Errored, "no component to decide is an error, never a pass");
     }
 
     #[tokio::test]
@@ -562,42 +639,31 @@ mod tests {
         let task = crate::task::parse("t.md", "t", md, None).unwrap();
         let mut run = RunData::new();
         run.insert("github".into(), TwinRun::default());
-        let g = grade(&task, &run, &Catalog::default(), Some(&judge)).await;
+        let g = grade(&task, &run, &Catalog::default(), &NoDecider, Some(&judge)).await;
         assert_eq!(g.criteria_results[0].status, Status::Passed, "{g:?}");
         assert_eq!(g.criteria_results[0].reason, "judge: seen on the tape");
         assert_eq!(g.criteria_results[1].status, Status::Failed);
         assert_eq!((g.score, g.verdict.as_str()), (Some(50), "fail"));
         let nobody = Judge { url: "http://127.0.0.1:9/none".into(), model: "x".into(), key: None };
-        let g = grade(&task, &run, &Catalog::default(), Some(&nobody)).await;
+        let g = grade(&task, &run, &Catalog::default(), &NoDecider, Some(&nobody)).await;
         assert_eq!(g.criteria_results[0].status, Status::Errored, "an unreachable judge is an error, not a pass");
         assert_eq!(g.verdict, "incomplete");
     }
 
     #[test]
     fn a_tool_named_by_its_alias_binds_to_the_twins_action() {
-        let desc = json!({
-            "checks": [{"id": "github.tool_called", "template": "`{tool}` was called", "substrate": "tape", "polarity": "positive"}],
-            "tool_aliases": {"create_check_run": "checks.create"},
-        });
-        let catalog = Catalog::from_descriptions([(&"github".to_string(), &desc)]);
+        let desc = described(json!({"name": "github", "version": "1", "contract": "pome:twin@0.2.0", "tool_aliases": {"create_check_run": "checks.create"}}));
+        let catalog = Catalog::new([&desc]);
         match bind(&catalog, "github", "`create_check_run` was called") {
-            Binding::Check { params, .. } => assert_eq!(params["_action"], "checks.create"),
+            Binding::Tape { params, .. } => assert_eq!(params["_action"], "checks.create"),
             other => panic!("did not bind: {other:?}"),
         }
-        match bind(&catalog, "github", "`merge_pull_request` was called") {
-            Binding::Check { params, .. } => assert!(!params.contains_key("_action"), "no alias declared"),
+        match bind(&catalog, "github", "`merge_pull_request` was never called") {
+            Binding::Tape { decl, params } => {
+                assert_eq!(decl.id, "tape.tool_never_called", "the more specific template wins");
+                assert!(!params.contains_key("_action"), "no alias declared");
+            }
             other => panic!("did not bind: {other:?}"),
         }
-    }
-
-    #[test]
-    fn templates_match_with_params() {
-        let p = match_template("Issue #{issue} in `{repo}` is in state {state}", "Issue #1 in `acme/api` is in state open").unwrap();
-        assert_eq!(p["issue"], "1");
-        assert_eq!(p["repo"], "acme/api");
-        assert_eq!(p["state"], "open");
-        assert!(match_template("`{tool}` was called", "`create_commit_status` was never called").is_none());
-        let p = match_template("Pull request #{pr} in `{repo}` is {state}", "Pull request #1 in `a/b` is not merged").unwrap();
-        assert_eq!(p["state"], "not merged");
     }
 }

@@ -276,8 +276,8 @@ fn parse_config(body: &str, line: usize) -> Result<TaskConfig, String> {
     if cfg.twins.is_empty() {
         return Err(format!("`## Config` (line {line}) must name the task's `twins`, primary first, e.g. `twins: [github]`"));
     }
-    if cfg.twins.len() > crate::limits::MAX_TWINS_PER_SANDBOX {
-        return Err(format!("`## Config` (line {line}) names {} twins; a sandbox holds at most {}", cfg.twins.len(), crate::limits::MAX_TWINS_PER_SANDBOX));
+    if cfg.twins.len() > pome_contract::MAX_TWINS_PER_SANDBOX {
+        return Err(format!("`## Config` (line {line}) names {} twins; a sandbox holds at most {}", cfg.twins.len(), pome_contract::MAX_TWINS_PER_SANDBOX));
     }
     Ok(cfg)
 }

@@ -14,19 +14,19 @@ use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use pome_contract::Description;
 
 use crate::limits::{EPOCH_TICK, Limits};
-use crate::tape::StateChange;
+use pome_tape::StateChange;
 
 /// Bindings of each contract version this host speaks. A published version never changes, so
 /// a component built against 0.1.0 keeps loading; new twins target 0.2.0.
 mod v1 {
     wasmtime::component::bindgen!({
-        path: "../wit/v0.1",
+        path: "../../wit/v0.1",
         world: "twin-world",
         imports: { default: trappable },
         exports: { default: async },
@@ -34,7 +34,7 @@ mod v1 {
 }
 mod v2 {
     wasmtime::component::bindgen!({
-        path: "../wit/v0.2",
+        path: "../../wit/v0.2",
         world: "twin-world",
         imports: { default: trappable },
         exports: { default: async },
@@ -71,6 +71,30 @@ struct DeadlineExceeded;
 #[derive(Debug, thiserror::Error)]
 #[error("host-call data cap exceeded")]
 struct HostCallDataExceeded;
+
+/// Raised by the memory limiter when a guest asks for more than its cap, so the failure is
+/// recognised by type, never by an error message's wording.
+#[derive(Debug, thiserror::Error)]
+#[error("memory cap exceeded")]
+struct MemoryCapExceeded;
+
+/// Caps a store's linear memories (and table growth) at the store's limit.
+struct MemoryCap {
+    bytes: usize,
+}
+
+impl wasmtime::ResourceLimiter for MemoryCap {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.bytes {
+            return Err(MemoryCapExceeded.into());
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 1 << 20)
+    }
+}
 
 /// A webhook the twin asked for while serving the current request.
 #[derive(Debug, Clone)]
@@ -162,7 +186,7 @@ impl rand::TryRng for VirtualRandom {
 pub struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
-    limits: StoreLimits,
+    limits: MemoryCap,
     pub facts: CallFacts,
     pub clock: VirtualClock,
     pub random: VirtualRandom,
@@ -396,10 +420,7 @@ impl Runtime {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(self.limits.store_memory_bytes)
-            .trap_on_grow_failure(true)
-            .build();
+        let limits = MemoryCap { bytes: self.limits.store_memory_bytes };
         let state = HostState {
             wasi,
             table: ResourceTable::new(),
@@ -469,11 +490,10 @@ impl Runtime {
         if e.is::<HostCallDataExceeded>() || e.chain().any(|c| c.is::<HostCallDataExceeded>()) {
             return GuestError::HostCallData(self.limits.host_call_bytes);
         }
-        let text = format!("{e:#}");
-        if text.contains("forcing trap when growing memory") || text.contains("memory") && text.contains("limit") {
+        if e.is::<MemoryCapExceeded>() || e.chain().any(|c| c.is::<MemoryCapExceeded>()) {
             return GuestError::Memory(self.limits.store_memory_bytes >> 20);
         }
-        GuestError::Trap(text)
+        GuestError::Trap(format!("{e:#}"))
     }
 
     pub fn engine(&self) -> &Engine {

@@ -75,5 +75,6 @@ impl Default for Lifetimes {
     }
 }
 
-/// Twins per sandbox: fixed by the platform, on every plan.
-pub const MAX_TWINS_PER_SANDBOX: usize = 3;
+/// Twins per sandbox: fixed by the platform, on every plan (task files are checked against it
+/// too, so it lives with the shared vocabulary).
+pub use pome_contract::MAX_TWINS_PER_SANDBOX;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
-use crate::runtime::{GuestError, Runtime, TwinImage};
+use crate::engine::{GuestError, Runtime, TwinImage};
 
 /// The virtual time `init` runs at: 2026-01-01T00:00:00Z. Fixed, so a seed's snapshot is
 /// the same bytes on every machine and every day.

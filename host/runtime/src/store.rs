@@ -16,9 +16,9 @@ use tokio::sync::{mpsc, oneshot};
 use wasmtime::Store;
 
 use crate::metrics::{Metrics, TwinRequestMetrics};
-use crate::runtime::{self, Auth, GuestError, HostError, HostErrorKind, HostState, HttpRequest, Runtime, TwinImage, TwinInstance};
+use crate::engine::{self, Auth, GuestError, HostError, HostErrorKind, HostState, HttpRequest, Runtime, TwinImage, TwinInstance};
 use crate::seeds::SeedImage;
-use crate::tape::{Body, Fidelity, Headers, TapeRow};
+use pome_tape::{Body, Fidelity, Headers, TapeRow};
 
 /// A request as the twin will see it: prefix stripped, headers lower-cased, credentials
 /// redacted.
@@ -42,8 +42,8 @@ pub struct TwinReply {
     pub body: Bytes,
 }
 
-impl From<runtime::HttpResponse> for TwinReply {
-    fn from(r: runtime::HttpResponse) -> TwinReply {
+impl From<engine::HttpResponse> for TwinReply {
+    fn from(r: engine::HttpResponse) -> TwinReply {
         TwinReply { status: r.status, headers: r.headers.into(), body: r.body.into() }
     }
 }
@@ -74,20 +74,26 @@ enum Msg {
 #[derive(Clone)]
 pub struct TwinStore {
     pub twin: String,
+    /// The forms of the agent token this twin's clients send (from its description).
+    pub credentials: Arc<[pome_contract::Credential]>,
+    /// Webhooks this twin asked for, with every attempt to deliver them.
+    pub deliveries: crate::outbound::Log,
     tx: mpsc::Sender<Msg>,
 }
 
 impl TwinStore {
     /// Instantiate `image`, restore `seed` into it and start its task. Fails (and starts
     /// nothing) when the twin cannot come up.
-    pub async fn start(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, metrics: Arc<Metrics>) -> Result<TwinStore, StoreError> {
+    pub async fn start(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, metrics: Arc<Metrics>, outbound: Arc<crate::outbound::Policy>) -> Result<TwinStore, StoreError> {
         let (store, instance) = boot(&rt, &image, &seed).await?;
         let (tx, rx) = mpsc::channel(rt.limits.store_queue);
         let twin = image.name.clone();
+        let credentials = image.description.credentials.clone().into();
         let served = metrics.twin_requests(&twin);
-        let worker = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served };
+        let deliveries = crate::outbound::Log::default();
+        let worker = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served, outbound: Some((outbound, deliveries.clone())) };
         tokio::spawn(worker.run(rx));
-        Ok(TwinStore { twin, tx })
+        Ok(TwinStore { twin, credentials, deliveries, tx })
     }
 
     /// Serve one request. `record: false` for requests the host refused (bad credentials):
@@ -138,6 +144,9 @@ struct Worker {
     last_us: u64,
     metrics: Arc<Metrics>,
     served: TwinRequestMetrics,
+    /// Where this store's webhooks go and are logged; `None` when replaying, which must
+    /// never send anything twice.
+    outbound: Option<(Arc<crate::outbound::Policy>, crate::outbound::Log)>,
 }
 
 impl Worker {
@@ -183,7 +192,7 @@ impl Worker {
         let started = Instant::now();
         let ts = self.next_time();
         let seq = self.tape.len() as u64 + 1;
-        let (reply, facts, error) = match self.call_handle(&mut req, ts, seq).await {
+        let (reply, facts, error, applied) = match self.call_handle(&mut req, ts, seq).await {
             // Refused by the host and only rendered by the twin: not a tape row. (A twin
             // may serve a route without a credential, e.g. a pre-signed upload URL; that
             // request reached its router, so it is recorded like any other.)
@@ -194,15 +203,16 @@ impl Worker {
                     reply.body.len(),
                     self.rt.limits.response_body_bytes >> 20
                 );
-                (self.render_error(HostErrorKind::TwinFailed, msg.clone()).await, facts, Some(msg))
+                // The twin did its work; only the answer is refused. Its changes stand.
+                (self.render_error(HostErrorKind::TwinFailed, msg.clone()).await, facts, Some(msg), true)
             }
-            Ok((reply, facts)) => (reply, facts, None),
+            Ok((reply, facts)) => (reply, facts, None, true),
             Err(e) => {
                 self.metrics.trap(&twin);
                 let msg = format!("{e}; the sandbox was rebuilt and the request had no effect");
                 self.recover(&e).await;
                 let reply = self.render_error(HostErrorKind::TwinFailed, msg.clone()).await;
-                (reply, runtime::CallFacts::default(), Some(msg))
+                (reply, engine::CallFacts::default(), Some(msg), false)
             }
         };
         let changes = facts.changes;
@@ -236,8 +246,14 @@ impl Worker {
                 event: d.event,
             }).collect(),
             error,
+            applied,
         };
         self.tape_bytes += row.weight();
+        if let Some((policy, log)) = &self.outbound {
+            for (index, d) in row.deliveries.iter().enumerate() {
+                crate::outbound::send(policy.clone(), log.clone(), crate::outbound::Outgoing { seq, index, delivery: d.clone() });
+            }
+        }
         self.tape.push(Arc::new(row));
         self.served.observe(started.elapsed());
         reply
@@ -246,10 +262,10 @@ impl Worker {
     /// One `handle` call at virtual time `ts_us` with the PRNG at request `seq`, returning
     /// the reply and what the guest reported. The request is lent to the guest and handed
     /// back unchanged (moved, not copied: bodies can be large).
-    async fn call_handle(&mut self, req: &mut TwinRequest, ts_us: u64, seq: u64) -> Result<(TwinReply, runtime::CallFacts), GuestError> {
+    async fn call_handle(&mut self, req: &mut TwinRequest, ts_us: u64, seq: u64) -> Result<(TwinReply, engine::CallFacts), GuestError> {
         self.store.data().clock.set_micros(ts_us);
         self.store.data().random.reseed(&self.seed.digest, seq);
-        runtime::begin_facts(&mut self.store);
+        engine::begin_facts(&mut self.store);
         let wit_req = HttpRequest {
             method: std::mem::take(&mut req.method),
             path: std::mem::take(&mut req.path),
@@ -262,7 +278,7 @@ impl Worker {
         let twin = &self.instance;
         let result = self.rt.call(&mut self.store, async |s| twin.handle(s, &wit_req).await).await;
         // Taken before looking at the result, so a failed call cannot leak into the next.
-        let facts = runtime::take_facts(&mut self.store);
+        let facts = engine::take_facts(&mut self.store);
         let HttpRequest { method, path, query, headers, body, base_url, .. } = wit_req;
         (req.method, req.path, req.query, req.headers, req.body, req.base_url) = (method, path, query, headers, body, base_url);
         Ok((result?.into(), facts))
@@ -320,7 +336,7 @@ impl Worker {
         let (store, instance) = boot(&self.rt, &self.image, &self.seed).await?;
         let old_store = std::mem::replace(&mut self.store, store);
         let old_instance = std::mem::replace(&mut self.instance, instance);
-        let rows: Vec<Arc<TapeRow>> = self.tape.iter().filter(|r| r.error.is_none()).cloned().collect();
+        let rows: Vec<Arc<TapeRow>> = self.tape.iter().filter(|r| r.applied).cloned().collect();
         for row in rows {
             let mut req = replay_request(&row);
             if let Err(e) = self.call_handle(&mut req, row.ts, row.seq).await {
@@ -392,11 +408,19 @@ pub async fn replay(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage
     let (store, instance) = boot(&rt, &image, &seed).await?;
     let metrics = Arc::new(Metrics::default());
     let served = metrics.twin_requests(&image.name);
-    let mut w = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served };
+    let mut w = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served, outbound: None };
     let mut out = Vec::new();
-    for row in rows.iter().filter(|r| r.error.is_none()) {
-        let (reply, _) = w.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
-        if reply.status != row.status || reply.body != row.response_body.0 || reply.headers != row.response_headers {
+    for row in rows.iter().filter(|r| r.applied) {
+        let (reply, facts) = w.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
+        if row.error.is_some() {
+            // Applied but answered by the host (an answer over the size cap): its effect is
+            // replayed, its answer was never the twin's to compare.
+            continue;
+        }
+        // The webhooks the twin asks for are part of its answer: same bytes, same order.
+        let asked: Vec<(String, String)> = facts.deliveries.into_iter().map(|d| (d.url, Body(d.body.into()).to_text())).collect();
+        let recorded: Vec<(String, String)> = row.deliveries.iter().map(|d| (d.url.clone(), d.body.clone())).collect();
+        if reply.status != row.status || reply.body != row.response_body.0 || reply.headers != row.response_headers || asked != recorded {
             out.push(Mismatch {
                 seq: row.seq,
                 expected_status: row.status,

@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Path, Query, State};
-use axum::http::request::Parts;
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -13,11 +12,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, ErrorType};
-use crate::limits::MAX_TWINS_PER_SANDBOX;
-use crate::sandbox::{CloseReason, Lookup, ReserveError, Sandbox, SandboxMeta, SandboxTwin};
-use crate::seeds::SeedError;
-use crate::server::App;
-use crate::store::TwinStore;
+use pome_runtime::limits::MAX_TWINS_PER_SANDBOX;
+use crate::sandbox::{CloseReason, KeyClaim, Lookup, Sandbox, SandboxMeta};
+use pome_runtime::seeds::SeedError;
+use crate::app::{ApiBody, App, Team, origin};
 
 pub fn routes() -> Router<Arc<App>> {
     let sandbox_routes = || {
@@ -25,12 +23,14 @@ pub fn routes() -> Router<Arc<App>> {
             .route("/", post(create_sandbox).get(list_sandboxes))
             .route("/{id}", get(get_sandbox).delete(delete_sandbox))
             .route("/{id}/heartbeat", post(heartbeat))
-            .route("/{id}/finalize", post(finalize))
+            .route("/{id}/finalize", post(crate::finalize::finalize))
     };
     Router::new()
         .nest("/v1/sandboxes", sandbox_routes())
         .nest("/v1/sessions", sandbox_routes())
         .route("/v1/usage", get(usage))
+        .route("/v1/keys", post(create_key).get(list_keys))
+        .route("/v1/keys/{id}", axum::routing::delete(revoke_key))
         .route("/v1/runs", get(list_runs))
         .route("/v1/runs/{id}", get(get_run))
         .route("/v1/runs/{id}/report", get(crate::task_api::report))
@@ -39,38 +39,6 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v1/tasks", post(crate::task_api::create).get(crate::task_api::list))
         .route("/v1/tasks/validate", post(crate::task_api::validate))
         .route("/v1/tasks/{id}", get(crate::task_api::show))
-}
-
-/// The team a request's API key belongs to.
-pub struct Team(pub String);
-
-impl FromRequestParts<Arc<App>> for Team {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Team, ApiError> {
-        let key = parts
-            .headers
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok())
-            .or_else(|| parts.headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")))
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
-            .ok_or_else(|| ApiError::new(ErrorType::InvalidAuth, "missing API key: send your team key as `X-API-KEY: pme_…`"))?;
-        match app.storage.team_for_key(key).await? {
-            Some(team) => Ok(Team(team)),
-            None => Err(ApiError::new(ErrorType::InvalidAuth, "invalid API key: check POME_API_KEY; keys look like pme_…")),
-        }
-    }
-}
-
-/// The scheme and host clients reach this server at, for the URLs we hand out.
-pub fn origin(app: &App, headers: &HeaderMap) -> String {
-    if let Some(url) = &app.public_url {
-        return url.trim_end_matches('/').to_string();
-    }
-    let host = headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost");
-    let proto = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).unwrap_or("http");
-    format!("{proto}://{host}")
 }
 
 fn parse_json(body: &Bytes) -> Result<Value, ApiError> {
@@ -90,25 +58,41 @@ fn opt_string(body: &Value, key: &str) -> Result<Option<String>, ApiError> {
     }
 }
 
-async fn create_sandbox(State(app): State<Arc<App>>, Team(team): Team, headers: HeaderMap, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
-    if body.len() > app.rt.limits.seed_bytes {
-        return Err(ApiError::validation(format!("request body is over the {} MiB limit", app.rt.limits.seed_bytes >> 20))
-            .with_status(StatusCode::PAYLOAD_TOO_LARGE));
-    }
+async fn create_sandbox(State(app): State<Arc<App>>, Team(team): Team, headers: HeaderMap, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
     let body = parse_json(&body)?;
     let idempotency_key = opt_string(&body, "idempotency_key")?;
     if let Some(key) = &idempotency_key {
-        if let Some(existing) = app.sandboxes.by_idempotency_key(&team, key) {
-            return Ok((StatusCode::OK, Json(sandbox_json(&app, &existing, &headers, true))));
+        // A retry waits for the create it repeats, however the two interleave.
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            match app.sandboxes.claim_key(&team, key) {
+                KeyClaim::Existing(s) => return Ok((StatusCode::OK, Json(sandbox_json(&app, &s, &headers, true)))),
+                KeyClaim::Claimed => break,
+                KeyClaim::Busy if std::time::Instant::now() > give_up => {
+                    return Err(ApiError::new(ErrorType::Conflict, format!("a create with idempotency key `{key}` is still in progress")));
+                }
+                KeyClaim::Busy => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+            }
         }
     }
+    let result = create_claimed(&app, &team, &headers, &body, idempotency_key.clone()).await;
+    if result.is_err()
+        && let Some(key) = &idempotency_key
+    {
+        app.sandboxes.release_key(&team, key);
+    }
+    result
+}
+
+/// Create once the idempotency key (if any) is ours.
+async fn create_claimed(app: &Arc<App>, team: &str, headers: &HeaderMap, body: &Value, idempotency_key: Option<String>) -> Result<(StatusCode, Json<Value>), ApiError> {
 
     // A task (`task_id` or `task_source`) names the twins and the seed.
-    let task = crate::task_api::for_create(&app, &team, &body).await?;
+    let task = crate::task_api::for_create(app, team, body).await?;
     let (names, seed) = match &task {
-        Some(t) => {
-            let names = twin_names(&app, &json!({"twins": t.config.twins}))?;
-            if body.get("twins").is_some_and(|_| twin_names(&app, &body).ok().as_ref() != Some(&names)) {
+        Some((t, _)) => {
+            let names = twin_names(app, &json!({"twins": t.config.twins}))?;
+            if body.get("twins").is_some_and(|_| twin_names(app, body).ok().as_ref() != Some(&names)) {
                 return Err(ApiError::validation(format!("`twins` differs from the task's twins {names:?}; leave it out")).with_details(json!({"field": "twins"})));
             }
             if body.get("seed").is_some_and(|v| !v.is_null()) {
@@ -116,43 +100,19 @@ async fn create_sandbox(State(app): State<Arc<App>>, Team(team): Team, headers: 
             }
             (names, t.seed_for_create())
         }
-        None => (twin_names(&app, &body)?, body.get("seed").cloned()),
+        None => (twin_names(app, body)?, body.get("seed").cloned()),
     };
-    let seeds = seed_texts(&app, &team, &names, seed.as_ref()).await?;
+    let seeds = seed_texts(app, team, &names, seed.as_ref()).await?;
     let meta = SandboxMeta {
-        task_id: task.as_ref().map(|t| t.id.clone()).or(opt_string(&body, "task_id")?),
+        task_id: task.as_ref().map(|(t, _)| t.id.clone()).or(opt_string(&body, "task_id")?),
+        task_version: task.as_ref().map(|(_, v)| v.clone()),
         group_id: opt_string(&body, "group_id")?,
         agent_id: opt_string(&body, "agent_id")?,
         agent_version: opt_string(&body, "agent_version")?,
     };
 
-    let slot = app.sandboxes.reserve(&team).map_err(|ReserveError::Quota { used, quota }| {
-        ApiError::new(
-            ErrorType::QuotaExceeded,
-            format!("your team has {used} of {quota} concurrent sandboxes open; finalize or stop one and the slot frees immediately"),
-        )
-        .with_details(json!({"sessions_used": used, "sessions_quota": quota}))
-    })?;
-
-    // All or nothing: every twin comes up, or the stores built so far are dropped (ending
-    // their tasks) with the slot, and the caller learns which twin failed and why.
-    let mut twins = Vec::with_capacity(names.len());
-    for (name, seed) in names.iter().zip(&seeds) {
-        let image = app.twins[name].clone();
-        let seed_image = app.seeds.get(&app.rt, &image, seed).await.map_err(|e| match e {
-            SeedError::Rejected(msg) => ApiError::validation(format!("the {name} twin refused its seed: {msg}"))
-                .with_details(json!({"twin": name, "error": "invalid_seed", "message": msg})),
-            other => ApiError::internal(format!("the {name} twin failed while loading its seed: {other}"))
-                .with_details(json!({"twin": name})),
-        })?;
-        let store = TwinStore::start(app.rt.clone(), image, seed_image.clone(), app.metrics.clone())
-            .await
-            .map_err(|e| ApiError::internal(format!("the {name} twin could not start: {e}")).with_details(json!({"twin": name})))?;
-        twins.push(SandboxTwin { name: name.clone(), store, seed: seed_image });
-    }
-    let sandbox = app.sandboxes.open(slot, twins, meta, idempotency_key);
-    tracing::info!(sandbox = %sandbox.id, twins = ?names, "sandbox created");
-    Ok((StatusCode::CREATED, Json(sandbox_json(&app, &sandbox, &headers, true))))
+    let sandbox = app.create_sandbox(team, &names, &seeds, meta, idempotency_key).await?;
+    Ok((StatusCode::CREATED, Json(sandbox_json(app, &sandbox, headers, true))))
 }
 
 /// The `twins` list: the count is checked before the names, so four names are
@@ -267,14 +227,40 @@ fn sandbox_json(app: &App, s: &Sandbox, headers: &HeaderMap, with_token: bool) -
         "idle_expires_at": rfc3339(s.idle_expires_at()),
         "per_twin": per_twin,
         "task_id": s.meta.task_id,
+        "task_version": s.meta.task_version,
         "group_id": s.meta.group_id,
         "agent_id": s.meta.agent_id,
         "agent_version": s.meta.agent_version,
     });
     if with_token {
         v["agent_token"] = json!(s.token);
+        v["agent_env"] = agent_env(app, s, &v["per_twin"]);
     }
     v
+}
+
+/// The environment an agent gets for this sandbox (DESIGN §9): the host's own names, and for
+/// each twin its URLs plus whatever its description declares (`POME_STRIPE_API_KEY`, …).
+fn agent_env(app: &App, s: &Sandbox, per_twin: &Value) -> Value {
+    let mut env = Map::new();
+    let mut put = |k: String, v: String| {
+        env.insert(k, Value::String(v));
+    };
+    put("POME_SANDBOX_ID".into(), s.id.clone());
+    put("POME_SESSION_ID".into(), s.id.clone());
+    put("POME_AUTH_TOKEN".into(), s.token.clone());
+    put("POME_TWIN_NAMES".into(), s.twin_names().join(","));
+    for t in &s.twins {
+        let up = t.name.to_uppercase().replace('-', "_");
+        let api_url = per_twin[&t.name]["api_url"].as_str().unwrap_or_default();
+        let base_url = per_twin[&t.name]["base_url"].as_str().unwrap_or_default();
+        put(format!("POME_{up}_REST_URL"), api_url.to_string());
+        put(format!("POME_{up}_BASE_URL"), base_url.to_string());
+        for var in app.twins.get(&t.name).map(|i| i.description.agent_env.as_slice()).unwrap_or_default() {
+            put(var.name.clone(), var.render(api_url, base_url, &s.token, &s.id));
+        }
+    }
+    Value::Object(env)
 }
 
 /// The team's open sandbox `id`: another team's id is 404, a closed one 410.
@@ -330,75 +316,29 @@ async fn delete_sandbox(State(app): State<Arc<App>>, Team(team): Team, Path(id):
 
 /// Read every twin's tape and state, persist the run, then close the sandbox. The run is
 /// committed before the answer; if it cannot be, the sandbox stays open and nothing is lost.
-async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    let s = open_sandbox(&app, &team, &id)?;
-    if !app.sandboxes.begin_close(&s, CloseReason::Finalized) {
-        return Err(ApiError::expired(&id, s.closing().map_or("closing", CloseReason::as_str)));
-    }
-    let mut run = match collect_run(&s).await {
-        Ok(run) => run,
-        Err(e) => {
-            app.sandboxes.abort_close(&s);
-            return Err(e);
-        }
-    };
-    // Graded before it is written: the verdict is in the same row, the same transaction.
-    if let Err(e) = crate::task_api::grade_into(&app, &team, s.meta.task_id.as_deref(), &mut run).await {
-        app.sandboxes.abort_close(&s);
-        return Err(e);
-    }
-    if let Err(e) = app.storage.insert_run(&team, &run).await {
-        app.sandboxes.abort_close(&s);
-        return Err(e.into());
-    }
-    let run_id = run["id"].as_str().unwrap_or_default().to_string();
-    app.sandboxes.close(&s, CloseReason::Finalized, Some(run_id.clone()));
-    let tape_rows: usize = run["per_twin"].as_object().map_or(0, |m| m.values().map(|t| t["tape"].as_array().map_or(0, Vec::len)).sum());
-    Ok(Json(json!({
-        "run_id": run_id,
-        "id": s.id,
-        "session_id": s.id,
-        "state": "closed",
-        "verdict": run["verdict"],
-        "score": run["score"],
-        "pass_threshold": run["pass_threshold"],
-        "criteria_results": run.get("criteria_results").cloned().unwrap_or(json!([])),
-        "tape_rows": tape_rows,
-    })))
+/// `POST /v1/keys`: a new key for the caller's team. The key is in this answer and nowhere
+/// else: only its hash is stored.
+async fn create_key(State(app): State<Arc<App>>, Team(team): Team) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let key = crate::auth::new_api_key();
+    let id = app.storage.add_api_key(&team, &key).await?;
+    Ok((StatusCode::CREATED, Json(json!({"id": id, "key": key, "prefix": &key[..12], "object": "api_key"}))))
 }
 
-async fn collect_run(s: &Sandbox) -> Result<Value, ApiError> {
-    let mut per_twin = Map::new();
-    for t in &s.twins {
-        let tape = t.store.tape().await.map_err(|e| ApiError::internal(format!("reading the {} tape: {e}", t.name)))?;
-        let final_state = t.store.state().await.map_err(|e| ApiError::internal(format!("reading the {} state: {e}", t.name)))?;
-        let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::String(s.to_string()));
-        let (initial, fin) = (parse(&t.seed.state), parse(&final_state));
-        per_twin.insert(
-            t.name.clone(),
-            json!({
-                "diff": crate::grade::diff::state_diff(&initial, &fin),
-                "initial_state": initial,
-                "final_state": fin,
-                "tape": tape.iter().map(|r| serde_json::to_value(&**r).unwrap_or(Value::Null)).collect::<Vec<_>>(),
-            }),
-        );
+async fn list_keys(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({"object": "list", "data": app.storage.api_keys(&team).await?})))
+}
+
+/// `DELETE /v1/keys/:id`: revoke a key; it stops working at once. The key making the request
+/// cannot revoke itself, so a team cannot lock itself out by accident.
+async fn revoke_key(State(app): State<Arc<App>>, Team(team): Team, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let caller = headers.get("x-api-key").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if app.storage.key_id(caller).await?.as_deref() == Some(id.as_str()) {
+        return Err(ApiError::new(ErrorType::Conflict, "a key cannot revoke itself; revoke it with another of your team's keys"));
     }
-    Ok(json!({
-        "id": crate::auth::new_id("run"),
-        "object": "run",
-        "session_id": s.id,
-        "twins": s.twin_names(),
-        "primary_twin": s.twins[0].name,
-        "task_id": s.meta.task_id,
-        "group_id": s.meta.group_id,
-        "agent_id": s.meta.agent_id,
-        "agent_version": s.meta.agent_version,
-        "created_at": rfc3339(s.created_at),
-        "finalized_at": crate::storage::now(),
-        "verdict": Value::Null,
-        "per_twin": per_twin,
-    }))
+    if !app.storage.revoke_api_key(&team, &id).await? {
+        return Err(ApiError::not_found(format!("no live key {id} in your team")));
+    }
+    Ok(Json(json!({"id": id, "revoked": true})))
 }
 
 async fn usage(State(app): State<Arc<App>>, Team(team): Team) -> Json<Value> {
@@ -453,7 +393,7 @@ async fn get_run(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<S
 }
 
 /// Save a named seed after the twin's own `init` accepted it.
-async fn put_seed(State(app): State<Arc<App>>, Team(team): Team, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
+async fn put_seed(State(app): State<Arc<App>>, Team(team): Team, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
     let body = parse_json(&body)?;
     let name = opt_string(&body, "name")?.ok_or_else(|| ApiError::validation("`name` is required"))?;
     let twin = opt_string(&body, "twin")?.ok_or_else(|| ApiError::validation("`twin` is required"))?;

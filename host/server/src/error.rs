@@ -108,6 +108,9 @@ impl IntoResponse for ApiError {
 
 impl From<crate::storage::StorageError> for ApiError {
     fn from(e: crate::storage::StorageError) -> ApiError {
+        if let crate::storage::StorageError::KeyTaken = e {
+            return ApiError::new(ErrorType::Conflict, e.to_string());
+        }
         tracing::error!(error = %e, "storage failed");
         ApiError::internal(format!("storage failed: {e}"))
     }

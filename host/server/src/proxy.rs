@@ -11,12 +11,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::error::{ApiError, current_request_id};
-use crate::limits::Limits;
-use crate::runtime::{Auth, HostErrorKind};
+use pome_runtime::limits::Limits;
+use pome_runtime::engine::{Auth, HostErrorKind};
 use crate::sandbox::Lookup;
-use crate::server::App;
-use crate::store::{TwinReply, TwinRequest, TwinStore};
-use crate::tape;
+use crate::app::App;
+use pome_runtime::store::{TwinReply, TwinRequest, TwinStore};
 
 /// Headers that describe one hop, not the request; never passed to a twin.
 const HOP_HEADERS: &[&str] = &["connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host", "content-length", "proxy-connection"];
@@ -32,34 +31,39 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
     span.record("sandbox", id.as_str());
     span.record("twin", twin.as_str());
 
+    // Who is asking: the agent's token (in any form) or the owning team's key. Nothing about a
+    // sandbox — that it closed, that it is healthy — is told to anyone else.
+    let credential = crate::auth::twin_credential(req.headers(), req.uri().query().unwrap_or(""), None, crate::auth::ANY_FORM);
+    let key = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()).map(String::from);
+    let team_of_key = match key {
+        Some(k) => app.storage.team_for_key(&k).await.ok().flatten(),
+        None => None,
+    };
     let sandbox = match app.sandboxes.lookup(&id) {
         Lookup::Open(s) => s,
-        Lookup::Closed(t) => return ApiError::expired(&id, t.reason.as_str()).into_response(),
-        Lookup::Unknown => return ApiError::not_found(format!("no sandbox {id}")).into_response(),
+        Lookup::Closed(t) if credential.as_deref().is_some_and(|c| crate::auth::same(&crate::auth::hash_key(c), &t.token_hash)) || team_of_key.as_deref() == Some(t.team_id.as_str()) => {
+            return ApiError::expired(&id, t.reason.as_str()).into_response();
+        }
+        Lookup::Closed(_) | Lookup::Unknown => return ApiError::not_found(format!("no sandbox {id}")).into_response(),
     };
     let Some(t) = sandbox.twin(&twin) else {
         return ApiError::not_found(format!("sandbox {id} has no `{twin}` twin; it has {:?}", sandbox.twin_names())).into_response();
     };
-    let origin = crate::api::origin(&app, req.headers());
+    let origin = crate::app::origin(&app, req.headers());
     let base_url = format!("{origin}/s/{id}/{twin}");
 
     if let Some(reserved) = rest.strip_prefix("/_pome/") {
         // Readable with the agent token or the owning team's API key.
-        let key = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()).map(String::from);
-        let team_ok = match key {
-            Some(k) => app.storage.team_for_key(&k).await.ok().flatten().as_deref() == Some(sandbox.team_id.as_str()),
-            None => false,
-        };
-        let token_ok = crate::auth::twin_credential(req.headers(), req.uri().query().unwrap_or(""), None)
-            .is_some_and(|c| crate::auth::same(&c, &sandbox.token));
-        if reserved != "health" && !team_ok && !token_ok {
-            return ApiError::new(crate::error::ErrorType::InvalidAuth, "reading a tape or state needs the sandbox's agent token or its team's API key").into_response();
+        let team_ok = team_of_key.as_deref() == Some(sandbox.team_id.as_str());
+        let token_ok = credential.is_some_and(|c| crate::auth::same(&c, &sandbox.token));
+        if !team_ok && !token_ok {
+            return ApiError::new(crate::error::ErrorType::InvalidAuth, "the host's routes under a twin need the sandbox's agent token or its team's API key").into_response();
         }
         return reserved_route(&t.store, reserved).await;
     }
 
-    sandbox.touch();
-    forward(&t.store, &sandbox.token, base_url, &app.rt.limits, req, rest).await
+    // Only the agent's own calls keep a sandbox alive: knowing its id is not enough.
+    forward(&t.store, &sandbox.token, base_url, &app.rt.limits, req, rest, || sandbox.touch()).await
 }
 
 /// The host's own routes under a twin.
@@ -74,13 +78,14 @@ pub async fn reserved_route(store: &TwinStore, route: &str) -> Response {
             Err(e) => ApiError::internal(e.to_string()).into_response(),
         },
         "health" => axum::Json(json!({"ok": true, "twin": store.twin})).into_response(),
-        other => ApiError::not_found(format!("no host route /_pome/{other}; there are events, state and health")).into_response(),
+        "deliveries" => axum::Json(store.deliveries.lock().unwrap().clone()).into_response(),
+        other => ApiError::not_found(format!("no host route /_pome/{other}; there are events, state, deliveries and health")).into_response(),
     }
 }
 
 /// Authenticate, bound, redact and hand one request to a twin store; turn its reply into
 /// the HTTP response. Shared by sandboxes and local twins.
-pub async fn forward(store: &TwinStore, token: &str, base_url: String, limits: &Limits, req: Request, path: String) -> Response {
+pub async fn forward(store: &TwinStore, token: &str, base_url: String, limits: &Limits, req: Request, path: String, on_agent: impl FnOnce()) -> Response {
     let (parts, body) = req.into_parts();
     let query = parts.uri.query().unwrap_or("").to_string();
     let body = match axum::body::to_bytes(body, limits.request_body_bytes).await {
@@ -96,11 +101,14 @@ pub async fn forward(store: &TwinStore, token: &str, base_url: String, limits: &
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("application/x-www-form-urlencoded"))
         .then_some(&body[..]);
-    let auth = match crate::auth::twin_credential(&parts.headers, &query, form) {
+    let auth = match crate::auth::twin_credential(&parts.headers, &query, form, &store.credentials) {
         None => Auth::Missing,
         Some(c) if crate::auth::same(&c, token) => Auth::Agent,
         Some(_) => Auth::Invalid,
     };
+    if auth == Auth::Agent {
+        on_agent();
+    }
     let secrets = [token];
     let headers = parts
         .headers
@@ -112,16 +120,16 @@ pub async fn forward(store: &TwinStore, token: &str, base_url: String, limits: &
         request_id: current_request_id(),
         method: parts.method.as_str().to_string(),
         path,
-        query: tape::redact_text(&query, &secrets),
-        headers: tape::redact_headers(headers, &secrets),
-        body: tape::redact_bytes(body.to_vec(), &secrets),
+        query: pome_tape::redact_text(&query, &secrets),
+        headers: pome_tape::redact_headers(headers, &secrets),
+        body: pome_tape::redact_bytes(body.to_vec(), &secrets),
         base_url,
         auth,
     };
     reply(store.handle(twin_req).await)
 }
 
-fn reply(result: Result<TwinReply, crate::store::StoreError>) -> Response {
+fn reply(result: Result<TwinReply, pome_runtime::store::StoreError>) -> Response {
     let r = match result {
         Ok(r) => r,
         Err(e) => return ApiError::internal(format!("the twin is unavailable: {e}")).into_response(),

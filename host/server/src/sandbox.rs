@@ -12,10 +12,10 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use crate::limits::Lifetimes;
-use crate::metrics::Metrics;
-use crate::seeds::SeedImage;
-use crate::store::TwinStore;
+use pome_runtime::limits::Lifetimes;
+use pome_runtime::metrics::Metrics;
+use pome_runtime::seeds::SeedImage;
+use pome_runtime::store::TwinStore;
 
 /// Why a sandbox closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,8 @@ impl CloseReason {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct SandboxMeta {
     pub task_id: Option<String>,
+    /// The version of the task the sandbox booted from; finalize grades with exactly it.
+    pub task_version: Option<String>,
     pub group_id: Option<String>,
     pub agent_id: Option<String>,
     pub agent_version: Option<String>,
@@ -122,6 +124,9 @@ fn wall(deadline: Instant) -> SystemTime {
 #[derive(Debug, Clone)]
 pub struct Tombstone {
     pub team_id: String,
+    /// The SHA-256 of the sandbox's agent token (hex): a closed sandbox tells the caller it
+    /// closed only when the caller proves it was the agent.
+    pub token_hash: String,
     pub reason: CloseReason,
     pub run_id: Option<String>,
 }
@@ -131,6 +136,13 @@ pub enum Lookup {
     Open(Arc<Sandbox>),
     Closed(Tombstone),
     Unknown,
+}
+
+/// What claiming an idempotency key found.
+pub enum KeyClaim {
+    Claimed,
+    Busy,
+    Existing(Arc<Sandbox>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,8 +175,9 @@ struct Inner {
     closed_order: std::collections::VecDeque<String>,
     /// Open plus being-created sandboxes per team: the concurrency count.
     used: HashMap<String, usize>,
-    /// (team, idempotency key) → sandbox id.
-    idempotency: HashMap<(String, String), String>,
+    /// (team, idempotency key) → sandbox id; `None` while the first create with the key is
+    /// still booting its twins.
+    idempotency: HashMap<(String, String), Option<String>>,
 }
 
 pub struct Registry {
@@ -227,18 +240,39 @@ impl Registry {
         });
         let mut inner = self.inner.lock().unwrap();
         if let Some(key) = idempotency_key {
-            inner.idempotency.insert((sandbox.team_id.clone(), key), sandbox.id.clone());
+            inner.idempotency.insert((sandbox.team_id.clone(), key), Some(sandbox.id.clone()));
         }
         inner.open.insert(sandbox.id.clone(), sandbox.clone());
         self.metrics.sandbox_created();
         sandbox
     }
 
-    /// The open sandbox an idempotency key already created, if any.
-    pub fn by_idempotency_key(&self, team_id: &str, key: &str) -> Option<Arc<Sandbox>> {
-        let inner = self.inner.lock().unwrap();
-        let id = inner.idempotency.get(&(team_id.to_string(), key.to_string()))?;
-        inner.open.get(id).cloned()
+    /// Claim an idempotency key for a create, atomically: two creates with one key make one
+    /// sandbox. The winner gets `Claimed` (and must `open` with the key, or `release_key`);
+    /// others get the sandbox it made, or `Busy` while it is still booting.
+    pub fn claim_key(&self, team_id: &str, key: &str) -> KeyClaim {
+        let mut inner = self.inner.lock().unwrap();
+        let k = (team_id.to_string(), key.to_string());
+        match inner.idempotency.get(&k) {
+            Some(None) => return KeyClaim::Busy,
+            Some(Some(id)) => {
+                if let Some(s) = inner.open.get(id) {
+                    return KeyClaim::Existing(s.clone());
+                }
+            }
+            None => {}
+        }
+        inner.idempotency.insert(k, None);
+        KeyClaim::Claimed
+    }
+
+    /// Give up a claimed key whose create failed, so a retry may use it.
+    pub fn release_key(&self, team_id: &str, key: &str) {
+        let mut inner = self.inner.lock().unwrap();
+        let k = (team_id.to_string(), key.to_string());
+        if matches!(inner.idempotency.get(&k), Some(None)) {
+            inner.idempotency.remove(&k);
+        }
     }
 
     /// Find a sandbox, closing it first if its clocks ran out.
@@ -254,7 +288,7 @@ impl Registry {
             }
         };
         if let Some(reason) = sandbox.closing() {
-            return Lookup::Closed(Tombstone { team_id: sandbox.team_id.clone(), reason, run_id: None });
+            return Lookup::Closed(Tombstone { team_id: sandbox.team_id.clone(), token_hash: crate::auth::hash_key(&sandbox.token), reason, run_id: None });
         }
         if let Some(reason) = sandbox.expired(Instant::now()) {
             self.close(&sandbox, reason, None);
@@ -294,8 +328,8 @@ impl Registry {
         if let Some(n) = inner.used.get_mut(&sandbox.team_id) {
             *n = n.saturating_sub(1);
         }
-        inner.idempotency.retain(|_, id| *id != sandbox.id);
-        inner.closed.insert(sandbox.id.clone(), Tombstone { team_id: sandbox.team_id.clone(), reason, run_id });
+        inner.idempotency.retain(|_, id| id.as_deref() != Some(sandbox.id.as_str()));
+        inner.closed.insert(sandbox.id.clone(), Tombstone { team_id: sandbox.team_id.clone(), token_hash: crate::auth::hash_key(&sandbox.token), reason, run_id });
         inner.closed_order.push_back(sandbox.id.clone());
         while inner.closed_order.len() > MAX_TOMBSTONES {
             if let Some(old) = inner.closed_order.pop_front() {

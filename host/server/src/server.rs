@@ -2,7 +2,6 @@
 //! and twin traffic, sweeps expired sandboxes, and shuts down gracefully.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -23,40 +22,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tracing::Instrument as _;
 
 use crate::error::{ApiError, REQUEST_ID};
-use crate::limits::{Lifetimes, Limits};
-use crate::metrics::Metrics;
-use crate::runtime::{Runtime, TwinSet};
+use pome_runtime::limits::Limits;
+use pome_runtime::metrics::Metrics;
+use pome_runtime::engine::Runtime;
 use crate::sandbox::Registry;
-use crate::seeds::SeedCache;
+use pome_runtime::seeds::SeedCache;
 use crate::storage::Storage;
 
-/// Everything `pome serve` needs, already validated.
-#[derive(Debug, Clone)]
-pub struct ServeConfig {
-    pub listen: SocketAddr,
-    pub data_dir: PathBuf,
-    pub quota: usize,
-    pub lifetimes: Lifetimes,
-    pub limits: Limits,
-    pub twins_dir: Option<PathBuf>,
-    /// Register this key for the default team (so scripts know it).
-    pub api_key: Option<String>,
-    /// The URL clients reach this server at, when it is not what they send as `Host`.
-    pub public_url: Option<String>,
-    /// Where compiled twins are cached; `<data_dir>/cache` by default.
-    pub cache_dir: Option<PathBuf>,
-}
-
-/// Shared by every request handler.
-pub struct App {
-    pub rt: Arc<Runtime>,
-    pub twins: TwinSet,
-    pub seeds: SeedCache,
-    pub sandboxes: Arc<Registry>,
-    pub storage: Storage,
-    pub metrics: Arc<Metrics>,
-    pub public_url: Option<String>,
-}
+pub use crate::app::{App, ServeConfig};
 
 /// A server that is running; dropping it does not stop it, `shutdown` does.
 pub struct Running {
@@ -102,6 +75,17 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     if twins.is_empty() {
         anyhow::bail!("no twins to serve: build them with `make twins`, or pass --twins-dir DIR with twin components");
     }
+    for (name, image) in &twins {
+        let d = &image.description;
+        tracing::info!(twin = %name, version = %d.version, contract = %d.contract, routes = d.surface.len(), checks = d.checks.len(), from = %image.origin, "serving twin");
+    }
+    let catalog = pome_grade::Catalog::new(twins.values().map(|i| &i.description));
+    let decider = crate::twins::TwinDecider { rt: rt.clone(), twins: twins.clone() };
+    if let Some(key) = &cfg.api_key
+        && !crate::auth::is_api_key_shaped(key)
+    {
+        anyhow::bail!("POME_API_KEY must look like `pme_` followed by at least 16 letters, digits, `_` or `-`; unset it to have pome make one");
+    }
     let storage = Storage::open(&cfg.data_dir.join("pome.db")).context("opening the database")?;
     let (team, _) = storage.ensure_default_team().await?;
     let new_api_key = match &cfg.api_key {
@@ -126,6 +110,9 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         storage,
         metrics,
         public_url: cfg.public_url.clone(),
+        catalog,
+        decider,
+        outbound: Arc::new(cfg.outbound.clone()),
     });
 
     let listener = TcpListener::bind(cfg.listen).await.with_context(|| format!("binding {}", cfg.listen))?;
@@ -230,7 +217,16 @@ pub fn router(app: Arc<App>) -> Router {
         .fallback(|| async { ApiError::not_found("no such route; the API lives under /v1 and twins under /s/<sandbox>/<twin>/") })
         .method_not_allowed_fallback(|| async { ApiError::not_found("this route does not take that method") })
         .with_state(app)
+        // Inside the request context, so a panic's answer carries the request id.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
         .layer(middleware::from_fn(request_context))
+}
+
+/// A handler that panicked still answers: 500 in the one envelope, logged with its request id.
+fn panic_answer(cause: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let what = cause.downcast_ref::<String>().map(String::as_str).or_else(|| cause.downcast_ref::<&str>().copied()).unwrap_or("a panic");
+    tracing::error!(request_id = %crate::error::current_request_id(), panic = %what, "a handler panicked");
+    ApiError::internal("the server failed while answering; the request id identifies it in the server's log").into_response()
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {

@@ -16,6 +16,9 @@ pub enum StorageError {
     Corrupt(String),
     #[error("the storage thread stopped")]
     Gone,
+    /// A key is its team's forever: registering it for another team is refused.
+    #[error("this API key already belongs to another team")]
+    KeyTaken,
 }
 
 #[derive(Clone)]
@@ -90,6 +93,16 @@ CREATE TABLE IF NOT EXISTS tasks (
     created_at TEXT NOT NULL,
     PRIMARY KEY (team_id, id)
 );
+-- Every version a task has had, by content hash, so a sandbox is graded by the task it
+-- booted from even after the task is edited.
+CREATE TABLE IF NOT EXISTS task_versions (
+    team_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    version TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (team_id, id, version)
+);
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     team_id TEXT NOT NULL,
@@ -124,6 +137,7 @@ impl Storage {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.execute_batch(SCHEMA)?;
+        migrate(&conn)?;
         Ok(Storage { conn: Arc::new(Mutex::new(conn)), key_cache: Default::default() })
     }
 
@@ -172,21 +186,63 @@ impl Storage {
         .await
     }
 
-    /// Register `key` (only its hash is kept) for `team_id`.
-    pub async fn add_api_key(&self, team_id: &str, key: &str) -> Result<(), StorageError> {
+    /// Register `key` (only its hash and a short prefix are kept) for `team_id`; returns its
+    /// id. A key already registered for the same team is fine; for another team it is
+    /// refused, never moved.
+    pub async fn add_api_key(&self, team_id: &str, key: &str) -> Result<String, StorageError> {
         let (team_id, hash) = (team_id.to_string(), crate::auth::hash_key(key));
+        let prefix: String = key.chars().take(12).collect();
         self.with(move |c| {
-            c.execute(
-                "INSERT INTO api_keys (key_hash, team_id, created_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(key_hash) DO UPDATE SET team_id = excluded.team_id",
-                params![hash, team_id, now()],
-            )?;
-            Ok(())
+            let existing: Option<(String, Option<String>)> =
+                c.query_row("SELECT team_id, id FROM api_keys WHERE key_hash = ?1", [&hash], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+            match existing {
+                Some((owner, _)) if owner != team_id => Err(StorageError::KeyTaken),
+                Some((_, Some(id))) => Ok(id),
+                Some((_, None)) => {
+                    let id = crate::auth::new_id("key");
+                    c.execute("UPDATE api_keys SET id = ?1, prefix = ?2 WHERE key_hash = ?3", params![id, prefix, hash])?;
+                    Ok(id)
+                }
+                None => {
+                    let id = crate::auth::new_id("key");
+                    c.execute(
+                        "INSERT INTO api_keys (key_hash, team_id, created_at, id, prefix) VALUES (?1, ?2, ?3, ?4, ?5)",
+                        params![hash, team_id, now(), id, prefix],
+                    )?;
+                    Ok(id)
+                }
+            }
         })
-        .await?;
-        // The key may have moved teams.
+        .await
+    }
+
+    /// The team's keys (never the keys themselves): id, prefix, created, revoked.
+    pub async fn api_keys(&self, team_id: &str) -> Result<Vec<KeyInfo>, StorageError> {
+        let t = team_id.to_string();
+        self.with(move |c| {
+            let mut st = c.prepare("SELECT id, prefix, created_at, revoked_at FROM api_keys WHERE team_id = ?1 ORDER BY created_at, id")?;
+            let rows = st.query_map([t], |r| Ok(KeyInfo { id: r.get(0)?, prefix: r.get(1)?, created_at: r.get(2)?, revoked_at: r.get(3)? }))?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    /// Revoke one of the team's keys by id; false when the team has no such live key.
+    pub async fn revoke_api_key(&self, team_id: &str, key_id: &str) -> Result<bool, StorageError> {
+        let (t, k) = (team_id.to_string(), key_id.to_string());
+        let n = self
+            .with(move |c| Ok(c.execute("UPDATE api_keys SET revoked_at = ?1 WHERE team_id = ?2 AND id = ?3 AND revoked_at IS NULL", params![now(), t, k])?))
+            .await?;
+        // Cached lookups must not outlive the key.
         self.key_cache.lock().unwrap().clear();
-        Ok(())
+        Ok(n > 0)
+    }
+
+    /// The id of the key `key` (when it is live).
+    pub async fn key_id(&self, key: &str) -> Result<Option<String>, StorageError> {
+        let hash = crate::auth::hash_key(key);
+        self.with(move |c| Ok(c.query_row("SELECT id FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL", [hash], |r| r.get(0)).optional()?.flatten()))
+            .await
     }
 
     /// The team a key belongs to. Lookup is by hash, so no key is ever compared in clear.
@@ -197,7 +253,7 @@ impl Storage {
         }
         let h = hash.clone();
         let team: Option<String> =
-            self.with(move |c| Ok(c.query_row("SELECT team_id FROM api_keys WHERE key_hash = ?1", [h], |r| r.get(0)).optional()?)).await?;
+            self.with(move |c| Ok(c.query_row("SELECT team_id FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL", [h], |r| r.get(0)).optional()?)).await?;
         if let Some(t) = &team {
             self.key_cache.lock().unwrap().insert(hash, t.clone());
         }
@@ -239,16 +295,35 @@ impl Storage {
         .await
     }
 
-    /// Store (or replace) a task: its markdown and sidecar seed, as JSON.
-    pub async fn put_task(&self, team_id: &str, id: &str, body: &str) -> Result<(), StorageError> {
+    /// Store (or replace) a task: its markdown and sidecar seed, as JSON. The body is kept
+    /// as a version too; returns that version (a hash of the body).
+    pub async fn put_task(&self, team_id: &str, id: &str, body: &str) -> Result<String, StorageError> {
         let (t, i, b) = (team_id.to_string(), id.to_string(), body.to_string());
+        let version = task_version(body);
+        let v = version.clone();
         self.with(move |c| {
-            c.execute(
+            let tx = c.transaction()?;
+            tx.execute(
                 "INSERT INTO tasks (team_id, id, body, created_at) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT(team_id, id) DO UPDATE SET body = excluded.body",
                 params![t, i, b, now()],
             )?;
+            tx.execute(
+                "INSERT OR IGNORE INTO task_versions (team_id, id, version, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![t, i, v, b, now()],
+            )?;
+            tx.commit()?;
             Ok(())
+        })
+        .await?;
+        Ok(version)
+    }
+
+    /// One version of a task, as it was stored.
+    pub async fn task_version(&self, team_id: &str, id: &str, version: &str) -> Result<Option<String>, StorageError> {
+        let (t, i, v) = (team_id.to_string(), id.to_string(), version.to_string());
+        self.with(move |c| {
+            Ok(c.query_row("SELECT body FROM task_versions WHERE team_id = ?1 AND id = ?2 AND version = ?3", [t, i, v], |r| r.get(0)).optional()?)
         })
         .await
     }
@@ -270,15 +345,15 @@ impl Storage {
     }
 
     /// Persist a finalized run in one transaction.
-    pub async fn insert_run(&self, team_id: &str, run: &Value) -> Result<(), StorageError> {
+    pub async fn insert_run(&self, team_id: &str, run: &pome_grade::run::Run) -> Result<(), StorageError> {
         let team_id = team_id.to_string();
-        let body = run.to_string();
-        let s = |k: &str| run.get(k).and_then(Value::as_str).map(String::from);
-        let (id, session_id) = (s("id").unwrap_or_default(), s("session_id").unwrap_or_default());
-        let (task_id, group_id, agent_id, agent_version) = (s("task_id"), s("group_id"), s("agent_id"), s("agent_version"));
-        let verdict = s("verdict");
-        let created_at = s("finalized_at").unwrap_or_else(now);
-        let twins = run.get("twins").map(Value::to_string).unwrap_or_else(|| "[]".into());
+        // Written once, as the JSON the API serves.
+        let body = serde_json::to_string(run).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+        let (id, session_id) = (run.id.clone(), run.session_id.clone());
+        let (task_id, group_id, agent_id, agent_version) = (run.task_id.clone(), run.group_id.clone(), run.agent_id.clone(), run.agent_version.clone());
+        let verdict = run.verdict.clone();
+        let created_at = run.finalized_at.clone();
+        let twins = serde_json::to_string(&run.twins).unwrap_or_else(|_| "[]".into());
         self.with(move |c| {
             let tx = c.transaction()?;
             tx.execute(
@@ -373,18 +448,48 @@ mod tests {
         assert_eq!(db.team_for_key("pme_abd").await.unwrap(), None);
 
         let other = db.create_team("other").await.unwrap();
-        let run = serde_json::json!({"id": "run_1", "session_id": "ses_1", "twins": ["github"], "finalized_at": now()});
+        assert!(matches!(db.add_api_key(&other, "pme_abc").await, Err(StorageError::KeyTaken)), "a key never moves to another team");
+        assert_eq!(db.team_for_key("pme_abc").await.unwrap(), Some(team.clone()));
+        let run = pome_grade::run::Run { id: "run_1".into(), session_id: "ses_1".into(), twins: vec!["acme".into()], finalized_at: now(), ..Default::default() };
         db.insert_run(&team, &run).await.unwrap();
         assert_eq!(db.runs(&team, RunFilter::default(), RunPage::default()).await.unwrap().unwrap().0.len(), 1);
         assert!(db.runs(&other, RunFilter::default(), RunPage::default()).await.unwrap().unwrap().0.is_empty());
         assert!(db.run(&other, "run_1").await.unwrap().is_none());
         assert_eq!(db.run(&team, "run_1").await.unwrap().unwrap()["session_id"], "ses_1");
 
-        db.put_task(&team, "triage", "{\"source\": \"# A\"}").await.unwrap();
+        let v1 = db.put_task(&team, "triage", "{\"source\": \"# A\"}").await.unwrap();
         db.put_task(&team, "triage", "{\"source\": \"# B\"}").await.unwrap();
+        assert_eq!(db.task_version(&team, "triage", &v1).await.unwrap().as_deref(), Some("{\"source\": \"# A\"}"), "every version is kept");
         assert_eq!(db.task(&team, "triage").await.unwrap().as_deref(), Some("{\"source\": \"# B\"}"), "a task is replaced, not duplicated");
         assert_eq!(db.tasks(&team).await.unwrap().len(), 1);
         assert!(db.task(&other, "triage").await.unwrap().is_none(), "tasks stay with their team");
         assert!(db.seeds(&team).await.unwrap().is_empty(), "tasks are not seeds");
     }
+}
+
+/// One API key as the team may see it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct KeyInfo {
+    pub id: Option<String>,
+    /// The first characters, to recognise a key by.
+    pub prefix: Option<String>,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+/// Bring a database written by an older pome up to this schema.
+fn migrate(conn: &Connection) -> Result<(), StorageError> {
+    let columns: Vec<String> = conn.prepare("PRAGMA table_info(api_keys)")?.query_map([], |r| r.get(1))?.collect::<Result<_, _>>()?;
+    for (name, ty) in [("id", "TEXT"), ("prefix", "TEXT"), ("revoked_at", "TEXT")] {
+        if !columns.iter().any(|c| c == name) {
+            conn.execute_batch(&format!("ALTER TABLE api_keys ADD COLUMN {name} {ty}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A task version: the first 16 hex digits of the SHA-256 of its stored body.
+pub fn task_version(body: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(body.as_bytes()))[..16].to_string()
 }

@@ -12,11 +12,12 @@ use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use crate::api::Team;
+use crate::app::{ApiBody, Team};
 use crate::error::ApiError;
-use crate::grade::{self, Catalog};
-use crate::server::App;
-use crate::task::{self, Task};
+use pome_grade::Catalog;
+use pome_grade::run::{Run, TaskRef};
+use crate::app::App;
+use pome_grade::task::{self, Task};
 
 /// The markdown a request carries: `source` (markdown text) or `source_base64`/`task_source`
 /// (base64 markdown).
@@ -58,10 +59,9 @@ fn valid_id(id: &str) -> bool {
 }
 
 /// Store a task: its markdown and, when its seed lives in a sidecar, that seed.
-pub async fn put(app: &App, team: &str, id: &str, source: &str, sidecar: Option<&Value>) -> Result<(), ApiError> {
+pub async fn put(app: &App, team: &str, id: &str, source: &str, sidecar: Option<&Value>) -> Result<String, ApiError> {
     let stored = json!({"source": source, "seed": sidecar});
-    app.storage.put_task(team, id, &stored.to_string()).await?;
-    Ok(())
+    Ok(app.storage.put_task(team, id, &stored.to_string()).await?)
 }
 
 fn parse_stored(id: &str, stored: &str) -> Result<(Task, String), task::TaskError> {
@@ -80,11 +80,23 @@ pub async fn get(app: &App, team: &str, id: &str) -> Result<Option<(Task, String
     }
 }
 
-/// The task a create request names, if any: (task, its id).
-pub async fn for_create(app: &App, team: &str, body: &Value) -> Result<Option<Task>, ApiError> {
+/// One version of a stored task, parsed.
+pub async fn get_version(app: &App, team: &str, id: &str, version: &str) -> Result<Option<Task>, ApiError> {
+    match app.storage.task_version(team, id, version).await? {
+        Some(stored) => Ok(Some(parse_stored(id, &stored).map_err(invalid)?.0)),
+        None => Ok(None),
+    }
+}
+
+/// The task a create request names, if any: the task and the version the sandbox boots from.
+pub async fn for_create(app: &App, team: &str, body: &Value) -> Result<Option<(Task, String)>, ApiError> {
     if let Some(id) = body.get("task_id").and_then(Value::as_str) {
-        return match get(app, team, id).await? {
-            Some((t, _)) => Ok(Some(t)),
+        let stored = app.storage.task(team, id).await?;
+        return match stored {
+            Some(stored) => {
+                let t = parse_stored(id, &stored).map_err(invalid)?.0;
+                Ok(Some((t, crate::storage::task_version(&stored))))
+            }
             None => Err(ApiError::validation(format!("no task `{id}` in your team; store it with POST /v1/tasks first")).with_details(json!({"field": "task_id"}))),
         };
     }
@@ -96,13 +108,13 @@ pub async fn for_create(app: &App, team: &str, body: &Value) -> Result<Option<Ta
     };
     let id = content_id(&source);
     let t = task::parse("task_source", &id, &source, None).map_err(invalid)?;
-    put(app, team, &id, &source, None).await?;
-    Ok(Some(t))
+    let version = put(app, team, &id, &source, None).await?;
+    Ok(Some((t, version)))
 }
 
 /// `POST /v1/tasks` `{id?, source | source_base64, seed?}`: validate, store, and report
 /// bindings. `seed` is the task's sidecar seed (`<task>.seed.json`), when it has one.
-pub async fn create(State(app): State<Arc<App>>, Team(team): Team, body: Bytes) -> Result<(StatusCode, Json<Value>), ApiError> {
+pub async fn create(State(app): State<Arc<App>>, Team(team): Team, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
     let body = parse_body(&body)?;
     let source = source_of(&body)?.ok_or_else(|| ApiError::validation("`source` (markdown) or `source_base64` is required").with_details(json!({"field": "source"})))?;
     let id = match body.get("id").and_then(Value::as_str) {
@@ -118,12 +130,14 @@ pub async fn create(State(app): State<Arc<App>>, Team(team): Team, body: Bytes) 
                 .with_details(json!({"error": "unknown_twin", "twin": twin})));
         }
     }
-    put(&app, &team, &id, &source, sidecar.as_ref()).await?;
-    Ok((StatusCode::CREATED, Json(describe(&t, &Catalog::from_app(&app)))))
+    let version = put(&app, &team, &id, &source, sidecar.as_ref()).await?;
+    let mut described = describe(&t, &app.catalog);
+    described["version"] = json!(version);
+    Ok((StatusCode::CREATED, Json(described)))
 }
 
 fn describe(t: &Task, catalog: &Catalog) -> Value {
-    let criteria = grade::bindings(t, catalog);
+    let criteria = pome_grade::bindings(t, catalog);
     let unbound: Vec<&Value> = criteria.iter().filter(|c| c["kind"] == "code" && c["binding"].is_null()).collect();
     json!({
         "id": t.id, "object": "task", "title": t.title, "twins": t.config.twins,
@@ -133,7 +147,7 @@ fn describe(t: &Task, catalog: &Catalog) -> Value {
 }
 
 pub async fn list(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json<Value>, ApiError> {
-    let catalog = Catalog::from_app(&app);
+    let catalog = &app.catalog;
     let mut data = Vec::new();
     for (id, stored) in app.storage.tasks(&team).await? {
         if let Ok((t, _)) = parse_stored(&id, &stored) {
@@ -146,7 +160,7 @@ pub async fn list(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json<
 pub async fn show(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
     match get(&app, &team, &id).await? {
         Some((t, source)) => {
-            let mut v = describe(&t, &Catalog::from_app(&app));
+            let mut v = describe(&t, &app.catalog);
             v["source"] = json!(source);
             Ok(Json(v))
         }
@@ -156,7 +170,7 @@ pub async fn show(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<
 
 /// `POST /v1/tasks/validate` `{source | source_base64, file?}`: parse and bind, store nothing.
 /// Always 200 with `valid`; a task that does not parse has `errors`.
-pub async fn validate(State(app): State<Arc<App>>, Team(_): Team, body: Bytes) -> Result<Json<Value>, ApiError> {
+pub async fn validate(State(app): State<Arc<App>>, Team(_): Team, ApiBody(body): ApiBody) -> Result<Json<Value>, ApiError> {
     let body = parse_body(&body)?;
     let source = source_of(&body)?.ok_or_else(|| ApiError::validation("`source` (markdown) or `source_base64` is required").with_details(json!({"field": "source"})))?;
     let file = body.get("file").and_then(Value::as_str).unwrap_or("task.md");
@@ -164,7 +178,7 @@ pub async fn validate(State(app): State<Arc<App>>, Team(_): Team, body: Bytes) -
     let sidecar = body.get("seed").map(Value::to_string);
     match task::parse(file, stem, &source, sidecar.as_deref()) {
         Ok(t) => {
-            let d = describe(&t, &Catalog::from_app(&app));
+            let d = describe(&t, &app.catalog);
             let ok = d["unbound"] == 0;
             Ok(Json(json!({"valid": ok, "task": d, "errors": if ok { json!([]) } else { json!(["some [code] criteria bind to no declared check"]) }})))
         }
@@ -175,19 +189,17 @@ pub async fn validate(State(app): State<Arc<App>>, Team(_): Team, body: Bytes) -
 /// Grade a collected run against its task (when the sandbox has one) and write the results
 /// into the run body: `task`, `score`, `verdict`, `pass_threshold`, `criteria_results`, and
 /// each twin's seed text (what `pome replay` boots from).
-pub async fn grade_into(app: &App, team: &str, task_id: Option<&str>, run: &mut Value) -> Result<(), ApiError> {
-    let Some(id) = task_id else { return Ok(()) };
-    let Some((t, _)) = get(app, team, id).await? else { return Ok(()) };
-    let catalog = Catalog::from_app(app);
-    let g = grade::grade(&t, &grade::run_data(run), &catalog, grade::Judge::from_env().as_ref()).await;
-    run["task"] = json!({"id": t.id, "title": t.title, "pass_threshold": t.config.pass_threshold});
-    run["score"] = json!(g.score);
-    run["verdict"] = json!(g.verdict);
-    run["pass_threshold"] = json!(g.pass_threshold);
-    run["criteria_results"] = serde_json::to_value(&g.criteria_results).unwrap_or_default();
+pub async fn grade_into(app: &App, team: &str, task: Option<(&str, &str)>, run: &mut Run) -> Result<(), ApiError> {
+    let Some((id, version)) = task else { return Ok(()) };
+    // The version the sandbox booted from, whatever the task says now.
+    let Some(t) = get_version(app, team, id, version).await? else {
+        return Err(ApiError::internal(format!("version {version} of task `{id}` is missing from storage")));
+    };
+    let g = pome_grade::grade(&t, &run.data(), &app.catalog, &app.decider, pome_grade::Judge::from_env().as_ref()).await;
+    run.set_grade(TaskRef { id: t.id.clone(), version: version.to_string(), title: t.title.clone(), pass_threshold: t.config.pass_threshold }, g);
     for (twin, seed) in &t.seeds {
-        if let Some(pt) = run["per_twin"].get_mut(twin) {
-            pt["seed"] = json!(seed.to_string());
+        if let Some(pt) = run.per_twin.get_mut(twin) {
+            pt.seed = Some(seed.to_string());
         }
     }
     Ok(())
@@ -198,61 +210,6 @@ pub async fn grade_into(app: &App, team: &str, task_id: Option<&str>, run: &mut 
 pub async fn report(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<axum::response::Response, ApiError> {
     use axum::response::IntoResponse as _;
     let run = app.storage.run(&team, &id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} in your team")))?;
-    Ok(([("content-type", "text/markdown; charset=utf-8")], markdown(&run)).into_response())
-}
-
-fn cell(v: &Value) -> String {
-    let s = match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    };
-    let s = s.replace('|', "\\|").replace('\n', " ");
-    if s.chars().count() > 120 { format!("{}…", s.chars().take(120).collect::<String>()) } else { s }
-}
-
-/// A run body as markdown.
-pub fn markdown(run: &Value) -> String {
-    let mut md = String::new();
-    let title = run["task"]["title"].as_str().unwrap_or("(no task)");
-    md.push_str(&format!("# Run {} — {}\n\n", cell(&run["id"]), title));
-    let verdict = run["verdict"].as_str().map_or("ungraded".to_string(), str::to_uppercase);
-    md.push_str(&format!(
-        "**{verdict}** · score {} (threshold {}) · sandbox `{}` · twins {} · agent {} {} · finalized {}\n\n",
-        cell(&run["score"]), cell(&run["pass_threshold"]), cell(&run["session_id"]),
-        run["twins"].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
-        cell(&run["agent_id"]), cell(&run["agent_version"]), cell(&run["finalized_at"]),
-    ));
-    if let Some(results) = run["criteria_results"].as_array() {
-        md.push_str("## Criteria\n\n| # | status | criterion | reason | evidence |\n|---|---|---|---|---|\n");
-        for r in results {
-            let ev = &r["evidence"];
-            let ev = match (ev["state"].as_str(), ev["seq"].as_u64()) {
-                (Some(p), _) => format!("{} state `{p}`", cell(&ev["twin"])),
-                (_, Some(s)) => format!("{} tape seq {s}", cell(&ev["twin"])),
-                _ => cell(ev),
-            };
-            md.push_str(&format!("| {} | {} | {} | {} | {} |\n", cell(&r["index"]), cell(&r["status"]), cell(&r["text"]), cell(&r["reason"]), ev));
-        }
-        md.push('\n');
-    }
-    for (twin, pt) in run["per_twin"].as_object().into_iter().flatten() {
-        md.push_str(&format!("## {twin}\n\n"));
-        let tape = pt["tape"].as_array().cloned().unwrap_or_default();
-        md.push_str(&format!("### Calls ({})\n\n", tape.len()));
-        if !tape.is_empty() {
-            md.push_str("| seq | method | path | status | action | fidelity |\n|---|---|---|---|---|---|\n");
-            for r in &tape {
-                md.push_str(&format!("| {} | {} | {} | {} | {} | {} |\n", cell(&r["seq"]), cell(&r["method"]), cell(&r["path"]), cell(&r["status"]), cell(&r["action"]), cell(&r["fidelity"])));
-            }
-            md.push('\n');
-        }
-        let diff = pt["diff"].as_array().cloned().unwrap_or_default();
-        md.push_str(&format!("### State changes ({})\n\n", diff.len()));
-        for d in &diff {
-            md.push_str(&format!("- `{}`: {} → {}\n", cell(&d["path"]), cell(&d["before"]), cell(&d["after"])));
-        }
-        md.push('\n');
-    }
-    md
+    let run: Run = serde_json::from_value(run).map_err(|e| ApiError::internal(format!("run {id} does not read back: {e}")))?;
+    Ok(([("content-type", "text/markdown; charset=utf-8")], run.report()).into_response())
 }

@@ -1,41 +1,57 @@
-//! Which twins this host serves: the first-party twins embedded in the binary, plus any
-//! third-party components in `--twins-dir` (a twin there replaces an embedded one of the
-//! same name).
+//! The twins this server has: the first-party twins embedded in the binary at build time
+//! (see `build.rs`: every twin crate under `twins/` that was built), plus any third-party
+//! components in `--twins-dir`; and the decider that lets them grade their own checks.
 
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use cap_std::fs::Dir;
-
-use crate::runtime::{Runtime, TwinSet};
+use pome_runtime::{Runtime, TwinSet};
 
 include!(concat!(env!("OUT_DIR"), "/embedded_twins.rs"));
 
-/// Load every twin. A component that is not a valid twin is an error naming the file: a
-/// host that silently skipped a twin would fail later, on a user's sandbox, with less to go on.
+/// Load the embedded twins and those in `twins_dir` (a twin there replaces an embedded one of
+/// the same name).
 pub async fn load_all(rt: &Runtime, twins_dir: Option<&Dir>) -> anyhow::Result<TwinSet> {
-    let mut set = TwinSet::new();
-    for (name, bytes) in EMBEDDED {
-        let image = rt.load(bytes, &format!("embedded twin {name}")).await?;
-        set.insert(image.name.clone(), Arc::new(image));
+    pome_runtime::twins::load_all(rt, EMBEDDED, twins_dir).await
+}
+
+/// Twins decide their own checks: the grader asks through this, and each batch runs on a
+/// fresh instance of the twin's component (checks are pure functions of their inputs).
+pub struct TwinDecider {
+    pub rt: Arc<Runtime>,
+    pub twins: TwinSet,
+}
+
+impl pome_grade::Decider for TwinDecider {
+    async fn decide(
+        &self,
+        twin: &str,
+        world: &pome_grade::CheckInput,
+        calls: &[(String, pome_grade::Params)],
+    ) -> Result<Vec<Result<pome_contract::Outcome, String>>, String> {
+        use pome_runtime::engine::{CheckCall, CheckWorld, Evidence};
+        let image = self.twins.get(twin).ok_or_else(|| format!("this host has no `{twin}` twin to decide its checks"))?;
+        let input = CheckWorld { seed: world.seed.clone(), state: world.state.clone(), tape: world.tape.clone() };
+        let calls: Vec<CheckCall> = calls.iter().map(|(id, p)| CheckCall { id: id.clone(), params: p.clone().into_iter().collect() }).collect();
+        let answers = self
+            .rt
+            .evaluate_checks(image, &input, &calls)
+            .await
+            .map_err(|e| format!("the {twin} twin failed while deciding its checks: {e:#}"))?
+            .ok_or_else(|| format!("the {twin} twin (contract 0.1.0) cannot decide its own checks"))?;
+        Ok(answers
+            .into_iter()
+            .map(|a| {
+                a.map(|o| pome_contract::Outcome {
+                    holds: o.holds,
+                    reason: o.reason,
+                    evidence: match o.evidence {
+                        Evidence::None => pome_contract::Evidence::None,
+                        Evidence::State(p) => pome_contract::Evidence::State(p),
+                        Evidence::Tape(s) => pome_contract::Evidence::Tape(s),
+                    },
+                })
+            })
+            .collect())
     }
-    if let Some(dir) = twins_dir {
-        let mut files: Vec<String> = dir
-            .entries()
-            .context("reading the twins directory")?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| n.ends_with(".wasm"))
-            .collect();
-        files.sort();
-        for file in files {
-            let bytes = dir.read(&file).with_context(|| format!("reading {file}"))?;
-            let image = rt.load(&bytes, &file).await?;
-            if set.contains_key(&image.name) {
-                tracing::warn!(twin = %image.name, file = %file, "a twin in the twins directory replaces the embedded one");
-            }
-            set.insert(image.name.clone(), Arc::new(image));
-        }
-    }
-    Ok(set)
 }

@@ -41,9 +41,10 @@ impl PartialEq for StateChange {
     }
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Fidelity {
+    #[default]
     Semantic,
     Unsupported,
 }
@@ -83,6 +84,20 @@ pub struct TapeRow {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deliveries: Vec<pome_contract::Delivery>,
     pub error: Option<String>,
+    /// Whether the twin's world kept what this request did. False only when the twin failed
+    /// mid-request and the store was rebuilt without it; a request answered with an error
+    /// for another reason (an answer over the size cap) still changed the world, and
+    /// recovery and replay must apply it again.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub applied: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl TapeRow {
@@ -283,5 +298,64 @@ mod tests {
     fn entity_json_is_kept_verbatim_and_text_that_is_not_json_becomes_a_string() {
         assert_eq!(StateChange::entity_json(r#"{"id":1,"b":[true]}"#.into()).get(), r#"{"id":1,"b":[true]}"#);
         assert_eq!(StateChange::entity_json("not json".into()).get(), r#""not json""#);
+    }
+}
+
+// ---- Outbound deliveries (webhooks) -------------------------------------------------------
+
+/// One attempt at one delivery.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Attempt {
+    pub attempt: u32,
+    /// RFC 3339, wall clock: attempts happen in the real world, not in the twin's.
+    pub at: String,
+    pub status: Option<u16>,
+    pub error: Option<String>,
+}
+
+/// One delivery the twin asked for, with what became of it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DeliveryLog {
+    /// `<seq>.<n>`: the tape row that asked for it and its place among that row's deliveries.
+    pub id: String,
+    pub seq: u64,
+    pub event: String,
+    pub method: String,
+    pub url: String,
+    pub request_headers: Vec<(String, String)>,
+    pub request_body: Body,
+    /// `pending` until it ends `delivered`, `failed` (every attempt used) or `refused` (not an
+    /// allowed destination; never attempted).
+    pub state: String,
+    pub attempts: Vec<Attempt>,
+}
+
+
+impl Default for TapeRow {
+    fn default() -> TapeRow {
+        TapeRow {
+            seq: 0,
+            ts: 0,
+            twin: String::new(),
+            request_id: String::new(),
+            method: String::new(),
+            path: String::new(),
+            query: String::new(),
+            request_headers: Vec::new(),
+            request_body: Body::default(),
+            base_url: String::new(),
+            auth: String::new(),
+            status: 0,
+            response_headers: Headers::default(),
+            response_body: Body::default(),
+            latency_ms: 0.0,
+            action: None,
+            fidelity: Fidelity::Semantic,
+            state_mutation: false,
+            state_delta: Vec::new(),
+            deliveries: Vec::new(),
+            error: None,
+            applied: true,
+        }
     }
 }

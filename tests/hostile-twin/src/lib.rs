@@ -52,6 +52,13 @@ impl Twin for Hostile {
                     headers: vec![],
                     body: vec![b'x'; 64 << 20],
                 })
+                // A write whose answer is over any sane cap: the write must survive a rebuild.
+                .post("/notes/huge", "notes.create_huge", |w, call| {
+                    let note = Note { id: w.notes.len() as u64 + 1, text: "huge".into(), at: time::now_iso() };
+                    w.notes.push(note.clone());
+                    call.created("note", note.id, &json!({"id": note.id, "text": note.text}));
+                    Response { status: 201, headers: vec![], body: vec![b'x'; 64 << 20] }
+                })
                 .get("/notes", "notes.list", |w, _| Response::json(200, &json!({"greeting": w.greeting, "notes": w.notes.iter().map(|n| json!({"id": n.id, "text": n.text, "at": n.at})).collect::<Vec<_>>()})))
                 .post("/notes", "notes.create", |w, call| {
                     let text = call.req.json_value().ok().and_then(|v| v.get("text").and_then(Value::as_str).map(String::from)).unwrap_or_default();
@@ -65,6 +72,12 @@ impl Twin for Hostile {
 
     fn unsupported(call: &Call) -> Response {
         Response::json(501, &json!({"error": "unsupported", "path": call.req.path}))
+    }
+
+    /// Every form real clients send, so the host's credential reading is tested through it.
+    fn credentials() -> Vec<pome_twin_sdk::Credential> {
+        use pome_twin_sdk::Credential::*;
+        vec![Bearer, TokenScheme, RawAuthorization, BasicUser]
     }
 
     fn auth_error(_call: &Call) -> Response {

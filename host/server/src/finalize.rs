@@ -1,0 +1,124 @@
+//! Finalize: the end of a sandbox's life as one service — collect every twin's tape and
+//! state, grade against the task version the sandbox booted from, persist the run with its
+//! verdict in one transaction, close the sandbox and free its slot. It either completes or
+//! leaves the sandbox as it was; it runs detached from the request that asked for it.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use std::collections::BTreeMap;
+
+use pome_grade::run::{Run, TwinRecord};
+use serde_json::{Value, json};
+
+use crate::app::{App, Team};
+use crate::error::ApiError;
+use crate::sandbox::{CloseReason, Lookup, Sandbox};
+
+/// `POST /v1/sandboxes/:id/finalize`: collect → grade → persist → close, as one job that
+/// either completes or leaves the sandbox as it was. The job runs detached from the request,
+/// so a client that hangs up mid-way cannot leave the sandbox half closed with its slot held.
+/// Finalizing again answers the same run; a second caller during the first waits for it.
+pub async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    // Judges may take minutes per `[model]` criterion; a waiting caller gives up well after.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30 * 60);
+    loop {
+        match app.sandboxes.lookup(&id) {
+            Lookup::Open(s) if s.team_id == team => {
+                if app.sandboxes.begin_close(&s, CloseReason::Finalized) {
+                    let (app, team) = (app.clone(), team.clone());
+                    let job = tokio::spawn(async move { finalize_job(&app, &team, &s).await });
+                    return job.await.map_err(|e| ApiError::internal(format!("finalize stopped: {e}")))?.map(Json);
+                }
+            }
+            Lookup::Closed(t) if t.team_id == team && t.reason == CloseReason::Finalized => {
+                if let Some(run_id) = t.run_id {
+                    let run = app.storage.run(&team, &run_id).await?.ok_or_else(|| ApiError::internal(format!("run {run_id} of sandbox {id} is missing")))?;
+                    let run: Run = serde_json::from_value(run).map_err(|e| ApiError::internal(format!("run {run_id} does not read back: {e}")))?;
+                    return Ok(Json(finalize_answer(&id, &run)));
+                }
+                // Another finalize is at work on it: wait for its run.
+            }
+            Lookup::Closed(t) if t.team_id == team => return Err(ApiError::expired(&id, t.reason.as_str())),
+            _ => return Err(ApiError::not_found(format!("no sandbox {id} in your team"))),
+        }
+        if std::time::Instant::now() > give_up {
+            return Err(ApiError::new(crate::error::ErrorType::Conflict, format!("sandbox {id} is still being finalized; ask again later")));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// The finalize job proper; on any failure the sandbox is reopened untouched.
+async fn finalize_job(app: &App, team: &str, s: &Sandbox) -> Result<Value, ApiError> {
+    let result = async {
+        let mut run = collect_run(s).await?;
+        // Graded before it is written: the verdict is in the same row, the same transaction.
+        let task = s.meta.task_id.as_deref().zip(s.meta.task_version.as_deref());
+        crate::task_api::grade_into(app, team, task, &mut run).await?;
+        app.storage.insert_run(team, &run).await?;
+        Ok::<Run, ApiError>(run)
+    }
+    .await;
+    match result {
+        Ok(run) => {
+            app.sandboxes.close(s, CloseReason::Finalized, Some(run.id.clone()));
+            Ok(finalize_answer(&s.id, &run))
+        }
+        Err(e) => {
+            app.sandboxes.abort_close(s);
+            Err(e)
+        }
+    }
+}
+
+fn finalize_answer(id: &str, run: &Run) -> Value {
+    json!({
+        "run_id": run.id,
+        "id": id,
+        "session_id": id,
+        "state": "closed",
+        "verdict": run.verdict,
+        "score": run.score,
+        "pass_threshold": run.pass_threshold,
+        "criteria_results": run.criteria_results,
+        "tape_rows": run.tape_rows(),
+    })
+}
+
+/// Every twin's tape, states and deliveries, read off its store (which serves nothing else
+/// meanwhile: the sandbox is closing).
+async fn collect_run(s: &Sandbox) -> Result<Run, ApiError> {
+    let mut per_twin = BTreeMap::new();
+    for t in &s.twins {
+        let tape = t.store.tape().await.map_err(|e| ApiError::internal(format!("reading the {} tape: {e}", t.name)))?;
+        let final_state = t.store.state().await.map_err(|e| ApiError::internal(format!("reading the {} state: {e}", t.name)))?;
+        let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::String(s.to_string()));
+        let (initial, fin) = (parse(&t.seed.state), parse(&final_state));
+        per_twin.insert(t.name.clone(), TwinRecord {
+            diff: pome_grade::diff::state_diff(&initial, &fin),
+            initial_state: initial,
+            final_state: fin,
+            tape: tape.iter().map(|r| (**r).clone()).collect(),
+            deliveries: t.store.deliveries.lock().unwrap().clone(),
+            seed: None,
+        });
+    }
+    Ok(Run {
+        id: crate::auth::new_id("run"),
+        object: "run".into(),
+        session_id: s.id.clone(),
+        twins: s.twin_names(),
+        primary_twin: s.twins[0].name.clone(),
+        task_id: s.meta.task_id.clone(),
+        task_version: s.meta.task_version.clone(),
+        group_id: s.meta.group_id.clone(),
+        agent_id: s.meta.agent_id.clone(),
+        agent_version: s.meta.agent_version.clone(),
+        created_at: humantime::format_rfc3339_seconds(s.created_at).to_string(),
+        finalized_at: crate::storage::now(),
+        per_twin,
+        ..Run::default()
+    })
+}
