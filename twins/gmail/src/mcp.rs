@@ -321,6 +321,10 @@ fn date_of(m: &Message) -> String {
 
 fn message_out(m: &Message, format: &str) -> Value {
     let sender = mime::top_headers(&m.raw).into_iter().find(|(n, _)| n.eq_ignore_ascii_case("From")).map(|(_, v)| v).unwrap_or_else(|| m.from.clone());
+    let sender = match sender.strip_prefix('<').and_then(|x| x.strip_suffix('>')) {
+        Some(bare) => bare.to_string(),
+        None => sender,
+    };
     let mut o = json!({"id": m.id, "sender": sender, "toRecipients": m.to, "ccRecipients": m.cc, "bccRecipients": m.bcc,
         "date": date_of(m), "labelIds": m.label_ids});
     if format != "METADATA_ONLY" {
