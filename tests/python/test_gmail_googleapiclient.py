@@ -365,3 +365,35 @@ def test_a_seeded_rate_limit_is_a_429_with_retry_after(new_sandbox):
     assert e.value.resp.status == 429 and e.value.resp["retry-after"] == "3"
     assert json.loads(e.value.content)["error"]["status"] == "RESOURCE_EXHAUSTED"
     assert run(gmail.users().messages().list(userId="me"))["resultSizeEstimate"] == 5
+
+
+def test_the_gmail_mcp_server_answers_json_rpc_over_http(box):
+    sandbox, _ = box
+
+    def rpc(method, params=None, id_=1):
+        msg = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+        if id_ is not None:
+            msg["id"] = id_
+        req = urllib.request.Request(sandbox.url("gmail") + "/mcp/v1", data=json.dumps(msg).encode(), method="POST",
+                                     headers={"Authorization": f"Bearer {sandbox.token}", "Content-Type": "application/json",
+                                              "Accept": "application/json, text/event-stream"})
+        with urllib.request.urlopen(req) as r:
+            return r.status, (json.load(r) if r.status == 200 else None)
+
+    assert rpc("initialize", {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})[0] == 200
+    assert rpc("notifications/initialized", id_=None)[0] == 202
+    tools = rpc("tools/list")[1]["result"]["tools"]
+    assert {t["name"] for t in tools} >= {"search_threads", "get_thread", "label_message", "create_draft", "apply_sensitive_thread_label"}
+    _, found = rpc("tools/call", {"name": "search_threads", "arguments": {"query": "from:alice@example.com is:unread"}})
+    out = found["result"]["structuredContent"]
+    assert [t["id"] for t in out["threads"]] == ["thread_support"]
+    jsonschema.validate(out, next(t for t in tools if t["name"] == "search_threads")["outputSchema"])
+    _, labeled = rpc("tools/call", {"name": "label_message", "arguments": {"messageId": "msg_support", "labelIds": ["Label_follow_up"]}})
+    assert labeled["result"]["isError"] is False
+    _, draft = rpc("tools/call", {"name": "create_draft", "arguments": {"to": ["alice@example.com"], "body": "Investigating.", "replyToMessageId": "msg_support"}})
+    d = draft["result"]["structuredContent"]
+    jsonschema.validate(d, next(t for t in tools if t["name"] == "create_draft")["outputSchema"])
+    assert d["threadId"] == "thread_support"
+    state = sandbox.state("gmail")
+    support = next(m for m in state["mailboxes"][0]["messages"] if m["id"] == "msg_support")
+    assert "Label_follow_up" in support["labelIds"]
