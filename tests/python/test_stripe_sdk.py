@@ -258,3 +258,28 @@ def test_every_answer_validates_against_stripes_openapi(stripe_sandbox):
             failures.append(f"{row['method']} {path} {row['status']}: {e.message[:300]} at {list(e.absolute_path)}")
     assert checked >= 30
     assert not failures, "\n".join(failures)
+
+
+def test_a_subscription_renews_across_three_test_clock_cycles_and_goes_past_due(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    t0 = 1767225600  # 2026-01-01
+    clock = s.test_helpers.test_clocks.create(params={"frozen_time": t0})
+    cus = s.customers.create(params={"email": "sub@x.test", "test_clock": clock.id})
+    pm = s.payment_methods.attach("pm_card_visa", params={"customer": cus.id})
+    s.customers.update(cus.id, params={"invoice_settings": {"default_payment_method": pm.id}})
+    price = s.prices.create(params={"currency": "usd", "unit_amount": 1500, "recurring": {"interval": "month"}, "product_data": {"name": "Pro"}})
+    sub = s.subscriptions.create(params={"customer": cus.id, "items": [{"price": price.id}]})
+    assert sub.status == "active"
+    for month_start in (1769904000, 1772323200):  # Feb 1, Mar 1
+        s.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": month_start})
+        assert s.subscriptions.retrieve(sub.id).status == "active"
+    bad = s.payment_methods.attach("pm_card_chargeCustomerFail", params={"customer": cus.id})
+    s.customers.update(cus.id, params={"invoice_settings": {"default_payment_method": bad.id}})
+    s.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": 1775001600})  # Apr 1
+    sub = s.subscriptions.retrieve(sub.id)
+    assert sub.status == "past_due"
+    invoices = s.invoices.list(params={"subscription": sub.id})
+    assert [i.status for i in invoices.data] == ["open", "paid", "paid", "paid"]
+    assert [i.amount_due for i in invoices.data] == [1500] * 4
+    updated = s.events.list(params={"type": "customer.subscription.updated", "limit": 1}).data[0]
+    assert updated.data.previous_attributes["status"] == "active"
