@@ -234,6 +234,29 @@ def test_every_answer_validates_against_stripes_openapi(stripe_sandbox):
     s.balance_transactions.list()
     s.payouts.create(params={"amount": 100, "currency": "usd"})
     s.webhook_endpoints.create(params={"url": "https://m.test/h", "enabled_events": ["*"]})
+    clock = s.test_helpers.test_clocks.create(params={"frozen_time": 1767225600})
+    ccus = s.customers.create(params={"email": "c@x.test", "test_clock": clock.id, "payment_method": "pm_card_visa", "invoice_settings": {"default_payment_method": "pm_card_visa"}})
+    price = s.prices.create(params={"currency": "usd", "unit_amount": 1500, "recurring": {"interval": "month"}, "product": prod.id})
+    sub = s.subscriptions.create(params={"customer": ccus.id, "items": [{"price": price.id}]})
+    s.subscriptions.update(sub.id, params={"cancel_at_period_end": True})
+    s.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": 1769904000})
+    s.subscriptions.list(params={"status": "all"})
+    s.invoices.list()
+    s.invoice_items.create(params={"customer": ccus.id, "amount": 700, "currency": "usd"})
+    inv = s.invoices.create(params={"customer": ccus.id})
+    s.invoices.finalize_invoice(inv.id)
+    s.invoices.void_invoice(inv.id)
+    one_time = s.prices.create(params={"currency": "usd", "unit_amount": 500, "product": prod.id})
+    cs = s.checkout.sessions.create(params={"mode": "payment", "success_url": "https://x.test/ok", "line_items": [{"price": one_time.id, "quantity": 1}]})
+    s.checkout.sessions.expire(cs.id)
+    s.checkout.sessions.list()
+    s.payment_links.create(params={"line_items": [{"price": one_time.id, "quantity": 1}]})
+    coupon = s.coupons.create(params={"amount_off": 500, "currency": "usd", "duration": "forever"})
+    s.promotion_codes.create(params={"coupon": coupon.id, "code": "TWIN5"})
+    disputed = s.payment_intents.create(params={"amount": 4000, "currency": "usd", "payment_method": "pm_card_createDispute", "confirm": True})
+    dp = s.disputes.list().data[0]
+    s.disputes.update(dp.id, params={"evidence": {"uncategorized_text": "delivered"}})
+    s.payouts.list()
     s.customers.delete(cus.id)
 
     doc, ops, registry = _spec()
@@ -256,7 +279,7 @@ def test_every_answer_validates_against_stripes_openapi(stripe_sandbox):
             checked += 1
         except jsonschema.ValidationError as e:
             failures.append(f"{row['method']} {path} {row['status']}: {e.message[:300]} at {list(e.absolute_path)}")
-    assert checked >= 30
+    assert checked >= 50
     assert not failures, "\n".join(failures)
 
 
