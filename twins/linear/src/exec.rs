@@ -243,7 +243,7 @@ impl ObjectValue for Ent<'_, '_> {
             ));
         }
         let args = info.args.clone();
-        if gql::connection_node(named).is_some() {
+        if gql::is_connection(named) {
             let items = children(&w, sty, &self.id, e, name, named);
             drop(w);
             return connection(ctx, named, items, &args);
@@ -381,14 +381,15 @@ pub fn connection<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, mut items: V
             (start, (start + f).min(end))
         }
     };
-    let page: Vec<(String, String)> = items[s..e].to_vec();
+    let total = items.len();
+    items.truncate(e);
+    let page: Vec<(String, String)> = items.split_off(s);
     let info = json!({
-        "hasNextPage": e < items.len(),
+        "hasNextPage": e < total,
         "hasPreviousPage": s > 0,
         "startCursor": page.first().map(|p| p.1.clone()),
         "endCursor": page.last().map(|p| p.1.clone()),
     });
-    let total = items.len();
     Ok(ResolvedValue::object(Conn { ctx, ty: conn.to_string(), items: page, info, total }))
 }
 
@@ -451,7 +452,7 @@ impl ObjectValue for Edge<'_, '_> {
 /// The zero value of a composite type: an object whose fields are all defaults.
 pub fn zero_object<'a>(named: &str) -> ResolvedValue<'a> {
     let ty = gql::possible_types(named).into_iter().next().unwrap_or_else(|| named.to_string());
-    let value = if gql::connection_node(&ty).is_some() {
+    let value = if gql::is_connection(&ty) {
         json!({"nodes": [], "edges": [], "pageInfo": {"hasNextPage": false, "hasPreviousPage": false}})
     } else {
         json!({})

@@ -47,7 +47,7 @@ fn field(w: &Inner, base: &str, ty: &str, id: &str, e: &Entity, name: &str, f: &
         let v = field_value(w, base, ty, id, e, name).unwrap_or(Value::Null);
         return compare(&v, f);
     }
-    if gql::connection_node(&named).is_some() || def.as_ref().is_some_and(|t| t.is_list()) {
+    if gql::is_connection(&named) || def.as_ref().is_some_and(|t| t.is_list()) {
         let node = gql::connection_node(&named).unwrap_or(named.clone());
         let members = collection(w, ty, id, e, name, &node);
         let test = |sub: &Value| -> Vec<bool> {

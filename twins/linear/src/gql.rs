@@ -142,3 +142,8 @@ pub fn connection_node(conn: &str) -> Option<String> {
         _ => None,
     }
 }
+
+/// Whether a type is a connection (has `nodes` and `pageInfo`), without allocating.
+pub fn is_connection(name: &str) -> bool {
+    matches!(schema().types.get(name), Some(ExtendedType::Object(o)) if o.fields.contains_key("pageInfo") && o.fields.contains_key("nodes"))
+}

@@ -190,7 +190,7 @@ impl ObjectValue for Root<'_, '_> {
             }
             _ => {}
         }
-        if gql::connection_node(named).is_some() {
+        if gql::is_connection(named) {
             let items = exec::all_of(&ctx.w.borrow(), named);
             return exec::connection(ctx, named, items, &args);
         }

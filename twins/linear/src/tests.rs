@@ -426,7 +426,7 @@ fn time_list_query() {
     let q = "query($f: IssueFilter) { issues(filter: $f, first: 50) { nodes { id identifier title priority assignee { id name email } labels { nodes { id name } } state { id name type } } pageInfo { hasNextPage endCursor } } }";
     let vars = json!({"f": {"team": {"key": {"eq": "ENG"}}, "priority": {"lte": 3}}});
     data(&mut w, q, vars.clone());
-    let n = 200;
+    let n: u32 = std::env::var("LIN_N").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     let t = std::time::Instant::now();
     for _ in 0..n {
         post(&mut w, q, vars.clone());
