@@ -1,0 +1,120 @@
+// stripe-node 23.1.0 against the Stripe twin, through a real `pome serve`: payments, manual
+// capture, declines, refunds and over-refunds, idempotent retries, and webhooks verified
+// with `stripe.webhooks.constructEvent`.
+//
+// Run: cd tests/node && npm install && node --test stripe.test.mjs
+// POME_BIN names the host binary (default: target/release/pome); POME_TEST_TWINS_DIR serves
+// a twin component under development.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import Stripe from "stripe";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const API_KEY = "pme_node_stripe_tests_0123456789";
+let server;
+let base;
+
+before(async () => {
+  const bin = process.env.POME_BIN ?? join(ROOT, "target", "release", "pome");
+  assert.ok(existsSync(bin), `${bin} is missing: build the host first`);
+  const args = ["serve", "--listen", "127.0.0.1:0", "--data", mkdtempSync(join(tmpdir(), "pome-node-"))];
+  if (process.env.POME_TEST_TWINS_DIR) args.push("--twins-dir", process.env.POME_TEST_TWINS_DIR);
+  server = spawn(bin, args, { env: { ...process.env, POME_API_KEY: API_KEY, POME_LOG: "warn" }, stdio: ["ignore", "pipe", "inherit"] });
+  base = await new Promise((resolve, reject) => {
+    let buf = "";
+    server.stdout.on("data", (d) => {
+      buf += d;
+      const m = buf.match(/listening on (http:\/\/\S+)/);
+      if (m) resolve(m[1]);
+    });
+    server.on("exit", () => reject(new Error("pome serve exited")));
+  });
+});
+
+after(() => server?.kill());
+
+// stripe-node takes a host, port and protocol but no base path; its fetch client sends each
+// request to the sandbox's `/s/<id>/stripe` prefix, everything else is the client's own.
+async function sandbox(seed) {
+  const body = { twins: ["stripe"] };
+  if (seed) body.seed = seed;
+  const r = await fetch(`${base}/v1/sandboxes`, { method: "POST", headers: { "X-API-KEY": API_KEY, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const sb = await r.json();
+  assert.equal(r.status, 201, JSON.stringify(sb));
+  const twin = new URL(`${base}/s/${sb.id}/stripe`);
+  const fetchFn = (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    return fetch(`${twin.origin}${twin.pathname}${url.pathname}${url.search}`, init);
+  };
+  const stripe = new Stripe(sb.agent_token, { httpClient: Stripe.createFetchHttpClient(fetchFn), maxNetworkRetries: 0, host: twin.hostname, port: twin.port, protocol: "http" });
+  const tape = async () => (await fetch(`${twin.href}/_pome/events`, { headers: { Authorization: `Bearer ${sb.agent_token}` } })).json();
+  return { stripe, tape };
+}
+
+test("a payment succeeds and its charge, balance transaction and event agree", async () => {
+  const { stripe } = await sandbox();
+  const pi = await stripe.paymentIntents.create({ amount: 2000, currency: "usd", payment_method: "pm_card_visa", confirm: true, expand: ["latest_charge"] });
+  assert.equal(pi.status, "succeeded");
+  assert.equal(pi.latest_charge.amount_captured, 2000);
+  const txn = await stripe.balanceTransactions.retrieve(pi.latest_charge.balance_transaction);
+  assert.deepEqual([txn.fee, txn.net], [88, 1912]);
+  const events = await stripe.events.list({ type: "payment_intent.succeeded" });
+  assert.deepEqual(events.data.map((e) => e.data.object.id), [pi.id]);
+});
+
+test("manual capture of part of an authorization", async () => {
+  const { stripe } = await sandbox();
+  const pi = await stripe.paymentIntents.create({ amount: 5000, currency: "usd", payment_method: "pm_card_visa", capture_method: "manual", confirm: true });
+  assert.equal(pi.status, "requires_capture");
+  const done = await stripe.paymentIntents.capture(pi.id, { amount_to_capture: 1200 });
+  assert.deepEqual([done.status, done.amount_received], ["succeeded", 1200]);
+});
+
+test("a decline raises StripeCardError with its decline code", async () => {
+  const { stripe } = await sandbox();
+  await assert.rejects(
+    stripe.paymentIntents.create({ amount: 1000, currency: "usd", payment_method: "pm_card_chargeDeclinedInsufficientFunds", confirm: true }),
+    (e) => e instanceof Stripe.errors.StripeCardError && e.code === "card_declined" && e.decline_code === "insufficient_funds" && e.statusCode === 402,
+  );
+});
+
+test("refunds stop at the charge's amount", async () => {
+  const { stripe } = await sandbox();
+  const pi = await stripe.paymentIntents.create({ amount: 3000, currency: "usd", payment_method: "pm_card_visa", confirm: true });
+  await stripe.refunds.create({ payment_intent: pi.id, amount: 1000 });
+  await assert.rejects(stripe.refunds.create({ charge: pi.latest_charge, amount: 2500 }), (e) => e instanceof Stripe.errors.StripeInvalidRequestError && e.code === "amount_too_large");
+  await stripe.refunds.create({ charge: pi.latest_charge });
+  await assert.rejects(stripe.refunds.create({ charge: pi.latest_charge }), (e) => e.code === "charge_already_refunded");
+});
+
+test("an idempotent retry replays and a changed one is refused", async () => {
+  const { stripe } = await sandbox();
+  const a = await stripe.customers.create({ email: "a@x.test" }, { idempotencyKey: "cus-1" });
+  const b = await stripe.customers.create({ email: "a@x.test" }, { idempotencyKey: "cus-1" });
+  assert.equal(a.id, b.id);
+  await assert.rejects(stripe.customers.create({ email: "b@x.test" }, { idempotencyKey: "cus-1" }), (e) => e instanceof Stripe.errors.StripeIdempotencyError);
+  const all = [];
+  for await (const c of stripe.customers.list({ limit: 1 })) all.push(c.id);
+  assert.deepEqual(all, [a.id]);
+});
+
+test("webhook deliveries verify with constructEvent and the endpoint's secret", async () => {
+  const { stripe, tape } = await sandbox();
+  const we = await stripe.webhookEndpoints.create({ url: "https://merchant.test/hook", enabled_events: ["charge.refunded"] });
+  const pi = await stripe.paymentIntents.create({ amount: 1500, currency: "usd", payment_method: "pm_card_visa", confirm: true });
+  await stripe.refunds.create({ payment_intent: pi.id });
+  const rows = await tape();
+  const deliveries = (Array.isArray(rows) ? rows : rows.events ?? rows.data).flatMap((r) => r.deliveries ?? []);
+  assert.equal(deliveries.length, 1);
+  const d = deliveries[0];
+  const sig = Object.fromEntries(d.headers.map(([k, v]) => [k.toLowerCase(), v]))["stripe-signature"];
+  const event = stripe.webhooks.constructEvent(d.body, sig, we.secret);
+  assert.equal(event.type, "charge.refunded");
+  assert.throws(() => stripe.webhooks.constructEvent(d.body, sig, "whsec_wrong"));
+});
