@@ -575,3 +575,12 @@ fn the_gmail_mcp_server_lists_googles_tools_and_serves_task_23_through_them() {
 pub fn checks_seed_23() -> World {
     World::init(Some(serde_json::from_str(include_str!("../../../tests/tasks-compat/bundled/23-gmail-first-party-parity.seed.json")).unwrap())).unwrap()
 }
+
+#[test]
+fn the_user_id_may_be_the_mailbox_address_percent_encoded_or_not() {
+    let mut w = world();
+    for user in ["me", "pome-agent@pome-twin.test", "pome-agent%40pome-twin.test", "Pome-Agent@Pome-Twin.test"] {
+        let p = get(&mut w, &format!("/gmail/v1/users/{user}/profile"));
+        assert_eq!(p["emailAddress"], "pome-agent@pome-twin.test", "{user}");
+    }
+}
