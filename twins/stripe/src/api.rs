@@ -5,7 +5,7 @@
 use pome_twin_sdk::{Call, Delivery, Router, Value, json};
 
 use crate::World;
-use crate::core::{Params, Res, StripeError, invalid, list_object, missing, no_such, run, search_matches, search_object};
+use crate::core::{Params, Res, StripeError, invalid, missing, no_such, run, search_matches, search_object};
 
 macro_rules! h {
     ($f:path) => {
@@ -127,8 +127,8 @@ fn get_or_404(w: &World, kind: &str, id: &str, label: &str) -> Res {
 /// List objects of a kind, newest first, after a filter, with `created[gt]`-style bounds.
 fn list_of(w: &World, call: &Call, kind: &str, p: &Params, keep: impl Fn(&Value) -> bool) -> Res {
     let bounds = created_bounds(p)?;
-    let items: Vec<Value> = w.all(kind).filter(|o| keep(o) && bounds(o)).cloned().collect();
-    list_object(&call.req.path, items, p)
+    let items: Vec<&Value> = w.all(kind).filter(|o| keep(o) && bounds(o)).collect();
+    crate::core::list_refs(&call.req.path, items, p)
 }
 
 fn created_bounds(p: &Params) -> Result<impl Fn(&Value) -> bool, StripeError> {

@@ -269,6 +269,11 @@ pub fn make_id(prefix: &str, n: u64) -> String {
 
 /// Paginate `items` (newest first) by `limit`, `starting_after`, `ending_before`.
 pub fn list_object(url: &str, items: Vec<Value>, p: &Params) -> Res {
+    list_refs(url, items.iter().collect(), p)
+}
+
+/// [`list_object`] over borrowed objects: only the page is cloned.
+pub fn list_refs(url: &str, items: Vec<&Value>, p: &Params) -> Res {
     let limit = p.int("limit")?.unwrap_or(10);
     if !(1..=100).contains(&limit) {
         return Err(invalid("Invalid limit: must be between 1 and 100").param("limit"));
@@ -283,13 +288,13 @@ pub fn list_object(url: &str, items: Vec<Value>, p: &Params) -> Res {
     let (page, has_more): (Vec<Value>, bool) = if let Some(after) = p.str("starting_after") {
         let start = pos(after, "starting_after")? + 1;
         let rest = &items[start..];
-        (rest.iter().take(limit).cloned().collect(), rest.len() > limit)
+        (rest.iter().take(limit).map(|v| (*v).clone()).collect(), rest.len() > limit)
     } else if let Some(before) = p.str("ending_before") {
         let end = pos(before, "ending_before")?;
         let start = end.saturating_sub(limit);
-        (items[start..end].to_vec(), start > 0)
+        (items[start..end].iter().map(|v| (*v).clone()).collect(), start > 0)
     } else {
-        (items.iter().take(limit).cloned().collect(), items.len() > limit)
+        (items.iter().take(limit).map(|v| (*v).clone()).collect(), items.len() > limit)
     };
     Ok(json!({ "object": "list", "data": page, "has_more": has_more, "url": url }))
 }
@@ -526,7 +531,10 @@ pub fn run(w: &mut World, call: &mut Call, f: Handler) -> Response {
     let path = call.req.path.clone();
     let method = call.req.method.as_str().to_string();
     let key = format!("{method} {path}");
-    let attempt = {
+    // Attempts are counted only when a rule could fire, so a plain world keeps no per-path state.
+    let attempt = if w.failure_injection.is_empty() {
+        0
+    } else {
         let n = w.attempts.entry(key).or_insert(0);
         *n += 1;
         *n
@@ -553,7 +561,7 @@ pub fn run(w: &mut World, call: &mut Call, f: Handler) -> Response {
     } else {
         None
     };
-    let fingerprint = format!("{method} {path} {}", String::from_utf8_lossy(&call.req.body));
+    let fingerprint = if idem_key.is_some() { format!("{method} {path} {}", String::from_utf8_lossy(&call.req.body)) } else { String::new() };
     if let Some(k) = &idem_key {
         if let Some(prev) = w.idempotency.get(k) {
             if prev.fingerprint != fingerprint {
