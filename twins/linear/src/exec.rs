@@ -347,6 +347,9 @@ pub fn connection<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, mut items: V
         _ => "createdAt",
     };
     items.sort_by(|a, b| {
+        if a.0 == b.0 && a.1 == b.1 {
+            return std::cmp::Ordering::Equal;
+        }
         let ka = w.get(&a.0, &a.1).and_then(|e| e.get(key)).and_then(Value::as_str).unwrap_or("");
         let kb = w.get(&b.0, &b.1).and_then(|e| e.get(key)).and_then(Value::as_str).unwrap_or("");
         kb.cmp(ka).then_with(|| b.1.cmp(&a.1))
@@ -384,12 +387,7 @@ pub fn connection<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, mut items: V
     let total = items.len();
     items.truncate(e);
     let page: Vec<(String, String)> = items.split_off(s);
-    let info = json!({
-        "hasNextPage": e < total,
-        "hasPreviousPage": s > 0,
-        "startCursor": page.first().map(|p| p.1.clone()),
-        "endCursor": page.last().map(|p| p.1.clone()),
-    });
+    let info = (e < total, s > 0);
     Ok(ResolvedValue::object(Conn { ctx, ty: conn.to_string(), items: page, info, total }))
 }
 
@@ -397,7 +395,8 @@ pub struct Conn<'c, 'w> {
     ctx: &'c Ctx<'w>,
     ty: String,
     items: Vec<(String, String)>,
-    info: Value,
+    /// (hasNextPage, hasPreviousPage); the cursors are the first and last ids.
+    info: (bool, bool),
     total: usize,
 }
 
@@ -423,7 +422,15 @@ impl ObjectValue for Conn<'_, '_> {
             }
             "totalCount" => Ok(typed(json!(self.total), &info.field_definition().ty)),
             "archivePayload" => Ok(ResolvedValue::object(Plain { ty: "ArchiveResponse".into(), value: json!({"archive": "", "databaseVersion": 0, "includesDependencies": [], "totalCount": 0}) })),
-            "pageInfo" => Ok(ResolvedValue::object(Plain { ty: "PageInfo".into(), value: self.info.clone() })),
+            "pageInfo" => Ok(ResolvedValue::object(Plain {
+                ty: "PageInfo".into(),
+                value: json!({
+                    "hasNextPage": self.info.0,
+                    "hasPreviousPage": self.info.1,
+                    "startCursor": self.items.first().map(|p| p.1.clone()),
+                    "endCursor": self.items.last().map(|p| p.1.clone()),
+                }),
+            })),
             _ => Ok(ResolvedValue::null()),
         }
     }
