@@ -754,11 +754,10 @@ fn validate_label_req(req: &Value) -> Result<(), Response> {
         ("messageListVisibility", &["show", "hide"][..]),
         ("labelListVisibility", &["labelShow", "labelShowIfUnread", "labelHide"][..]),
     ] {
-        if let Some(v) = req.get(k).and_then(Value::as_str) {
-            if !allowed.contains(&v) {
+        if let Some(v) = req.get(k).and_then(Value::as_str)
+            && !allowed.contains(&v) {
                 return Err(gerr(400, "invalidArgument", &format!("Invalid value for {k}: {v}")));
             }
-        }
     }
     Ok(())
 }
@@ -802,11 +801,10 @@ fn labels_write(w: &mut World, call: &mut Call, replace: bool) -> Response {
     if replace && req.get("name").and_then(Value::as_str).is_none_or(|n| n.trim().is_empty()) {
         return gerr(400, "invalidArgument", "Invalid label name");
     }
-    if let Some(n) = req.get("name").and_then(Value::as_str) {
-        if label_conflict(mb, n, Some(&id)) {
+    if let Some(n) = req.get("name").and_then(Value::as_str)
+        && label_conflict(mb, n, Some(&id)) {
             return gerr(409, "aborted", "Label name exists or conflicts");
         }
-    }
     let before = mb.labels[pos].clone();
     let mut l = before.clone();
     if replace {
@@ -840,7 +838,7 @@ pub fn labels_delete(w: &mut World, call: &mut Call) -> Response {
     let keys: Vec<u64> = mb.idx().labels.get(&id).map(|s| s.iter().copied().collect()).unwrap_or_default();
     for k in keys {
         let mid = mb.messages[&k].id.clone();
-        modify_one(mb, call, &mid, &[], &[id.clone()]);
+        modify_one(mb, call, &mid, &[], std::slice::from_ref(&id));
     }
     let l = mb.labels.remove(pos);
     call.deleted("label", &id, &json!({"id": l.id, "name": l.name}));
@@ -996,11 +994,10 @@ pub fn drafts_send_with(w: &mut World, call: &mut Call, meta: Value, media: Opti
         (None, Some(m)) => match raw_of(&m, None) { Ok(r) => r, Err(r) => return r },
         (None, None) => old.raw.clone(),
     };
-    if let Ok(s) = mime::summarize(&raw) {
-        if s.to.is_empty() && s.cc.is_empty() && s.bcc.is_empty() {
+    if let Ok(s) = mime::summarize(&raw)
+        && s.to.is_empty() && s.cc.is_empty() && s.bcc.is_empty() {
             return gerr(400, "invalidArgument", "Recipient address required");
         }
-    }
     mb.drafts.remove(pos);
     mb.remove(&mid);
     call.deleted("draft", &did, &json!({"id": did, "message": tape_view(&old)}));
@@ -1049,11 +1046,10 @@ pub fn history_list(w: &mut World, call: &mut Call) -> Response {
         if !types.is_empty() && !types.iter().any(|t| t == ty) {
             continue;
         }
-        if let Some(l) = &label {
-            if !r.label_ids.contains(l) && !changed.contains(l) {
+        if let Some(l) = &label
+            && !r.label_ids.contains(l) && !changed.contains(l) {
                 continue;
             }
-        }
         if out.len() == max {
             next = Some(out.last().map(|v: &Value| v["id"].as_str().unwrap_or("0").to_string()).unwrap_or_default());
             break;

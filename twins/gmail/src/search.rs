@@ -283,13 +283,11 @@ fn parse_date(v: &str) -> Result<i64, String> {
         return Ok(secs * 1000);
     }
     let parts: Vec<&str> = v.split(['/', '-']).collect();
-    if parts.len() == 3 {
-        if let (Ok(y), Ok(m), Ok(d)) = (parts[0].parse::<i32>(), parts[1].parse::<u32>(), parts[2].parse::<u32>()) {
-            if let Some(date) = chrono::NaiveDate::from_ymd_opt(y, m, d) {
+    if parts.len() == 3
+        && let (Ok(y), Ok(m), Ok(d)) = (parts[0].parse::<i32>(), parts[1].parse::<u32>(), parts[2].parse::<u32>())
+            && let Some(date) = chrono::NaiveDate::from_ymd_opt(y, m, d) {
                 return Ok(date.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp_millis());
             }
-        }
-    }
     Err(format!("Invalid search query: bad date `{v}`"))
 }
 

@@ -32,8 +32,11 @@ pub fn boundary(ct: &str) -> Option<String> {
     })
 }
 
-/// Split a multipart body into (headers, body) parts.
-pub fn split_multipart(body: &[u8], boundary: &str) -> Vec<(Vec<(String, String)>, Vec<u8>)> {
+/// One part of a multipart body: its headers (names lower-cased) and its bytes.
+pub type Part = (Vec<(String, String)>, Vec<u8>);
+
+/// Split a multipart body into its parts.
+pub fn split_multipart(body: &[u8], boundary: &str) -> Vec<Part> {
     let delim = format!("--{boundary}");
     let d = delim.as_bytes();
     let mut positions = Vec::new();
@@ -128,7 +131,7 @@ pub fn upload(w: &mut World, call: &mut Call) -> Response {
     }
 }
 
-fn decode_part(part: &(Vec<(String, String)>, Vec<u8>)) -> Vec<u8> {
+fn decode_part(part: &Part) -> Vec<u8> {
     let b64 = part.0.iter().any(|(k, v)| k == "content-transfer-encoding" && v.eq_ignore_ascii_case("base64"));
     if b64 {
         mime::b64_decode_any(&String::from_utf8_lossy(&part.1)).unwrap_or_default()
