@@ -6,6 +6,7 @@
 //! - resident memory per idle sandbox at 1,000 and 10,000 sandboxes
 
 mod gmail;
+mod stripe;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -277,5 +278,6 @@ async fn main() {
     throughput(&server).await;
     spread(&server, 8).await;
     gmail::run(&server).await;
+    stripe::run(&server).await;
     memory(&server).await;
 }
