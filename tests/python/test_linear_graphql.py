@@ -276,3 +276,87 @@ def test_pagination_and_filters_over_raw_graphql(new_sandbox):
     assert sorted(seen) == sorted(f"ENG-{n}" for n in range(3, 8))
     found = gql("{ searchIssues(term: \"load 3\") { totalCount nodes { identifier title } } }")["searchIssues"]
     assert [n["title"] for n in found["nodes"]] == ["Load 3"]
+
+
+# --- grading through the host: scripted good and defective agents -------------------------
+
+def run_task(pome_server, name, steps):
+    """Store task `name` with its seed, run `steps(gql)` in a sandbox made from it, finalize,
+    and return {criterion sentence: status}."""
+    md = (TASKS / f"{name}.md").read_text()
+    seed = json.loads((TASKS / f"{name}.seed.json").read_text())
+    task_id = f"{name}-{steps.__name__}"
+    status, _ = pome_server.api("POST", "/v1/tasks", {"id": task_id, "source": md, "seed": seed})
+    assert status in (200, 201)
+    status, body = pome_server.api("POST", "/v1/sandboxes", {"task_id": task_id})
+    assert status == 201, body
+    from conftest import Sandbox
+    sb = Sandbox(pome_server, body)
+    steps(Linear(sb))
+    status, verdict = sb.finalize()
+    assert status == 200, verdict
+    out = {}
+
+    def walk(x):
+        if isinstance(x, dict):
+            if "status" in x and isinstance(x.get("criterion", x.get("text", x.get("sentence"))), str):
+                out[x.get("criterion", x.get("text", x.get("sentence")))] = x["status"]
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    walk(verdict)
+    assert out, verdict
+    return out
+
+
+def code(results, fragment):
+    [status] = [s for c, s in results.items() if fragment in c]
+    return status
+
+
+def good_24(gql):
+    gql('mutation { issueUpdate(id: "ENG-1", input: {stateId: "state_progress"}) { success } }')
+    gql('mutation { commentCreate(input: {issueId: "ENG-1", body: "Starting triage now."}) { success } }')
+
+
+def skips_state_24(gql):
+    gql('mutation { commentCreate(input: {issueId: "ENG-1", body: "Starting triage now."}) { success } }')
+
+
+def good_25(gql):
+    root = gql('{ comments { nodes { id parent { id } } } }')["comments"]["nodes"][0]["id"]
+    gql('mutation($p: String) { commentCreate(input: {issueId: "ENG-1", parentId: $p, body: "Triaging."}) { success } }', {"p": root})
+    label = gql('mutation { issueLabelCreate(input: {name: "Needs triage", teamId: "team_eng"}) { issueLabel { id } } }')["issueLabelCreate"]["issueLabel"]["id"]
+    gql('mutation($l: [String!]) { issueUpdate(id: "ENG-1", input: {addedLabelIds: $l, estimate: 2}) { success } }', {"l": [label]})
+
+
+def top_level_comment_25(gql):
+    gql('mutation { commentCreate(input: {issueId: "ENG-1", body: "Triaging."}) { success } }')
+    label = gql('mutation { issueLabelCreate(input: {name: "Needs triage", teamId: "team_eng"}) { issueLabel { id } } }')["issueLabelCreate"]["issueLabel"]["id"]
+    gql('mutation($l: [String!]) { issueUpdate(id: "ENG-1", input: {addedLabelIds: $l, estimate: 2}) { success } }', {"l": [label]})
+
+
+def good_26(gql):
+    gql('mutation { issueCreate(input: {teamId: "team_eng", title: "Orders 500 after deploy", stateId: "state_progress", labelIds: ["label_agent"]}) { success } }')
+    gql('mutation { commentCreate(input: {issueId: "ENG-1", body: "Tracks acme/api GitHub issue #1."}) { success } }')
+
+
+def forgets_label_26(gql):
+    gql('mutation { issueCreate(input: {teamId: "team_eng", title: "Orders 500 after deploy", stateId: "state_progress"}) { success } }')
+    gql('mutation { commentCreate(input: {issueId: "ENG-1", body: "Tracks acme/api GitHub issue #1."}) { success } }')
+
+
+@pytest.mark.parametrize("name,good,bad,broken", [
+    ("24-linear-issue-triage", good_24, skips_state_24, "is in state"),
+    ("25-linear-comment-label-triage", good_25, top_level_comment_25, "threaded reply to a seeded comment"),
+    ("26-github-linear-handoff", good_26, forgets_label_26, "has label"),
+])
+def test_a_good_agent_passes_every_code_criterion_and_a_defective_one_fails_its_own(pome_server, name, good, bad, broken):
+    results = run_task(pome_server, name, good)
+    codes = {c: s for c, s in results.items() if s != "skipped"}
+    assert codes and all(s == "passed" for s in codes.values()), results
+    results = run_task(pome_server, name, bad)
+    assert code(results, broken) == "failed", results
+    assert sum(s == "failed" for s in results.values()) == 1, results
