@@ -209,8 +209,20 @@ pub struct Index {
     pub dates: Vec<i64>,
     pub threads: BTreeMap<String, BTreeSet<u64>>,
     pub labels: BTreeMap<String, BTreeSet<u64>>,
-    pub terms: BTreeMap<String, BTreeSet<u64>>,
+    /// Word postings keyed by [`term_key`] of (field, word).
+    pub terms: BTreeMap<u64, BTreeSet<u64>>,
     pub rfc_ids: BTreeMap<String, u64>,
+}
+
+/// The posting key of a word in a field: 64-bit FNV-1a of `field:word`, so the index holds
+/// no strings and compares integers (a collision would only widen a candidate set).
+pub fn term_key(field: &str, word: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in field.bytes().chain(std::iter::once(b':')).chain(word.bytes()) {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
 }
 
 /// Lower-case word tokens of `s` (letters and digits).
@@ -219,11 +231,11 @@ pub fn tokens(s: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 impl Index {
-    fn terms_of(m: &Message) -> BTreeSet<String> {
+    fn terms_of(m: &Message) -> BTreeSet<u64> {
         let mut out = BTreeSet::new();
         let mut field = |f: &str, s: &str| {
             for t in tokens(s) {
-                out.insert(format!("{f}:{t}"));
+                out.insert(term_key(f, &t));
             }
         };
         field("from", &m.from);

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{Mailbox, tokens};
+use crate::model::{Mailbox, term_key, tokens};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
@@ -239,7 +239,7 @@ fn all(mb: &mut Mailbox) -> BTreeSet<u64> {
 /// Keys whose `field` holds every token of `value`: the smallest posting list is walked and
 /// the others are probed, so nothing is copied but the answer.
 fn postings(mb: &mut Mailbox, field: &str, value: &str) -> Option<BTreeSet<u64>> {
-    let keys: Vec<String> = tokens(value).map(|t| format!("{field}:{t}")).collect();
+    let keys: Vec<u64> = tokens(value).map(|t| term_key(field, &t)).collect();
     if keys.is_empty() {
         return None;
     }
@@ -258,7 +258,7 @@ fn postings(mb: &mut Mailbox, field: &str, value: &str) -> Option<BTreeSet<u64>>
 /// Whether message `key` holds every token of `value` in `field`, by probing postings.
 fn has_tokens(mb: &mut Mailbox, field: &str, value: &str, key: u64) -> bool {
     let ix = mb.idx();
-    tokens(value).all(|t| ix.terms.get(&format!("{field}:{t}")).is_some_and(|l| l.contains(&key)))
+    tokens(value).all(|t| ix.terms.get(&term_key(field, &t)).is_some_and(|l| l.contains(&key)))
 }
 
 fn label_set(mb: &mut Mailbox, id: &str) -> BTreeSet<u64> {
@@ -319,12 +319,12 @@ fn eval(mb: &mut Mailbox, n: &Node) -> Result<BTreeSet<u64>, String> {
         Node::And(items) => {
             // Positive terms: word postings and label lists are probed where they lie,
             // smallest first; anything else is evaluated to a set and joins them.
-            let mut term_keys: Vec<String> = Vec::new();
+            let mut term_keys: Vec<u64> = Vec::new();
             let mut label_ids: Vec<String> = Vec::new();
             let mut sets: Vec<BTreeSet<u64>> = Vec::new();
             for it in items.iter().filter(|i| !matches!(i, Node::Not(_))) {
                 if let Some((field, value)) = token_operand(it) {
-                    term_keys.extend(tokens(value).map(|t| format!("{field}:{t}")));
+                    term_keys.extend(tokens(value).map(|t| term_key(field, &t)));
                 } else if let Some(l) = simple_label(mb, it) {
                     label_ids.push(l);
                 } else {
@@ -351,7 +351,7 @@ fn eval(mb: &mut Mailbox, n: &Node) -> Result<BTreeSet<u64>, String> {
                 if let Node::Not(inner) = it {
                     if let Some((field, value)) = token_operand(inner) {
                         // Probe the posting lists in place: nothing is copied.
-                        let keys: Vec<String> = tokens(value).map(|t| format!("{field}:{t}")).collect();
+                        let keys: Vec<u64> = tokens(value).map(|t| term_key(field, &t)).collect();
                         if keys.is_empty() {
                             continue;
                         }
