@@ -584,3 +584,24 @@ fn the_user_id_may_be_the_mailbox_address_percent_encoded_or_not() {
         assert_eq!(p["emailAddress"], "pome-agent@pome-twin.test", "{user}");
     }
 }
+
+#[test]
+fn a_batch_answers_each_part_in_order_and_an_unsupported_part_marks_the_batch() {
+    let mut w = world();
+    let body = "--b\r\nContent-Type: application/http\r\nContent-ID: <q+1>\r\n\r\nGET /s/ses_x/gmail/gmail/v1/users/me/messages/msg_support?format=minimal HTTP/1.1\r\n\r\n\r\n\
+--b\r\nContent-Type: application/http\r\nContent-ID: <q+2>\r\n\r\nPOST /s/ses_x/gmail/gmail/v1/users/me/messages/msg_support/modify HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{\"removeLabelIds\": [\"UNREAD\"]}\r\n\
+--b\r\nContent-Type: application/http\r\nContent-ID: <q+3>\r\n\r\nGET /s/ses_x/gmail/gmail/v1/users/me/settings/notASetting HTTP/1.1\r\n\r\n\r\n--b--\r\n";
+    let mut req = Request::new(Method::Post, "/batch/gmail/v1");
+    req.headers.push(("content-type".into(), "multipart/mixed; boundary=b".into()));
+    req.body = body.as_bytes().to_vec();
+    let mut c = Call::new(req);
+    let r = World::router().dispatch(&mut w, &mut c);
+    assert_eq!(r.status, 200);
+    let text = String::from_utf8(r.body).unwrap();
+    let ids: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("Content-ID: ")).collect();
+    assert_eq!(ids, ["<response-q+1>", "<response-q+2>", "<response-q+3>"]);
+    let statuses: Vec<&str> = text.lines().filter(|l| l.starts_with("HTTP/1.1 ")).collect();
+    assert_eq!(statuses, ["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 501 Not Implemented"]);
+    assert!(c.mutated() && c.unsupported);
+    assert!(!w.mailboxes[0].get("msg_support").unwrap().has("UNREAD"));
+}
