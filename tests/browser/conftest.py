@@ -65,24 +65,25 @@ class Server:
         return resp
 
 
-@pytest.fixture(scope="session")
-def server():
+def start_server(data, *extra):
+    """`pome serve` on a free port over `data`; returns the process and a Server."""
     binary = ROOT / "target" / "release" / "pome"
     assert binary.exists(), f"{binary} is missing: build it with `cargo build --release -p pome`"
-    data = tempfile.mkdtemp(prefix="pome-browser-")
     env = dict(os.environ, POME_API_KEY=API_KEY, POME_LOG="warn")
-    proc = subprocess.Popen(
-        [str(binary), "serve", "--listen", "127.0.0.1:0", "--data", data, "--quota", "500", "--max-stores", "600"],
-        stdout=subprocess.PIPE, stderr=None, env=env, text=True,
-    )
-    url = None
+    proc = subprocess.Popen([str(binary), "serve", "--listen", "127.0.0.1:0", "--data", data, *extra],
+                            stdout=subprocess.PIPE, stderr=None, env=env, text=True)
     for line in proc.stdout:
         m = re.search(r"listening on (http://\S+)", line)
         if m:
-            url = m.group(1)
-            break
-    assert url, "pome serve did not start"
-    yield Server(url)
+            return proc, Server(m.group(1))
+    raise AssertionError("pome serve did not start")
+
+
+@pytest.fixture(scope="session")
+def server():
+    data = tempfile.mkdtemp(prefix="pome-browser-")
+    proc, srv = start_server(data, "--quota", "500", "--max-stores", "600")
+    yield srv
     proc.terminate()
     proc.wait(timeout=20)
     shutil.rmtree(data, ignore_errors=True)

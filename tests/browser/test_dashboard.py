@@ -255,6 +255,9 @@ def test_phone_width_and_keyboard(phone, server):
     # Keyboard: the nav links are reachable by Tab and follow with Enter.
     phone.go("#/twins")
     phone.el("#start-form")
+    # Start where a keyboard user starts: the page's first stop, the skip link.
+    phone.js("document.querySelector('.skip').focus()")
+    assert phone.d.switch_to.active_element.get_attribute("textContent") == "Skip to content"
     seen = []
     for _ in range(10):
         ActionChains(phone.d).send_keys(Keys.TAB).perform()
@@ -265,3 +268,23 @@ def test_phone_width_and_keyboard(phone, server):
             break
     assert seen[-1] == "Usage", seen
     phone.wait(lambda d: phone.hash() == "#/usage")
+
+
+def test_a_100000_row_tape_keeps_only_the_rows_in_view_in_the_page(browser, server):
+    browser.sign_in()
+    browser.visible("#start-form")
+    took = browser.js("""
+        const rows = [];
+        for (let i = 1; i <= 100000; i++) rows.push({seq: i, method: 'GET', path: '/repos/acme/api/issues/' + i, status: 200,
+            latency_ms: 0.2, fidelity: 'semantic', state_delta: [], request_headers: [], response_body: '{}'});
+        const t0 = performance.now();
+        const v = new TapeView('big', rows);
+        document.getElementById('view').replaceChildren(v.el);
+        v.jump(99999);
+        return performance.now() - t0;
+    """)
+    assert took < 1000, took
+    browser.el("section.tape[data-twin=big] .trow.selected[data-seq='99999']")
+    in_dom = len(browser.all("section.tape[data-twin=big] .trow"))
+    assert 0 < in_dom < 100, in_dom
+    browser.text_in("section.tape[data-twin=big] header", "100000 rows")

@@ -5,27 +5,18 @@ serves them."""
 
 import json
 import os
-import re
 import sqlite3
-import subprocess
 import tempfile
 import time
 import urllib.request
 
-from conftest import API_KEY, ROOT, Server
+from conftest import API_KEY, start_server
 
 N = 10_000
 
 
 def start(data):
-    env = dict(os.environ, POME_API_KEY=API_KEY, POME_LOG="warn")
-    proc = subprocess.Popen([str(ROOT / "target/release/pome"), "serve", "--listen", "127.0.0.1:0", "--data", data],
-                            stdout=subprocess.PIPE, env=env, text=True)
-    for line in proc.stdout:
-        m = re.search(r"listening on (http://\S+)", line)
-        if m:
-            return proc, Server(m.group(1))
-    raise AssertionError("pome serve did not start")
+    return start_server(data)
 
 
 def stop(proc):

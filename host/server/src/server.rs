@@ -140,6 +140,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     let task = tokio::spawn(async move {
         let graceful = async move {
             let _ = stopped.changed().await;
+            crate::ui::shutting_down();
         };
         let listener = CappedListener { inner: listener, permits: Arc::new(Semaphore::new(max_connections)) };
         if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(graceful).await {

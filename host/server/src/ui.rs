@@ -39,6 +39,16 @@ const TAPE_POLL: Duration = Duration::from_millis(250);
 /// write the browser must swallow whole.
 const ROWS_PER_POLL: usize = 2_000;
 
+/// Bumped when a server starts shutting down. Graceful shutdown waits for every connection to
+/// end, and a live tape of an open sandbox never ends by itself, so streams watch this and end.
+static SHUTDOWN: std::sync::LazyLock<tokio::sync::watch::Sender<u64>> = std::sync::LazyLock::new(|| tokio::sync::watch::Sender::new(0));
+
+/// End every live stream (called when the server starts its graceful shutdown; a stream of
+/// another server in the same process reconnects).
+pub fn shutting_down() {
+    SHUTDOWN.send_modify(|n| *n += 1);
+}
+
 const INDEX_HTML: &str = include_str!("../ui/index.html");
 const APP_JS: &str = include_str!("../ui/app.js");
 const APP_CSS: &str = include_str!("../ui/app.css");
@@ -87,6 +97,8 @@ struct Tail {
     /// Events made but not yet yielded.
     queue: VecDeque<Event>,
     first: bool,
+    /// Changes when the server starts shutting down.
+    shutdown: tokio::sync::watch::Receiver<u64>,
     /// Whether the page has been told the stream is live.
     announced: bool,
     done: bool,
@@ -102,7 +114,7 @@ async fn tape_stream(State(app): State<Arc<App>>, Team(team): Team, Path(id): Pa
         _ => return Err(ApiError::not_found(format!("no sandbox {id} in your team"))),
     };
     let after = q.after.unwrap_or(0);
-    let tail = Tail { app, id, sent: twins.into_iter().map(|t| (t, after)).collect(), queue: VecDeque::new(), first: true, announced: false, done: false };
+    let tail = Tail { app, id, sent: twins.into_iter().map(|t| (t, after)).collect(), queue: VecDeque::new(), first: true, shutdown: SHUTDOWN.subscribe(), announced: false, done: false };
     let stream = futures_util::stream::unfold(tail, |mut tail| async move {
         loop {
             if let Some(ev) = tail.queue.pop_front() {
@@ -112,7 +124,10 @@ async fn tape_stream(State(app): State<Arc<App>>, Team(team): Team, Path(id): Pa
                 return None;
             }
             if !tail.first {
-                tokio::time::sleep(TAPE_POLL).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(TAPE_POLL) => {}
+                    _ = tail.shutdown.changed() => return None,
+                }
             }
             tail.first = false;
             tail.poll().await;
@@ -148,7 +163,12 @@ impl Tail {
             let last = self.sent.get(&twin.name).copied().unwrap_or(0);
             let Ok(rows) = twin.store.tape().await else { continue };
             let mut newest = last;
-            for row in rows.iter().filter(|r| r.seq > last).take(ROWS_PER_POLL) {
+            let fresh = rows.iter().filter(|r| r.seq > last);
+            if rows.iter().rev().take_while(|r| r.seq > last).count() > ROWS_PER_POLL {
+                // A backlog (a long tape, or a page opened late): send the rest without waiting.
+                self.first = true;
+            }
+            for row in fresh.take(ROWS_PER_POLL) {
                 match serde_json::to_string(&**row) {
                     Ok(text) => self.queue.push_back(Event::default().event("row").data(text)),
                     Err(e) => tracing::warn!(error = %e, "a tape row did not serialize"),
