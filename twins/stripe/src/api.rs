@@ -205,7 +205,7 @@ fn display(amount: i64, cur: &str) -> String {
 /// Record an event for a change and deliver it to every webhook endpoint listening for it.
 pub fn emit(w: &mut World, call: &mut Call, kind: &str, object: &Value, previous: Option<Value>) -> Value {
     let id = w.new_id("evt");
-    let mut data = json!({ "object": object });
+    let mut data = Value::Object(std::iter::once(("object".to_string(), object.clone())).collect());
     if let Some(prev) = previous {
         data["previous_attributes"] = prev;
     }
@@ -215,17 +215,18 @@ pub fn emit(w: &mut World, call: &mut Call, kind: &str, object: &Value, previous
         .filter(|e| e["enabled_events"].as_array().is_some_and(|a| a.iter().any(|t| t == "*" || t == kind)))
         .cloned()
         .collect();
-    let ev = json!({
+    let mut ev = json!({
         "id": id,
         "object": "event",
         "api_version": crate::API_VERSION,
         "created": w.now(),
-        "data": data,
+        "data": null,
         "livemode": false,
         "pending_webhooks": endpoints.len(),
         "request": { "id": w.current_request.clone(), "idempotency_key": w.current_idempotency_key.clone() },
         "type": kind,
     });
+    ev["data"] = data;
     let ev = w.insert(Some(call), ev);
     let payload = serde_json::to_string_pretty(&ev).unwrap_or_default();
     for e in endpoints {

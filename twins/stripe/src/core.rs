@@ -296,7 +296,13 @@ pub fn list_refs(url: &str, items: Vec<&Value>, p: &Params) -> Res {
     } else {
         (items.iter().take(limit).map(|v| (*v).clone()).collect(), items.len() > limit)
     };
-    Ok(json!({ "object": "list", "data": page, "has_more": has_more, "url": url }))
+    // Built directly: `json!` would copy the page once more through the serializer.
+    let mut m = Map::with_capacity(4);
+    m.insert("object".into(), Value::String("list".into()));
+    m.insert("data".into(), Value::Array(page));
+    m.insert("has_more".into(), Value::Bool(has_more));
+    m.insert("url".into(), Value::String(url.to_string()));
+    Ok(Value::Object(m))
 }
 
 /// A search result object (`object: search_result`, `next_page`, `total_count` absent).
