@@ -32,6 +32,8 @@ function h(tag, attrs, ...children) {
 const badge = (s) => h("span", { class: "badge b-" + String(s || "ungraded").replace(/[^a-z_-]/gi, ""), text: s || "ungraded" });
 const table = (heads, rows) => h("div", { class: "table-wrap" },
   h("table", {}, h("thead", {}, h("tr", {}, heads.map((t) => h("th", { scope: "col", text: t })))), h("tbody", {}, rows)));
+/** A table whose rows become stacked blocks on a phone-width screen. */
+const stacked = (wrap) => { wrap.querySelector("table").classList.add("stack"); return wrap; };
 const pretty = (v) => (typeof v === "string" ? v : JSON.stringify(v, null, 2));
 const short = (v, n = 120) => { const s = v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v); return s.length > n ? s.slice(0, n) + "…" : s; };
 
@@ -672,7 +674,7 @@ async function viewRun(id) {
         h("dt", { text: "agent" }), h("dd", { text: [run.agent_id, run.agent_version].filter(Boolean).join(" ") || "—" }),
         h("dt", { text: "finalized" }), h("dd", { class: "mono", text: run.finalized_at }))),
     h("h2", { text: "Criteria" }),
-    crit.length ? table(["#", "status", "criterion", "reason", "evidence"], crit) : h("p", { class: "muted", text: "No task: this run was not graded." }),
+    crit.length ? stacked(table(["#", "status", "criterion", "reason", "evidence"], crit)) : h("p", { class: "muted", text: "No task: this run was not graded." }),
     h("h2", { text: "State diff" }), h("div", { class: "grid" }, diffs),
     h("h2", { text: "Tape" }), tapes,
     h("h2", { text: "Report" }),
