@@ -80,6 +80,10 @@ def test_start_watch_finalize_and_follow_evidence_to_the_tape_row(browser, serve
     env = browser.el("pre.secret").text
     token = re.search(r"POME_AUTH_TOKEN=(\S+)", env).group(1)
     browser.text_in("#live-text", "live")
+    # Heartbeat moves the idle clock and leaves the live tape connected.
+    browser.click("#sandbox-page .act-heartbeat")
+    browser.text_in("#toast", "Idle timer reset")
+    assert browser.el("#live-text").text == "live"
     # Both clocks count down.
     clocks = [c.text for c in browser.all(".clock")]
     assert len(clocks) == 2 and all(re.match(r"^\d+:\d\d$", c) for c in clocks), clocks

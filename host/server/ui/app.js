@@ -266,9 +266,12 @@ function startForm(names, tasks) {
 async function sandboxAction(s, what) {
   try {
     if (what === "heartbeat") {
-      await api("POST", `/v1/sandboxes/${s.id}/heartbeat`);
+      const r = await api("POST", `/v1/sandboxes/${s.id}/heartbeat`);
+      // Only the idle clock moves; the page (and its live tape) stays as it is.
+      const scope = document.querySelector(`tr[data-sandbox="${s.id}"]`) || document.getElementById("sandbox-page") || document;
+      for (const el of scope.querySelectorAll('.clock[aria-label="idle"]')) if (r.idle_expires_at) el.dataset.deadline = r.idle_expires_at;
+      tickClocks();
       toast("Idle timer reset");
-      route();
     } else if (what === "finalize") {
       const r = await api("POST", `/v1/sandboxes/${s.id}/finalize`);
       toast("Finalized: " + (r.verdict || "ungraded"));
@@ -638,8 +641,10 @@ function atPath(v, path) {
 function evidenceLink(run, ev) {
   if (!ev || typeof ev !== "object") return h("span", { class: "muted", text: "—" });
   const twin = ev.twin || run.primary_twin;
-  if (typeof ev.seq === "number") return h("a", { href: `#/run/${run.id}/tape/${twin}/${ev.seq}`, class: "evidence", dataset: { kind: "tape", twin, seq: ev.seq }, text: `${twin} tape row ${ev.seq}` });
-  if (typeof ev.state === "string") return h("a", { href: `#/run/${run.id}/state/${twin}/${encodeURIComponent(ev.state)}`, class: "evidence", dataset: { kind: "state", twin }, text: `${twin} state ${ev.state}` });
+  // Following the link the address already shows would not fire hashchange: jump anyway.
+  const again = (e) => { if (location.hash === e.currentTarget.getAttribute("href")) { e.preventDefault(); route(); } };
+  if (typeof ev.seq === "number") return h("a", { href: `#/run/${run.id}/tape/${twin}/${ev.seq}`, class: "evidence", dataset: { kind: "tape", twin, seq: ev.seq }, text: `${twin} tape row ${ev.seq}`, on: { click: again } });
+  if (typeof ev.state === "string") return h("a", { href: `#/run/${run.id}/state/${twin}/${encodeURIComponent(ev.state)}`, class: "evidence", dataset: { kind: "state", twin }, text: `${twin} state ${ev.state}`, on: { click: again } });
   if (typeof ev.tape === "number") return h("span", { class: "muted", text: `${twin} tape (${ev.tape} rows read)` });
   return h("span", { class: "mono", text: short(ev) });
 }
