@@ -81,7 +81,10 @@ async fn replaying_a_tape_on_a_fresh_store_gives_identical_bytes() {
                 ("POST", "/api/conversations.history", Some(json!({"channel": "general"}))),
             ],
             "tickets" => &[("POST", "/tickets", Some(json!({"title": "Replay me"}))), ("PATCH", "/tickets/1", Some(json!({"closed": true}))), ("GET", "/tickets", None)],
-            _ => &[("GET", "/", None)],
+            "stripe" => &[("GET", "/v1/customers", None), ("GET", "/v1/balance", None), ("GET", "/v1/nope", None)],
+            "gmail" => &[("GET", "/gmail/v1/users/me/profile", None), ("GET", "/gmail/v1/users/me/labels", None), ("GET", "/gmail/v1/users/me/messages", None)],
+            "linear" => &[("POST", "/graphql", Some(json!({"query": "{ viewer { id name } }"}))), ("POST", "/graphql", Some(json!({"query": "{ teams { nodes { id key } } }"})))],
+            other => panic!("no calls written for the {other} twin: add some above"),
         };
         // Each twin takes the token in the form it declares.
         let credentials = &server.app().twins[&twin].description.credentials;
