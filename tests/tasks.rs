@@ -71,7 +71,10 @@ async fn every_compat_task_loads_seeds_its_twins_and_binds_every_code_criterion(
         assert_eq!(status, 200, "{fin}");
         let results = fin["criteria_results"].as_array().unwrap();
         assert_eq!(results.len(), t.criteria.len(), "{}", f.display());
-        assert!(results.iter().all(|r| r["status"] != "unmatched" && r["status"] != "errored"), "{}: {fin:#}", f.display());
+        // On the untouched seed, a criterion about something the agent is meant to create (task
+        // 27's issue #1) names nothing yet: the twin reports that as an error, never a pass.
+        let names_nothing_yet = |r: &Value| r["status"] == "errored" && r["reason"].as_str().is_some_and(|w| w.starts_with("there is no"));
+        assert!(results.iter().all(|r| r["status"] != "unmatched" && (r["status"] != "errored" || names_nothing_yet(r))), "{}: {fin:#}", f.display());
         assert!(["pass", "fail", "incomplete"].contains(&fin["verdict"].as_str().unwrap()));
         seeded += 1;
     }
