@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const KEY: &str = "pme_bench";
+const KEY: &str = "pme_bench_key_for_this_machine";
 
 struct Server {
     url: String,
