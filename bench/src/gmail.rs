@@ -40,13 +40,7 @@ pub async fn run(server: &Server) {
             let sb = server.create(body).await;
             let id = sb["id"].as_str().unwrap();
             let r = wrk(&format!("{}/s/{id}/gmail{path}", server.url), sb["agent_token"].as_str().unwrap(), conns, Some(script));
-            println!(
-                "gmail {label:<45} c={conns:<3} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms{}",
-                r.rps,
-                r.p50_ms,
-                r.p99_ms,
-                if r.non_2xx > 0 { format!("   ({} non-2xx!)", r.non_2xx) } else { String::new() }
-            );
+            crate::report(&format!("gmail {label}"), conns, &r);
             server.discard(id).await;
         }
     }
