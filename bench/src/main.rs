@@ -37,10 +37,19 @@ fn root() -> PathBuf {
 impl Server {
     fn start() -> Server {
         let data = tempfile::tempdir().unwrap();
-        let twins = root().join("target/bench-twins");
-        std::fs::create_dir_all(&twins).unwrap();
-        std::fs::copy(root().join("target/wasm32-wasip2/release/twin_hostile.wasm"), twins.join("twin_hostile.wasm")).unwrap();
-        let mut child = Command::new(root().join("target/release/pome"))
+        // POME_BENCH_TWINS_DIR: components to load over the embedded ones (an engineer's own
+        // build of one twin); POME_BENCH_POME: the host binary to measure.
+        let twins = match std::env::var_os("POME_BENCH_TWINS_DIR") {
+            Some(d) => PathBuf::from(d),
+            None => {
+                let twins = root().join("target/bench-twins");
+                std::fs::create_dir_all(&twins).unwrap();
+                std::fs::copy(root().join("target/wasm32-wasip2/release/twin_hostile.wasm"), twins.join("twin_hostile.wasm")).unwrap();
+                twins
+            }
+        };
+        let pome = std::env::var_os("POME_BENCH_POME").map(PathBuf::from).unwrap_or_else(|| root().join("target/release/pome"));
+        let mut child = Command::new(pome)
             .args(["serve", "--listen", "127.0.0.1:0", "--quota", "20000", "--max-stores", "12000", "--tape-rows", "2000000", "--tape-mib", "65536"])
             .arg("--data")
             .arg(data.path())
@@ -270,6 +279,12 @@ async fn memory(server: &Server) {
 async fn main() {
     let server = Server::start();
     println!("pome bench on {} cores; server at {}", std::thread::available_parallelism().map_or(0, |n| n.get()), server.url);
+    // `bench -- stripe` (or `gmail`) runs that twin's lines alone.
+    match std::env::args().nth(1).as_deref() {
+        Some("stripe") => return stripe::run(&server).await,
+        Some("gmail") => return gmail::run(&server).await,
+        _ => {}
+    }
     create_latency(&server, "1 twin (github, default)", json!({"twins": ["github"]}), 300).await;
     create_latency(&server, "3 twins (github+slack+hostile)", json!({"twins": ["github", "slack", "hostile"]}), 300).await;
     let seed = github_seed(1000, 900);
