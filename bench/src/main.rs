@@ -6,6 +6,7 @@
 //! - resident memory per idle sandbox at 1,000 and 10,000 sandboxes
 
 mod gmail;
+mod linear;
 mod stripe;
 
 use std::path::{Path, PathBuf};
@@ -279,10 +280,11 @@ async fn memory(server: &Server) {
 async fn main() {
     let server = Server::start();
     println!("pome bench on {} cores; server at {}", std::thread::available_parallelism().map_or(0, |n| n.get()), server.url);
-    // `bench -- stripe` (or `gmail`) runs that twin's lines alone.
+    // `bench -- stripe` (or `gmail`, `linear`) runs that twin's lines alone.
     match std::env::args().nth(1).as_deref() {
         Some("stripe") => return stripe::run(&server).await,
         Some("gmail") => return gmail::run(&server).await,
+        Some("linear") => return linear::run(&server).await,
         _ => {}
     }
     create_latency(&server, "1 twin (github, default)", json!({"twins": ["github"]}), 300).await;
@@ -293,6 +295,7 @@ async fn main() {
     throughput(&server).await;
     spread(&server, 8).await;
     gmail::run(&server).await;
+    linear::run(&server).await;
     memory(&server).await;
     // Last: a Stripe twin under load still grows to its memory cap (issue 10), and the memory
     // it held must not be counted against the idle sandboxes measured above.
