@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::template;
+use crate::tools::{ToolBody, ToolDecl};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -142,6 +143,20 @@ pub enum Credential {
     Query(String),
     /// The token in this form field of a urlencoded body (Slack's `token`).
     FormField(String),
+    /// In any of the forms above, the token may also be written with this prefix
+    /// (`sk_test_<token>`, the shape Stripe's clients expect of a secret key). The sandbox's
+    /// create response hands the prefixed form out as the twin's `api_key`.
+    Prefix(String),
+}
+
+impl Credential {
+    /// The prefix a twin's credentials allow before the token, if any.
+    pub fn prefix_of(forms: &[Credential]) -> Option<&str> {
+        forms.iter().find_map(|c| match c {
+            Credential::Prefix(p) => Some(p.as_str()),
+            _ => None,
+        })
+    }
 }
 
 /// One environment variable a run exports to the agent for this twin. `value` is a template:
@@ -192,6 +207,12 @@ pub struct Description {
     pub agent_env: Vec<EnvVar>,
     #[serde(default)]
     pub actions: Vec<ActionDecl>,
+    /// MCP tools under the vendor's own names; see [`crate::tools`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDecl>,
+    /// How tools generated from actions send their fields (JSON unless the API reads forms).
+    #[serde(default)]
+    pub tool_body: ToolBody,
 }
 
 impl Description {

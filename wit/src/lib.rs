@@ -7,6 +7,7 @@
 //! of that JSON:
 //! - [`describe`]: what `describe()` returns — surface, checks, credentials, the agent's
 //!   environment, actions.
+//! - [`tools`]: the MCP tools a twin declares and how a tool call becomes a request.
 //! - [`template`]: the one matcher that binds a criterion sentence to a check template.
 //! - [`check`]: what a check reads (a [`check::CheckWorld`]) and answers (an [`check::Outcome`]).
 //! - [`tape`]: a tape row as twins and graders read it.
@@ -15,10 +16,12 @@ pub mod check;
 pub mod describe;
 pub mod tape;
 pub mod template;
+pub mod tools;
 
 pub use check::{CheckWorld, Evidence, Outcome, Params};
 pub use describe::{ActionDecl, CheckDecl, Credential, Description, EnvVar, Fidelity, ParamKind, RouteDecl};
 pub use tape::{Delivery, StateChange, TapeRow};
+pub use tools::{ToolBody, ToolDecl, ToolRequest};
 
 /// The contract versions this crate describes. A published version never changes.
 pub const CONTRACT_V1: &str = "pome:twin@0.1.0";

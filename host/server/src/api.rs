@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::{ApiError, ErrorType};
+use pome_contract::Credential;
 use pome_runtime::limits::MAX_TWINS_PER_SANDBOX;
 use crate::sandbox::{CloseReason, KeyClaim, Lookup, Sandbox, SandboxMeta};
 use pome_runtime::seeds::SeedError;
@@ -234,6 +235,13 @@ fn sandbox_json(app: &App, s: &Sandbox, headers: &HeaderMap, with_token: bool) -
     });
     if with_token {
         v["agent_token"] = json!(s.token);
+        // Twins whose clients expect a key of a vendor's shape get it ready-made.
+        for t in &s.twins {
+            let prefix = app.twins.get(&t.name).and_then(|i| Credential::prefix_of(&i.description.credentials));
+            if let Some(p) = prefix {
+                v["per_twin"][&t.name]["api_key"] = json!(format!("{p}{}", s.token));
+            }
+        }
         v["agent_env"] = agent_env(app, s, &v["per_twin"]);
     }
     v

@@ -57,6 +57,15 @@ pub const ANY_FORM: &[Credential] = &[Credential::Bearer, Credential::TokenSchem
 /// password, a header of its own, or a query or form field (Slack's `token`). A credential in
 /// a form the twin does not declare counts as present but wrong, so the agent is told.
 pub fn twin_credential(headers: &HeaderMap, query: &str, form_body: Option<&[u8]>, forms: &[Credential]) -> Option<String> {
+    let found = read_credential(headers, query, form_body, forms)?;
+    // A prefixed form (`sk_test_<token>`) is the same token.
+    Some(match Credential::prefix_of(forms).and_then(|p| found.strip_prefix(p)) {
+        Some(bare) => bare.to_string(),
+        None => found,
+    })
+}
+
+fn read_credential(headers: &HeaderMap, query: &str, form_body: Option<&[u8]>, forms: &[Credential]) -> Option<String> {
     let allows = |c: &Credential| forms.contains(c);
     if let Some(v) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
         let v = v.trim();
@@ -123,6 +132,15 @@ mod tests {
         let mut m = HeaderMap::new();
         m.insert("x-ticket-key", "tok_1".parse().unwrap());
         assert_eq!(twin_credential(&m, "", None, &[Credential::Header("x-ticket-key".into())]).as_deref(), Some("tok_1"));
+    }
+
+    #[test]
+    fn a_declared_prefix_may_precede_the_token_in_any_form() {
+        let prefixed = [Credential::BasicUser, Credential::Bearer, Credential::Prefix("sk_test_".into())];
+        let basic = base64::engine::general_purpose::STANDARD.encode("sk_test_tok_1:");
+        assert_eq!(twin_credential(&h(&format!("Basic {basic}")), "", None, &prefixed).as_deref(), Some("tok_1"));
+        assert_eq!(twin_credential(&h("Bearer tok_1"), "", None, &prefixed).as_deref(), Some("tok_1"));
+        assert_eq!(twin_credential(&h("Bearer sk_test_tok_1"), "", None, ANY_FORM).as_deref(), Some("sk_test_tok_1"), "no prefix is stripped unless the twin declares it");
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
     // Who is asking: the agent's token (in any form) or the owning team's key. Nothing about a
     // sandbox — that it closed, that it is healthy — is told to anyone else.
     let credential = crate::auth::twin_credential(req.headers(), req.uri().query().unwrap_or(""), None, crate::auth::ANY_FORM);
+    // The token as the twin reads it, with a prefix it declares (`sk_test_`) removed.
+    let prefix = app.twins.get(&twin).and_then(|i| pome_contract::Credential::prefix_of(&i.description.credentials));
+    let credential = credential.map(|c| prefix.and_then(|p| c.strip_prefix(p)).map(str::to_string).unwrap_or(c));
     let key = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()).map(String::from);
     let team_of_key = match key {
         Some(k) => app.storage.team_for_key(&k).await.ok().flatten(),

@@ -2,6 +2,7 @@
 //! contract crate's (`pome-contract`), shared with the host, so the two cannot drift.
 
 pub use pome_contract::describe::{ActionDecl, CheckDecl, Credential, Description, EnvVar, Fidelity, ParamKind, RouteDecl};
+pub use pome_contract::tools::{ToolBody, ToolDecl};
 use serde_json::{Value, json};
 
 use crate::Twin;
@@ -19,6 +20,8 @@ pub fn of<T: Twin>() -> Description {
         credentials: T::credentials(),
         agent_env: T::agent_env().into_iter().map(|(name, value)| EnvVar { name: name.to_string(), value: value.to_string() }).collect(),
         actions: T::actions(),
+        tools: T::tools(),
+        tool_body: T::tool_body(),
     }
 }
 

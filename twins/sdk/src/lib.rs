@@ -25,7 +25,7 @@ pub mod time;
 pub mod glue;
 
 pub use call::{Call, Change, Delivery};
-pub use describe::{ActionDecl, CheckDecl, Credential, Description, Fidelity, ParamKind, RouteDecl};
+pub use describe::{ActionDecl, CheckDecl, Credential, Description, Fidelity, ParamKind, RouteDecl, ToolBody, ToolDecl};
 pub use pome_contract::{CheckWorld, Evidence, Outcome, Params, StateChange, TapeRow};
 pub use http::{Auth, HostError, HostErrorKind, Method, Request, Response};
 pub use router::Router;
@@ -111,6 +111,19 @@ pub trait Twin: serde::Serialize + serde::de::DeserializeOwned + Sized + 'static
     /// from them). Defaults to one per routed action, its path parameters as input.
     fn actions() -> Vec<ActionDecl> {
         describe::actions_from_surface(&Self::router().surface())
+    }
+
+    /// MCP tools named as the vendor's own MCP server names them, each mapped onto one of
+    /// this twin's routes. Every action no declared tool reaches is offered as a tool too,
+    /// named after the action. Empty by default.
+    fn tools() -> Vec<ToolDecl> {
+        Vec::new()
+    }
+
+    /// How tools generated from actions send their fields: JSON by default; `Form` for an
+    /// API that reads urlencoded bodies only.
+    fn tool_body() -> ToolBody {
+        ToolBody::Json
     }
 }
 
