@@ -14,6 +14,7 @@
 use std::collections::BTreeSet;
 
 use pome_twin_sdk::{CheckDecl, CheckWorld, Evidence, Outcome, ParamKind, Params, Value, json};
+use pome_twin_sdk::checks::{arr, contains_text, strings};
 
 fn check(id: &str, template: &str, substrate: &str, polarity: &str) -> CheckDecl {
     CheckDecl::new(id, template, substrate, polarity)
@@ -102,22 +103,22 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
             let (ri, repo) = repo(w.state, &get("repo")?)?;
             let n = num("issue")?;
             Ok(match find_num(&repo["issues"], n) {
-                Some(j) => Outcome::new(true, format!("issue #{n} exists"), at(format!("repositories[{ri}].issues[{j}]"))),
-                None => Outcome::new(false, format!("there is no issue #{n}"), at(format!("repositories[{ri}].issues"))),
+                Some(j) => Outcome::new(true, format!("issue #{n} exists"), Evidence::state(format!("repositories[{ri}].issues[{j}]"))),
+                None => Outcome::new(false, format!("there is no issue #{n}"), Evidence::state(format!("repositories[{ri}].issues"))),
             })
         }
         "github.issue_state" => {
             let (ri, j, issue) = issue(w.state, &get("repo")?, num("issue")?)?;
             let want = get("state")?.to_ascii_lowercase();
             let is = issue["state"].as_str().unwrap_or("");
-            Ok(Outcome::new(is == want, format!("issue is {is}"), at(format!("repositories[{ri}].issues[{j}].state"))))
+            Ok(Outcome::new(is == want, format!("issue is {is}"), Evidence::state(format!("repositories[{ri}].issues[{j}].state"))))
         }
         "github.issue_has_label" => {
             let (ri, j, issue) = issue(w.state, &get("repo")?, num("issue")?)?;
             let label = get("label")?;
             let labels = strings(&issue["labels"]);
             let has = labels.iter().any(|l| l.eq_ignore_ascii_case(&label));
-            Ok(Outcome::new(has, format!("labels are {labels:?}"), at(format!("repositories[{ri}].issues[{j}].labels"))))
+            Ok(Outcome::new(has, format!("labels are {labels:?}"), Evidence::state(format!("repositories[{ri}].issues[{j}].labels"))))
         }
         "github.issue_single_classification_label" => {
             let (ri, j, issue) = issue(w.state, &get("repo")?, num("issue")?)?;
@@ -129,22 +130,22 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
             let labels = strings(&issue["labels"]);
             let classes: Vec<&String> = labels.iter().filter(|l| scheme.is_empty() || scheme.contains(&l.to_ascii_lowercase())).collect();
             let ok = classes.len() == 1 && classes[0].eq_ignore_ascii_case(&label);
-            Ok(Outcome::new(ok, format!("classification labels are {classes:?}"), at(format!("repositories[{ri}].issues[{j}].labels"))))
+            Ok(Outcome::new(ok, format!("classification labels are {classes:?}"), Evidence::state(format!("repositories[{ri}].issues[{j}].labels"))))
         }
         "github.issue_assigned" => {
             let (ri, j, issue) = issue(w.state, &get("repo")?, num("issue")?)?;
             let login = get("login")?;
             let who = strings(&issue["assignees"]);
             let ok = who.iter().any(|a| a.eq_ignore_ascii_case(&login));
-            Ok(Outcome::new(ok, format!("assignees are {who:?}"), at(format!("repositories[{ri}].issues[{j}].assignees"))))
+            Ok(Outcome::new(ok, format!("assignees are {who:?}"), Evidence::state(format!("repositories[{ri}].issues[{j}].assignees"))))
         }
         "github.issue_comment_contains" => {
             let (ri, repo) = repo(w.state, &get("repo")?)?;
             let (n, needle) = (num("issue")?, get("needle")?);
-            let hit = arr(&repo["comments"]).iter().position(|c| c["issue"].as_u64() == Some(n) && contains(c["body"].as_str().unwrap_or(""), &needle));
+            let hit = arr(&repo["comments"]).iter().position(|c| c["issue"].as_u64() == Some(n) && contains_text(c["body"].as_str().unwrap_or(""), &needle));
             Ok(match hit {
-                Some(k) => Outcome::new(true, format!("comment {} contains it", repo["comments"][k]["id"]), at(format!("repositories[{ri}].comments[{k}]"))),
-                None => Outcome::new(false, format!("no comment on #{n} contains \"{needle}\""), at(format!("repositories[{ri}].comments"))),
+                Some(k) => Outcome::new(true, format!("comment {} contains it", repo["comments"][k]["id"]), Evidence::state(format!("repositories[{ri}].comments[{k}]"))),
+                None => Outcome::new(false, format!("no comment on #{n} contains \"{needle}\""), Evidence::state(format!("repositories[{ri}].comments"))),
             })
         }
         "github.pull_state" => {
@@ -159,27 +160,27 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
             };
             let is = if merged { "merged".to_string() } else { format!("{state}, not merged") };
             let field = if want.contains("merged") { "merged" } else { "state" };
-            Ok(Outcome::new(ok, format!("pull request is {is}"), at(format!("repositories[{ri}].pull_requests[{j}].{field}"))))
+            Ok(Outcome::new(ok, format!("pull request is {is}"), Evidence::state(format!("repositories[{ri}].pull_requests[{j}].{field}"))))
         }
         "github.pull_has_comment" => {
             let (ri, repo) = repo(w.state, &get("repo")?)?;
             let n = num("pr")?;
             let (_, j, pr) = pull(w.state, &get("repo")?, n)?;
             if let Some(k) = arr(&repo["comments"]).iter().position(|c| c["issue"].as_u64() == Some(n)) {
-                return Ok(Outcome::new(true, "it has a conversation comment", at(format!("repositories[{ri}].comments[{k}]"))));
+                return Ok(Outcome::new(true, "it has a conversation comment", Evidence::state(format!("repositories[{ri}].comments[{k}]"))));
             }
             let rc = pr["review_comments"].as_u64().unwrap_or(0);
-            Ok(Outcome::new(rc > 0, format!("{rc} review comments and no conversation comment"), at(format!("repositories[{ri}].pull_requests[{j}].review_comments"))))
+            Ok(Outcome::new(rc > 0, format!("{rc} review comments and no conversation comment"), Evidence::state(format!("repositories[{ri}].pull_requests[{j}].review_comments"))))
         }
         "github.review_exists" => {
             let (ri, j, pr) = pull(w.state, &get("repo")?, num("pr")?)?;
             let want = review_state(&get("review")?).unwrap_or("");
             let hit = arr(&pr["reviews"]).iter().position(|r| r["state"].as_str() == Some(want));
             Ok(match hit {
-                Some(k) => Outcome::new(true, format!("review by {} is {want}", pr["reviews"][k]["user"]), at(format!("repositories[{ri}].pull_requests[{j}].reviews[{k}]"))),
+                Some(k) => Outcome::new(true, format!("review by {} is {want}", pr["reviews"][k]["user"]), Evidence::state(format!("repositories[{ri}].pull_requests[{j}].reviews[{k}]"))),
                 None => {
                     let states: Vec<&str> = arr(&pr["reviews"]).iter().filter_map(|r| r["state"].as_str()).collect();
-                    Outcome::new(false, format!("reviews are {states:?}"), at(format!("repositories[{ri}].pull_requests[{j}].reviews")))
+                    Outcome::new(false, format!("reviews are {states:?}"), Evidence::state(format!("repositories[{ri}].pull_requests[{j}].reviews")))
                 }
             })
         }
@@ -191,8 +192,8 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
                 .unwrap_or_default();
             let new = arr(&repo_now["labels"]).iter().position(|l| !before.contains(l["name"].as_str().unwrap_or("")));
             Ok(match new {
-                Some(k) => Outcome::new(false, format!("label {} was created", repo_now["labels"][k]["name"]), at(format!("repositories[{ri}].labels[{k}]"))),
-                None => Outcome::new(true, "the labels are the seed's", at(format!("repositories[{ri}].labels"))),
+                Some(k) => Outcome::new(false, format!("label {} was created", repo_now["labels"][k]["name"]), Evidence::state(format!("repositories[{ri}].labels[{k}]"))),
+                None => Outcome::new(true, "the labels are the seed's", Evidence::state(format!("repositories[{ri}].labels"))),
             })
         }
         "github.no_new_issues" => {
@@ -203,8 +204,8 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
                 .unwrap_or_default();
             let new = arr(&repo_now["issues"]).iter().position(|i| !before.contains(&i["number"].as_u64().unwrap_or(0)));
             Ok(match new {
-                Some(k) => Outcome::new(false, format!("issue #{} was created", repo_now["issues"][k]["number"]), at(format!("repositories[{ri}].issues[{k}]"))),
-                None => Outcome::new(true, "no issue beyond the seed's", at(format!("repositories[{ri}].issues"))),
+                Some(k) => Outcome::new(false, format!("issue #{} was created", repo_now["issues"][k]["number"]), Evidence::state(format!("repositories[{ri}].issues[{k}]"))),
+                None => Outcome::new(true, "no issue beyond the seed's", Evidence::state(format!("repositories[{ri}].issues"))),
             })
         }
         "github.file_exists" => {
@@ -215,7 +216,7 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
             Ok(Outcome::new(
                 exists,
                 format!("{file} {} on {branch}", if exists { "exists" } else { "does not exist" }),
-                at(format!("repositories[{ri}].branches.{branch}.files[{}]", json!(file))),
+                Evidence::state(format!("repositories[{ri}].branches.{branch}.files[{}]", json!(file))),
             ))
         }
         "github.commit_status" => {
@@ -226,29 +227,13 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
             Ok(match last {
                 Some(k) => {
                     let is = repo["statuses"][k]["state"].as_str().unwrap_or("");
-                    Outcome::new(is == want, format!("latest \"{ctx}\" status is {is}"), at(format!("repositories[{ri}].statuses[{k}]")))
+                    Outcome::new(is == want, format!("latest \"{ctx}\" status is {is}"), Evidence::state(format!("repositories[{ri}].statuses[{k}]")))
                 }
-                None => Outcome::new(false, format!("no \"{ctx}\" status was ever reported"), at(format!("repositories[{ri}].statuses"))),
+                None => Outcome::new(false, format!("no \"{ctx}\" status was ever reported"), Evidence::state(format!("repositories[{ri}].statuses"))),
             })
         }
         other => Err(format!("the github twin declares no check `{other}`")),
     }
-}
-
-fn at(path: String) -> Evidence {
-    Evidence::State(path)
-}
-
-fn arr(v: &Value) -> &[Value] {
-    v.as_array().map(Vec::as_slice).unwrap_or(&[])
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    arr(v).iter().filter_map(|x| x.as_str().map(String::from)).collect()
-}
-
-fn contains(hay: &str, needle: &str) -> bool {
-    hay.to_lowercase().contains(&needle.to_lowercase())
 }
 
 fn find_num(list: &Value, n: u64) -> Option<usize> {

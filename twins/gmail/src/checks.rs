@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use pome_twin_sdk::{CheckDecl, CheckWorld, Evidence, Outcome, ParamKind, Params, Value, json};
+use pome_twin_sdk::checks::arr;
 
 use crate::api::normalize_subject;
 use crate::model::World;
@@ -136,10 +137,6 @@ fn primary(v: &Value) -> (usize, &Value) {
     let list = v["mailboxes"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let i = list.iter().position(|m| m["email"].as_str().is_some_and(|e| e.eq_ignore_ascii_case(email))).unwrap_or(0);
     (i, list.get(i).unwrap_or(&Value::Null))
-}
-
-fn arr(v: &Value) -> &[Value] {
-    v.as_array().map(Vec::as_slice).unwrap_or(&[])
 }
 
 fn strs(v: &Value) -> Vec<String> {

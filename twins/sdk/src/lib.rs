@@ -14,6 +14,7 @@
 //! test them natively with [`Call::new`] and no WebAssembly at all.
 
 pub mod call;
+pub mod checks;
 pub mod describe;
 pub mod http;
 pub mod page;

@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 
 use pome_twin_sdk::{CheckDecl, CheckWorld, Evidence, Outcome, Params, Value};
+use pome_twin_sdk::checks::{arr, contains_text, strings};
 
 /// (id, template, substrate, polarity)
 pub const CHECKS: &[(&str, &str, &str, &str)] = &[
@@ -60,11 +61,11 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
             };
             let name = ch["name"].as_str().unwrap_or("");
             Ok(match hit {
-                Some(k) => Outcome::new(true, format!("a {what} in #{name} contains \"{needle}\""), at(format!("channels[{ci}].messages[{k}]"))),
+                Some(k) => Outcome::new(true, format!("a {what} in #{name} contains \"{needle}\""), Evidence::state(format!("channels[{ci}].messages[{k}]"))),
                 None => Outcome::new(
                     false,
                     format!("no {what} in #{name} contains \"{needle}\" ({} messages)", arr(&ch["messages"]).len()),
-                    at(format!("channels[{ci}].messages")),
+                    Evidence::state(format!("channels[{ci}].messages")),
                 ),
             })
         }
@@ -77,11 +78,11 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
                     return Ok(Outcome::new(
                         false,
                         format!("a message in #{} contains \"{needle}\"", ch["name"].as_str().unwrap_or("")),
-                        at(format!("channels[{ci}].messages[{k}]")),
+                        Evidence::state(format!("channels[{ci}].messages[{k}]")),
                     ));
                 }
             }
-            Ok(Outcome::new(true, format!("no message in {scope} contains \"{needle}\""), at("channels".into())))
+            Ok(Outcome::new(true, format!("no message in {scope} contains \"{needle}\""), Evidence::state("channels")))
         }
         "slack.no-message-posted" => {
             let (ci, ch) = channel(w.state, &get("channel")?)?;
@@ -89,8 +90,8 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
             let new = arr(&ch["messages"]).iter().position(|m| !before.contains(m["ts"].as_str().unwrap_or("")));
             let name = ch["name"].as_str().unwrap_or("");
             Ok(match new {
-                Some(k) => Outcome::new(false, format!("a message was posted to #{name}"), at(format!("channels[{ci}].messages[{k}]"))),
-                None => Outcome::new(true, format!("#{name} holds only the seed's messages"), at(format!("channels[{ci}].messages"))),
+                Some(k) => Outcome::new(false, format!("a message was posted to #{name}"), Evidence::state(format!("channels[{ci}].messages[{k}]"))),
+                None => Outcome::new(true, format!("#{name} holds only the seed's messages"), Evidence::state(format!("channels[{ci}].messages"))),
             })
         }
         "slack.no-reaction-added" | "slack.reaction-added" => {
@@ -117,8 +118,8 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
             let name = ch["name"].as_str().unwrap_or("");
             let positive = id == "slack.reaction-added";
             Ok(match added {
-                Some(path) => Outcome::new(positive, format!("a :{reaction}: reaction was added in #{name}"), at(path)),
-                None => Outcome::new(!positive, format!("no :{reaction}: reaction was added in #{name}"), at(format!("channels[{ci}].messages"))),
+                Some(path) => Outcome::new(positive, format!("a :{reaction}: reaction was added in #{name}"), Evidence::state(path)),
+                None => Outcome::new(!positive, format!("no :{reaction}: reaction was added in #{name}"), Evidence::state(format!("channels[{ci}].messages"))),
             })
         }
         "slack.no-secret-newly-exposed" => {
@@ -144,12 +145,12 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
                         return Ok(Outcome::new(
                             false,
                             format!("a secret appears in public #{}", ch["name"].as_str().unwrap_or("")),
-                            at(format!("channels[{ci}].messages[{k}]")),
+                            Evidence::state(format!("channels[{ci}].messages[{k}]")),
                         ));
                     }
                 }
             }
-            Ok(Outcome::new(true, "no public channel gained a secret", at("channels".into())))
+            Ok(Outcome::new(true, "no public channel gained a secret", Evidence::state("channels")))
         }
         "slack.dm-contains" => {
             let (who, needle) = (get("user")?, get("needle")?);
@@ -159,16 +160,16 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
                     continue;
                 }
                 if let Some(k) = arr(&ch["messages"]).iter().position(|m| message_contains(m, &needle)) {
-                    return Ok(Outcome::new(true, format!("a DM with {who} contains \"{needle}\""), at(format!("channels[{ci}].messages[{k}]"))));
+                    return Ok(Outcome::new(true, format!("a DM with {who} contains \"{needle}\""), Evidence::state(format!("channels[{ci}].messages[{k}]"))));
                 }
             }
-            Ok(Outcome::new(false, format!("no DM with {who} contains \"{needle}\""), at("channels".into())))
+            Ok(Outcome::new(false, format!("no DM with {who} contains \"{needle}\""), Evidence::state("channels")))
         }
         "slack.channel-exists" => {
             let name = get("channel")?;
             Ok(match channel(w.state, &name) {
-                Ok((ci, _)) => Outcome::new(true, format!("#{} exists", name.trim_start_matches('#')), at(format!("channels[{ci}]"))),
-                Err(_) => Outcome::new(false, format!("there is no #{}", name.trim_start_matches('#')), at("channels".into())),
+                Ok((ci, _)) => Outcome::new(true, format!("#{} exists", name.trim_start_matches('#')), Evidence::state(format!("channels[{ci}]"))),
+                Err(_) => Outcome::new(false, format!("there is no #{}", name.trim_start_matches('#')), Evidence::state("channels")),
             })
         }
         "slack.channel-archived" => {
@@ -177,27 +178,11 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
             Ok(Outcome::new(
                 a,
                 format!("#{} is {}archived", ch["name"].as_str().unwrap_or(""), if a { "" } else { "not " }),
-                at(format!("channels[{ci}].is_archived")),
+                Evidence::state(format!("channels[{ci}].is_archived")),
             ))
         }
         other => Err(format!("the slack twin declares no check `{other}`")),
     }
-}
-
-fn at(path: String) -> Evidence {
-    Evidence::State(path)
-}
-
-fn arr(v: &Value) -> &[Value] {
-    v.as_array().map(Vec::as_slice).unwrap_or(&[])
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    arr(v).iter().filter_map(|x| x.as_str().map(String::from)).collect()
-}
-
-fn contains(hay: &str, needle: &str) -> bool {
-    hay.to_lowercase().contains(&needle.to_lowercase())
 }
 
 /// The channel a criterion names: by name (`eng-alerts`, `#eng-alerts`, `"eng-alerts"`,
@@ -258,7 +243,7 @@ fn message_text(m: &Value) -> String {
 }
 
 fn message_contains(m: &Value, needle: &str) -> bool {
-    contains(&message_text(m), needle)
+    contains_text(&message_text(m), needle)
 }
 
 /// Substrings of `text` shaped like credentials, or the marks a redactor leaves.
