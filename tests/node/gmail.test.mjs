@@ -6,44 +6,18 @@
 // POME_BIN names the host binary (default: target/release/pome); POME_TEST_TWINS_DIR serves
 // a twin component under development.
 
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, existsSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { gmail, auth } from "@googleapis/gmail";
+import { ROOT, servePome, createSandbox } from "./server.mjs";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const API_KEY = "pme_node_gmail_tests_0123456789";
+const pome = servePome("pme_node_gmail_tests_0123456789");
 const SEED = JSON.parse(readFileSync(join(ROOT, "tests", "tasks-compat", "bundled", "22-gmail-inbox-triage.seed.json"), "utf8"));
-let server;
-let base;
-
-before(async () => {
-  const bin = process.env.POME_BIN ?? join(ROOT, "target", "release", "pome");
-  assert.ok(existsSync(bin), `${bin} is missing: build the host first`);
-  const args = ["serve", "--listen", "127.0.0.1:0", "--data", mkdtempSync(join(tmpdir(), "pome-node-"))];
-  if (process.env.POME_TEST_TWINS_DIR) args.push("--twins-dir", process.env.POME_TEST_TWINS_DIR);
-  server = spawn(bin, args, { env: { ...process.env, POME_API_KEY: API_KEY, POME_LOG: "warn" }, stdio: ["ignore", "pipe", "inherit"] });
-  base = await new Promise((resolve, reject) => {
-    let buf = "";
-    server.stdout.on("data", (d) => {
-      buf += d;
-      const m = buf.match(/listening on (http:\/\/\S+)/);
-      if (m) resolve(m[1]);
-    });
-    server.on("exit", () => reject(new Error("pome serve exited")));
-  });
-});
-
-after(() => server?.kill());
 
 async function sandbox(seed = SEED) {
-  const r = await fetch(`${base}/v1/sandboxes`, { method: "POST", headers: { "X-API-KEY": API_KEY, "content-type": "application/json" }, body: JSON.stringify({ twins: ["gmail"], seed }) });
-  const sb = await r.json();
-  assert.equal(r.status, 201, JSON.stringify(sb));
+  const sb = await createSandbox(pome, { twins: ["gmail"], seed });
   const oauth = new auth.OAuth2();
   oauth.setCredentials({ access_token: sb.agent_token });
   // googleapis-common resolves each method's absolute path against rootUrl with
