@@ -121,14 +121,20 @@ pub fn create_payment_intent(w: &mut World, call: &mut Call, p: &Params) -> Res 
 // Shared helpers.
 
 fn get_or_404(w: &World, kind: &str, id: &str, label: &str) -> Res {
-    w.get_kind(kind, id).cloned().ok_or_else(|| no_such(label, id, "id"))
+    w.get_kind(kind, id).ok_or_else(|| no_such(label, id, "id"))
 }
 
 /// List objects of a kind, newest first, after a filter, with `created[gt]`-style bounds.
 fn list_of(w: &World, call: &Call, kind: &str, p: &Params, keep: impl Fn(&Value) -> bool) -> Res {
+    // With nothing to filter by, a page is cut from the ids and written from the stored
+    // text: no object is decoded. (Charges and endpoints are reshaped after listing.)
+    let paging_only = p.0.keys().all(|k| ["limit", "starting_after", "ending_before", "expand"].contains(&k.as_str()));
+    if paging_only && call.params.is_empty() && kind != "charge" && kind != "webhook_endpoint" {
+        return crate::core::list_ids(w, &call.req.path, w.ids(kind).collect(), p);
+    }
     let bounds = created_bounds(p)?;
-    let items: Vec<&Value> = w.all(kind).filter(|o| keep(o) && bounds(o)).collect();
-    crate::core::list_refs(&call.req.path, items, p)
+    let items: Vec<Value> = w.all(kind).filter(|o| keep(o) && bounds(o)).collect();
+    crate::core::list_object(&call.req.path, items, p)
 }
 
 fn created_bounds(p: &Params) -> Result<impl Fn(&Value) -> bool, StripeError> {
@@ -159,8 +165,8 @@ fn search_of(w: &World, call: &Call, kind: &str, p: &Params) -> Res {
     let q = p.req_str("query")?.to_string();
     let mut items = Vec::new();
     for o in w.all(kind) {
-        if search_matches(&q, o)? {
-            items.push(o.clone());
+        if search_matches(&q, &o)? {
+            items.push(o);
         }
     }
     search_object(&call.req.path, items, p)
@@ -203,49 +209,61 @@ fn display(amount: i64, cur: &str) -> String {
 // Events and webhooks.
 
 /// Record an event for a change and deliver it to every webhook endpoint listening for it.
-pub fn emit(w: &mut World, call: &mut Call, kind: &str, object: &Value, previous: Option<Value>) -> Value {
+/// The event is written straight to its stored text (its `data.object` as a diff against
+/// the object's template); it is decoded only when an endpoint needs its payload.
+pub fn emit(w: &mut World, call: &mut Call, kind: &str, object: &Value, previous: Option<Value>) {
     let id = w.new_id("evt");
-    let mut data = Value::Object(std::iter::once(("object".to_string(), object.clone())).collect());
-    if let Some(prev) = previous {
-        data["previous_attributes"] = prev;
+    let endpoints: Vec<(String, String)> = if w.order.get("webhook_endpoint").is_none_or(|ids| ids.is_empty()) {
+        Vec::new()
+    } else {
+        w.all("webhook_endpoint")
+            .filter(|e| e["status"] == "enabled")
+            .filter(|e| e["enabled_events"].as_array().is_some_and(|a| a.iter().any(|t| t == "*" || t == kind)))
+            .map(|e| (e["url"].as_str().unwrap_or_default().to_string(), e["secret"].as_str().unwrap_or_default().to_string()))
+            .collect()
+    };
+    let now = w.now();
+    let obj_kind = object["object"].as_str().unwrap_or_default().to_string();
+    let (inner_text, inner_diff) = crate::store::encode_obj(&mut w.0.templates, &obj_kind, object);
+    let js = |v: &str| serde_json::to_string(v).unwrap();
+    let mut text = format!(
+        "{{\"id\":{},\"object\":\"event\",\"api_version\":{},\"created\":{now},\"data\":{{\"object\":{inner_text}",
+        js(&id),
+        js(crate::API_VERSION)
+    );
+    if let Some(prev) = &previous {
+        text.push_str(",\"previous_attributes\":");
+        text.push_str(&prev.to_string());
     }
-    let endpoints: Vec<Value> = w
-        .all("webhook_endpoint")
-        .filter(|e| e["status"] == "enabled")
-        .filter(|e| e["enabled_events"].as_array().is_some_and(|a| a.iter().any(|t| t == "*" || t == kind)))
-        .cloned()
-        .collect();
-    let mut ev = json!({
-        "id": id,
-        "object": "event",
-        "api_version": crate::API_VERSION,
-        "created": w.now(),
-        "data": null,
-        "livemode": false,
-        "pending_webhooks": endpoints.len(),
-        "request": { "id": w.current_request.clone(), "idempotency_key": w.current_idempotency_key.clone() },
-        "type": kind,
-    });
-    ev["data"] = data;
-    let ev = w.insert(Some(call), ev);
+    text.push_str(&format!(
+        "}},\"livemode\":false,\"pending_webhooks\":{},\"request\":{{\"id\":{},\"idempotency_key\":{}}},\"type\":{}}}",
+        endpoints.len(),
+        js(&w.current_request),
+        w.current_idempotency_key.as_deref().map_or("null".to_string(), js),
+        js(kind)
+    ));
+    let stored = crate::store::Stored { kind: "event".into(), text: text.into(), diff: false, inner: inner_diff.then(|| obj_kind.clone().into()) };
+    call.created("event", &id, &json!({"id": id, "object": "event", "type": kind, "data": {"object": {"id": object["id"], "object": obj_kind}}}));
+    w.put(&id, "event", stored);
+    if endpoints.is_empty() {
+        return;
+    }
+    let ev = w.get(&id).unwrap_or_default();
     let payload = serde_json::to_string_pretty(&ev).unwrap_or_default();
-    for e in endpoints {
-        let secret = e["secret"].as_str().unwrap_or_default();
-        let t = w.now();
-        let sig = sign(secret, t, &payload);
+    for (url, secret) in endpoints {
+        let sig = sign(&secret, now, &payload);
         call.deliver(Delivery {
-            url: e["url"].as_str().unwrap_or_default().to_string(),
+            url,
             method: "POST".into(),
             headers: vec![
                 ("content-type".into(), "application/json; charset=utf-8".into()),
                 ("user-agent".into(), "Stripe/1.0 (+https://stripe.com/docs/webhooks)".into()),
-                ("stripe-signature".into(), format!("t={t},v1={sig}")),
+                ("stripe-signature".into(), format!("t={now},v1={sig}")),
             ],
             body: payload.clone().into_bytes(),
             event: kind.to_string(),
         });
     }
-    ev
 }
 
 /// `HMAC-SHA256(secret, "t.payload")` in hex, Stripe's `v1` signature scheme.
@@ -271,7 +289,7 @@ fn previous(before: &Value, after: &Value) -> Value {
 
 /// Modify an object and emit `event` with `previous_attributes`.
 fn modify_emit(w: &mut World, call: &mut Call, id: &str, event: &str, f: impl FnOnce(&mut Value)) -> Value {
-    let before = w.get(id).cloned().unwrap_or(Value::Null);
+    let before = w.get(id).unwrap_or(Value::Null);
     let after = w.modify(call, id, f);
     let prev = previous(&before, &after);
     emit(w, call, event, &after, Some(prev));
@@ -304,7 +322,7 @@ fn customer_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         w.modify(call, &id, |c| c["invoice_settings"]["default_payment_method"] = json!(pm));
     }
     emit(w, call, "customer.created", &c, None);
-    Ok(w.get(&id).cloned().unwrap_or(c))
+    Ok(w.get(&id).unwrap_or(c))
 }
 
 pub fn customer_obj(id: &str, created: i64) -> Value {
@@ -332,7 +350,7 @@ fn customer_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 fn customer_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
     get_or_404(w, "customer", &id, "customer")?;
-    let mut probe = w.get(&id).cloned().unwrap();
+    let mut probe = w.get(&id).unwrap();
     p.metadata_into(&mut probe)?;
     let dpm = match p.get("invoice_settings").and_then(|v| v["default_payment_method"].as_str()) {
         Some(pm) => {
@@ -601,7 +619,7 @@ fn pm_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     let id = call.param("id").to_string();
     if id.starts_with("pm_card_") {
         let id = resolve_pm(w, call, &id, "id")?;
-        return Ok(w.get(&id).cloned().unwrap());
+        return Ok(w.get(&id).unwrap());
     }
     get_or_404(w, "payment_method", &id, "PaymentMethod")
 }
@@ -635,7 +653,7 @@ fn attach(w: &mut World, call: &mut Call, pm: &str, cus: &str) -> Res {
     if !cur.is_null() && cur != cus {
         return Err(invalid("The payment method you provided has already been attached to a customer.").code("payment_method_unexpected_state").param("payment_method"));
     }
-    let pm_obj = w.get(&id).cloned().unwrap();
+    let pm_obj = w.get(&id).unwrap();
     if pm_obj["type"] == "card" && pm_obj["card"]["last4"] != "0341" {
         if let Behaviour::Decline(code, decline) = behaviour_of(&pm_obj) {
             let mut e = StripeError::new(402, "card_error", decline_message(code, decline)).code(code).param("");
@@ -838,7 +856,7 @@ fn pi_confirm(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 /// Confirm a PaymentIntent: attach the payment method given, then run it by its behaviour.
 fn confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
-    let pi = w.get(id).cloned().unwrap();
+    let pi = w.get(id).unwrap();
     let status = pi["status"].as_str().unwrap_or("").to_string();
     if !["requires_payment_method", "requires_confirmation", "requires_action"].contains(&status.as_str()) {
         return Err(invalid(format!(
@@ -871,7 +889,7 @@ fn confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
             .code("payment_intent_unexpected_state")
             .with("payment_intent", pi));
     };
-    let pm = w.get(&pm_id).cloned().unwrap();
+    let pm = w.get(&pm_id).unwrap();
     let pm_type = pm["type"].as_str().unwrap_or("card").to_string();
     if !types.contains(&pm_type) && !pi["automatic_payment_methods"]["enabled"].as_bool().unwrap_or(false) {
         return Err(invalid(format!("The PaymentMethod provided ({pm_type}) is not allowed for this PaymentIntent. Please attach a PaymentMethod of one of the following types: {}. Alternatively, update the allowed payment_method_types for this PaymentIntent to include \"{pm_type}\".", types.join(", "))).param("payment_method"));
@@ -1010,7 +1028,7 @@ pub fn balance_txn(w: &mut World, call: &mut Call, amount: i64, fee: i64, cur: &
 
 /// A successful attempt: a charge, captured now (automatic) or held (manual).
 fn succeed(w: &mut World, call: &mut Call, id: &str, details: Value, dispute: bool) -> Res {
-    let pi = w.get(id).cloned().unwrap();
+    let pi = w.get(id).unwrap();
     let manual = pi["capture_method"] == "manual";
     let amount = pi["amount"].as_i64().unwrap_or(0);
     let cur = pi["currency"].as_str().unwrap_or("usd").to_string();
@@ -1041,11 +1059,11 @@ fn succeed(w: &mut World, call: &mut Call, id: &str, details: Value, dispute: bo
     if dispute && !manual {
         open_dispute(w, call, &ch_id);
     }
-    Ok(w.get(id).cloned().unwrap())
+    Ok(w.get(id).unwrap())
 }
 
 fn fail_payment(w: &mut World, call: &mut Call, id: &str, pm: &Value, code: &str, decline: &str, message: &str) -> Res {
-    let pi = w.get(id).cloned().unwrap();
+    let pi = w.get(id).unwrap();
     let details = json!({"type": "card", "card": card_details(pm)});
     let mut ch = charge_obj(w, &pi, details, "failed", false);
     ch["failure_code"] = json!(code);
@@ -1073,12 +1091,12 @@ fn fail_payment(w: &mut World, call: &mut Call, id: &str, pm: &Value, code: &str
 }
 
 fn open_dispute(w: &mut World, call: &mut Call, ch_id: &str) {
-    let ch = w.get(ch_id).cloned().unwrap();
+    let ch = w.get(ch_id).unwrap();
     let amount = ch["amount"].as_i64().unwrap_or(0);
     let cur = ch["currency"].as_str().unwrap_or("usd").to_string();
     let id = w.new_id("dp");
     let txn = balance_txn(w, call, -amount, 1500, &cur, &id, "adjustment", Some(&format!("Chargeback withdrawal for {ch_id}")));
-    let txn_obj = w.get(&txn).cloned().unwrap();
+    let txn_obj = w.get(&txn).unwrap();
     let now = w.now();
     let dp = json!({
         "id": id, "object": "dispute", "amount": amount, "balance_transactions": [txn_obj], "charge": ch_id,
@@ -1238,7 +1256,7 @@ fn charge_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         }
         _ => return Err(invalid("Must provide source or customer.").code("parameter_missing")),
     };
-    let pm = w.get(&pm_id).cloned().unwrap();
+    let pm = w.get(&pm_id).unwrap();
     let capture = p.bool("capture")?.unwrap_or(true);
     let mut pseudo = pi_obj("", amount, &cur, w.now());
     pseudo["id"] = Value::Null;
@@ -1269,7 +1287,7 @@ fn charge_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
             if b == Behaviour::Dispute && capture {
                 open_dispute(w, call, &ch_id);
             }
-            Ok(w.get(&ch_id).cloned().unwrap())
+            Ok(w.get(&ch_id).unwrap())
         }
     }
 }
@@ -1282,7 +1300,7 @@ fn charge_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 /// A charge as rendered: its `refunds` list filled from the refunds made on it.
 pub fn with_refunds(w: &World, mut c: Value) -> Value {
     let id = c["id"].as_str().unwrap_or_default().to_string();
-    let refunds: Vec<Value> = w.all("refund").filter(|r| r["charge"] == id.as_str()).cloned().collect();
+    let refunds: Vec<Value> = w.all("refund").filter(|r| r["charge"] == id.as_str()).collect();
     c["refunds"] = json!({"object": "list", "data": refunds, "has_more": false, "total_count": refunds.len(), "url": format!("/v1/charges/{id}/refunds")});
     c
 }
@@ -1306,7 +1324,7 @@ fn charge_capture(w: &mut World, call: &mut Call, p: &Params) -> Res {
     }
     let amount = p.int("amount")?;
     if let Some(pi_id) = ch["payment_intent"].as_str().map(str::to_string) {
-        let pi = w.get(&pi_id).cloned().unwrap_or(Value::Null);
+        let pi = w.get(&pi_id).unwrap_or(Value::Null);
         capture_pi(w, call, &pi_id, pi, amount, p)?;
     } else {
         let total = ch["amount"].as_i64().unwrap_or(0);
@@ -1324,7 +1342,7 @@ fn charge_capture(w: &mut World, call: &mut Call, p: &Params) -> Res {
         });
         emit(w, call, "charge.captured", &c, Some(json!({"captured": false, "amount_captured": 0})));
     }
-    Ok(with_refunds(w, w.get(&id).cloned().unwrap()))
+    Ok(with_refunds(w, w.get(&id).unwrap()))
 }
 
 fn charge_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
@@ -1363,7 +1381,7 @@ fn refund_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         }
         (None, None) => return Err(invalid("One of the following params should be provided for this request: payment_intent or charge.").code("parameter_missing")),
     };
-    let ch = w.get(&ch_id).cloned().unwrap();
+    let ch = w.get(&ch_id).unwrap();
     if ch["status"] != "succeeded" || ch["captured"] != true {
         return Err(invalid(format!("Charge {ch_id} cannot be refunded because it has not been captured or has failed.")).code("charge_not_refundable").param("charge"));
     }
@@ -1614,7 +1632,7 @@ fn product_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         let price = price_create(w, call, &Params(data))?;
         w.modify(call, &id, |o| o["default_price"] = price["id"].clone());
     }
-    Ok(w.get(&id).cloned().unwrap())
+    Ok(w.get(&id).unwrap())
 }
 
 fn product_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
@@ -1877,7 +1895,7 @@ fn si_confirm(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 fn si_do_confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
-    let si = w.get(id).cloned().unwrap();
+    let si = w.get(id).unwrap();
     let status = si["status"].as_str().unwrap_or("").to_string();
     if !["requires_payment_method", "requires_confirmation", "requires_action"].contains(&status.as_str()) {
         return Err(invalid(format!("You cannot confirm this SetupIntent because it has a status of {status}.")).code("setup_intent_unexpected_state").with("setup_intent", si));
@@ -1891,7 +1909,7 @@ fn si_do_confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
             }
         },
     };
-    let pm = w.get(&pm_id).cloned().unwrap();
+    let pm = w.get(&pm_id).unwrap();
     match behaviour_of(&pm) {
         Behaviour::Decline(code, decline) => {
             let msg = decline_message(code, decline);

@@ -87,8 +87,8 @@ pub fn add_interval(t: i64, interval: &str, count: i64) -> i64 {
 /// Now for a customer: its test clock's frozen time, or the sandbox's clock.
 pub fn now_for(w: &World, customer: &str) -> i64 {
     w.get(customer)
-        .and_then(|c| c["test_clock"].as_str())
-        .and_then(|tc| w.get(tc))
+        .and_then(|c| c["test_clock"].as_str().map(str::to_string))
+        .and_then(|tc| w.get(&tc))
         .and_then(|tc| tc["frozen_time"].as_i64())
         .unwrap_or_else(|| w.now())
 }
@@ -107,13 +107,13 @@ fn clock_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 fn clock_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let items: Vec<Value> = w.all("test_helpers.test_clock").cloned().collect();
+    let items: Vec<Value> = w.all("test_helpers.test_clock").collect();
     list_object(&call.req.path, items, p)
 }
 
 fn clock_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     let id = call.param("id").to_string();
-    w.get_kind("test_helpers.test_clock", &id).cloned().ok_or_else(|| no_such("test_clock", &id, "test_clock"))
+    w.get_kind("test_helpers.test_clock", &id).ok_or_else(|| no_such("test_clock", &id, "test_clock"))
 }
 
 fn clock_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
@@ -125,7 +125,7 @@ fn clock_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 
 fn clock_advance(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
-    let clock = w.get_kind("test_helpers.test_clock", &id).cloned().ok_or_else(|| no_such("test_clock", &id, "test_clock"))?;
+    let clock = w.get_kind("test_helpers.test_clock", &id).ok_or_else(|| no_such("test_clock", &id, "test_clock"))?;
     let t = p.req_int("frozen_time")?;
     let from = clock["frozen_time"].as_i64().unwrap_or(0);
     if t <= from {
@@ -167,7 +167,7 @@ fn clock_advance(w: &mut World, call: &mut Call, p: &Params) -> Res {
 // Subscriptions.
 
 fn price_of(w: &World, id: &str, param: &str) -> Result<Value, StripeError> {
-    let p = w.get_kind("price", id).cloned().ok_or_else(|| no_such("price", id, param))?;
+    let p = w.get_kind("price", id).ok_or_else(|| no_such("price", id, param))?;
     if p["recurring"].is_null() {
         return Err(invalid(format!("The price specified is set to `type=one_time` but this field only accepts prices with `type=recurring`.")).param(param));
     }
@@ -264,7 +264,7 @@ fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 /// Invoice one period of a subscription and try to pay it; returns (invoice id, paid).
 fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end: i64, trial: bool, reason: &str) -> (String, bool) {
-    let sub = w.get(sub_id).cloned().unwrap();
+    let sub = w.get(sub_id).unwrap();
     let cus = sub["customer"].as_str().unwrap_or_default().to_string();
     let cur = sub["currency"].as_str().unwrap_or("usd").to_string();
     let inv_id = w.new_id("in");
@@ -293,7 +293,7 @@ fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end:
 fn new_invoice(w: &mut World, id: &str, cus: &str, cur: &str, lines: Vec<Value>, sub: Option<&str>, reason: &str, start: i64, end: i64) -> Value {
     let total: i64 = lines.iter().map(|l| l["amount"].as_i64().unwrap_or(0)).sum();
     let now = now_for(w, cus);
-    let c = w.get(cus).cloned().unwrap_or(Value::Null);
+    let c = w.get(cus).unwrap_or(Value::Null);
     json!({
         "id": id, "object": "invoice", "account_country": "US", "account_name": "Pome Twin", "account_tax_ids": null,
         "amount_due": total, "amount_paid": 0, "amount_remaining": total, "amount_shipping": 0, "application": null,
@@ -336,7 +336,7 @@ fn finalize(w: &mut World, call: &mut Call, id: &str) -> Value {
 
 /// Collect an open invoice from the subscription's or customer's default payment method.
 fn pay(w: &mut World, call: &mut Call, id: &str) -> bool {
-    let inv = w.get(id).cloned().unwrap();
+    let inv = w.get(id).unwrap();
     let cus = inv["customer"].as_str().unwrap_or_default().to_string();
     let now = now_for(w, &cus);
     let due = inv["amount_remaining"].as_i64().unwrap_or(0);
@@ -359,8 +359,8 @@ fn pay(w: &mut World, call: &mut Call, id: &str) -> bool {
         mark_paid(w, call, Value::Null, Value::Null);
         return true;
     }
-    let sub_pm = inv["subscription"].as_str().and_then(|s| w.get(s)).and_then(|s| s["default_payment_method"].as_str()).map(str::to_string);
-    let pm = sub_pm.or_else(|| w.get(&cus).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str()).map(str::to_string));
+    let sub_pm = inv["subscription"].as_str().and_then(|s| w.get(s)).and_then(|s| s["default_payment_method"].as_str().map(str::to_string));
+    let pm = sub_pm.or_else(|| w.get(&cus).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str().map(str::to_string)));
     let outcome = match pm {
         Some(pm) => {
             let mut form = serde_json::Map::new();
@@ -395,7 +395,7 @@ fn pay(w: &mut World, call: &mut Call, id: &str) -> bool {
 /// Roll a subscription into its next period at `at`: end it if it cancels at period end,
 /// else invoice the new period; a failed payment makes it past_due.
 fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
-    let sub = w.get(sub_id).cloned().unwrap();
+    let sub = w.get(sub_id).unwrap();
     if sub["cancel_at_period_end"] == true {
         let s = w.modify(call, sub_id, |s| {
             s["status"] = json!("canceled");
@@ -431,7 +431,7 @@ fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
 
 fn sub_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     let id = call.param("id").to_string();
-    w.get_kind("subscription", &id).cloned().ok_or_else(|| no_such("subscription", &id, "id"))
+    w.get_kind("subscription", &id).ok_or_else(|| no_such("subscription", &id, "id"))
 }
 
 fn sub_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
@@ -447,7 +447,6 @@ fn sub_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
             Some(st) => s["status"] == st,
         })
         .filter(|s| price.as_ref().is_none_or(|pr| s["items"]["data"].as_array().is_some_and(|a| a.iter().any(|i| i["price"]["id"] == pr.as_str()))))
-        .cloned()
         .collect();
     list_object(&call.req.path, items, p)
 }
@@ -456,7 +455,7 @@ fn sub_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let q = p.req_str("query")?.to_string();
     let mut items = Vec::new();
     for o in w.all("subscription") {
-        if crate::core::search_matches(&q, o)? {
+        if crate::core::search_matches(&q, &o)? {
             items.push(o.clone());
         }
     }
@@ -465,7 +464,7 @@ fn sub_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
-    let mut sub = w.get_kind("subscription", &id).cloned().ok_or_else(|| no_such("subscription", &id, "id"))?;
+    let mut sub = w.get_kind("subscription", &id).ok_or_else(|| no_such("subscription", &id, "id"))?;
     if sub["status"] == "canceled" {
         return Err(invalid("A canceled subscription can only update its cancellation_details and metadata.").code("resource_missing"));
     }
@@ -529,7 +528,7 @@ fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn sub_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     let id = call.param("id").to_string();
-    let sub = w.get_kind("subscription", &id).cloned().ok_or_else(|| no_such("subscription", &id, "id"))?;
+    let sub = w.get_kind("subscription", &id).ok_or_else(|| no_such("subscription", &id, "id"))?;
     if sub["status"] == "canceled" {
         return Err(invalid(format!("No such subscription: '{id}'. It has been canceled.")).code("resource_missing"));
     }
@@ -546,7 +545,7 @@ fn sub_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 
 fn si_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let sub = p.req_str("subscription")?.to_string();
-    let s = w.get_kind("subscription", &sub).cloned().ok_or_else(|| no_such("subscription", &sub, "subscription"))?;
+    let s = w.get_kind("subscription", &sub).ok_or_else(|| no_such("subscription", &sub, "subscription"))?;
     let items = s["items"]["data"].as_array().cloned().unwrap_or_default();
     list_object(&call.req.path, items, p)
 }
@@ -559,7 +558,7 @@ fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
     let (amount, cur, price) = match p.str("price") {
         Some(pid) => {
-            let pr = w.get_kind("price", pid).cloned().ok_or_else(|| no_such("price", pid, "price"))?;
+            let pr = w.get_kind("price", pid).ok_or_else(|| no_such("price", pid, "price"))?;
             let q = p.int("quantity")?.unwrap_or(1);
             (pr["unit_amount"].as_i64().unwrap_or(0) * q, pr["currency"].as_str().unwrap_or("usd").to_string(), pr)
         }
@@ -582,14 +581,14 @@ fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn ii_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.str("customer").map(str::to_string);
-    let items: Vec<Value> = w.all("invoiceitem").filter(|o| cus.as_ref().is_none_or(|c| o["customer"] == c.as_str())).cloned().collect();
+    let items: Vec<Value> = w.all("invoiceitem").filter(|o| cus.as_ref().is_none_or(|c| o["customer"] == c.as_str())).collect();
     list_object(&call.req.path, items, p)
 }
 
 fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.req_str("customer")?.to_string();
     w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
-    let pending: Vec<Value> = w.all("invoiceitem").filter(|i| i["customer"] == cus.as_str() && i["invoice"].is_null()).cloned().collect();
+    let pending: Vec<Value> = w.all("invoiceitem").filter(|i| i["customer"] == cus.as_str() && i["invoice"].is_null()).collect();
     let id = w.new_id("in");
     let cur = pending.first().and_then(|i| i["currency"].as_str()).unwrap_or("usd").to_string();
     let lines: Vec<Value> = pending
@@ -621,7 +620,7 @@ fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn inv_get(w: &World, call: &Call) -> Result<(String, Value), StripeError> {
     let id = call.param("id").to_string();
-    let inv = w.get_kind("invoice", &id).cloned().ok_or_else(|| no_such("invoice", &id, "invoice"))?;
+    let inv = w.get_kind("invoice", &id).ok_or_else(|| no_such("invoice", &id, "invoice"))?;
     Ok((id, inv))
 }
 
@@ -636,7 +635,7 @@ fn inv_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let items: Vec<Value> = w
         .all("invoice")
         .filter(|i| cus.as_ref().is_none_or(|c| i["customer"] == c.as_str()) && sub.as_ref().is_none_or(|s| i["subscription"] == s.as_str()) && st.as_ref().is_none_or(|s| i["status"] == s.as_str()))
-        .cloned()
+        
         .collect();
     list_object(&call.req.path, items, p)
 }
@@ -689,9 +688,9 @@ fn inv_pay(w: &mut World, call: &mut Call, p: &Params) -> Res {
                 emit(w, call, "customer.subscription.updated", &s, Some(json!({"status": "past_due"})));
             }
         }
-        Ok(w.get(&id).cloned().unwrap())
+        Ok(w.get(&id).unwrap())
     } else {
-        let inv = w.get(&id).cloned().unwrap();
+        let inv = w.get(&id).unwrap();
         let mut e = StripeError::new(402, "card_error", "Your card was declined.").code("card_declined");
         e.decline_code = Some("generic_decline".into());
         Err(e.with("invoice", inv))

@@ -37,7 +37,7 @@ fn line_items(w: &mut World, p: &Params) -> Result<(Vec<Value>, String, bool), S
     let mut recurring = false;
     for (i, it) in items.iter().enumerate() {
         let pid = it["price"].as_str().ok_or_else(|| missing(&format!("line_items[{i}][price]")))?;
-        let price = w.get_kind("price", pid).cloned().ok_or_else(|| no_such("price", pid, &format!("line_items[{i}][price]")))?;
+        let price = w.get_kind("price", pid).ok_or_else(|| no_such("price", pid, &format!("line_items[{i}][price]")))?;
         let qty: i64 = it["quantity"].as_str().and_then(|s| s.parse().ok()).ok_or_else(|| missing(&format!("line_items[{i}][quantity]")))?;
         let amount = price["unit_amount"].as_i64().unwrap_or(0) * qty;
         cur = price["currency"].as_str().unwrap_or("usd").to_string();
@@ -105,7 +105,7 @@ fn public(mut o: Value) -> Value {
 
 fn cs_get(w: &World, call: &Call) -> Result<(String, Value), StripeError> {
     let id = call.param("id").to_string();
-    let o = w.get_kind("checkout.session", &id).cloned().ok_or_else(|| no_such("checkout.session", &id, "session"))?;
+    let o = w.get_kind("checkout.session", &id).ok_or_else(|| no_such("checkout.session", &id, "session"))?;
     Ok((id, o))
 }
 
@@ -120,7 +120,7 @@ fn cs_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let items: Vec<Value> = w
         .all("checkout.session")
         .filter(|o| pi.as_ref().is_none_or(|x| o["payment_intent"] == x.as_str()) && cus.as_ref().is_none_or(|x| o["customer"] == x.as_str()))
-        .cloned()
+        
         .map(public)
         .collect();
     list_object(&call.req.path, items, p)
@@ -166,13 +166,13 @@ fn pl_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn pl_get(w: &World, call: &Call) -> Result<(String, Value), StripeError> {
     let id = call.param("id").to_string();
-    let o = w.get_kind("payment_link", &id).cloned().ok_or_else(|| no_such("payment_link", &id, "payment_link"))?;
+    let o = w.get_kind("payment_link", &id).ok_or_else(|| no_such("payment_link", &id, "payment_link"))?;
     Ok((id, o))
 }
 
 fn pl_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let active = p.bool("active")?;
-    let items: Vec<Value> = w.all("payment_link").filter(|o| active.is_none_or(|a| o["active"] == a)).cloned().map(public).collect();
+    let items: Vec<Value> = w.all("payment_link").filter(|o| active.is_none_or(|a| o["active"] == a)).map(public).collect();
     list_object(&call.req.path, items, p)
 }
 
@@ -199,7 +199,7 @@ fn pl_lines(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn promo_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let coupon = p.req_str("coupon")?.to_string();
-    let c = w.get_kind("coupon", &coupon).cloned().ok_or_else(|| no_such("coupon", &coupon, "coupon"))?;
+    let c = w.get_kind("coupon", &coupon).ok_or_else(|| no_such("coupon", &coupon, "coupon"))?;
     let id = w.new_id("promo");
     let code = match p.str("code") {
         Some(code) => {
@@ -229,19 +229,19 @@ fn promo_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let items: Vec<Value> = w
         .all("promotion_code")
         .filter(|o| code.as_ref().is_none_or(|c| o["code"] == c.as_str()) && coupon.as_ref().is_none_or(|c| o["coupon"]["id"] == c.as_str()) && active.is_none_or(|a| o["active"] == a))
-        .cloned()
+        
         .collect();
     list_object(&call.req.path, items, p)
 }
 
 fn promo_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     let id = call.param("id").to_string();
-    w.get_kind("promotion_code", &id).cloned().ok_or_else(|| no_such("promotion_code", &id, "promotion_code"))
+    w.get_kind("promotion_code", &id).ok_or_else(|| no_such("promotion_code", &id, "promotion_code"))
 }
 
 fn promo_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
-    let mut probe = w.get_kind("promotion_code", &id).cloned().ok_or_else(|| no_such("promotion_code", &id, "promotion_code"))?;
+    let mut probe = w.get_kind("promotion_code", &id).ok_or_else(|| no_such("promotion_code", &id, "promotion_code"))?;
     p.metadata_into(&mut probe)?;
     let active = p.bool("active")?;
     let o = w.modify(call, &id, |o| {

@@ -305,6 +305,61 @@ pub fn list_refs(url: &str, items: Vec<&Value>, p: &Params) -> Res {
     Ok(Value::Object(m))
 }
 
+/// A list page cut from ids (newest first) and written straight from the stored text.
+pub fn list_ids(w: &World, url: &str, ids: Vec<&String>, p: &Params) -> Res {
+    let limit = p.int("limit")?.unwrap_or(10);
+    if !(1..=100).contains(&limit) {
+        return Err(invalid("Invalid limit: must be between 1 and 100").param("limit"));
+    }
+    let limit = limit as usize;
+    let pos = |id: &str, param: &str| -> Result<usize, StripeError> {
+        ids.iter().position(|o| o.as_str() == id).ok_or_else(|| invalid(format!("No such object: '{id}'")).code("resource_missing").param(param))
+    };
+    let (page, has_more): (&[&String], bool) = if let Some(after) = p.str("starting_after") {
+        let start = pos(after, "starting_after")? + 1;
+        let rest = &ids[start..];
+        (&rest[..rest.len().min(limit)], rest.len() > limit)
+    } else if let Some(before) = p.str("ending_before") {
+        let end = pos(before, "ending_before")?;
+        let start = end.saturating_sub(limit);
+        (&ids[start..end], start > 0)
+    } else {
+        (&ids[..ids.len().min(limit)], ids.len() > limit)
+    };
+    let mut out = String::with_capacity(64 + page.len() * 1024);
+    out.push_str("{\"object\":\"list\",\"data\":[");
+    for (i, id) in page.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if let Some(s) = w.objects.get(id.as_str()) {
+            crate::store::render_into(&mut out, &w.templates, s);
+        }
+    }
+    out.push_str("],\"has_more\":");
+    out.push_str(if has_more { "true" } else { "false" });
+    out.push_str(",\"url\":");
+    out.push_str(&serde_json::to_string(url).unwrap());
+    out.push('}');
+    Ok(raw(out))
+}
+
+thread_local! {
+    /// A handler's answer already written as JSON text, taken by [`run`] in place of the
+    /// `Value` the handler returned (see [`raw`]).
+    static RAW_OUT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Answer with this JSON text: the handler returns the placeholder this gives back.
+pub fn raw(text: String) -> Value {
+    RAW_OUT.with(|r| *r.borrow_mut() = Some(text));
+    Value::Null
+}
+
+fn take_raw() -> Option<String> {
+    RAW_OUT.with(|r| r.borrow_mut().take())
+}
+
 /// A search result object (`object: search_result`, `next_page`, `total_count` absent).
 pub fn search_object(url: &str, items: Vec<Value>, p: &Params) -> Res {
     let limit = p.int("limit")?.unwrap_or(10).clamp(1, 100) as usize;
@@ -480,8 +535,8 @@ fn expand_one(w: &World, v: &mut Value, parts: &[&str], full: &str) -> Result<()
         return Err(invalid(format!("This property cannot be expanded ({full}).")).param("expand"));
     };
     if let Value::String(id) = field {
-        match w.objects.get(id.as_str()) {
-            Some(target) => *field = target.clone(),
+        match w.get(id.as_str()) {
+            Some(target) => *field = target,
             None => return Err(invalid(format!("This property cannot be expanded ({full}).")).param("expand")),
         }
     } else if field.is_null() {
@@ -583,16 +638,33 @@ pub fn run(w: &mut World, call: &mut Call, f: Handler) -> Response {
     }
 
     w.current_idempotency_key = idem_key.clone();
-    let out = f(w, call, &params).and_then(|mut v| {
-        let paths = params.strs("expand");
-        if !paths.is_empty() {
-            expand(w, &mut v, &paths)?;
+    take_raw();
+    let out = f(w, call, &params);
+    let text = take_raw();
+    let paths = params.strs("expand");
+    let out = match (out, text) {
+        (Ok(_), Some(text)) if paths.is_empty() => Ok(Err(text)),
+        (Ok(_), Some(text)) => Ok(Ok(serde_json::from_str::<Value>(&text).expect("a rendered answer is JSON"))),
+        (Ok(v), None) => Ok(Ok(v)),
+        (Err(e), _) => Err(e),
+    };
+    let out = out.and_then(|v| match v {
+        Ok(mut v) => {
+            if !paths.is_empty() {
+                expand(w, &mut v, &paths)?;
+            }
+            Ok(Ok(v))
         }
-        Ok(v)
+        text => Ok(text),
     });
     w.current_idempotency_key = None;
     let resp = match out {
-        Ok(v) => Response::json(200, &v),
+        Ok(Ok(v)) => Response::json(200, &v),
+        Ok(Err(text)) => {
+            let mut r = Response::json(200, &Value::Null);
+            r.body = text.into_bytes();
+            r
+        }
         Err(e) => error_response(&e, &request_id),
     };
     if let Some(k) = idem_key {

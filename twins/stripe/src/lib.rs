@@ -15,6 +15,7 @@ pub mod checks;
 pub mod commerce;
 pub mod core;
 pub mod seed;
+pub mod store;
 pub mod x402;
 
 use std::collections::BTreeMap;
@@ -55,11 +56,18 @@ pub struct Data {
     /// The id counter every new object takes its id from.
     pub seq: u64,
     pub request_seq: u64,
-    /// Every object by id.
-    pub objects: BTreeMap<String, Value>,
+    /// Every object by id, as compact text (see [`store`]).
+    pub objects: BTreeMap<String, store::Stored>,
+    /// Each kind's template, the first object of the kind stored.
+    #[serde(default)]
+    pub templates: store::Templates,
     /// Object type (`payment_intent`) → ids in creation order.
     pub order: BTreeMap<String, Vec<String>>,
     pub idempotency: BTreeMap<String, IdemEntry>,
+    /// Idempotency keys, oldest first: Stripe forgets a key after 24 hours; the twin keeps
+    /// the newest [`IDEMPOTENCY_KEPT`].
+    #[serde(default)]
+    pub idempotency_order: std::collections::VecDeque<String>,
     pub failure_injection: Vec<FailureRule>,
     pub attempts: BTreeMap<String, u32>,
     /// Seeded balance on top of what balance transactions add up to: currency → (available, pending).
@@ -72,6 +80,13 @@ pub struct Data {
     #[serde(default)]
     pub current_idempotency_key: Option<String>,
 }
+
+/// Events kept in the world: Stripe serves events of the last 30 days only, and a sandbox
+/// under load must not grow without bound. Older events leave the world (the tape keeps
+/// their rows).
+pub const EVENTS_KEPT: usize = 10_000;
+/// Idempotency keys remembered.
+pub const IDEMPOTENCY_KEPT: usize = 5_000;
 
 impl Data {
     pub fn tombstone(&mut self, id: &str) {
@@ -142,36 +157,75 @@ impl World {
         let id = obj["id"].as_str().unwrap_or_default().to_string();
         let kind = obj["object"].as_str().unwrap_or_default().to_string();
         if let Some(call) = call {
-            call.created(&kind, &id, &obj);
+            if kind == "event" {
+                // An event repeats an object the same call recorded; its row names it only.
+                call.created(&kind, &id, &json!({"id": id, "object": "event", "type": obj["type"], "data": {"object": {"id": obj["data"]["object"]["id"], "object": obj["data"]["object"]["object"]}}}));
+            } else {
+                call.created(&kind, &id, &obj);
+            }
         }
-        if !self.objects.contains_key(&id) {
-            self.order.entry(kind).or_default().push(id.clone());
-        }
-        self.objects.insert(id, obj.clone());
+        let stored = store::encode(&mut self.0.templates, &obj);
+        self.put(&id, &kind, stored);
         obj
     }
 
-    pub fn get(&self, id: &str) -> Option<&Value> {
-        self.objects.get(id)
+    /// Store an encoded object; a new one joins its kind's order (events beyond
+    /// [`EVENTS_KEPT`] leave, oldest first).
+    pub fn put(&mut self, id: &str, kind: &str, stored: store::Stored) {
+        if self.0.objects.insert(id.to_string(), stored).is_none() {
+            let ids = self.0.order.entry(kind.to_string()).or_default();
+            ids.push(id.to_string());
+            // In batches, so a long run does not shift ten thousand ids on every event.
+            if kind == "event" && ids.len() >= EVENTS_KEPT + EVENTS_KEPT / 10 {
+                let old: Vec<String> = ids.drain(..ids.len() - EVENTS_KEPT).collect();
+                for o in old {
+                    self.0.objects.remove(&o);
+                }
+            }
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Option<Value> {
+        self.objects.get(id).map(|s| store::decode(&self.templates, s))
+    }
+
+    pub fn exists(&self, id: &str) -> bool {
+        self.objects.contains_key(id)
+    }
+
+    /// The object's compact JSON.
+    pub fn render(&self, id: &str) -> Option<String> {
+        self.objects.get(id).map(|s| store::render(&self.templates, s))
     }
 
     /// An object of the given type by id.
-    pub fn get_kind(&self, kind: &str, id: &str) -> Option<&Value> {
-        self.objects.get(id).filter(|o| o["object"] == kind)
+    pub fn get_kind(&self, kind: &str, id: &str) -> Option<Value> {
+        self.objects.get(id).filter(|o| &*o.kind == kind).map(|s| store::decode(&self.templates, s))
     }
 
-    /// Change an object in place, recording before and after; returns the new object.
+    pub fn is_kind(&self, kind: &str, id: &str) -> bool {
+        self.objects.get(id).is_some_and(|o| &*o.kind == kind)
+    }
+
+    /// Change an object in place, recording the fields that changed (before and after);
+    /// returns the new object.
     pub fn modify(&mut self, call: &mut Call, id: &str, f: impl FnOnce(&mut Value)) -> Value {
-        let Some(obj) = self.objects.get_mut(id) else { return Value::Null };
+        let Some(mut obj) = self.get(id) else { return Value::Null };
         let before = obj.clone();
-        f(obj);
+        f(&mut obj);
         let kind = obj["object"].as_str().unwrap_or_default().to_string();
-        call.updated(&kind, id, &before, &*obj);
-        obj.clone()
+        let (b, a) = changed_fields(&before, &obj);
+        if !a.is_empty() || !b.is_empty() {
+            call.updated(&kind, id, &Value::Object(b), &Value::Object(a));
+        }
+        let stored = store::encode(&mut self.0.templates, &obj);
+        self.0.objects.insert(id.to_string(), stored);
+        obj
     }
 
     pub fn remove(&mut self, call: &mut Call, id: &str) -> Option<Value> {
-        let obj = self.objects.remove(id)?;
+        let obj = self.get(id)?;
+        self.0.objects.remove(id);
         let kind = obj["object"].as_str().unwrap_or_default().to_string();
         if let Some(ids) = self.order.get_mut(&kind) {
             ids.retain(|x| x != id);
@@ -181,13 +235,48 @@ impl World {
     }
 
     /// Objects of a type, newest first.
-    pub fn all(&self, kind: &str) -> impl Iterator<Item = &Value> {
-        self.order.get(kind).into_iter().flat_map(|ids| ids.iter().rev()).filter_map(|id| self.objects.get(id))
+    pub fn all(&self, kind: &str) -> impl Iterator<Item = Value> + '_ {
+        self.ids(kind).filter_map(|id| self.get(id))
+    }
+
+    /// Ids of a type, newest first.
+    pub fn ids(&self, kind: &str) -> impl DoubleEndedIterator<Item = &String> + '_ {
+        self.order.get(kind).into_iter().flat_map(|ids| ids.iter().rev())
     }
 
     pub fn now(&self) -> i64 {
         pome_twin_sdk::time::now_unix()
     }
+}
+
+/// The top-level fields that differ between two objects (`id` always named), as the
+/// before and after halves of a state delta: a changed PaymentIntent records its status and
+/// charge, not its 45 fields twice.
+pub fn changed_fields(before: &Value, after: &Value) -> (serde_json::Map<String, Value>, serde_json::Map<String, Value>) {
+    let (mut b, mut a) = (serde_json::Map::new(), serde_json::Map::new());
+    let empty = serde_json::Map::new();
+    let bm = before.as_object().unwrap_or(&empty);
+    let am = after.as_object().unwrap_or(&empty);
+    for (k, v) in am {
+        if bm.get(k) != Some(v) {
+            if let Some(old) = bm.get(k) {
+                b.insert(k.clone(), old.clone());
+            }
+            a.insert(k.clone(), v.clone());
+        }
+    }
+    for (k, v) in bm {
+        if !am.contains_key(k) {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    if !a.is_empty() || !b.is_empty() {
+        if let Some(id) = am.get("id").or(bm.get("id")) {
+            b.insert("id".into(), id.clone());
+            a.insert("id".into(), id.clone());
+        }
+    }
+    (b, a)
 }
 
 fn router() -> Router<World> {
@@ -245,7 +334,7 @@ impl Twin for World {
         let mut out = serde_json::Map::new();
         out.insert("account_id".into(), json!(self.account_id));
         for (kind, ids) in &self.order {
-            let items: Vec<Value> = ids.iter().filter_map(|id| self.objects.get(id).cloned()).collect();
+            let items: Vec<Value> = ids.iter().filter_map(|id| self.get(id)).collect();
             out.insert(plural(kind), Value::Array(items));
         }
         for k in ["payment_intents", "charges", "refunds", "events", "customers"] {

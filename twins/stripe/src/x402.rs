@@ -43,7 +43,7 @@ fn challenge(w: &World, call: &Call, pi: &Value, error: &str) -> Response {
 
 /// The PaymentIntent waiting for this resource's payment, opened on first need.
 fn pending(w: &mut World, call: &mut Call) -> Value {
-    if let Some(pi) = w.all("payment_intent").find(|p| p["metadata"]["x402"] == "true" && p["status"] == "requires_action").cloned() {
+    if let Some(pi) = w.all("payment_intent").find(|p| p["metadata"]["x402"] == "true" && p["status"] == "requires_action") {
         return pi;
     }
     let id = w.new_id("pi");
