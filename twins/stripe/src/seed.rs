@@ -184,7 +184,7 @@ pub fn init(seed: Option<Value>) -> Result<World, String> {
         let o = Obj::new(r, &path, &["id", "account_id", "charge_id", "charge", "payment_intent_id", "amount", "currency", "status", "reason", "created", "metadata", "idempotency_key"])?;
         let id = o.str("id")?.unwrap_or_else(|| w.new_id("re"));
         let ch = o.str("charge_id")?.or(o.str("charge")?).ok_or_else(|| format!("{}: a refund needs its charge", o.at("charge_id")))?;
-        let ch_obj = w.get_kind("charge", &ch).cloned().ok_or_else(|| format!("{}: no charge {ch:?} in the seed", o.at("charge_id")))?;
+        let ch_obj = w.get_kind("charge", &ch).ok_or_else(|| format!("{}: no charge {ch:?} in the seed", o.at("charge_id")))?;
         w.insert(None, json!({
             "id": id, "object": "refund", "amount": o.positive("amount")?.ok_or_else(|| format!("{}: required", o.at("amount")))?,
             "balance_transaction": null, "charge": ch, "created": o.int("created")?.unwrap_or(1_700_000_000),
