@@ -33,6 +33,8 @@ pub struct Ctx<'w> {
     pub base_url: String,
     pub now: String,
     pub fx: RefCell<Effects>,
+    /// Whether the answer read the clock or wrote to the world (then it is not kept).
+    pub volatile: std::cell::Cell<bool>,
 }
 
 /// Executor JSON to serde_json, variant by variant (no serializer round trip).
@@ -236,7 +238,10 @@ impl ObjectValue for Ent<'_, '_> {
             return Ok(typed(
                 match v {
                     Some(v) => v,
-                    None if def.ty.is_non_null() => default_leaf(&w, e, &def.ty, &ctx.now),
+                    None if def.ty.is_non_null() => {
+                        ctx.volatile.set(true);
+                        default_leaf(&w, e, &def.ty, &ctx.now)
+                    }
                     None => Value::Null,
                 },
                 &def.ty,
@@ -546,6 +551,7 @@ impl ObjectValue for Payload<'_, '_> {
             return Ok(ResolvedValue::null());
         }
         if def.ty.is_non_null() {
+            ctx.volatile.set(true);
             return Ok(typed(default_leaf(&Inner::default(), &Map::new(), &def.ty, &ctx.now), &def.ty));
         }
         Ok(ResolvedValue::null())

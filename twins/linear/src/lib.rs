@@ -8,6 +8,7 @@
 //! as GraphQL specifies. Modules by role: [`model`] (the world), [`seed`] (strict seeds),
 //! [`gql`] (schema and document cache), [`filter`] (Linear's filters), [`checks`].
 
+pub mod cache;
 pub mod checks;
 pub mod exec;
 pub mod fast;
@@ -98,7 +99,21 @@ pub fn complexity(set: &SelectionSet, doc: &apollo_compiler::ExecutableDocument,
 pub fn graphql(w: &mut World, call: &mut Call) -> Response {
     w.requests += 1;
     let remaining = 5000u64.saturating_sub(w.requests % 5000);
-    let resp = serve(w, call);
+    let key = cache::key(call);
+    let resp = match cache::get(&w.generation, &key) {
+        Some(kept) => {
+            call.action = kept.action;
+            call.unsupported = kept.unsupported;
+            kept.response
+        }
+        None => {
+            let (resp, keep) = serve(w, call);
+            if keep {
+                cache::put(&w.generation, key, cache::Kept { response: resp.clone(), action: call.action.clone(), unsupported: call.unsupported });
+            }
+            resp
+        }
+    };
     resp.with_header("x-ratelimit-requests-limit", "5000")
         .with_header("x-ratelimit-requests-remaining", remaining.to_string())
         .with_header("x-ratelimit-requests-reset", ((pome_twin_sdk::time::now_unix() / 3600 + 1) * 3_600_000).to_string())
@@ -106,7 +121,15 @@ pub fn graphql(w: &mut World, call: &mut Call) -> Response {
         .with_header("x-ratelimit-complexity-remaining", "3000000")
 }
 
-fn serve(w: &mut World, call: &mut Call) -> Response {
+/// The answer, and whether it may be kept for the same request on the same world.
+fn serve(w: &mut World, call: &mut Call) -> (Response, bool) {
+    match execute(w, call) {
+        Ok((resp, keep)) => (resp, keep),
+        Err(resp) => (resp, false),
+    }
+}
+
+fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response> {
     call.action = Some("graphql".into());
     let body: Value = if call.req.method == Method::Get {
         let mut m = serde_json::Map::new();
@@ -118,14 +141,14 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
     } else {
         match serde_json::from_slice(&call.req.body) {
             Ok(v @ Value::Object(_)) => v,
-            _ => return errors(400, vec![gql_error("POST body must be a JSON object with a `query` string", "BAD_REQUEST")]),
+            _ => return Err(errors(400, vec![gql_error("POST body must be a JSON object with a `query` string", "BAD_REQUEST")])),
         }
     };
     let Some(query) = body.get("query").and_then(Value::as_str) else {
         if body.pointer("/extensions/persistedQuery").is_some() {
-            return errors(200, vec![json!({"message": "PersistedQueryNotFound", "extensions": {"code": "PERSISTED_QUERY_NOT_FOUND", "type": "graphql error", "userError": true}})]);
+            return Err(errors(200, vec![json!({"message": "PersistedQueryNotFound", "extensions": {"code": "PERSISTED_QUERY_NOT_FOUND", "type": "graphql error", "userError": true}})]));
         }
-        return errors(400, vec![gql_error("Must provide query string.", "BAD_REQUEST")]);
+        return Err(errors(400, vec![gql_error("Must provide query string.", "BAD_REQUEST")]));
     };
     let vars: JsonMap = match body.get("variables") {
         None | Some(Value::Null) => JsonMap::new(),
@@ -133,7 +156,7 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
             apollo_compiler::response::JsonValue::Object(m) => m,
             _ => JsonMap::new(),
         },
-        Some(_) => return errors(400, vec![gql_error("Variables must be an object.", "BAD_REQUEST")]),
+        Some(_) => return Err(errors(400, vec![gql_error("Variables must be an object.", "BAD_REQUEST")])),
     };
     let op_name = body.get("operationName").and_then(Value::as_str).map(String::from);
     let doc = match gql::document(query) {
@@ -148,33 +171,33 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
                     v
                 })
                 .collect();
-            return errors(400, list);
+            return Err(errors(400, list));
         }
     };
     let operation = match doc.operations.get(op_name.as_deref()) {
         Ok(op) => op,
-        Err(e) => return errors(400, vec![gql_error(&e.message().to_string(), "GRAPHQL_VALIDATION_FAILED")]),
+        Err(e) => return Err(errors(400, vec![gql_error(&e.message().to_string(), "GRAPHQL_VALIDATION_FAILED")])),
     };
     if depth(&operation.selection_set, &doc, 0) > MAX_DEPTH {
-        return errors(400, vec![json!({"message": format!("Query has depth greater than the allowed maximum of {MAX_DEPTH}"), "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too deep."}})]);
+        return Err(errors(400, vec![json!({"message": format!("Query has depth greater than the allowed maximum of {MAX_DEPTH}"), "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too deep."}})]));
     }
     let plain_vars = body.get("variables").and_then(Value::as_object).cloned().unwrap_or_default();
     let points = complexity(&operation.selection_set, &doc, &plain_vars);
     if points > MAX_COMPLEXITY {
         let msg = format!("Query too complex - complexity of {} exceeds the maximum of {}", points.round(), MAX_COMPLEXITY);
-        return errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too complex; request fewer items or fields."}})]);
+        return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too complex; request fewer items or fields."}})]));
     }
     let is_mutation = operation.operation_type == apollo_compiler::executable::OperationType::Mutation;
     let now = pome_twin_sdk::time::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let base = call.req.base_url.clone();
-    let ctx = exec::Ctx { w: RefCell::new(&mut w.0), base_url: base, now, fx: RefCell::new(exec::Effects::default()) };
+    let ctx = exec::Ctx { w: RefCell::new(&mut w.0), base_url: base, now, fx: RefCell::new(exec::Effects::default()), volatile: std::cell::Cell::new(false) };
     let root = root::Root { ctx: &ctx, ty: if is_mutation { "Mutation" } else { "Query" } };
     let p = gql::schema_for(query);
     let coerced = match apollo_compiler::request::coerce_variable_values(&p.schema, operation, &vars) {
         Ok(v) => v,
         Err(e) => {
             let msg = e.message().to_string();
-            return errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "BAD_USER_INPUT", "statusCode": 400, "userError": true, "userPresentableMessage": msg}})]);
+            return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "BAD_USER_INPUT", "statusCode": 400, "userError": true, "userPresentableMessage": msg}})]));
         }
     };
     let (data, raw_errors): (Vec<u8>, Vec<Value>) = if gql::introspects(query) {
@@ -195,7 +218,12 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
         let data = ex.run(&root, &operation.selection_set);
         (data, ex.errors)
     };
+    let volatile = ctx.volatile.get();
     let fx = ctx.fx.into_inner();
+    if is_mutation || volatile || !fx.changes.is_empty() {
+        w.generation.bump();
+    }
+    let keep = !is_mutation && !volatile && fx.changes.is_empty() && fx.deliveries.is_empty();
     if let Some(a) = fx.actions.first() {
         call.action = Some(a.clone());
     } else if let Some(u) = fx.unsupported.first() {
@@ -230,7 +258,7 @@ fn serve(w: &mut World, call: &mut Call) -> Response {
             body.extend_from_slice(&data);
             body.push(b'}');
             let status = if null && has_errors { 400 } else { 200 };
-            Response { status, headers: vec![("content-type".into(), "application/json; charset=utf-8".into())], body }
+            Ok((Response { status, headers: vec![("content-type".into(), "application/json; charset=utf-8".into())], body }, keep))
         }
     }
 }

@@ -26,6 +26,9 @@ pub struct Inner {
     pub tokens: Vec<Value>,
     /// Requests served (rate-limit headers).
     pub requests: u64,
+    /// The answer cache's view of this world: not state.
+    #[serde(skip)]
+    pub generation: crate::cache::Generation,
 }
 
 /// The world, stored as JSON text in snapshots: postcard cannot carry free-form JSON.

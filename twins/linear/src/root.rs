@@ -112,6 +112,7 @@ impl ObjectValue for Root<'_, '_> {
                 return Ok(ResolvedValue::object(Ent { ctx, ty: "Organization".into(), id }));
             }
             "userSettings" => {
+                ctx.volatile.set(true);
                 let id = crate::mutate::user_settings(&mut ctx.w.borrow_mut(), &ctx.now);
                 return Ok(ResolvedValue::object(Ent { ctx, ty: "UserSettings".into(), id }));
             }

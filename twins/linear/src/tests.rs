@@ -479,3 +479,39 @@ fn every_sdk_operation_with_default_paging_fits_the_complexity_limit() {
     }
     assert!(worst.0 <= crate::MAX_COMPLEXITY, "{worst:?}");
 }
+
+/// `cargo test --release -p twin-linear bench_native -- --ignored --nocapture`: the bench's
+/// documents natively, per request (for profiling; asserts only that they answer).
+#[test]
+#[ignore]
+fn bench_native() {
+    let states = ["Backlog", "Todo", "In Progress", "Done", "Canceled"];
+    let issues: Vec<Value> = (0..200)
+        .map(|i| {
+            let mut issue = json!({"team": "ENG", "title": format!("Issue number {i}"), "state": states[i % 5], "priority": i % 5, "creator": "admin@pome-twin.test"});
+            if i % 3 != 0 {
+                issue["assignee"] = json!(if i % 2 == 0 { "dev@pome-twin.test" } else { "admin@pome-twin.test" });
+            }
+            if i % 2 == 0 {
+                issue["labels"] = json!(["Bug"]);
+            }
+            issue
+        })
+        .collect();
+    let mut seed = crate::seed::default_seed();
+    seed["issues"] = json!(issues);
+    let mut w = World::init(Some(seed)).unwrap();
+    let list = "query Open($first: Int) { issues(first: $first, filter: {team: {key: {eq: \"ENG\"}}, state: {type: {nin: [\"completed\", \"canceled\"]}}}) { nodes { id identifier title priority assignee { id name email } labels { nodes { id name color } } state { id name type } } pageInfo { hasNextPage endCursor } } }";
+    let create = "mutation Create($input: IssueCreateInput!) { issueCreate(input: $input) { success lastSyncId issue { id identifier title state { name } } } }";
+    let n: u32 = std::env::var("BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let t = std::time::Instant::now();
+    for _ in 0..if std::env::var_os("ONLY_CREATE").is_some() { 1 } else { n } {
+        data(&mut w, list, json!({"first": 50}));
+    }
+    println!("list: {:?} per request", t.elapsed() / n);
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        data(&mut w, create, json!({"input": {"teamId": "team_eng", "title": "Load test issue", "description": "created by wrk"}}));
+    }
+    println!("create: {:?} per request", t.elapsed() / n);
+}
