@@ -212,6 +212,23 @@ fn display(amount: i64, cur: &str) -> String {
 /// The event is written straight to its stored text (its `data.object` as a diff against
 /// the object's template); it is decoded only when an endpoint needs its payload.
 pub fn emit(w: &mut World, call: &mut Call, kind: &str, object: &Value, previous: Option<Value>) {
+    let obj_kind = object["object"].as_str().unwrap_or_default().to_string();
+    let obj_id = object["id"].as_str().unwrap_or_default().to_string();
+    let inner = crate::store::encode_obj(&mut w.0.templates, &obj_kind, object);
+    emit_text(w, call, kind, &obj_id, obj_kind, inner, previous)
+}
+
+/// [`emit`] for the object as it is stored now: its stored text is the event's
+/// `data.object`, with nothing encoded again.
+pub fn emit_current(w: &mut World, call: &mut Call, kind: &str, obj_id: &str, previous: Option<Value>) {
+    let Some(s) = w.objects.get(obj_id) else { return };
+    let obj_kind = s.kind.to_string();
+    let inner = (s.text.to_string(), s.diff);
+    emit_text(w, call, kind, obj_id, obj_kind, inner, previous)
+}
+
+fn emit_text(w: &mut World, call: &mut Call, kind: &str, obj_id: &str, obj_kind: String, inner: (String, bool), previous: Option<Value>) {
+    let (inner_text, inner_diff) = inner;
     let id = w.new_id("evt");
     let endpoints: Vec<(String, String)> = if w.order.get("webhook_endpoint").is_none_or(|ids| ids.is_empty()) {
         Vec::new()
@@ -223,8 +240,6 @@ pub fn emit(w: &mut World, call: &mut Call, kind: &str, object: &Value, previous
             .collect()
     };
     let now = w.now();
-    let obj_kind = object["object"].as_str().unwrap_or_default().to_string();
-    let (inner_text, inner_diff) = crate::store::encode_obj(&mut w.0.templates, &obj_kind, object);
     let js = |v: &str| serde_json::to_string(v).unwrap();
     let mut text = format!(
         "{{\"id\":{},\"object\":\"event\",\"api_version\":{},\"created\":{now},\"data\":{{\"object\":{inner_text}",
@@ -243,7 +258,7 @@ pub fn emit(w: &mut World, call: &mut Call, kind: &str, object: &Value, previous
         js(kind)
     ));
     let stored = crate::store::Stored { kind: "event".into(), text: text.into(), diff: false, inner: inner_diff.then(|| obj_kind.clone().into()) };
-    call.created("event", &id, &json!({"id": id, "object": "event", "type": kind, "data": {"object": {"id": object["id"], "object": obj_kind}}}));
+    call.created("event", &id, &json!({"id": id, "object": "event", "type": kind, "data": {"object": {"id": obj_id, "object": obj_kind}}}));
     w.put(&id, "event", stored);
     if endpoints.is_empty() {
         return;
@@ -786,7 +801,7 @@ fn pi_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         pi["status"] = json!("requires_confirmation");
     }
     let pi = w.insert(Some(call), pi);
-    emit(w, call, "payment_intent.created", &pi, None);
+    emit_current(w, call, "payment_intent.created", &id, None);
     if p.bool("confirm")? == Some(true) {
         return confirm(w, call, &id, p);
     }
@@ -1050,16 +1065,16 @@ fn succeed(w: &mut World, call: &mut Call, id: &str, details: Value, dispute: bo
             pi["amount_received"] = json!(amount);
         }
     });
-    emit(w, call, "charge.succeeded", &ch, None);
+    emit_current(w, call, "charge.succeeded", &ch_id, None);
     if manual {
-        emit(w, call, "payment_intent.amount_capturable_updated", &pi, None);
+        emit_current(w, call, "payment_intent.amount_capturable_updated", id, None);
     } else {
-        emit(w, call, "payment_intent.succeeded", &pi, None);
+        emit_current(w, call, "payment_intent.succeeded", id, None);
     }
     if dispute && !manual {
         open_dispute(w, call, &ch_id);
     }
-    Ok(w.get(id).unwrap())
+    Ok(pi)
 }
 
 fn fail_payment(w: &mut World, call: &mut Call, id: &str, pm: &Value, code: &str, decline: &str, message: &str) -> Res {

@@ -153,18 +153,23 @@ impl World {
     }
 
     /// Store a new object (its `object` field names its type) and record it on the tape.
-    pub fn insert(&mut self, call: Option<&mut Call>, obj: Value) -> Value {
+    pub fn insert(&mut self, mut call: Option<&mut Call>, obj: Value) -> Value {
         let id = obj["id"].as_str().unwrap_or_default().to_string();
         let kind = obj["object"].as_str().unwrap_or_default().to_string();
-        if let Some(call) = call {
+        if let Some(call) = call.as_deref_mut() {
             if kind == "event" {
                 // An event repeats an object the same call recorded; its row names it only.
                 call.created(&kind, &id, &json!({"id": id, "object": "event", "type": obj["type"], "data": {"object": {"id": obj["data"]["object"]["id"], "object": obj["data"]["object"]["object"]}}}));
-            } else {
-                call.created(&kind, &id, &obj);
             }
         }
         let stored = store::encode(&mut self.0.templates, &obj);
+        if let Some(call) = call.filter(|_| kind != "event") {
+            // The row's copy is written from the stored text (cheaper than serialising the
+            // tree again).
+            let text = store::render(&self.templates, &stored);
+            let raw = serde_json::value::RawValue::from_string(text).expect("stored text is JSON");
+            call.created(&kind, &id, &raw);
+        }
         self.put(&id, &kind, stored);
         obj
     }
