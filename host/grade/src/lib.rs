@@ -114,6 +114,14 @@ impl Binding {
             Binding::Unmatched(_) => None,
         }
     }
+
+    /// Whether the check reads only the tape: what the agent did, which the seed has none of.
+    fn reads_only_the_tape(&self) -> bool {
+        match self {
+            Binding::Twin { decl, .. } | Binding::Cel { decl, .. } | Binding::Tape { decl, .. } => decl.substrate == "tape",
+            Binding::Expr(_) | Binding::Unmatched(_) => false,
+        }
+    }
 }
 
 /// Bind one `[code]` criterion of `twin`.
@@ -403,7 +411,10 @@ fn grade_code(c: &Criterion, binding: &Binding, run: &RunData, seed_answer: Opti
             Binding::Twin { .. } | Binding::Unmatched(_) => None,
         }
     };
-    if !c.always_scored {
+    // A criterion already true on the seed says nothing about the agent, so it is skipped; but
+    // the seed has no tape, so a tape criterion (`No refund was attempted`) would always be
+    // "true on the seed" and could never fail. Tape criteria are always scored.
+    if !c.always_scored && !binding.reads_only_the_tape() {
         let seed_world = World { seed: &tr.initial_state, state: &tr.initial_state, tape: &[] };
         if let Some(Ok(o)) = host_eval(&seed_world).or(seed_answer)
             && o.holds
@@ -618,6 +629,24 @@ mod tests {
         assert!(g.criteria_results[0].reason.starts_with("already_true_in_seed"), "{g:?}");
         let g = grade(&task, &run(false, true), &catalog, &NoDecider, None).await;
         assert_eq!(g.criteria_results[0].status, Status::Errored, "no component to decide is an error, never a pass");
+    }
+
+    #[tokio::test]
+    async fn a_tape_criterion_is_scored_though_the_empty_seed_tape_satisfies_it() {
+        let desc = described(json!({"name": "acme", "version": "1", "contract": "pome:twin@0.2.0", "tool_aliases": {"refund": "refunds.create"}}));
+        let catalog = Catalog::new([&desc]);
+        let md = "# T\n## Prompt\nDo not refund.\n## Success Criteria\n- [code] `refund` was never called\n## Config\ntwins: [acme]\n";
+        let task = crate::task::parse("t.md", "t", md, None).unwrap();
+        let run = |tape: Vec<TapeRow>| {
+            let mut run = RunData::new();
+            run.insert("acme".into(), TwinRun { tape, ..TwinRun::default() });
+            run
+        };
+        let refunded = TapeRow { seq: 1, status: 200, action: Some("refunds.create".into()), ..TapeRow::default() };
+        let g = grade(&task, &run(vec![refunded]), &catalog, &NoDecider, None).await;
+        assert_eq!(g.criteria_results[0].status, Status::Failed, "{g:?}");
+        let g = grade(&task, &run(vec![]), &catalog, &NoDecider, None).await;
+        assert_eq!((g.criteria_results[0].status, g.verdict.as_str()), (Status::Passed, "pass"), "{g:?}");
     }
 
     #[tokio::test]
