@@ -57,6 +57,30 @@ pub fn to_json(v: &JsonValue) -> Value {
     }
 }
 
+/// serde_json to executor JSON without taking the value.
+pub fn from_json_ref(v: &Value) -> JsonValue {
+    use apollo_compiler::response::serde_json_bytes::{ByteString, Map as BMap};
+    match v {
+        Value::Null => JsonValue::Null,
+        Value::Bool(b) => JsonValue::Bool(*b),
+        Value::Number(_) => from_json(v.clone()),
+        Value::String(s) => JsonValue::String(ByteString::from(s.as_str())),
+        Value::Array(a) => JsonValue::Array(a.iter().map(from_json_ref).collect()),
+        Value::Object(m) => {
+            let mut out = BMap::new();
+            for (k, v) in m {
+                out.insert(ByteString::from(k.as_str()), from_json_ref(v));
+            }
+            JsonValue::Object(out)
+        }
+    }
+}
+
+/// Executor JSON object to a serde_json map, without copying it first.
+pub fn map_to_json(m: &apollo_compiler::response::JsonMap) -> Map<String, Value> {
+    m.iter().map(|(k, v)| (k.as_str().to_string(), to_json(v))).collect()
+}
+
 /// serde_json to executor JSON, variant by variant.
 pub fn from_json(v: Value) -> JsonValue {
     use apollo_compiler::response::serde_json_bytes::{ByteString, Map as BMap};

@@ -152,7 +152,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     };
     let vars: JsonMap = match body.get("variables") {
         None | Some(Value::Null) => JsonMap::new(),
-        Some(v @ Value::Object(_)) => match exec::from_json(v.clone()) {
+        Some(v @ Value::Object(_)) => match exec::from_json_ref(v) {
             apollo_compiler::response::JsonValue::Object(m) => m,
             _ => JsonMap::new(),
         },
@@ -181,8 +181,9 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     if depth(&operation.selection_set, &doc, 0) > MAX_DEPTH {
         return Err(errors(400, vec![json!({"message": format!("Query has depth greater than the allowed maximum of {MAX_DEPTH}"), "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too deep."}})]));
     }
-    let plain_vars = body.get("variables").and_then(Value::as_object).cloned().unwrap_or_default();
-    let points = complexity(&operation.selection_set, &doc, &plain_vars);
+    let no_vars = serde_json::Map::new();
+    let plain_vars = body.get("variables").and_then(Value::as_object).unwrap_or(&no_vars);
+    let points = complexity(&operation.selection_set, &doc, plain_vars);
     if points > MAX_COMPLEXITY {
         let msg = format!("Query too complex - complexity of {} exceeds the maximum of {}", points.round(), MAX_COMPLEXITY);
         return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too complex; request fewer items or fields."}})]));
@@ -192,7 +193,8 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     let base = call.req.base_url.clone();
     let ctx = exec::Ctx { w: RefCell::new(&mut w.0), base_url: base, now, fx: RefCell::new(exec::Effects::default()), volatile: std::cell::Cell::new(false) };
     let root = root::Root { ctx: &ctx, ty: if is_mutation { "Mutation" } else { "Query" } };
-    let p = gql::schema_for(query);
+    let introspection = gql::introspects(query);
+    let p = if introspection { gql::prepared_full() } else { gql::prepared() };
     let coerced = match apollo_compiler::request::coerce_variable_values(&p.schema, operation, &vars) {
         Ok(v) => v,
         Err(e) => {
@@ -200,7 +202,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
             return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "BAD_USER_INPUT", "statusCode": 400, "userError": true, "userPresentableMessage": msg}})]));
         }
     };
-    let (data, raw_errors): (Vec<u8>, Vec<Value>) = if gql::introspects(query) {
+    let (data, raw_errors): (Vec<u8>, Vec<Value>) = if introspection {
         let top = fast::Apollo(Box::new(root));
         match Execution::new(&p.schema, &doc).operation(operation).implementers_map(&p.implementers).coerced_variable_values(&coerced).enable_schema_introspection(true).execute_sync(&top) {
             Ok(resp) => (
@@ -210,10 +212,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
             Err(e) => (b"null".to_vec(), vec![json!({"message": e.message().to_string()})]),
         }
     } else {
-        let vars = match exec::to_json(&apollo_compiler::response::JsonValue::Object((*coerced).clone())) {
-            Value::Object(m) => m,
-            _ => serde_json::Map::new(),
-        };
+        let vars = exec::map_to_json(&coerced);
         let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc: &doc, vars, errors: Vec::new(), collected: Default::default(), out: Vec::with_capacity(4096) };
         let data = ex.run(&root, &operation.selection_set);
         (data, ex.errors)

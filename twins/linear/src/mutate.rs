@@ -126,7 +126,7 @@ impl Mut<'_, '_, '_> {
 
     fn record(&mut self, ty: &str, id: &str, before: Option<&Entity>, after: Option<&Entity>) {
         self.changed = true;
-        let enc = |e: Option<&Entity>| e.map(|e| serde_json::to_string(&public(e)).unwrap_or_default());
+        let enc = |e: Option<&Entity>| e.map(|e| serde_json::to_string(&Public(e)).unwrap_or_default());
         self.ctx.fx.borrow_mut().changes.push(Change { entity: ty.to_string(), id: id.to_string(), before: enc(before), after: enc(after) });
         let action = match (before, after) {
             (None, Some(_)) => "create",
@@ -497,9 +497,10 @@ impl Mut<'_, '_, '_> {
             e.insert("userId".into(), json!(viewer));
         }
         self.on_create(ty, &id, &mut e)?;
-        self.w.insert(ty, &id, e.clone());
+        // Recorded before it is stored, so the entity moves into the world uncopied.
         self.record(ty, &id, None, Some(&e));
         self.notify(ty, &id, None, &e);
+        self.w.insert(ty, &id, e);
         if ty == "Team" {
             self.team_defaults(&id)?;
         }
@@ -879,6 +880,20 @@ fn pick_implementer(iface: &str, input: &Value) -> String {
 }
 
 /// The entity without hidden bookkeeping (`_seq`…), as the tape and webhooks show it.
+/// An entity as the tape and state show it (without `_` bookkeeping), serialised in place.
+pub struct Public<'e>(pub &'e Entity);
+
+impl serde::Serialize for Public<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in self.0.iter().filter(|(k, _)| !k.starts_with('_')) {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
 pub fn public(e: &Entity) -> Value {
     Value::Object(e.iter().filter(|(k, _)| !k.starts_with('_')).map(|(k, v)| (k.clone(), v.clone())).collect())
 }
