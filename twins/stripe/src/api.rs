@@ -1053,7 +1053,7 @@ fn succeed(w: &mut World, call: &mut Call, id: &str, details: Value, dispute: bo
         let txn = balance_txn(w, call, amount, fee_for(amount), &cur, &ch_id, "charge", pi["description"].as_str());
         ch["balance_transaction"] = json!(txn);
     }
-    let ch = w.insert(Some(call), ch);
+    w.insert(Some(call), ch);
     let pi = w.modify(call, id, |pi| {
         pi["latest_charge"] = json!(ch_id);
         pi["next_action"] = Value::Null;

@@ -564,6 +564,22 @@ fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         }
         None => (p.req_int("amount")?, api::currency(p)?, Value::Null),
     };
+    let target = match p.str("invoice") {
+        Some(inv_id) => {
+            let inv = w.get_kind("invoice", inv_id).ok_or_else(|| no_such("invoice", inv_id, "invoice"))?;
+            if inv["status"] != "draft" {
+                return Err(invalid(format!("You can only add invoice items to draft invoices. The invoice {inv_id} has status {}.", inv["status"].as_str().unwrap_or(""))).code("invoice_not_editable").param("invoice"));
+            }
+            if inv["customer"] != cus.as_str() {
+                return Err(invalid(format!("The invoice {inv_id} belongs to a different customer.")).param("invoice"));
+            }
+            if inv["currency"] != cur.as_str() && inv["lines"]["total_count"].as_i64().unwrap_or(0) > 0 {
+                return Err(invalid(format!("The currency of the invoice item ({cur}) must match the invoice's ({}).", inv["currency"].as_str().unwrap_or(""))).param("currency"));
+            }
+            Some(inv_id.to_string())
+        }
+        None => None,
+    };
     let id = w.new_id("ii");
     let now = now_for(w, &cus);
     let mut o = json!({
@@ -576,6 +592,20 @@ fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     p.metadata_into(&mut o)?;
     let o = w.insert(Some(call), o);
     emit(w, call, "invoiceitem.created", &o, None);
+    if let Some(inv_id) = target {
+        // A draft invoice named by the item takes it as a line, and its totals follow.
+        let line = line_of_item(&o, &inv_id);
+        let inv = w.modify(call, &inv_id, |i| {
+            if let Some(lines) = i["lines"]["data"].as_array_mut() {
+                lines.push(line);
+            }
+            let n = i["lines"]["data"].as_array().map_or(0, Vec::len);
+            i["lines"]["total_count"] = json!(n);
+            i["currency"] = o["currency"].clone();
+            retotal(i);
+        });
+        emit(w, call, "invoice.updated", &inv, None);
+    }
     Ok(o)
 }
 
@@ -585,25 +615,50 @@ fn ii_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     list_object(&call.req.path, items, p)
 }
 
+/// An invoice item as a line of invoice `inv`.
+fn line_of_item(ii: &Value, inv: &str) -> Value {
+    json!({
+        "id": format!("il_{}", &ii["id"].as_str().unwrap_or("")[3..]), "object": "line_item", "amount": ii["amount"], "currency": ii["currency"],
+        "description": ii["description"], "discount_amounts": [], "discountable": true, "discounts": [], "invoice": inv,
+        "invoice_item": ii["id"], "livemode": false, "metadata": ii["metadata"], "period": ii["period"], "price": ii["price"],
+        "proration": false, "proration_details": {"credited_items": null}, "quantity": ii["quantity"], "subscription": null,
+        "tax_amounts": [], "tax_rates": [], "type": "invoiceitem",
+    })
+}
+
+/// A draft invoice's totals from its lines.
+fn retotal(i: &mut Value) {
+    let total: i64 = i["lines"]["data"].as_array().map_or(0, |a| a.iter().map(|l| l["amount"].as_i64().unwrap_or(0)).sum());
+    for k in ["amount_due", "amount_remaining", "subtotal", "subtotal_excluding_tax", "total", "total_excluding_tax"] {
+        i[k] = json!(total);
+    }
+}
+
 fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.req_str("customer")?.to_string();
     w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
     let pending: Vec<Value> = w.all("invoiceitem").filter(|i| i["customer"] == cus.as_str() && i["invoice"].is_null()).collect();
     let id = w.new_id("in");
     let cur = pending.first().and_then(|i| i["currency"].as_str()).unwrap_or("usd").to_string();
-    let lines: Vec<Value> = pending
-        .iter()
-        .rev()
-        .map(|ii| json!({
-            "id": format!("il_{}", &ii["id"].as_str().unwrap_or("")[3..]), "object": "line_item", "amount": ii["amount"], "currency": ii["currency"],
-            "description": ii["description"], "discount_amounts": [], "discountable": true, "discounts": [], "invoice": id,
-            "invoice_item": ii["id"], "livemode": false, "metadata": ii["metadata"], "period": ii["period"], "price": ii["price"],
-            "proration": false, "proration_details": {"credited_items": null}, "quantity": ii["quantity"], "subscription": null,
-            "tax_amounts": [], "tax_rates": [], "type": "invoiceitem",
-        }))
-        .collect();
+    let lines: Vec<Value> = pending.iter().rev().map(|ii| line_of_item(ii, &id)).collect();
     let now = now_for(w, &cus);
+    let method = p.str("collection_method").unwrap_or("charge_automatically").to_string();
+    if !["charge_automatically", "send_invoice"].contains(&method.as_str()) {
+        return Err(invalid(format!("Invalid collection_method: must be one of charge_automatically or send_invoice")).param("collection_method"));
+    }
+    let days = p.int("days_until_due")?;
+    let due_date = p.int("due_date")?;
+    if method == "send_invoice" && days.is_none() && due_date.is_none() {
+        return Err(invalid("Missing required param: days_until_due. Invoices with collection_method=send_invoice need days_until_due or due_date.").code("parameter_missing").param("days_until_due"));
+    }
+    if method == "charge_automatically" && (days.is_some() || due_date.is_some()) {
+        return Err(invalid("Invoices with collection_method=charge_automatically cannot have days_until_due or due_date.").param(if days.is_some() { "days_until_due" } else { "due_date" }));
+    }
     let mut inv = new_invoice(w, &id, &cus, &cur, lines, None, "manual", now, now);
+    inv["collection_method"] = json!(method);
+    if let Some(d) = due_date.or(days.map(|d| now + d * 86_400)) {
+        inv["due_date"] = json!(d);
+    }
     p.copy(&mut inv, &["description", "footer"]);
     if let Some(a) = p.bool("auto_advance")? {
         inv["auto_advance"] = json!(a);

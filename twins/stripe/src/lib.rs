@@ -16,6 +16,7 @@ pub mod commerce;
 pub mod core;
 pub mod seed;
 pub mod store;
+pub mod tools;
 pub mod x402;
 
 use std::collections::BTreeMap;
@@ -361,7 +362,16 @@ impl Twin for World {
     }
 
     fn credentials() -> Vec<Credential> {
-        vec![Credential::Bearer, Credential::BasicUser]
+        // Stripe's clients expect a secret key shaped `sk_test_…`; the sandbox hands one out.
+        vec![Credential::Bearer, Credential::BasicUser, Credential::Prefix("sk_test_".into())]
+    }
+
+    fn tools() -> Vec<pome_twin_sdk::ToolDecl> {
+        tools::declared()
+    }
+
+    fn tool_body() -> pome_twin_sdk::ToolBody {
+        pome_twin_sdk::ToolBody::Form
     }
 
     fn agent_env() -> Vec<(&'static str, &'static str)> {

@@ -474,3 +474,81 @@ fn the_surface_serves_over_a_hundred_operations_and_unknown_ones_answer_501_in_s
     assert_eq!(r.status, 501);
     assert_eq!(v["error"]["type"], "invalid_request_error");
 }
+
+/// A tool call as the host makes it: the tool's request, dispatched like any REST call.
+fn tool(w: &mut World, name: &str, args: Value) -> (u16, Value) {
+    let decl = World::tools().into_iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no tool {name}"));
+    let tr = decl.request(args.as_object().unwrap()).unwrap();
+    let path = if tr.query.is_empty() { tr.path.clone() } else { format!("{}?{}", tr.path, tr.query) };
+    let mut req = Request::new(Method::parse(&tr.method), &path);
+    if !tr.body.is_empty() {
+        req.headers.push(("content-type".into(), tr.content_type.into()));
+        req.body = tr.body;
+    }
+    let mut c = Call::new(req);
+    let r = World::router().dispatch(w, &mut c);
+    assert!(!c.unsupported, "{name} reaches no route");
+    (r.status, r.json_body())
+}
+
+#[test]
+fn the_agent_toolkit_tools_reach_the_twins_routes_under_stripes_names() {
+    let names: Vec<String> = World::tools().into_iter().map(|t| t.name).collect();
+    for n in ["create_customer", "list_customers", "create_product", "list_products", "create_price", "list_prices", "create_payment_link", "create_invoice", "list_invoices", "create_invoice_item", "finalize_invoice", "retrieve_balance", "create_refund", "list_payment_intents", "list_subscriptions", "cancel_subscription", "update_subscription", "list_coupons", "create_coupon", "list_disputes", "update_dispute"] {
+        assert!(names.iter().any(|x| x == n), "{n} is declared");
+    }
+    let mut w = world();
+    let (s, cus) = tool(&mut w, "create_customer", json!({"name": "Ada", "email": "ada@example.com"}));
+    assert_eq!((s, cus["name"].as_str()), (200, Some("Ada")));
+    let cus = cus["id"].as_str().unwrap().to_string();
+    let (_, listed) = tool(&mut w, "list_customers", json!({"email": "ada@example.com", "limit": 5}));
+    assert_eq!(listed["data"][0]["id"], cus.as_str());
+    let (_, prod) = tool(&mut w, "create_product", json!({"name": "Pro plan"}));
+    let (s, price) = tool(&mut w, "create_price", json!({"product": prod["id"], "unit_amount": 1500, "currency": "usd"}));
+    assert_eq!((s, price["unit_amount"].as_i64()), (200, Some(1500)));
+    assert_eq!(tool(&mut w, "list_prices", json!({"product": prod["id"]})).1["data"][0]["id"], price["id"]);
+    assert_eq!(tool(&mut w, "list_products", json!({})).1["data"][0]["id"], prod["id"]);
+    let (s, link) = tool(&mut w, "create_payment_link", json!({"price": price["id"], "quantity": 2}));
+    assert_eq!(s, 200, "{link}");
+    assert_eq!(link["object"], "payment_link");
+    let (s, inv) = tool(&mut w, "create_invoice", json!({"customer": cus, "days_until_due": 30}));
+    assert_eq!((s, inv["collection_method"].as_str()), (200, Some("send_invoice")), "{inv}");
+    let (s, item) = tool(&mut w, "create_invoice_item", json!({"customer": cus, "price": price["id"], "invoice": inv["id"]}));
+    assert_eq!((s, item["invoice"].clone()), (200, inv["id"].clone()), "{item}");
+    let (s, fin) = tool(&mut w, "finalize_invoice", json!({"invoice": inv["id"]}));
+    assert_eq!((s, fin["status"].as_str(), fin["amount_due"].as_i64()), (200, Some("open"), Some(1500)), "{fin}");
+    assert_eq!(tool(&mut w, "list_invoices", json!({"customer": cus})).1["data"][0]["id"], inv["id"]);
+
+    let ch = paid_charge(&mut w, "5000");
+    let (_, charge) = get(&mut w, &format!("/v1/charges/{ch}"));
+    let (s, re) = tool(&mut w, "create_refund", json!({"payment_intent": charge["payment_intent"], "amount": 1000}));
+    assert_eq!((s, re["amount"].as_i64()), (200, Some(1000)), "{re}");
+    assert_eq!(tool(&mut w, "list_payment_intents", json!({"limit": 1})).1["data"][0]["id"], charge["payment_intent"]);
+    assert_eq!(tool(&mut w, "retrieve_balance", json!({})).1["object"], "balance");
+
+    let (s, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "3000"), ("currency", "usd"), ("payment_method", "pm_card_createDispute"), ("confirm", "true")]);
+    assert_eq!(s, 200, "{pi}");
+    let (_, disputes) = tool(&mut w, "list_disputes", json!({"payment_intent": pi["id"]}));
+    let dp = disputes["data"][0]["id"].as_str().expect("the dispute card opened a dispute").to_string();
+    let (s, up) = tool(&mut w, "update_dispute", json!({"dispute": dp, "evidence": {"uncategorized_text": "Delivered on time"}, "submit": false}));
+    assert_eq!((s, up["evidence"]["uncategorized_text"].as_str()), (200, Some("Delivered on time")), "{up}");
+
+    let (_, coupon) = tool(&mut w, "create_coupon", json!({"name": "Launch", "percent_off": 25, "duration": "once"}));
+    assert_eq!(coupon["percent_off"], 25.0);
+    assert_eq!(tool(&mut w, "list_coupons", json!({"limit": 10})).1["data"][0]["id"], coupon["id"]);
+
+    let (_, pm) = post(&mut w, "/v1/payment_methods", &[("type", "card"), ("card[token]", "tok_visa")]);
+    post(&mut w, &format!("/v1/payment_methods/{}/attach", pm["id"].as_str().unwrap()), &[("customer", &cus)]);
+    let pid = prod["id"].as_str().unwrap();
+    let (_, monthly) = post(&mut w, "/v1/prices", &[("product", pid), ("unit_amount", "1500"), ("currency", "usd"), ("recurring[interval]", "month")]);
+    let (_, price2) = post(&mut w, "/v1/prices", &[("product", pid), ("unit_amount", "900"), ("currency", "usd"), ("recurring[interval]", "month")]);
+    let (s, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", monthly["id"].as_str().unwrap()), ("default_payment_method", pm["id"].as_str().unwrap())]);
+    assert_eq!(s, 200, "{sub}");
+    let item_id = sub["items"]["data"][0]["id"].clone();
+    let (s, upd) = tool(&mut w, "update_subscription", json!({"subscription": sub["id"], "items": [{"id": item_id, "price": price2["id"]}], "proration_behavior": "none"}));
+    assert_eq!((s, upd["items"]["data"][0]["price"]["id"].clone()), (200, price2["id"].clone()), "{upd}");
+    assert_eq!(tool(&mut w, "list_subscriptions", json!({"customer": cus, "status": "all"})).1["data"][0]["id"], sub["id"]);
+    let (s, gone) = tool(&mut w, "cancel_subscription", json!({"subscription": sub["id"]}));
+    assert_eq!((s, gone["status"].as_str()), (200, Some("canceled")));
+}
+
