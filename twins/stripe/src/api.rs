@@ -314,7 +314,7 @@ fn modify_emit(w: &mut World, call: &mut Call, id: &str, event: &str, f: impl Fn
 // ---------------------------------------------------------------------------------------
 // Customers.
 
-fn customer_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+pub(crate) fn customer_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = w.new_id("cus");
     let mut c = customer_obj(&id, w.now());
     p.copy(&mut c, &["email", "name", "phone", "description", "address", "shipping", "preferred_locales"]);
@@ -592,7 +592,7 @@ fn pm_from_data(w: &mut World, data: &Value, prefix: &str) -> Result<Value, Stri
 
 /// A payment method id as given to an endpoint: a stored `pm_…`, or a test token
 /// (`pm_card_visa`), which yields a new payment method like Stripe does.
-fn resolve_pm(w: &mut World, call: &mut Call, id: &str, param: &str) -> Result<String, StripeError> {
+pub(crate) fn resolve_pm(w: &mut World, call: &mut Call, id: &str, param: &str) -> Result<String, StripeError> {
     if w.get_kind("payment_method", id).is_some() {
         return Ok(id.to_string());
     }
@@ -661,7 +661,7 @@ fn pm_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     Ok(pm)
 }
 
-fn attach(w: &mut World, call: &mut Call, pm: &str, cus: &str) -> Res {
+pub(crate) fn attach(w: &mut World, call: &mut Call, pm: &str, cus: &str) -> Res {
     let id = resolve_pm(w, call, pm, "payment_method")?;
     get_or_404(w, "customer", cus, "customer")?;
     let cur = w.get(&id).unwrap()["customer"].clone();
@@ -1838,7 +1838,7 @@ fn coupon_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 // ---------------------------------------------------------------------------------------
 // SetupIntents.
 
-fn si_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+pub(crate) fn si_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if let Some(c) = p.str("customer") {
         get_or_404(w, "customer", c, "customer").map_err(|e| e.param("customer"))?;
     }

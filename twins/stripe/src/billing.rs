@@ -27,6 +27,9 @@ pub fn routes(r: Router<World>) -> Router<World> {
         .get("/v1/subscriptions/{id}", "subscriptions.retrieve", h!(sub_retrieve))
         .post("/v1/subscriptions/{id}", "subscriptions.update", h!(sub_update))
         .delete("/v1/subscriptions/{id}", "subscriptions.cancel", h!(sub_cancel))
+        .post("/v1/subscriptions/{id}/resume", "subscriptions.resume", h!(sub_resume))
+        .get("/v1/invoices/upcoming", "invoices.upcoming", h!(inv_upcoming))
+        .post("/v1/invoices/create_preview", "invoices.create_preview", h!(inv_create_preview))
         .get("/v1/subscription_items", "subscription_items.list", h!(si_list))
         .post("/v1/invoiceitems", "invoiceitems.create", h!(ii_create))
         .get("/v1/invoiceitems", "invoiceitems.list", h!(ii_list))
@@ -186,7 +189,7 @@ fn items_list(sub: &str, items: Vec<Value>) -> Value {
     json!({"object": "list", "data": items, "has_more": false, "total_count": items.len(), "url": format!("/v1/subscription_items?subscription={sub}")})
 }
 
-fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.req_str("customer")?.to_string();
     w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
     let items = match p.get("items") {
@@ -245,6 +248,12 @@ fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     p.copy(&mut sub, &["description"]);
     if let Some(c) = p.bool("cancel_at_period_end")? {
         sub["cancel_at_period_end"] = json!(c);
+    }
+    if let Some(b) = p.get("trial_settings").and_then(|t| t["end_behavior"]["missing_payment_method"].as_str()) {
+        if !["create_invoice", "pause", "cancel"].contains(&b) {
+            return Err(invalid("Invalid trial_settings[end_behavior][missing_payment_method]: must be one of cancel, create_invoice, or pause").param("trial_settings[end_behavior][missing_payment_method]"));
+        }
+        sub["trial_settings"]["end_behavior"]["missing_payment_method"] = json!(b);
     }
     p.metadata_into(&mut sub)?;
     let sub = w.insert(Some(call), sub);
@@ -405,9 +414,29 @@ fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
         emit(w, call, "customer.subscription.deleted", &s, None);
         return;
     }
-    let price = &sub["items"]["data"][0]["price"];
-    let interval = price["recurring"]["interval"].as_str().unwrap_or("month").to_string();
-    let count = price["recurring"]["interval_count"].as_i64().unwrap_or(1);
+    if sub["status"] == "trialing" && payment_method_for(w, &sub).is_none() {
+        // A trial ending with no way to pay does what the subscription's trial settings say.
+        match sub["trial_settings"]["end_behavior"]["missing_payment_method"].as_str() {
+            Some("pause") => {
+                let s = w.modify(call, sub_id, |s| s["status"] = json!("paused"));
+                emit(w, call, "customer.subscription.paused", &s, None);
+                emit(w, call, "customer.subscription.updated", &s, Some(json!({"status": "trialing"})));
+                return;
+            }
+            Some("cancel") => {
+                let s = w.modify(call, sub_id, |s| {
+                    s["status"] = json!("canceled");
+                    s["canceled_at"] = json!(at);
+                    s["ended_at"] = json!(at);
+                    s["cancellation_details"]["reason"] = json!("cancellation_requested");
+                });
+                emit(w, call, "customer.subscription.deleted", &s, None);
+                return;
+            }
+            _ => {}
+        }
+    }
+    let (interval, count) = interval_of(&sub);
     let end = add_interval(at, &interval, count);
     w.modify(call, sub_id, |s| {
         s["current_period_start"] = json!(at);
@@ -427,6 +456,204 @@ fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
         }
     }
     emit(w, call, "customer.subscription.updated", &after, Some(Value::Object(prev)));
+}
+
+/// A subscription's billing interval (from its first item's price).
+fn interval_of(sub: &Value) -> (String, i64) {
+    let price = &sub["items"]["data"][0]["price"];
+    (price["recurring"]["interval"].as_str().unwrap_or("month").to_string(), price["recurring"]["interval_count"].as_i64().unwrap_or(1))
+}
+
+/// The payment method a subscription's invoices are charged to: its own default, else its
+/// customer's invoice default.
+fn payment_method_for(w: &World, sub: &Value) -> Option<String> {
+    sub["default_payment_method"].as_str().map(str::to_string).or_else(|| {
+        w.get(sub["customer"].as_str()?).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str().map(str::to_string))
+    })
+}
+
+/// `POST /v1/subscriptions/{id}/resume`: a paused subscription starts a new period now
+/// (or keeps its anchor with `billing_cycle_anchor=unchanged`), invoiced and charged at once.
+fn sub_resume(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let sub = w.get_kind("subscription", &id).ok_or_else(|| no_such("subscription", &id, "subscription"))?;
+    if sub["status"] != "paused" {
+        let st = sub["status"].as_str().unwrap_or("");
+        return Err(invalid(format!("Subscription {id} has status {st}; only a paused subscription can be resumed.")).code("subscription_not_paused"));
+    }
+    let anchor = p.str("billing_cycle_anchor").unwrap_or("now");
+    if !["now", "unchanged"].contains(&anchor) {
+        return Err(invalid("Invalid billing_cycle_anchor: must be one of now or unchanged").param("billing_cycle_anchor"));
+    }
+    if let Some(b) = p.str("proration_behavior") {
+        if !["always_invoice", "create_prorations", "none"].contains(&b) {
+            return Err(invalid("Invalid proration_behavior: must be one of always_invoice, create_prorations, or none").param("proration_behavior"));
+        }
+    }
+    let now = now_for(w, sub["customer"].as_str().unwrap_or_default());
+    let (interval, count) = interval_of(&sub);
+    let (start, end) = if anchor == "now" {
+        (now, add_interval(now, &interval, count))
+    } else {
+        let mut end = sub["current_period_end"].as_i64().unwrap_or(now);
+        while end <= now {
+            end = add_interval(end, &interval, count);
+        }
+        (now, end)
+    };
+    w.modify(call, &id, |s| {
+        s["current_period_start"] = json!(start);
+        s["current_period_end"] = json!(end);
+        if anchor == "now" {
+            s["billing_cycle_anchor"] = json!(now);
+        }
+    });
+    let (inv, paid) = invoice_period(w, call, &id, start, end, false, "subscription_update");
+    let status = if paid { "active" } else { "past_due" };
+    let after = w.modify(call, &id, |s| {
+        s["latest_invoice"] = json!(inv);
+        s["status"] = json!(status);
+    });
+    emit(w, call, "customer.subscription.resumed", &after, None);
+    let (before, _) = crate::changed_fields(&sub, &after);
+    let mut prev = before;
+    prev.remove("id");
+    emit(w, call, "customer.subscription.updated", &after, Some(Value::Object(prev)));
+    Ok(after)
+}
+
+/// The invoice a customer's next billing would make, stored nowhere: the subscription's next
+/// period (with proposed item changes) and the customer's pending invoice items.
+fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with_id: bool) -> Res {
+    let sub_id = p.str("subscription").map(str::to_string);
+    let sub = match &sub_id {
+        Some(s) => Some(w.get_kind("subscription", s).ok_or_else(|| no_such("subscription", s, "subscription"))?),
+        None => None,
+    };
+    let cus = match (p.str("customer"), &sub) {
+        (Some(c), _) => c.to_string(),
+        (None, Some(s)) => s["customer"].as_str().unwrap_or_default().to_string(),
+        (None, None) => return Err(invalid("Missing required param: customer. Provide a customer or a subscription.").code("parameter_missing").param("customer")),
+    };
+    let c = w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
+    // Named by its customer alone, the preview is of the customer's live subscription.
+    let (sub_id, sub) = match sub {
+        Some(s) => (sub_id, Some(s)),
+        None => match w.all("subscription").find(|s| s["customer"] == cus.as_str() && ["active", "trialing", "past_due"].contains(&s["status"].as_str().unwrap_or(""))) {
+            Some(s) => (s["id"].as_str().map(str::to_string), Some(s)),
+            None => (None, None),
+        },
+    };
+    if let Some(s) = &sub {
+        if s["customer"] != cus.as_str() {
+            return Err(invalid(format!("The subscription {} does not belong to customer {cus}.", s["id"].as_str().unwrap_or(""))).param("subscription"));
+        }
+        if s["status"] == "canceled" {
+            return Err(StripeError::new(404, "invalid_request_error", format!("No upcoming invoices for customer: {cus}")).code("invoice_upcoming_none"));
+        }
+    }
+    let now = now_for(w, &cus);
+    let mut lines = Vec::new();
+    let mut start = now;
+    let mut cur = None;
+    if let Some(s) = &sub {
+        // The subscription's items, with the changes the preview proposes.
+        let mut items: Vec<(Value, Value, i64)> = s["items"]["data"].as_array().into_iter().flatten().map(|i| (i["id"].clone(), i["price"].clone(), i["quantity"].as_i64().unwrap_or(1))).collect();
+        if let Some(Value::Array(changes)) = items_param {
+            for (i, ch) in changes.iter().enumerate() {
+                let price = match ch["price"].as_str() {
+                    Some(pid) => Some(price_of(w, pid, &format!("subscription_items[{i}][price]"))?),
+                    None => None,
+                };
+                let qty = ch["quantity"].as_str().and_then(|q| q.parse::<i64>().ok());
+                match ch["id"].as_str() {
+                    Some(si) => {
+                        let Some(pos) = items.iter().position(|x| x.0 == si) else { return Err(no_such("subscription_item", si, &format!("subscription_items[{i}][id]"))) };
+                        if ch["deleted"] == "true" {
+                            items.remove(pos);
+                            continue;
+                        }
+                        if let Some(pr) = price {
+                            items[pos].1 = pr;
+                        }
+                        if let Some(q) = qty {
+                            items[pos].2 = q;
+                        }
+                    }
+                    None => items.push((Value::Null, price.ok_or_else(|| missing(&format!("subscription_items[{i}][price]")))?, qty.unwrap_or(1))),
+                }
+            }
+        }
+        let (interval, count) = interval_of(s);
+        start = s["current_period_end"].as_i64().unwrap_or(now);
+        let end = add_interval(start, &interval, count);
+        let canceling = s["cancel_at_period_end"] == true;
+        if !canceling {
+            for (i, (si, price, qty)) in items.iter().enumerate() {
+                let unit = price["unit_amount"].as_i64().unwrap_or(0);
+                cur = price["currency"].as_str().map(str::to_string);
+                lines.push(json!({
+                    "id": format!("il_tmp_{}{i}", &s["id"].as_str().unwrap_or("")[4..]), "object": "line_item", "amount": unit * qty,
+                    "currency": price["currency"], "description": format!("{qty} × {} (at {unit})", price["product"].as_str().unwrap_or("")),
+                    "discount_amounts": [], "discountable": true, "discounts": [], "livemode": false, "metadata": {},
+                    "period": {"end": end, "start": start}, "price": price, "proration": false, "proration_details": {"credited_items": null},
+                    "quantity": qty, "subscription": s["id"], "subscription_item": si, "tax_amounts": [], "tax_rates": [], "type": "subscription",
+                }));
+            }
+        }
+    }
+    for ii in w.all("invoiceitem").filter(|i| i["customer"] == cus.as_str() && i["invoice"].is_null()) {
+        cur = cur.or_else(|| ii["currency"].as_str().map(str::to_string));
+        let mut line = line_of_item(&ii, "");
+        line.as_object_mut().unwrap().remove("invoice");
+        lines.push(line);
+    }
+    if lines.is_empty() {
+        return Err(StripeError::new(404, "invalid_request_error", format!("No upcoming invoices for customer: {cus}")).code("invoice_upcoming_none"));
+    }
+    let cur = cur.unwrap_or_else(|| "usd".into());
+    let total: i64 = lines.iter().map(|l| l["amount"].as_i64().unwrap_or(0)).sum();
+    let mut inv = json!({
+        "object": "invoice", "account_country": "US", "account_name": "Pome Twin", "account_tax_ids": null,
+        "amount_due": total, "amount_paid": 0, "amount_remaining": total, "amount_shipping": 0, "application": null,
+        "application_fee_amount": null, "attempt_count": 0, "attempted": false, "auto_advance": false,
+        "automatic_tax": {"enabled": false, "liability": null, "status": null}, "billing_reason": if sub.is_some() { "upcoming" } else { "manual" }, "charge": null,
+        "collection_method": "charge_automatically", "created": start, "currency": cur, "custom_fields": null, "customer": cus,
+        "customer_address": null, "customer_email": c["email"], "customer_name": c["name"], "customer_phone": c["phone"],
+        "customer_shipping": null, "customer_tax_exempt": "none", "customer_tax_ids": [], "default_payment_method": null,
+        "default_source": null, "default_tax_rates": [], "description": null, "discount": null, "discounts": [], "due_date": null,
+        "effective_at": null, "ending_balance": null, "footer": null, "from_invoice": null, "hosted_invoice_url": null,
+        "invoice_pdf": null, "last_finalization_error": null, "latest_revision": null,
+        "lines": {"object": "list", "data": lines, "has_more": false, "total_count": lines.len(), "url": "/v1/invoices/upcoming/lines"},
+        "livemode": false, "metadata": {}, "next_payment_attempt": start, "number": null, "on_behalf_of": null, "paid": false,
+        "paid_out_of_band": false, "payment_intent": null,
+        "payment_settings": {"default_mandate": null, "payment_method_options": null, "payment_method_types": null},
+        "period_end": start, "period_start": sub.as_ref().and_then(|s| s["current_period_start"].as_i64()).unwrap_or(start),
+        "post_payment_credit_notes_amount": 0, "pre_payment_credit_notes_amount": 0,
+        "quote": null, "receipt_number": null, "rendering": null, "shipping_cost": null, "shipping_details": null,
+        "starting_balance": c["balance"], "statement_descriptor": null, "status": "draft",
+        "status_transitions": {"finalized_at": null, "marked_uncollectible_at": null, "paid_at": null, "voided_at": null},
+        "subscription": sub_id, "subtotal": total, "subtotal_excluding_tax": total, "tax": null, "test_clock": c["test_clock"],
+        "total": total, "total_discount_amounts": [], "total_excluding_tax": total, "total_tax_amounts": [], "transfer_data": null,
+        "webhooks_delivered_at": null,
+    });
+    if with_id {
+        // Previews answered by create_preview carry an id Stripe marks as not retrievable.
+        let key = sub_id.as_deref().unwrap_or(&cus);
+        inv.as_object_mut().unwrap().insert("id".into(), json!(format!("upcoming_in_{}", &key[key.find('_').map_or(0, |i| i + 1)..])));
+        inv["lines"]["url"] = json!("/v1/invoices/upcoming_in/lines");
+    }
+    let _ = call;
+    Ok(inv)
+}
+
+fn inv_upcoming(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    preview(w, call, p, p.get("subscription_items"), false)
+}
+
+fn inv_create_preview(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let items = p.get("subscription_details").map(|d| &d["items"]).filter(|v| !v.is_null());
+    preview(w, call, p, items, true)
 }
 
 fn sub_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {

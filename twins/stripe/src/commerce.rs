@@ -17,6 +17,7 @@ pub fn routes(r: Router<World>) -> Router<World> {
         .get("/v1/checkout/sessions", "checkout.sessions.list", h!(cs_list))
         .get("/v1/checkout/sessions/{id}", "checkout.sessions.retrieve", h!(cs_retrieve))
         .post("/v1/checkout/sessions/{id}/expire", "checkout.sessions.expire", h!(cs_expire))
+        .post("/v1/test_helpers/checkout/sessions/{id}/complete", "test_helpers.checkout.sessions.complete", h!(cs_complete))
         .get("/v1/checkout/sessions/{id}/line_items", "checkout.sessions.line_items", h!(cs_lines))
         .post("/v1/payment_links", "payment_links.create", h!(pl_create))
         .get("/v1/payment_links", "payment_links.list", h!(pl_list))
@@ -136,6 +137,102 @@ fn cs_expire(w: &mut World, call: &mut Call, _p: &Params) -> Res {
         o["url"] = Value::Null;
     }));
     emit(w, call, "checkout.session.expired", &o, None);
+    Ok(o)
+}
+
+/// Params for an internal call, as the form parser would give them.
+fn form(pairs: &[(&str, String)]) -> Params {
+    Params(pairs.iter().map(|(k, v)| (k.to_string(), json!(v))).collect())
+}
+
+/// The twin's stand-in for a customer paying on the hosted Checkout page (Stripe offers no
+/// API for that step): `POST /v1/test_helpers/checkout/sessions/{id}/complete` with the
+/// `payment_method` the customer pays with (`pm_card_visa` unless given) and their `email`.
+/// A payment session runs its PaymentIntent, a subscription session starts its
+/// subscription, a setup session confirms a SetupIntent; on success the session is
+/// `complete` and `checkout.session.completed` is emitted. A declined card answers the
+/// card error and leaves the session open, as the hosted page would.
+fn cs_complete(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let (id, o) = cs_get(w, call)?;
+    if o["status"] != "open" {
+        return Err(invalid(format!("This Checkout Session is no longer open: its status is \"{}\".", o["status"].as_str().unwrap_or(""))).code("checkout_session_unexpected_state"));
+    }
+    let pm_given = p.str("payment_method").unwrap_or("pm_card_visa").to_string();
+    let email = p.str("email").map(str::to_string).or_else(|| o["customer_email"].as_str().map(str::to_string));
+    let mode = o["mode"].as_str().unwrap_or("payment").to_string();
+    let mut customer = o["customer"].as_str().map(str::to_string);
+    if customer.is_none() && (mode != "payment" || o["customer_creation"] == "always") {
+        let mut pairs = Vec::new();
+        if let Some(e) = &email {
+            pairs.push(("email", e.clone()));
+        }
+        let c = crate::api::customer_create(w, call, &form(&pairs))?;
+        customer = c["id"].as_str().map(str::to_string);
+    }
+    let (mut pi, mut sub, mut si, mut inv) = (Value::Null, Value::Null, Value::Null, Value::Null);
+    match mode.as_str() {
+        "payment" => {
+            let mut pairs = vec![
+                ("amount", o["amount_total"].as_i64().unwrap_or(0).to_string()),
+                ("currency", o["currency"].as_str().unwrap_or("usd").to_string()),
+                ("payment_method", pm_given),
+                ("confirm", "true".into()),
+            ];
+            if let Some(c) = &customer {
+                pairs.push(("customer", c.clone()));
+            }
+            let mut params = form(&pairs);
+            params.0.insert("metadata".into(), o["metadata"].clone());
+            let made = crate::api::create_payment_intent(w, call, &params)?;
+            pi = made["id"].clone();
+        }
+        "subscription" => {
+            let cus = customer.clone().unwrap_or_default();
+            let pm = crate::api::resolve_pm(w, call, &pm_given, "payment_method")?;
+            crate::api::attach(w, call, &pm, &cus)?;
+            let pairs = vec![("customer", cus), ("default_payment_method", pm)];
+            let items = o["line_items"]["data"].as_array().cloned().unwrap_or_default();
+            let keys: Vec<(String, String)> = items
+                .iter()
+                .enumerate()
+                .flat_map(|(i, it)| [(format!("items[{i}][price]"), it["price"]["id"].as_str().unwrap_or("").to_string()), (format!("items[{i}][quantity]"), it["quantity"].to_string())])
+                .collect();
+            let nested = crate::core::nest(&keys)?;
+            let mut params = form(&pairs);
+            params.0.extend(nested);
+            let made = crate::billing::sub_create(w, call, &params)?;
+            if made["status"] != "active" && made["status"] != "trialing" {
+                let mut e = StripeError::new(402, "card_error", "Your card was declined.").code("card_declined");
+                e.decline_code = Some("generic_decline".into());
+                return Err(e);
+            }
+            sub = made["id"].clone();
+            inv = made["latest_invoice"].clone();
+        }
+        _ => {
+            let mut pairs = vec![("payment_method", pm_given), ("confirm", "true".into()), ("usage", "off_session".into())];
+            if let Some(c) = &customer {
+                pairs.push(("customer", c.clone()));
+            }
+            let made = crate::api::si_create(w, call, &form(&pairs))?;
+            if made["status"] != "succeeded" {
+                return Err(StripeError::new(402, "card_error", "Your card was declined.").code("card_declined"));
+            }
+            si = made["id"].clone();
+        }
+    }
+    let o = public(w.modify(call, &id, |o| {
+        o["status"] = json!("complete");
+        o["payment_status"] = json!(if mode == "setup" { "no_payment_required" } else { "paid" });
+        o["customer"] = json!(customer);
+        o["customer_details"] = json!({"address": null, "email": email, "name": null, "phone": null, "tax_exempt": "none", "tax_ids": []});
+        o["payment_intent"] = pi;
+        o["subscription"] = sub;
+        o["setup_intent"] = si;
+        o["invoice"] = inv;
+        o["url"] = Value::Null;
+    }));
+    emit(w, call, "checkout.session.completed", &o, None);
     Ok(o)
 }
 

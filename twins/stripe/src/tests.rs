@@ -552,3 +552,99 @@ fn the_agent_toolkit_tools_reach_the_twins_routes_under_stripes_names() {
     assert_eq!((s, gone["status"].as_str()), (200, Some("canceled")));
 }
 
+
+/// A customer on a test clock with a visa as the invoice default, and a monthly price.
+fn billing_world(with_card: bool) -> (World, String, String, String) {
+    let mut w = world();
+    let (_, clock) = post(&mut w, "/v1/test_helpers/test_clocks", &[("frozen_time", "1767225600")]);
+    let clock = clock["id"].as_str().unwrap().to_string();
+    let (_, cus) = post(&mut w, "/v1/customers", &[("email", "b@x.test"), ("test_clock", &clock)]);
+    let cus = cus["id"].as_str().unwrap().to_string();
+    if with_card {
+        let (_, pm) = post(&mut w, "/v1/payment_methods/pm_card_visa/attach", &[("customer", &cus)]);
+        post(&mut w, &format!("/v1/customers/{cus}"), &[("invoice_settings[default_payment_method]", pm["id"].as_str().unwrap())]);
+    }
+    let (_, price) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "1500"), ("recurring[interval]", "month"), ("product_data[name]", "Pro")]);
+    (w, clock, cus, price["id"].as_str().unwrap().to_string())
+}
+
+#[test]
+fn a_trial_without_a_card_pauses_and_resumes_into_a_paid_period() {
+    let (mut w, clock, cus, price) = billing_world(false);
+    let (s, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("trial_period_days", "14"), ("trial_settings[end_behavior][missing_payment_method]", "pause")]);
+    assert_eq!((s, sub["status"].as_str()), (200, Some("trialing")), "{sub}");
+    let id = sub["id"].as_str().unwrap().to_string();
+    let (s, e) = post(&mut w, &format!("/v1/subscriptions/{id}/resume"), &[]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("subscription_not_paused")));
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1768500000")]);
+    let (_, paused) = get(&mut w, &format!("/v1/subscriptions/{id}"));
+    assert_eq!(paused["status"], "paused");
+    let (_, evs) = get(&mut w, "/v1/events?type=customer.subscription.paused");
+    assert_eq!(evs["data"][0]["data"]["object"]["id"], id.as_str());
+    let (_, pm) = post(&mut w, "/v1/payment_methods/pm_card_visa/attach", &[("customer", &cus)]);
+    post(&mut w, &format!("/v1/customers/{cus}"), &[("invoice_settings[default_payment_method]", pm["id"].as_str().unwrap())]);
+    let (s, resumed) = post(&mut w, &format!("/v1/subscriptions/{id}/resume"), &[("billing_cycle_anchor", "now")]);
+    assert_eq!((s, resumed["status"].as_str()), (200, Some("active")), "{resumed}");
+    assert_eq!(resumed["current_period_start"], 1768500000);
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{}", resumed["latest_invoice"].as_str().unwrap()));
+    assert_eq!((inv["status"].as_str(), inv["amount_paid"].as_i64()), (Some("paid"), Some(1500)));
+    let (_, evs) = get(&mut w, "/v1/events?type=customer.subscription.resumed");
+    assert_eq!(evs["data"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn the_upcoming_invoice_previews_the_next_period_and_pending_items_without_storing_anything() {
+    let (mut w, _clock, cus, price) = billing_world(true);
+    let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
+    let sub_id = sub["id"].as_str().unwrap().to_string();
+    post(&mut w, "/v1/invoiceitems", &[("customer", &cus), ("amount", "700"), ("currency", "usd"), ("description", "Setup fee")]);
+    let invoices_before = get(&mut w, "/v1/invoices").1["data"].as_array().unwrap().len();
+    let mut req = Request::new(Method::Get, "/v1/invoices/upcoming");
+    req.query = format!("customer={cus}");
+    let mut c = Call::new(req);
+    let r = World::router().dispatch(&mut w, &mut c);
+    let up = r.json_body();
+    assert_eq!(r.status, 200, "{up}");
+    assert!(up.get("id").is_none());
+    assert_eq!((up["amount_due"].as_i64(), up["subscription"].as_str()), (Some(2200), Some(sub_id.as_str())));
+    assert_eq!(up["lines"]["data"][0]["period"]["start"], sub["current_period_end"]);
+    assert!(c.changes.is_empty(), "a preview changes nothing");
+    let (_, cheaper) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "900"), ("recurring[interval]", "month"), ("product_data[name]", "Lite")]);
+    let item = sub["items"]["data"][0]["id"].as_str().unwrap();
+    let (s, pv) = post(&mut w, "/v1/invoices/create_preview", &[("customer", &cus), ("subscription", &sub_id), ("subscription_details[items][0][id]", item), ("subscription_details[items][0][price]", cheaper["id"].as_str().unwrap())]);
+    assert_eq!((s, pv["amount_due"].as_i64()), (200, Some(1600)), "{pv}");
+    assert!(pv["id"].as_str().unwrap().starts_with("upcoming_in_"));
+    assert_eq!(get(&mut w, "/v1/invoices").1["data"].as_array().unwrap().len(), invoices_before);
+    let (_, other) = post(&mut w, "/v1/customers", &[("email", "none@x.test")]);
+    let (s, none) = post(&mut w, "/v1/invoices/create_preview", &[("customer", other["id"].as_str().unwrap())]);
+    assert_eq!((s, none["error"]["code"].as_str()), (404, Some("invoice_upcoming_none")));
+}
+
+#[test]
+fn a_checkout_session_completes_through_the_test_helper_with_its_payment_or_subscription() {
+    let mut w = world();
+    let (_, one) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "2500"), ("product_data[name]", "Book")]);
+    let (_, cs) = post(&mut w, "/v1/checkout/sessions", &[("mode", "payment"), ("success_url", "https://shop.test/ok"), ("line_items[0][price]", one["id"].as_str().unwrap()), ("line_items[0][quantity]", "2"), ("customer_email", "buyer@x.test")]);
+    let cs_id = cs["id"].as_str().unwrap().to_string();
+    let (s, e) = post(&mut w, &format!("/v1/test_helpers/checkout/sessions/{cs_id}/complete"), &[("payment_method", "pm_card_chargeDeclined")]);
+    assert_eq!((s, e["error"]["type"].as_str()), (402, Some("card_error")));
+    assert_eq!(get(&mut w, &format!("/v1/checkout/sessions/{cs_id}")).1["status"], "open");
+    let (s, done) = post(&mut w, &format!("/v1/test_helpers/checkout/sessions/{cs_id}/complete"), &[]);
+    assert_eq!((s, done["status"].as_str(), done["payment_status"].as_str()), (200, Some("complete"), Some("paid")), "{done}");
+    let (_, pi) = get(&mut w, &format!("/v1/payment_intents/{}", done["payment_intent"].as_str().unwrap()));
+    assert_eq!((pi["status"].as_str(), pi["amount"].as_i64()), (Some("succeeded"), Some(5000)));
+    assert_eq!(done["customer_details"]["email"], "buyer@x.test");
+    let (_, evs) = get(&mut w, "/v1/events?type=checkout.session.completed");
+    assert_eq!(evs["data"][0]["data"]["object"]["id"], cs_id.as_str());
+    let (s, again) = post(&mut w, &format!("/v1/test_helpers/checkout/sessions/{cs_id}/complete"), &[]);
+    assert_eq!((s, again["error"]["code"].as_str()), (400, Some("checkout_session_unexpected_state")));
+
+    let (_, monthly) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "1500"), ("recurring[interval]", "month"), ("product_data[name]", "Pro")]);
+    let (_, cs) = post(&mut w, "/v1/checkout/sessions", &[("mode", "subscription"), ("success_url", "https://shop.test/ok"), ("line_items[0][price]", monthly["id"].as_str().unwrap()), ("line_items[0][quantity]", "1"), ("customer_email", "sub@x.test")]);
+    let (s, done) = post(&mut w, &format!("/v1/test_helpers/checkout/sessions/{}/complete", cs["id"].as_str().unwrap()), &[]);
+    assert_eq!(s, 200, "{done}");
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{}", done["subscription"].as_str().unwrap()));
+    assert_eq!((sub["status"].as_str(), sub["customer"].clone()), (Some("active"), done["customer"].clone()));
+    let (_, cus) = get(&mut w, &format!("/v1/customers/{}", done["customer"].as_str().unwrap()));
+    assert_eq!(cus["email"], "sub@x.test");
+}
