@@ -9,12 +9,11 @@ use std::cell::RefCell;
 use apollo_compiler::response::JsonValue;
 use apollo_compiler::resolvers::FieldError;
 use crate::fast::{Info as ResolveInfo, Out as ResolvedValue, Resolve as ObjectValue};
-use apollo_compiler::schema::ExtendedType;
 use pome_twin_sdk::{Change, Delivery};
 use serde_json::{Map, Value, json};
 
 use crate::filter;
-use crate::gql::{self, schema};
+use crate::gql;
 use crate::model::{Entity, Inner, priority_label, slug};
 
 /// What a request did besides its answer.
@@ -225,8 +224,8 @@ fn default_leaf(w: &Inner, e: &Entity, ty: &apollo_compiler::schema::Type, now: 
         "DateTime" => e.get("createdAt").cloned().unwrap_or_else(|| json!(now)),
         "TimelessDate" => json!(now.get(..10).unwrap_or(now)),
         "JSON" | "JSONObject" => json!({}),
-        _ => match schema().types.get(named) {
-            Some(ExtendedType::Enum(en)) => en.values.keys().next().map(|k| json!(k.as_str())).unwrap_or(Value::Null),
+        _ => match crate::tables::ty(named) {
+            Some(t) if t.kind == crate::tables::Kind::Enum => json!(t.enum_first),
             _ => {
                 let _ = w;
                 json!("")

@@ -64,8 +64,8 @@ pub trait Resolve {
 }
 
 pub struct Exec<'d> {
-    pub schema: &'static Valid<Schema>,
-    pub prepared: &'static Prepared,
+    pub schema: &'d Valid<Schema>,
+    pub prepared: &'d Prepared,
     pub doc: &'d Valid<ExecutableDocument>,
     pub vars: Map<String, Value>,
     pub errors: Vec<Value>,

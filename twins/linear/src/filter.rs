@@ -2,11 +2,10 @@
 //! scalar fields, nested filters on relations, `some`/`every`/`none`/`length` on
 //! collections, and `and`/`or` at every level.
 
-use apollo_compiler::schema::ExtendedType;
 use serde_json::Value;
 
 use crate::exec::{field_value, find_typed, singular};
-use crate::gql::{self, schema};
+use crate::gql;
 use crate::model::{Entity, Inner};
 
 const COMPARATORS: &[&str] = &[
@@ -38,16 +37,13 @@ pub fn matches(w: &Inner, base: &str, ty: &str, id: &str, e: &Entity, filter: &V
 }
 
 fn field(w: &Inner, base: &str, ty: &str, id: &str, e: &Entity, name: &str, f: &Value) -> bool {
-    let def = match schema().types.get(ty) {
-        Some(ExtendedType::Object(o)) => o.fields.get(name).map(|d| d.ty.clone()),
-        _ => None,
-    };
-    let named = def.as_ref().map(|t| t.inner_named_type().to_string()).unwrap_or_default();
+    let def = crate::tables::field(ty, name).filter(|_| gql::is_object(ty));
+    let named = def.map(|f| f.ty.to_string()).unwrap_or_default();
     if !gql::is_composite(&named) {
         let v = field_value(w, base, ty, id, e, name).unwrap_or(Value::Null);
         return compare(&v, f);
     }
-    if gql::is_connection(&named) || def.as_ref().is_some_and(|t| t.is_list()) {
+    if gql::is_connection(&named) || def.is_some_and(|f| f.list) {
         let node = gql::connection_node(&named).unwrap_or(named.clone());
         let members = collection(w, ty, id, e, name, &node);
         let test = |sub: &Value| -> Vec<bool> {

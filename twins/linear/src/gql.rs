@@ -1,9 +1,11 @@
-//! The schema, built once per instance, and prepared documents cached by hash.
+//! Prepared documents, cached by hash, each with the schema it runs against.
 //!
-//! Linear's SDL is large (1.2 MB); it is parsed and validated lazily, on the first GraphQL
-//! request an instance serves, never at init, so an idle sandbox does not carry it. Snapshots
-//! carry only the world, so after a restore the schema is rebuilt the same way from the same
-//! embedded text: the cache is deterministic.
+//! Linear's SDL is large (1.2 MB; several MB once parsed), so no instance parses it whole
+//! for ordinary requests: the build turns it into static tables ([`tables`]), and each new
+//! document is validated and run against the part of the schema it can reach, built from
+//! them (tens of kilobytes). Only introspection (`__schema`, `__type`) parses the whole
+//! schema, descriptions included. Snapshots carry only the world; the cache is rebuilt the
+//! same way from the same embedded text, so it is deterministic.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -12,7 +14,9 @@ use std::rc::Rc;
 use std::sync::OnceLock;
 
 use apollo_compiler::collections::HashMap as AHashMap;
-use apollo_compiler::schema::{ExtendedType, Implementers};
+use apollo_compiler::schema::Implementers;
+
+use crate::tables::{self, Kind};
 use apollo_compiler::validation::Valid;
 use apollo_compiler::{ExecutableDocument, Name, Schema};
 
@@ -25,17 +29,10 @@ pub struct Prepared {
 
 fn build(text: &str) -> Prepared {
     // The embedded SDL is Linear's own and is validated by this crate's tests; at run time
-    // it is only parsed (validation would add a few milliseconds per instance).
+    // it is only parsed.
     let schema = apollo_compiler::validation::Valid::assume_valid(Schema::parse(text, "schema.graphql").unwrap_or_else(|e| e.partial));
     let implementers = schema.implementers_map();
     Prepared { schema, implementers }
-}
-
-/// The schema without its descriptions (a quarter of the text): what validation and
-/// execution need, built once per instance on its first request.
-pub fn prepared() -> &'static Prepared {
-    static P: OnceLock<Prepared> = OnceLock::new();
-    P.get_or_init(|| build(&strip_descriptions(SCHEMA_TEXT)))
 }
 
 /// The whole schema, descriptions included: built only for introspection (`__schema`,
@@ -43,6 +40,19 @@ pub fn prepared() -> &'static Prepared {
 pub fn prepared_full() -> &'static Prepared {
     static P: OnceLock<Prepared> = OnceLock::new();
     P.get_or_init(|| build(SCHEMA_TEXT))
+}
+
+/// A validated document and the schema it runs against: the part of Linear's schema it can
+/// reach ([`tables::sub_schema`]), or the whole schema for introspection.
+pub struct Doc {
+    sub: Option<Prepared>,
+    pub doc: Valid<ExecutableDocument>,
+}
+
+impl Doc {
+    pub fn prepared(&self) -> &Prepared {
+        self.sub.as_ref().unwrap_or_else(|| prepared_full())
+    }
 }
 
 /// The SDL without its `"""` block-string descriptions.
@@ -68,19 +78,11 @@ pub fn introspects(text: &str) -> bool {
     text.contains("__schema") || text.match_indices("__type").any(|(i, _)| !text[i..].starts_with("__typename"))
 }
 
-pub fn schema() -> &'static Valid<Schema> {
-    &prepared().schema
-}
+/// A prepared document, or Linear's validation errors for it.
+pub type DocResult = Result<Rc<Doc>, Rc<Vec<apollo_compiler::response::GraphQLError>>>;
 
-/// A prepared document, or Linear's validation errors for it (as `(message, locations)`).
-pub type DocResult = Result<Rc<Valid<ExecutableDocument>>, Rc<Vec<apollo_compiler::response::GraphQLError>>>;
-
-/// The schema a document runs against: the full one for introspection, else the lean one.
-pub fn schema_for(text: &str) -> &'static Prepared {
-    if introspects(text) { prepared_full() } else { prepared() }
-}
-
-const CACHE_CAP: usize = 512;
+/// Documents kept per instance (each with its small schema); clients send a handful.
+const CACHE_CAP: usize = 64;
 
 thread_local! {
     static DOCS: RefCell<HashMap<u64, (Rc<str>, DocResult)>> = RefCell::new(HashMap::new());
@@ -99,8 +101,10 @@ pub fn document(text: &str) -> DocResult {
     if let Some(hit) = DOCS.with(|d| d.borrow().get(&key).filter(|(t, _)| &**t == text).map(|(_, r)| r.clone())) {
         return hit;
     }
-    let result: DocResult = match ExecutableDocument::parse_and_validate(&schema_for(text).schema, text, "query.graphql") {
-        Ok(doc) => Ok(Rc::new(doc)),
+    let sub = (!introspects(text)).then(|| build(&tables::sub_schema(text)));
+    let schema = &sub.as_ref().unwrap_or_else(|| prepared_full()).schema;
+    let result: DocResult = match ExecutableDocument::parse_and_validate(schema, text, "query.graphql") {
+        Ok(doc) => Ok(Rc::new(Doc { sub, doc })),
         Err(with) => Err(Rc::new(with.errors.iter().map(|d| d.unstable_to_json_compat()).collect())),
     };
     DOCS.with(|d| {
@@ -114,36 +118,31 @@ pub fn document(text: &str) -> DocResult {
 }
 
 pub fn is_object(name: &str) -> bool {
-    matches!(schema().types.get(name), Some(ExtendedType::Object(_)))
+    tables::ty(name).is_some_and(|t| t.kind == Kind::Object)
 }
 
 pub fn is_composite(name: &str) -> bool {
-    matches!(schema().types.get(name), Some(ExtendedType::Object(_) | ExtendedType::Interface(_) | ExtendedType::Union(_)))
+    tables::ty(name).is_some_and(|t| matches!(t.kind, Kind::Object | Kind::Interface | Kind::Union))
 }
 
-/// The concrete object types a named output type may be (itself when it is an object).
+/// The concrete object types a named output type may be (itself when it is an object;
+/// an interface's implementers sorted, a union's members in order).
 pub fn possible_types(name: &str) -> Vec<String> {
-    match schema().types.get(name) {
-        Some(ExtendedType::Object(_)) => vec![name.to_string()],
-        Some(ExtendedType::Interface(_)) => {
-            let mut v: Vec<String> = prepared().implementers.get(name).map(|i| i.objects.iter().map(|n| n.to_string()).collect()).unwrap_or_default();
-            v.sort();
-            v
-        }
-        Some(ExtendedType::Union(u)) => u.members.iter().map(|m| m.name.to_string()).collect(),
-        _ => Vec::new(),
-    }
+    tables::ty(name).map(|t| t.possible.iter().map(|s| s.to_string()).collect()).unwrap_or_default()
 }
 
 /// The node type of a `…Connection` type (the type of its `nodes` list).
 pub fn connection_node(conn: &str) -> Option<String> {
-    match schema().types.get(conn) {
-        Some(ExtendedType::Object(o)) if o.fields.contains_key("pageInfo") => o.fields.get("nodes").map(|f| f.ty.inner_named_type().to_string()),
-        _ => None,
-    }
+    tables::field(conn, "pageInfo")?;
+    tables::field(conn, "nodes").map(|f| f.ty.to_string())
 }
 
 /// Whether a type is a connection (has `nodes` and `pageInfo`), without allocating.
 pub fn is_connection(name: &str) -> bool {
-    matches!(schema().types.get(name), Some(ExtendedType::Object(o)) if o.fields.contains_key("pageInfo") && o.fields.contains_key("nodes"))
+    tables::field(name, "pageInfo").is_some() && tables::field(name, "nodes").is_some()
+}
+
+/// Whether object type `ty` has field `f`.
+pub fn has_field(ty: &str, f: &str) -> bool {
+    tables::ty(ty).is_some_and(|t| t.kind == Kind::Object) && tables::field(ty, f).is_some()
 }

@@ -18,6 +18,7 @@ pub mod model;
 pub mod mutate;
 pub mod root;
 pub mod seed;
+pub mod tables;
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -159,7 +160,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
         Some(_) => return Err(errors(400, vec![gql_error("Variables must be an object.", "BAD_REQUEST")])),
     };
     let op_name = body.get("operationName").and_then(Value::as_str).map(String::from);
-    let doc = match gql::document(query) {
+    let prepared = match gql::document(query) {
         Ok(d) => d,
         Err(errs) => {
             let code = if errs.iter().any(|e| e.message.starts_with("Syntax Error") || e.message.contains("syntax error") || e.message.contains("expected")) { "GRAPHQL_PARSE_FAILED" } else { "GRAPHQL_VALIDATION_FAILED" };
@@ -174,16 +175,17 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
             return Err(errors(400, list));
         }
     };
+    let doc = &prepared.doc;
     let operation = match doc.operations.get(op_name.as_deref()) {
         Ok(op) => op,
         Err(e) => return Err(errors(400, vec![gql_error(&e.message().to_string(), "GRAPHQL_VALIDATION_FAILED")])),
     };
-    if depth(&operation.selection_set, &doc, 0) > MAX_DEPTH {
+    if depth(&operation.selection_set, doc, 0) > MAX_DEPTH {
         return Err(errors(400, vec![json!({"message": format!("Query has depth greater than the allowed maximum of {MAX_DEPTH}"), "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too deep."}})]));
     }
     let no_vars = serde_json::Map::new();
     let plain_vars = body.get("variables").and_then(Value::as_object).unwrap_or(&no_vars);
-    let points = complexity(&operation.selection_set, &doc, plain_vars);
+    let points = complexity(&operation.selection_set, doc, plain_vars);
     if points > MAX_COMPLEXITY {
         let msg = format!("Query too complex - complexity of {} exceeds the maximum of {}", points.round(), MAX_COMPLEXITY);
         return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too complex; request fewer items or fields."}})]));
@@ -194,7 +196,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     let ctx = exec::Ctx { w: RefCell::new(&mut w.0), base_url: base, now, fx: RefCell::new(exec::Effects::default()), volatile: std::cell::Cell::new(false) };
     let root = root::Root { ctx: &ctx, ty: if is_mutation { "Mutation" } else { "Query" } };
     let introspection = gql::introspects(query);
-    let p = if introspection { gql::prepared_full() } else { gql::prepared() };
+    let p = prepared.prepared();
     let coerced = match apollo_compiler::request::coerce_variable_values(&p.schema, operation, &vars) {
         Ok(v) => v,
         Err(e) => {
@@ -204,7 +206,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     };
     let (data, raw_errors): (Vec<u8>, Vec<Value>) = if introspection {
         let top = fast::Apollo(Box::new(root));
-        match Execution::new(&p.schema, &doc).operation(operation).implementers_map(&p.implementers).coerced_variable_values(&coerced).enable_schema_introspection(true).execute_sync(&top) {
+        match Execution::new(&p.schema, doc).operation(operation).implementers_map(&p.implementers).coerced_variable_values(&coerced).enable_schema_introspection(true).execute_sync(&top) {
             Ok(resp) => (
                 serde_json::to_vec(&resp.data.map(|d| exec::to_json(&apollo_compiler::response::JsonValue::Object(d))).unwrap_or(Value::Null)).unwrap_or_default(),
                 resp.errors.iter().map(|e| serde_json::to_value(e).unwrap_or(json!({}))).collect(),
@@ -213,7 +215,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
         }
     } else {
         let vars = exec::map_to_json(&coerced);
-        let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc: &doc, vars, errors: Vec::new(), collected: Default::default(), out: Vec::with_capacity(4096) };
+        let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc, vars, errors: Vec::new(), collected: Default::default(), out: Vec::with_capacity(4096) };
         let data = ex.run(&root, &operation.selection_set);
         (data, ex.errors)
     };

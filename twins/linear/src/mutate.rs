@@ -12,7 +12,7 @@ use apollo_compiler::resolvers::FieldError;
 use pome_twin_sdk::{Change, Delivery};
 
 use crate::exec::{Ctx, Payload, find_typed, lcfirst};
-use crate::gql::{self, schema};
+use crate::gql;
 use crate::model::{Entity, Inner, slug};
 
 pub const VERBS: &[&str] = &["Create", "Update", "Delete", "Archive", "Unarchive", "Retire", "Restore", "AddLabel", "RemoveLabel"];
@@ -58,7 +58,7 @@ pub fn generic(name: &str) -> Option<(String, &'static str)> {
                 Some(f) => f.to_uppercase().chain(c).collect(),
                 None => continue,
             };
-            let interface = matches!(schema().types.get(ty.as_str()), Some(apollo_compiler::schema::ExtendedType::Interface(_)));
+            let interface = crate::tables::ty(&ty).is_some_and(|t| t.kind == crate::tables::Kind::Interface);
             if (gql::is_object(&ty) || (interface && *verb != "AddLabel" && *verb != "RemoveLabel")) && !ty.ends_with("Payload") {
                 if (*verb == "AddLabel" || *verb == "RemoveLabel") && !has_field(&ty, "labelIds") && !has_field(&ty, "labels") {
                     continue;
@@ -75,10 +75,7 @@ pub fn served(name: &str) -> bool {
 }
 
 fn has_field(ty: &str, f: &str) -> bool {
-    match schema().types.get(ty) {
-        Some(apollo_compiler::schema::ExtendedType::Object(o)) => o.fields.contains_key(f),
-        _ => false,
-    }
+    gql::has_field(ty, f)
 }
 
 pub struct Done {
@@ -900,12 +897,10 @@ pub fn public(e: &Entity) -> Value {
 
 /// The type a relation field of `ty` points at (`Issue.assignee` → `User`).
 pub fn relation_type(ty: &str, rel: &str) -> Option<String> {
-    let o = match schema().types.get(ty) {
-        Some(apollo_compiler::schema::ExtendedType::Object(o)) => o,
-        _ => return None,
-    };
-    let f = o.fields.get(rel)?;
-    let named = f.ty.inner_named_type().to_string();
+    if !gql::is_object(ty) {
+        return None;
+    }
+    let named = crate::tables::field(ty, rel)?.ty.to_string();
     if let Some(node) = gql::connection_node(&named) {
         return Some(node);
     }

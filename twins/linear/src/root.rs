@@ -8,11 +8,10 @@ use std::sync::OnceLock;
 
 use apollo_compiler::resolvers::FieldError;
 use crate::fast::{Info as ResolveInfo, Out as ResolvedValue, Resolve as ObjectValue};
-use apollo_compiler::schema::ExtendedType;
 use serde_json::{Value, json};
 
 use crate::exec::{self, Ctx, Ent, Plain, find_typed};
-use crate::gql::{self, schema};
+use crate::gql;
 use crate::mutate;
 
 /// Entity types the twin models: the core ones, and every type with a generic create.
@@ -30,11 +29,9 @@ pub fn modeled() -> &'static BTreeSet<String> {
         m.extend(gql::possible_types("Notification"));
         m.extend(gql::possible_types("NotificationSubscription"));
         m.insert("UserSettings".into());
-        if let Some(ExtendedType::Object(o)) = schema().types.get("Mutation") {
-            for name in o.fields.keys() {
-                if let Some((ty, "Create")) = mutate::generic(name) {
-                    m.insert(ty);
-                }
+        for f in crate::tables::ty("Mutation").map(crate::tables::fields).unwrap_or_default() {
+            if let Some((ty, "Create")) = mutate::generic(f.name) {
+                m.insert(ty);
             }
         }
         m
@@ -52,18 +49,17 @@ pub fn query_served(name: &str) -> bool {
     if SPECIAL_QUERIES.contains(&name) {
         return true;
     }
-    let Some(ExtendedType::Object(q)) = schema().types.get("Query") else { return false };
-    let Some(f) = q.fields.get(name) else { return false };
-    let named = f.ty.inner_named_type().as_str();
+    let Some(f) = crate::tables::field("Query", name) else { return false };
+    let named = f.ty;
     if let Some(node) = gql::connection_node(named) {
         return gql::possible_types(&node).iter().all(|t| modeled().contains(t)) && !gql::possible_types(&node).is_empty();
     }
     let types = gql::possible_types(named);
-    if f.ty.is_list() {
+    if f.list {
         // A plain list of every entity of a type (`templates`).
-        return !types.is_empty() && types.iter().all(|t| modeled().contains(t)) && f.arguments.iter().all(|a| !a.ty.is_non_null());
+        return !types.is_empty() && types.iter().all(|t| modeled().contains(t)) && f.args.iter().all(|(_, _, non_null)| !non_null);
     }
-    types.iter().any(|t| modeled().contains(t)) && f.arguments.iter().any(|a| a.name == "id")
+    types.iter().any(|t| modeled().contains(t)) && f.args.iter().any(|(a, _, _)| *a == "id")
 }
 
 /// Storage type of a type the schema gives its own name for search results.

@@ -299,11 +299,10 @@ fn the_same_seed_and_requests_give_the_same_bytes_and_snapshots_round_trip() {
 
 #[test]
 fn the_served_surface_reaches_the_floor() {
-    use apollo_compiler::schema::ExtendedType;
-    let s = crate::gql::schema();
-    let (Some(ExtendedType::Object(q)), Some(ExtendedType::Object(m))) = (s.types.get("Query"), s.types.get("Mutation")) else { panic!() };
-    let queries = q.fields.keys().filter(|n| crate::root::query_served(n)).count();
-    let mutations = m.fields.keys().filter(|n| crate::mutate::served(n)).count();
+    let root = |t: &str| crate::tables::fields(crate::tables::ty(t).unwrap()).iter().map(|f| f.name);
+    assert_eq!((root("Query").count(), root("Mutation").count()), (164, 371));
+    let queries = root("Query").filter(|n| crate::root::query_served(n)).count();
+    let mutations = root("Mutation").filter(|n| crate::mutate::served(n)).count();
     eprintln!("served: {queries} queries, {mutations} mutations");
     assert!(queries >= 60, "{queries}");
     assert!(queries + mutations >= 200);
@@ -316,12 +315,17 @@ fn every_document_the_sdk_sends_validates_against_the_schema() {
     let full = apollo_compiler::Schema::parse_and_validate(crate::gql::SCHEMA_TEXT, "schema.graphql").expect("Linear's schema is valid");
     let lean = apollo_compiler::Schema::parse_and_validate(crate::gql::strip_descriptions(crate::gql::SCHEMA_TEXT), "lean.graphql").expect("without descriptions too");
     assert_eq!(full.types.len(), lean.types.len());
-    let r = apollo_compiler::ExecutableDocument::parse_and_validate(crate::gql::schema(), SDK_DOCS, "sdk.graphql");
-    let errors: Vec<String> = match r {
-        Ok(_) => Vec::new(),
-        Err(e) => e.errors.iter().map(|d| d.error.to_string()).filter(|m| !m.contains("must be used in an operation")).collect(),
-    };
-    assert!(errors.is_empty(), "{errors:?}");
+    // Against the whole schema, and against the part of it the twin builds for the document.
+    let sub = apollo_compiler::Schema::parse(crate::tables::sub_schema(SDK_DOCS), "sub.graphql").unwrap();
+    let sub = apollo_compiler::validation::Valid::assume_valid(sub);
+    for schema in [&lean, &sub] {
+        let r = apollo_compiler::ExecutableDocument::parse_and_validate(schema, SDK_DOCS, "sdk.graphql");
+        let errors: Vec<String> = match r {
+            Ok(_) => Vec::new(),
+            Err(e) => e.errors.iter().map(|d| d.error.to_string()).filter(|m| !m.contains("must be used in an operation")).collect(),
+        };
+        assert!(errors.is_empty(), "{errors:?}");
+    }
     assert_eq!(SDK_DOCS.matches("\nquery ").count() + SDK_DOCS.matches("\nmutation ").count(), 663);
 }
 
@@ -341,10 +345,12 @@ mod memory {
 
     pub struct Counting;
     pub static LIVE: AtomicIsize = AtomicIsize::new(0);
+    pub static PEAK: AtomicIsize = AtomicIsize::new(0);
 
     unsafe impl GlobalAlloc for Counting {
         unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-            LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+            let now = LIVE.fetch_add(l.size() as isize, Ordering::Relaxed) + l.size() as isize;
+            PEAK.fetch_max(now, Ordering::Relaxed);
             unsafe { System.alloc(l) }
         }
         unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
@@ -358,27 +364,22 @@ mod memory {
 }
 
 #[test]
-fn the_default_world_is_small_and_the_schema_is_built_lazily() {
+fn the_default_world_is_small() {
     use std::sync::atomic::Ordering;
     let before = memory::LIVE.load(Ordering::SeqCst);
     let w = World::init(None).unwrap();
     let world = memory::LIVE.load(Ordering::SeqCst) - before;
     let snapshot = postcard::to_stdvec(&w).unwrap().len();
-    let s0 = memory::LIVE.load(Ordering::SeqCst);
-    crate::gql::schema();
-    let schema = memory::LIVE.load(Ordering::SeqCst) - s0;
-    eprintln!("default world: {world} bytes live, {snapshot} bytes snapshot; schema: {schema} bytes (other tests may share the counter)");
+    eprintln!("default world: {world} bytes live, {snapshot} bytes snapshot (other tests may share the counter)");
     assert!(world < 256 * 1024, "{world}");
 }
 
 #[test]
 #[ignore = "prints the unserved root fields"]
 fn print_unserved() {
-    use apollo_compiler::schema::ExtendedType;
-    let s = crate::gql::schema();
-    let (Some(ExtendedType::Object(q)), Some(ExtendedType::Object(m))) = (s.types.get("Query"), s.types.get("Mutation")) else { panic!() };
-    let q: Vec<&str> = q.fields.keys().filter(|n| !crate::root::query_served(n)).map(|n| n.as_str()).collect();
-    let m: Vec<&str> = m.fields.keys().filter(|n| !crate::mutate::served(n)).map(|n| n.as_str()).collect();
+    let root = |t: &str| crate::tables::fields(crate::tables::ty(t).unwrap()).iter().map(|f| f.name);
+    let q: Vec<&str> = root("Query").filter(|n| !crate::root::query_served(n)).collect();
+    let m: Vec<&str> = root("Mutation").filter(|n| !crate::mutate::served(n)).collect();
     eprintln!("QUERIES {}\n{}\nMUTATIONS {}\n{}", q.len(), q.join(" "), m.len(), m.join(" "));
 }
 
@@ -468,7 +469,8 @@ fn queries_past_linears_complexity_limit_are_refused() {
 
 #[test]
 fn every_sdk_operation_with_default_paging_fits_the_complexity_limit() {
-    let doc = apollo_compiler::ExecutableDocument::parse(crate::gql::schema(), SDK_DOCS, "sdk.graphql").unwrap_or_else(|e| e.partial);
+    let lean = apollo_compiler::Schema::parse_and_validate(crate::gql::strip_descriptions(crate::gql::SCHEMA_TEXT), "lean.graphql").unwrap();
+    let doc = apollo_compiler::ExecutableDocument::parse(&lean, SDK_DOCS, "sdk.graphql").unwrap_or_else(|e| e.partial);
     let vars = serde_json::Map::new();
     let mut worst = (0.0, String::new());
     for (name, op) in &doc.operations.named {
@@ -514,4 +516,70 @@ fn bench_native() {
         data(&mut w, create, json!({"input": {"teamId": "team_eng", "title": "Load test issue", "description": "created by wrk"}}));
     }
     println!("create: {:?} per request", t.elapsed() / n);
+}
+
+/// Validation against the part of the schema built for a document says exactly what
+/// validation against the whole schema says, for valid and invalid documents alike.
+#[test]
+fn a_documents_own_schema_validates_it_as_the_whole_schema_does() {
+    let lean = apollo_compiler::Schema::parse_and_validate(crate::gql::strip_descriptions(crate::gql::SCHEMA_TEXT), "lean.graphql").unwrap();
+    let docs = [
+        "{ issues(filter: {state: {type: {eq: \"started\"}}}, first: 5) { nodes { id title assignee { name } labels { nodes { name } } } } }",
+        "{ issue(id: \"ENG-1\") { titel } }",
+        "{ issue(id: 5) { title } }",
+        "{ issue { title } }",
+        "query Q($f: IssueFilterr) { issues(filter: $f) { nodes { id } } }",
+        "query Q($f: IssueFilter, $n: Int) { issues(filter: $f) { nodes { id } } }",
+        "{ node(id: \"x\") { id ... on Issue { title } ... on Team { key } ... on Comment { body } } }",
+        "{ viewer { ... on Team { key } } }",
+        "{ searchIssues(term: \"a\") { nodes { ...F } } } fragment F on IssueSearchResult { id title }",
+        "mutation { issueCreate(input: {teamId: \"t\", title: \"x\", bogus: 1}) { success issue { id } } }",
+        "mutation M($i: IssueUpdateInput!) { issueUpdate(id: \"x\", input: $i) { issue { state { name } } } }",
+        "{ notifications { nodes { __typename ... on IssueNotification { issue { identifier } } } } }",
+        "{ issues { nodes { id } } teams { nodes { id issues(first: \"x\") { nodes { id } } } } }",
+        "subscription { issues }",
+        "{ issues(first: 5) { nodes { id } } }",
+        "{ issues(orderBy: createdAt, sort: [{priority: {order: Ascending}}]) { nodes { id } } }",
+        "{ issues(filter: {bogus: {eq: 1}}) { nodes { id } } }",
+        "{ issues(first: $n) { nodes { id } } }",
+        "query Q($s: [IssueSortInput!]) { issues(sort: $s) { nodes { id } } }",
+    ];
+    for text in docs {
+        let sub = apollo_compiler::validation::Valid::assume_valid(apollo_compiler::Schema::parse(crate::tables::sub_schema(text), "sub.graphql").unwrap());
+        let errs = |s: &apollo_compiler::validation::Valid<apollo_compiler::Schema>| -> Vec<String> {
+            match apollo_compiler::ExecutableDocument::parse_and_validate(s, text, "q.graphql") {
+                Ok(_) => Vec::new(),
+                // As clients see them: messages and locations in the document.
+                Err(e) => e.errors.iter().map(|d| serde_json::to_string(&d.unstable_to_json_compat()).unwrap()).collect(),
+            }
+        };
+        assert_eq!(errs(&lean), errs(&sub), "{text}");
+    }
+}
+
+/// The schema an instance builds for a document is small: Linear's whole schema is never
+/// parsed for ordinary requests.
+#[test]
+fn a_documents_own_schema_is_small() {
+    let text = "query Open($first: Int) { issues(first: $first, filter: {team: {key: {eq: \"ENG\"}}, state: {type: {nin: [\"completed\", \"canceled\"]}}}) { nodes { id identifier title priority assignee { id name email } labels { nodes { id name color } } state { id name type } } pageInfo { hasNextPage endCursor } } }";
+    let sdl = crate::tables::sub_schema(text);
+    eprintln!("the list query's schema: {} bytes of SDL", sdl.len());
+    assert!(sdl.len() < 200 * 1024, "{}", sdl.len());
+}
+
+/// `cargo test --release -p twin-linear heap_after_one_query -- --ignored --nocapture --test-threads 1`:
+/// what an instance's heap holds after its first request, and its peak.
+#[test]
+#[ignore = "prints heap figures; run alone"]
+fn heap_after_one_query() {
+    use std::sync::atomic::Ordering;
+    let base = memory::LIVE.load(Ordering::SeqCst);
+    let mut w = World::init(None).unwrap();
+    let world = memory::LIVE.load(Ordering::SeqCst) - base;
+    memory::PEAK.store(0, Ordering::SeqCst);
+    let p0 = memory::LIVE.load(Ordering::SeqCst);
+    data(&mut w, "{ viewer { id name } issues(first: 5) { nodes { identifier title state { name } } } }", json!({}));
+    let after = memory::LIVE.load(Ordering::SeqCst) - base;
+    let peak = memory::PEAK.load(Ordering::SeqCst) - p0 + world;
+    eprintln!("world {world} B; after one query {after} B; peak {peak} B");
 }

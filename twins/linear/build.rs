@@ -1,0 +1,191 @@
+//! Linear's schema, parsed once at build time into static tables (`schema_tables.rs` in
+//! `OUT_DIR`): every type with its kind and SDL, every field of every object and interface
+//! with its type, arguments and SDL, and which types implement which interfaces. The twin
+//! reads them in place (they live in the component's read-only data, shared by every
+//! instance), and builds from them, per document, the small schema that validates and runs
+//! it, so no instance holds Linear's whole parsed schema.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use apollo_compiler::Schema;
+use apollo_compiler::ast::Definition;
+use apollo_compiler::schema::ExtendedType;
+
+/// The SDL without its `"""` block-string descriptions (kept in step with `gql::strip_descriptions`).
+fn strip_descriptions(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() / 3);
+    let mut rest = text;
+    while let Some(i) = rest.find("\"\"\"") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 3..];
+        match after.find("\"\"\"") {
+            Some(j) => rest = after[j + 3..].trim_start_matches([' ', '\n', '\r', '\t']),
+            None => rest = "",
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn lit(s: &str) -> String {
+    format!("{s:?}")
+}
+
+fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::from("&[");
+    for (i, s) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&lit(s));
+    }
+    out.push(']');
+    out
+}
+
+fn main() {
+    println!("cargo:rerun-if-changed=schema/schema.graphql");
+    println!("cargo:rerun-if-changed=build.rs");
+    let text = std::fs::read_to_string("schema/schema.graphql").expect("schema/schema.graphql");
+    let lean = strip_descriptions(&text);
+    let schema = Schema::parse(&lean, "schema.graphql").unwrap_or_else(|e| e.partial);
+    let doc = apollo_compiler::ast::Document::parse(&lean, "schema.graphql").unwrap_or_else(|e| e.partial);
+    let implementers = schema.implementers_map();
+
+    let mut out = String::new();
+    let mut directives = String::new();
+    for def in &doc.definitions {
+        if let Definition::DirectiveDefinition(d) = def {
+            let mut d = (**d).clone();
+            d.description = None;
+            writeln!(directives, "{d}").unwrap();
+        }
+    }
+    writeln!(out, "pub static DIRECTIVES: &str = {};", lit(&directives)).unwrap();
+
+    let mut names: Vec<&str> = schema.types.iter().filter(|(_, t)| !t.is_built_in()).map(|(n, _)| n.as_str()).collect();
+    names.sort();
+    let mut fields_out = String::new();
+    let mut types_out = String::new();
+    let mut nfields = 0usize;
+    for name in &names {
+        let ty = &schema.types[*name];
+        let (kind, head, start, len, related, possible, refs, enum_first): (&str, String, usize, usize, BTreeSet<&str>, Vec<&str>, BTreeSet<&str>, &str);
+        let start_at = nfields;
+        let mut field_rows = |fields: &apollo_compiler::collections::IndexMap<apollo_compiler::Name, apollo_compiler::schema::Component<apollo_compiler::schema::FieldDefinition>>| {
+            let mut sorted: Vec<_> = fields.values().collect();
+            sorted.sort_by(|a, b| a.name.cmp(&b.name));
+            for f in sorted {
+                let mut def = (***f).clone();
+                def.description = None;
+                let arg_refs: BTreeSet<&str> = f.arguments.iter().map(|a| a.ty.inner_named_type().as_str()).collect();
+                let args: Vec<String> = f.arguments.iter().map(|a| format!("({},{},{})", lit(a.name.as_str()), lit(a.ty.inner_named_type().as_str()), a.ty.is_non_null())).collect();
+                writeln!(
+                    fields_out,
+                    "FieldRow{{name:{},ty:{},list:{},non_null:{},sdl:{},refs:{},args:&[{}]}},",
+                    lit(f.name.as_str()),
+                    lit(f.ty.inner_named_type().as_str()),
+                    f.ty.is_list(),
+                    f.ty.is_non_null(),
+                    lit(&def.to_string()),
+                    list(arg_refs.iter().copied().filter(|t| schema.types.get(*t).is_some_and(|t| !t.is_built_in()))),
+                    args.join(",")
+                )
+                .unwrap();
+                nfields += 1;
+            }
+            fields.len()
+        };
+        match ty {
+            ExtendedType::Object(o) => {
+                kind = "Object";
+                let ifaces: Vec<&str> = o.implements_interfaces.iter().map(|i| i.name.as_str()).collect();
+                head = format!("type {name}{}{}", if ifaces.is_empty() { String::new() } else { format!(" implements {}", ifaces.join(" & ")) }, o.directives);
+                len = field_rows(&o.fields);
+                start = start_at;
+                related = ifaces.iter().copied().collect();
+                possible = vec![name];
+                refs = BTreeSet::new();
+                enum_first = "";
+            }
+            ExtendedType::Interface(i) => {
+                kind = "Interface";
+                let ifaces: Vec<&str> = i.implements_interfaces.iter().map(|i| i.name.as_str()).collect();
+                head = format!("interface {name}{}{}", if ifaces.is_empty() { String::new() } else { format!(" implements {}", ifaces.join(" & ")) }, i.directives);
+                len = field_rows(&i.fields);
+                start = start_at;
+                let imp = implementers.get(*name);
+                let mut objects: Vec<&str> = imp.map(|i| i.objects.iter().map(|n| n.as_str()).collect()).unwrap_or_default();
+                objects.sort();
+                related = ifaces.iter().copied().collect();
+                possible = objects;
+                refs = BTreeSet::new();
+                enum_first = "";
+            }
+            ExtendedType::Union(u) => {
+                kind = "Union";
+                let mut u2 = (**u).clone();
+                u2.description = None;
+                head = u2.to_string();
+                start = start_at;
+                len = 0;
+                possible = u.members.iter().map(|m| m.name.as_str()).collect();
+                related = possible.iter().copied().collect();
+                refs = BTreeSet::new();
+                enum_first = "";
+            }
+            ExtendedType::Enum(e) => {
+                kind = "Enum";
+                let mut e2 = (**e).clone();
+                e2.description = None;
+                head = e2.to_string();
+                start = start_at;
+                len = 0;
+                possible = Vec::new();
+                related = BTreeSet::new();
+                refs = BTreeSet::new();
+                enum_first = e.values.keys().next().map(|k| k.as_str()).unwrap_or("");
+            }
+            ExtendedType::InputObject(i) => {
+                kind = "Input";
+                let mut i2 = (**i).clone();
+                i2.description = None;
+                head = i2.to_string();
+                start = start_at;
+                len = 0;
+                possible = Vec::new();
+                related = BTreeSet::new();
+                refs = i.fields.values().map(|f| f.ty.inner_named_type().as_str()).filter(|t| schema.types.get(*t).is_some_and(|t| !t.is_built_in())).collect();
+                enum_first = "";
+            }
+            ExtendedType::Scalar(s) => {
+                kind = "Scalar";
+                let mut s2 = (**s).clone();
+                s2.description = None;
+                head = s2.to_string();
+                start = start_at;
+                len = 0;
+                possible = Vec::new();
+                related = BTreeSet::new();
+                refs = BTreeSet::new();
+                enum_first = "";
+            }
+        }
+        writeln!(
+            types_out,
+            "TypeRow{{name:{},kind:Kind::{kind},head:{},fields:({start},{len}),related:{},possible:{},refs:{},enum_first:{}}},",
+            lit(name),
+            lit(&head),
+            list(related.iter().copied().filter(|t| *t != *name)),
+            list(possible.iter().copied()),
+            list(refs.iter().copied()),
+            lit(enum_first)
+        )
+        .unwrap();
+    }
+    writeln!(out, "pub static TYPES: &[TypeRow] = &[\n{types_out}];").unwrap();
+    writeln!(out, "pub static FIELDS: &[FieldRow] = &[\n{fields_out}];").unwrap();
+    let dest = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join("schema_tables.rs");
+    std::fs::write(dest, out).unwrap();
+}
