@@ -31,6 +31,16 @@ pub fn routes(r: Router<World>) -> Router<World> {
         .get("/v1/invoices/upcoming", "invoices.upcoming", h!(inv_upcoming))
         .post("/v1/invoices/create_preview", "invoices.create_preview", h!(inv_create_preview))
         .get("/v1/subscription_items", "subscription_items.list", h!(si_list))
+        .post("/v1/subscription_items", "subscription_items.create", h!(sitem_create))
+        .get("/v1/subscription_items/{id}", "subscription_items.retrieve", h!(sitem_retrieve))
+        .post("/v1/subscription_items/{id}", "subscription_items.update", h!(sitem_update))
+        .delete("/v1/subscription_items/{id}", "subscription_items.delete", h!(sitem_delete))
+        .get("/v1/invoiceitems/{id}", "invoiceitems.retrieve", h!(ii_retrieve))
+        .post("/v1/invoiceitems/{id}", "invoiceitems.update", h!(ii_update))
+        .delete("/v1/invoiceitems/{id}", "invoiceitems.delete", h!(ii_delete))
+        .post("/v1/invoices/{id}", "invoices.update", h!(inv_update))
+        .delete("/v1/invoices/{id}", "invoices.delete", h!(inv_delete))
+        .post("/v1/invoices/{id}/send", "invoices.send", h!(inv_send))
         .post("/v1/invoiceitems", "invoiceitems.create", h!(ii_create))
         .get("/v1/invoiceitems", "invoiceitems.list", h!(ii_list))
         .post("/v1/invoices", "invoices.create", h!(inv_create))
@@ -770,6 +780,67 @@ fn sub_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     Ok(s)
 }
 
+/// The subscription holding item `id`, and the item.
+fn sitem_find(w: &World, id: &str) -> Result<(String, Value), StripeError> {
+    for s in w.all("subscription") {
+        if let Some(it) = s["items"]["data"].as_array().and_then(|a| a.iter().find(|i| i["id"] == id)) {
+            return Ok((s["id"].as_str().unwrap_or_default().to_string(), it.clone()));
+        }
+    }
+    Err(no_such("subscription_item", id, "id"))
+}
+
+/// Change a subscription's items through its update, so events and totals follow one path.
+fn via_update(w: &mut World, call: &mut Call, sub: &str, item: Vec<(String, String)>) -> Res {
+    let pairs: Vec<(String, String)> = item.into_iter().map(|(k, v)| (format!("items[0][{k}]"), v)).collect();
+    let params = Params(crate::core::nest(&pairs)?);
+    let saved = std::mem::replace(&mut call.params, vec![("id".into(), sub.to_string())]);
+    let out = sub_update(w, call, &params);
+    call.params = saved;
+    out
+}
+
+fn sitem_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let sub = p.req_str("subscription")?.to_string();
+    w.get_kind("subscription", &sub).ok_or_else(|| no_such("subscription", &sub, "subscription"))?;
+    let price = p.req_str("price")?.to_string();
+    let mut item = vec![("price".to_string(), price)];
+    if let Some(q) = p.int("quantity")? {
+        item.push(("quantity".into(), q.to_string()));
+    }
+    let after = via_update(w, call, &sub, item)?;
+    Ok(after["items"]["data"].as_array().and_then(|a| a.last()).cloned().unwrap_or(Value::Null))
+}
+
+fn sitem_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    Ok(sitem_find(w, call.param("id"))?.1)
+}
+
+fn sitem_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let (sub, _) = sitem_find(w, &id)?;
+    let mut item = vec![("id".to_string(), id.clone())];
+    if let Some(pr) = p.str("price") {
+        item.push(("price".into(), pr.to_string()));
+    }
+    if let Some(q) = p.int("quantity")? {
+        item.push(("quantity".into(), q.to_string()));
+    }
+    via_update(w, call, &sub, item)?;
+    Ok(sitem_find(w, &id)?.1)
+}
+
+fn sitem_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let (sub, _) = sitem_find(w, &id)?;
+    let s = w.get(&sub).unwrap_or_default();
+    if s["items"]["data"].as_array().map_or(0, Vec::len) <= 1 {
+        return Err(invalid("A subscription must have at least one active plan. To cancel a subscription, please use the cancel API endpoint on /v1/subscriptions.").param("id"));
+    }
+    via_update(w, call, &sub, vec![("id".into(), id.clone()), ("deleted".into(), "true".into())])?;
+    Ok(json!({"id": id, "object": "subscription_item", "deleted": true}))
+}
+
 fn si_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let sub = p.req_str("subscription")?.to_string();
     let s = w.get_kind("subscription", &sub).ok_or_else(|| no_such("subscription", &sub, "subscription"))?;
@@ -897,6 +968,151 @@ fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         w.modify(call, &iid, |x| x["invoice"] = json!(id));
     }
     emit(w, call, "invoice.created", &inv, None);
+    Ok(inv)
+}
+
+fn ii_get(w: &World, call: &Call) -> Result<(String, Value), StripeError> {
+    let id = call.param("id").to_string();
+    let o = w.get_kind("invoiceitem", &id).ok_or_else(|| no_such("invoiceitem", &id, "id"))?;
+    Ok((id, o))
+}
+
+fn ii_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    Ok(ii_get(w, call)?.1)
+}
+
+/// An invoice item may change while it is pending or on a draft invoice, whose line follows.
+fn ii_editable(w: &World, ii: &Value) -> Result<Option<String>, StripeError> {
+    match ii["invoice"].as_str() {
+        None => Ok(None),
+        Some(inv) => match w.get(inv) {
+            Some(i) if i["status"] == "draft" => Ok(Some(inv.to_string())),
+            _ => Err(invalid(format!("The invoice item {} is on an invoice that is no longer a draft and cannot be changed.", ii["id"].as_str().unwrap_or(""))).code("invoice_not_editable")),
+        },
+    }
+}
+
+fn ii_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let (id, ii) = ii_get(w, call)?;
+    let on = ii_editable(w, &ii)?;
+    let amount = p.int("amount")?;
+    let qty = p.int("quantity")?;
+    let mut probe = ii.clone();
+    p.metadata_into(&mut probe)?;
+    let o = w.modify(call, &id, |o| {
+        if let Some(a) = amount {
+            o["amount"] = json!(a);
+        }
+        if let Some(q) = qty {
+            o["quantity"] = json!(q);
+            if let Some(unit) = o["price"]["unit_amount"].as_i64() {
+                o["amount"] = json!(unit * q);
+            }
+        }
+        p.copy(o, &["description"]);
+        o["metadata"] = probe["metadata"].clone();
+    });
+    if let Some(inv) = on {
+        let line = line_of_item(&o, &inv);
+        w.modify(call, &inv, |i| {
+            if let Some(l) = i["lines"]["data"].as_array_mut().and_then(|a| a.iter_mut().find(|l| l["invoice_item"] == id.as_str())) {
+                *l = line;
+            }
+            retotal(i);
+        });
+    }
+    emit(w, call, "invoiceitem.updated", &o, None);
+    Ok(o)
+}
+
+fn ii_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let (id, ii) = ii_get(w, call)?;
+    if let Some(inv) = ii_editable(w, &ii)? {
+        w.modify(call, &inv, |i| {
+            if let Some(a) = i["lines"]["data"].as_array_mut() {
+                a.retain(|l| l["invoice_item"] != id.as_str());
+            }
+            let n = i["lines"]["data"].as_array().map_or(0, Vec::len);
+            i["lines"]["total_count"] = json!(n);
+            retotal(i);
+        });
+    }
+    w.remove(call, &id);
+    emit(w, call, "invoiceitem.deleted", &ii, None);
+    Ok(json!({"id": id, "object": "invoiceitem", "deleted": true}))
+}
+
+fn inv_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let (id, inv) = inv_get(w, call)?;
+    let draft = inv["status"] == "draft";
+    let draft_only = ["collection_method", "days_until_due", "due_date", "auto_advance", "footer", "default_payment_method"];
+    if let Some(k) = draft_only.iter().find(|k| p.has(k)).filter(|_| !draft) {
+        return Err(invalid(format!("You can only update {k} on a draft invoice.")).code("invoice_not_editable").param(k));
+    }
+    if ["void", "paid"].contains(&inv["status"].as_str().unwrap_or("")) && p.has("description") {
+        return Err(invalid("This invoice can no longer be changed.").code("invoice_not_editable"));
+    }
+    if let Some(pm) = p.str("default_payment_method") {
+        w.get_kind("payment_method", pm).ok_or_else(|| no_such("PaymentMethod", pm, "default_payment_method"))?;
+    }
+    let method = p.str("collection_method").map(str::to_string);
+    if let Some(m) = &method {
+        if !["charge_automatically", "send_invoice"].contains(&m.as_str()) {
+            return Err(invalid("Invalid collection_method: must be one of charge_automatically or send_invoice").param("collection_method"));
+        }
+    }
+    let days = p.int("days_until_due")?;
+    let due = p.int("due_date")?;
+    let auto = p.bool("auto_advance")?;
+    let created = inv["created"].as_i64().unwrap_or(0);
+    let mut probe = inv.clone();
+    p.metadata_into(&mut probe)?;
+    let before = inv.clone();
+    let after = w.modify(call, &id, |i| {
+        if let Some(m) = method {
+            i["collection_method"] = json!(m);
+        }
+        if let Some(d) = due.or(days.map(|d| created + d * 86_400)) {
+            i["due_date"] = json!(d);
+        }
+        if let Some(a) = auto {
+            i["auto_advance"] = json!(a);
+        }
+        p.copy(i, &["description", "footer", "default_payment_method"]);
+        i["metadata"] = probe["metadata"].clone();
+    });
+    let (mut prev, _) = crate::changed_fields(&before, &after);
+    prev.remove("id");
+    emit(w, call, "invoice.updated", &after, Some(Value::Object(prev)));
+    Ok(after)
+}
+
+fn inv_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let (id, inv) = inv_get(w, call)?;
+    if inv["status"] != "draft" {
+        return Err(invalid("You can only delete draft invoices.").code("invoice_not_editable"));
+    }
+    // Its pending items go back to waiting for the next invoice.
+    let items: Vec<String> = w.all("invoiceitem").filter(|i| i["invoice"] == id.as_str()).filter_map(|i| i["id"].as_str().map(str::to_string)).collect();
+    for ii in items {
+        w.modify(call, &ii, |o| o["invoice"] = Value::Null);
+    }
+    w.remove(call, &id);
+    emit(w, call, "invoice.deleted", &inv, None);
+    Ok(json!({"id": id, "object": "invoice", "deleted": true}))
+}
+
+fn inv_send(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let (id, inv) = inv_get(w, call)?;
+    if inv["collection_method"] != "send_invoice" {
+        return Err(invalid("You can only manually send an invoice if its collection method is 'send_invoice'.").code("invoice_not_editable"));
+    }
+    let id = if inv["status"] == "draft" { finalize(w, call, &id)["id"].as_str().unwrap_or(&id).to_string() } else { id };
+    let inv = w.get(&id).unwrap_or(inv);
+    if inv["status"] != "open" {
+        return Err(invalid(format!("You can only send an open invoice; this one is {}.", inv["status"].as_str().unwrap_or(""))).code("invoice_not_editable"));
+    }
+    emit(w, call, "invoice.sent", &inv, None);
     Ok(inv)
 }
 

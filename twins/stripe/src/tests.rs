@@ -648,3 +648,45 @@ fn a_checkout_session_completes_through_the_test_helper_with_its_payment_or_subs
     let (_, cus) = get(&mut w, &format!("/v1/customers/{}", done["customer"].as_str().unwrap()));
     assert_eq!(cus["email"], "sub@x.test");
 }
+
+#[test]
+fn invoices_and_their_items_change_while_draft_and_subscription_items_change_their_subscription() {
+    let (mut w, _clock, cus, price) = billing_world(true);
+    let (_, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("collection_method", "send_invoice"), ("days_until_due", "30")]);
+    let inv_id = inv["id"].as_str().unwrap().to_string();
+    let (_, ii) = post(&mut w, "/v1/invoiceitems", &[("customer", &cus), ("amount", "1200"), ("currency", "usd"), ("invoice", &inv_id)]);
+    let ii_id = ii["id"].as_str().unwrap().to_string();
+    assert_eq!(get(&mut w, &format!("/v1/invoiceitems/{ii_id}")).1["amount"], 1200);
+    let (s, _) = post(&mut w, &format!("/v1/invoiceitems/{ii_id}"), &[("amount", "1800"), ("description", "Consulting")]);
+    assert_eq!(s, 200);
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{inv_id}"));
+    assert_eq!((inv["amount_due"].as_i64(), inv["lines"]["data"][0]["description"].as_str()), (Some(1800), Some("Consulting")));
+    let (s, upd) = post(&mut w, &format!("/v1/invoices/{inv_id}"), &[("description", "March work"), ("metadata[po]", "77")]);
+    assert_eq!((s, upd["description"].as_str(), upd["metadata"]["po"].as_str()), (200, Some("March work"), Some("77")));
+    let (s, sent) = post(&mut w, &format!("/v1/invoices/{inv_id}/send"), &[]);
+    assert_eq!((s, sent["status"].as_str()), (200, Some("open")), "{sent}");
+    let (s, e) = post(&mut w, &format!("/v1/invoiceitems/{ii_id}"), &[("amount", "1")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("invoice_not_editable")));
+    let (s, e) = call(&mut w, Method::Delete, &format!("/v1/invoices/{inv_id}"), &[]);
+    assert_eq!((s.status, e["error"]["code"].as_str()), (400, Some("invoice_not_editable")));
+    let (_, draft) = post(&mut w, "/v1/invoices", &[("customer", &cus)]);
+    let (r, gone) = call(&mut w, Method::Delete, &format!("/v1/invoices/{}", draft["id"].as_str().unwrap()), &[]);
+    assert_eq!((r.status, gone["deleted"].as_bool()), (200, Some(true)));
+
+    let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
+    let sub_id = sub["id"].as_str().unwrap().to_string();
+    let (_, addon) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "300"), ("recurring[interval]", "month"), ("product_data[name]", "Seat")]);
+    let (s, item) = post(&mut w, "/v1/subscription_items", &[("subscription", &sub_id), ("price", addon["id"].as_str().unwrap()), ("quantity", "2")]);
+    assert_eq!((s, item["quantity"].as_i64(), item["subscription"].as_str()), (200, Some(2), Some(sub_id.as_str())), "{item}");
+    let item_id = item["id"].as_str().unwrap().to_string();
+    let (_, item) = post(&mut w, &format!("/v1/subscription_items/{item_id}"), &[("quantity", "5")]);
+    assert_eq!(item["quantity"], 5);
+    assert_eq!(get(&mut w, &format!("/v1/subscription_items/{item_id}")).1["quantity"], 5);
+    let (r, del) = call(&mut w, Method::Delete, &format!("/v1/subscription_items/{item_id}"), &[]);
+    assert_eq!((r.status, del["deleted"].as_bool()), (200, Some(true)));
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{sub_id}"));
+    assert_eq!(sub["items"]["data"].as_array().unwrap().len(), 1);
+    let only = sub["items"]["data"][0]["id"].as_str().unwrap().to_string();
+    let (r, _) = call(&mut w, Method::Delete, &format!("/v1/subscription_items/{only}"), &[]);
+    assert_eq!(r.status, 400);
+}
