@@ -7,6 +7,8 @@ import base64
 import json
 import pathlib
 import re
+import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -166,6 +168,80 @@ def test_x402_challenge_then_paid_retry(stripe_sandbox):
     assert any(p.status == "succeeded" for p in s.payment_intents.list().data)
 
 
+def _raw(sb, method, path, form=None, key=None):
+    """A request outside the SDK's surface (the twin's test helpers, the retired upcoming
+    invoice route), as JSON."""
+    data = None if form is None else urllib.parse.urlencode(form).encode()
+    req = urllib.request.Request(sb.url("stripe") + path, data=data, method=method, headers={
+        "Authorization": f"Bearer {key or sb.token}", "Content-Type": "application/x-www-form-urlencoded"})
+    try:
+        with urllib.request.urlopen(req) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def test_the_sandbox_hands_out_an_sk_test_key_the_sdk_uses_as_is(stripe_sandbox):
+    sb, _ = stripe_sandbox()
+    key = sb.body["per_twin"]["stripe"]["api_key"]
+    assert key.startswith("sk_test_") and key.endswith(sb.token)
+    url = sb.url("stripe")
+    s = stripe.StripeClient(key, base_addresses={"api": url}, max_network_retries=0)
+    assert s.customers.create(params={"email": "k@x.test"}).id.startswith("cus_")
+    with pytest.raises(stripe.AuthenticationError):
+        stripe.StripeClient("sk_test_" + "0" * 64, base_addresses={"api": url}, max_network_retries=0).customers.list()
+
+
+def test_a_trial_without_a_card_pauses_and_resumes_paid(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    clock = s.test_helpers.test_clocks.create(params={"frozen_time": 1767225600})
+    cus = s.customers.create(params={"email": "trial@x.test", "test_clock": clock.id})
+    price = s.prices.create(params={"currency": "usd", "unit_amount": 2000, "recurring": {"interval": "month"}, "product_data": {"name": "Team"}})
+    sub = s.subscriptions.create(params={"customer": cus.id, "items": [{"price": price.id}], "trial_period_days": 14, "trial_settings": {"end_behavior": {"missing_payment_method": "pause"}}})
+    assert sub.status == "trialing"
+    with pytest.raises(stripe.InvalidRequestError):
+        s.subscriptions.resume(sub.id)
+    s.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": 1768500000})
+    assert s.subscriptions.retrieve(sub.id).status == "paused"
+    pm = s.payment_methods.attach("pm_card_visa", params={"customer": cus.id})
+    s.customers.update(cus.id, params={"invoice_settings": {"default_payment_method": pm.id}})
+    sub = s.subscriptions.resume(sub.id, params={"billing_cycle_anchor": "now"})
+    assert (sub.status, sub.current_period_start) == ("active", 1768500000)
+    assert s.invoices.retrieve(sub.latest_invoice).status == "paid"
+    assert [e.type for e in s.events.list(params={"type": "customer.subscription.resumed"}).data] == ["customer.subscription.resumed"]
+
+
+def test_an_invoice_preview_shows_the_next_period_with_a_proposed_price(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    cus = s.customers.create(params={"email": "pv@x.test", "payment_method": "pm_card_visa", "invoice_settings": {"default_payment_method": "pm_card_visa"}})
+    pro = s.prices.create(params={"currency": "usd", "unit_amount": 1500, "recurring": {"interval": "month"}, "product_data": {"name": "Pro"}})
+    lite = s.prices.create(params={"currency": "usd", "unit_amount": 900, "recurring": {"interval": "month"}, "product_data": {"name": "Lite"}})
+    sub = s.subscriptions.create(params={"customer": cus.id, "items": [{"price": pro.id}]})
+    s.invoice_items.create(params={"customer": cus.id, "amount": 300, "currency": "usd"})
+    preview = s.invoices.create_preview(params={"customer": cus.id, "subscription": sub.id})
+    assert (preview.amount_due, preview.subscription) == (1800, sub.id)
+    assert preview.lines.data[0].period.start == sub.current_period_end
+    changed = s.invoices.create_preview(params={"customer": cus.id, "subscription": sub.id, "subscription_details": {"items": [{"id": sub["items"].data[0].id, "price": lite.id}]}})
+    assert changed.amount_due == 1200
+    status, upcoming = _raw(sb, "GET", f"/v1/invoices/upcoming?customer={cus.id}")
+    assert (status, upcoming["amount_due"], "id" in upcoming) == (200, 1800, False)
+    assert len(s.invoices.list(params={"customer": cus.id}).data) == 1  # previews are stored nowhere
+
+
+def test_a_checkout_session_completes_into_a_paid_payment_intent(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    price = s.prices.create(params={"currency": "usd", "unit_amount": 1250, "product_data": {"name": "Mug"}})
+    cs = s.checkout.sessions.create(params={"mode": "payment", "success_url": "https://shop.test/ok", "customer_email": "m@x.test", "line_items": [{"price": price.id, "quantity": 2}]})
+    status, err = _raw(sb, "POST", f"/v1/test_helpers/checkout/sessions/{cs.id}/complete", [("payment_method", "pm_card_chargeDeclined")])
+    assert (status, err["error"]["code"]) == (402, "card_declined")
+    assert s.checkout.sessions.retrieve(cs.id).status == "open"
+    status, done = _raw(sb, "POST", f"/v1/test_helpers/checkout/sessions/{cs.id}/complete")
+    assert (status, done["status"], done["payment_status"]) == (200, "complete", "paid")
+    pi = s.payment_intents.retrieve(done["payment_intent"])
+    assert (pi.status, pi.amount) == ("succeeded", 2500)
+    assert s.events.list(params={"type": "checkout.session.completed"}).data[0].data.object.id == cs.id
+
+
 # ---------------------------------------------------------------------------------------
 # Every answer against Stripe's OpenAPI description.
 
@@ -257,6 +333,33 @@ def test_every_answer_validates_against_stripes_openapi(stripe_sandbox):
     dp = s.disputes.list().data[0]
     s.disputes.update(dp.id, params={"evidence": {"uncategorized_text": "delivered"}})
     s.payouts.list()
+    # Billing beyond the basics: pause and resume, previews, invoice and item edits.
+    pcus = s.customers.create(params={"email": "p@x.test"})
+    paused = s.subscriptions.create(params={"customer": pcus.id, "items": [{"price": price.id}], "trial_period_days": 7, "trial_settings": {"end_behavior": {"missing_payment_method": "pause"}}})
+    pclock_cus = ccus.id
+    s.subscription_items.list(params={"subscription": paused.id})
+    item = s.subscription_items.create(params={"subscription": paused.id, "price": price.id, "quantity": 2})
+    s.subscription_items.retrieve(item.id)
+    s.subscription_items.update(item.id, params={"quantity": 3})
+    s.subscription_items.delete(item.id)
+    s.subscriptions.search(params={"query": "status:'trialing'"})
+    ii = s.invoice_items.create(params={"customer": pclock_cus, "amount": 400, "currency": "usd"})
+    s.invoice_items.retrieve(ii.id)
+    s.invoice_items.update(ii.id, params={"description": "Setup"})
+    _raw(sb, "GET", f"/v1/invoices/upcoming?customer={pclock_cus}")
+    s.invoices.create_preview(params={"customer": pclock_cus})
+    s.invoice_items.delete(ii.id)
+    sent = s.invoices.create(params={"customer": ccus.id, "collection_method": "send_invoice", "days_until_due": 14})
+    s.invoice_items.create(params={"customer": ccus.id, "amount": 900, "currency": "usd", "invoice": sent.id})
+    s.invoices.update(sent.id, params={"description": "Consulting"})
+    s.invoices.send_invoice(sent.id)
+    s.invoices.retrieve(sent.id)
+    draft = s.invoices.create(params={"customer": ccus.id})
+    s.invoices.delete(draft.id)
+    done = s.checkout.sessions.create(params={"mode": "payment", "success_url": "https://x.test/ok", "line_items": [{"price": one_time.id, "quantity": 2}]})
+    _raw(sb, "POST", f"/v1/test_helpers/checkout/sessions/{done.id}/complete")
+    s.checkout.sessions.retrieve(done.id)
+    s.checkout.sessions.line_items.list(done.id)
     s.customers.delete(cus.id)
 
     doc, ops, registry = _spec()

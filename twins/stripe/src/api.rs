@@ -803,7 +803,7 @@ fn pi_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let pi = w.insert(Some(call), pi);
     emit_current(w, call, "payment_intent.created", &id, None);
     if p.bool("confirm")? == Some(true) {
-        return confirm(w, call, &id, p);
+        return confirm_with(w, call, &id, pi, p);
     }
     Ok(pi)
 }
@@ -872,6 +872,11 @@ fn pi_confirm(w: &mut World, call: &mut Call, p: &Params) -> Res {
 /// Confirm a PaymentIntent: attach the payment method given, then run it by its behaviour.
 fn confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
     let pi = w.get(id).unwrap();
+    confirm_with(w, call, id, pi, p)
+}
+
+/// [`confirm`] of the PaymentIntent `pi` as it is stored now.
+fn confirm_with(w: &mut World, call: &mut Call, id: &str, pi: Value, p: &Params) -> Res {
     let status = pi["status"].as_str().unwrap_or("").to_string();
     if !["requires_payment_method", "requires_confirmation", "requires_action"].contains(&status.as_str()) {
         return Err(invalid(format!(
@@ -917,7 +922,8 @@ fn confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
     let off_session = p.bool("off_session")?.unwrap_or(false);
     let return_url = p.str("return_url").map(str::to_string);
     let was_action = status == "requires_action";
-    w.modify(call, id, |pi| {
+    // Methods resolved above may have been stored since `pi` was read, but `pi` itself has not.
+    let pi = w.modify_current(call, id, pi, |pi| {
         pi["payment_method"] = json!(pm_id);
         pi["last_payment_error"] = Value::Null;
         if let Some(md) = p.get("payment_method_options") {
@@ -951,7 +957,7 @@ fn confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
         Behaviour::Decline(code, decline) => fail_payment(w, call, id, &pm, code, decline, decline_message(code, decline)),
         b => {
             let details = json!({"type": "card", "card": card_details(&pm)});
-            succeed(w, call, id, details, b == Behaviour::Dispute)
+            succeed_with(w, call, id, pi, details, b == Behaviour::Dispute)
         }
     }
 }
@@ -1044,6 +1050,11 @@ pub fn balance_txn(w: &mut World, call: &mut Call, amount: i64, fee: i64, cur: &
 /// A successful attempt: a charge, captured now (automatic) or held (manual).
 fn succeed(w: &mut World, call: &mut Call, id: &str, details: Value, dispute: bool) -> Res {
     let pi = w.get(id).unwrap();
+    succeed_with(w, call, id, pi, details, dispute)
+}
+
+/// [`succeed`] for the PaymentIntent `pi` as it is stored now.
+fn succeed_with(w: &mut World, call: &mut Call, id: &str, pi: Value, details: Value, dispute: bool) -> Res {
     let manual = pi["capture_method"] == "manual";
     let amount = pi["amount"].as_i64().unwrap_or(0);
     let cur = pi["currency"].as_str().unwrap_or("usd").to_string();
@@ -1054,7 +1065,7 @@ fn succeed(w: &mut World, call: &mut Call, id: &str, details: Value, dispute: bo
         ch["balance_transaction"] = json!(txn);
     }
     w.insert(Some(call), ch);
-    let pi = w.modify(call, id, |pi| {
+    let pi = w.modify_current(call, id, pi, |pi| {
         pi["latest_charge"] = json!(ch_id);
         pi["next_action"] = Value::Null;
         if manual {

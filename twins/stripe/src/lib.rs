@@ -229,6 +229,22 @@ impl World {
         obj
     }
 
+    /// [`World::modify`] for a caller that holds the object as it is stored now (just
+    /// inserted or changed): it is not decoded again.
+    pub fn modify_current(&mut self, call: &mut Call, id: &str, current: Value, f: impl FnOnce(&mut Value)) -> Value {
+        let mut obj = current;
+        let before = obj.clone();
+        f(&mut obj);
+        let kind = obj["object"].as_str().unwrap_or_default().to_string();
+        let (b, a) = changed_fields(&before, &obj);
+        if !a.is_empty() || !b.is_empty() {
+            call.updated(&kind, id, &Value::Object(b), &Value::Object(a));
+        }
+        let stored = store::encode(&mut self.0.templates, &obj);
+        self.0.objects.insert(id.to_string(), stored);
+        obj
+    }
+
     pub fn remove(&mut self, call: &mut Call, id: &str) -> Option<Value> {
         let obj = self.get(id)?;
         self.0.objects.remove(id);
