@@ -52,9 +52,10 @@ async function sandbox(seed) {
     const url = new URL(input instanceof Request ? input.url : String(input));
     return fetch(`${twin.origin}${twin.pathname}${url.pathname}${url.search}`, init);
   };
-  const stripe = new Stripe(sb.agent_token, { httpClient: Stripe.createFetchHttpClient(fetchFn), maxNetworkRetries: 0, host: twin.hostname, port: twin.port, protocol: "http" });
+  // The sandbox's own sk_test_ key, as a merchant's backend holds one.
+  const stripe = new Stripe(sb.per_twin.stripe.api_key, { httpClient: Stripe.createFetchHttpClient(fetchFn), maxNetworkRetries: 0, host: twin.hostname, port: twin.port, protocol: "http" });
   const tape = async () => (await fetch(`${twin.href}/_pome/events`, { headers: { Authorization: `Bearer ${sb.agent_token}` } })).json();
-  return { stripe, tape };
+  return { stripe, tape, sb };
 }
 
 test("a payment succeeds and its charge, balance transaction and event agree", async () => {
@@ -117,4 +118,34 @@ test("webhook deliveries verify with constructEvent and the endpoint's secret", 
   const event = stripe.webhooks.constructEvent(d.body, sig, we.secret);
   assert.equal(event.type, "charge.refunded");
   assert.throws(() => stripe.webhooks.constructEvent(d.body, sig, "whsec_wrong"));
+});
+
+test("the client runs on the sandbox's sk_test_ key", async () => {
+  const { stripe, sb } = await sandbox();
+  assert.match(sb.per_twin.stripe.api_key, /^sk_test_/);
+  assert.ok(sb.per_twin.stripe.api_key.endsWith(sb.agent_token));
+  const c = await stripe.customers.create({ email: "key@x.test" });
+  assert.match(c.id, /^cus_/);
+});
+
+test("a paused trial resumes into a paid period, and a preview shows the next one", async () => {
+  const { stripe } = await sandbox();
+  const clock = await stripe.testHelpers.testClocks.create({ frozen_time: 1767225600 });
+  const cus = await stripe.customers.create({ email: "n@x.test", test_clock: clock.id });
+  const price = await stripe.prices.create({ currency: "usd", unit_amount: 2000, recurring: { interval: "month" }, product_data: { name: "Team" } });
+  let sub = await stripe.subscriptions.create({ customer: cus.id, items: [{ price: price.id }], trial_period_days: 14, trial_settings: { end_behavior: { missing_payment_method: "pause" } } });
+  await stripe.testHelpers.testClocks.advance(clock.id, { frozen_time: 1768500000 });
+  assert.equal((await stripe.subscriptions.retrieve(sub.id)).status, "paused");
+  const pm = await stripe.paymentMethods.attach("pm_card_visa", { customer: cus.id });
+  await stripe.customers.update(cus.id, { invoice_settings: { default_payment_method: pm.id } });
+  sub = await stripe.subscriptions.resume(sub.id, { billing_cycle_anchor: "now" });
+  assert.equal(sub.status, "active");
+  const seat = await stripe.prices.create({ currency: "usd", unit_amount: 500, recurring: { interval: "month" }, product_data: { name: "Seat" } });
+  const item = await stripe.subscriptionItems.create({ subscription: sub.id, price: seat.id, quantity: 3 });
+  assert.equal(item.quantity, 3);
+  const preview = await stripe.invoices.createPreview({ customer: cus.id, subscription: sub.id });
+  assert.equal(preview.amount_due, 2000 + 3 * 500);
+  assert.equal(preview.lines.data[0].period.start, sub.current_period_end);
+  await stripe.subscriptionItems.del(item.id);
+  assert.equal((await stripe.subscriptions.retrieve(sub.id)).items.data.length, 1);
 });
