@@ -67,6 +67,10 @@ fn main() {
     let mut names: Vec<&str> = schema.types.iter().filter(|(_, t)| !t.is_built_in()).map(|(n, _)| n.as_str()).collect();
     names.sort();
     let mut fields_out = String::new();
+    // Names live in two contiguous blobs, so a binary search reads a few pages, not the
+    // SDL strings that would otherwise sit between them.
+    let mut type_names = String::new();
+    let mut field_names = String::new();
     let mut types_out = String::new();
     let mut nfields = 0usize;
     for name in &names {
@@ -79,17 +83,18 @@ fn main() {
             for f in sorted {
                 let mut def = (***f).clone();
                 def.description = None;
-                let arg_refs: BTreeSet<&str> = f.arguments.iter().map(|a| a.ty.inner_named_type().as_str()).collect();
                 let args: Vec<String> = f.arguments.iter().map(|a| format!("({},{},{})", lit(a.name.as_str()), lit(a.ty.inner_named_type().as_str()), a.ty.is_non_null())).collect();
+                let at = (field_names.len(), field_names.len() + f.name.len());
+                field_names.push_str(f.name.as_str());
                 writeln!(
                     fields_out,
-                    "FieldRow{{name:{},ty:{},list:{},non_null:{},sdl:{},refs:{},args:&[{}]}},",
-                    lit(f.name.as_str()),
+                    "FieldRow{{name_at:({},{}),ty:{},list:{},non_null:{},sdl:{},args:&[{}]}},",
+                    at.0,
+                    at.1,
                     lit(f.ty.inner_named_type().as_str()),
                     f.ty.is_list(),
                     f.ty.is_non_null(),
                     lit(&def.to_string()),
-                    list(arg_refs.iter().copied().filter(|t| schema.types.get(*t).is_some_and(|t| !t.is_built_in()))),
                     args.join(",")
                 )
                 .unwrap();
@@ -174,8 +179,9 @@ fn main() {
         }
         writeln!(
             types_out,
-            "TypeRow{{name:{},kind:Kind::{kind},head:{},fields:({start},{len}),related:{},possible:{},refs:{},enum_first:{}}},",
-            lit(name),
+            "TypeRow{{name_at:({},{}),kind:Kind::{kind},head:{},fields:({start},{len}),related:{},possible:{},refs:{},enum_first:{}}},",
+            type_names.len(),
+            type_names.len() + name.len(),
             lit(&head),
             list(related.iter().copied().filter(|t| *t != *name)),
             list(possible.iter().copied()),
@@ -183,7 +189,10 @@ fn main() {
             lit(enum_first)
         )
         .unwrap();
+        type_names.push_str(name);
     }
+    writeln!(out, "pub static TYPE_NAMES: &str = {};", lit(&type_names)).unwrap();
+    writeln!(out, "pub static FIELD_NAMES: &str = {};", lit(&field_names)).unwrap();
     writeln!(out, "pub static TYPES: &[TypeRow] = &[\n{types_out}];").unwrap();
     writeln!(out, "pub static FIELDS: &[FieldRow] = &[\n{fields_out}];").unwrap();
     let dest = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join("schema_tables.rs");

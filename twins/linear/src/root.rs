@@ -30,7 +30,7 @@ pub fn modeled() -> &'static BTreeSet<String> {
         m.extend(gql::possible_types("NotificationSubscription"));
         m.insert("UserSettings".into());
         for f in crate::tables::ty("Mutation").map(crate::tables::fields).unwrap_or_default() {
-            if let Some((ty, "Create")) = mutate::generic(f.name) {
+            if let Some((ty, "Create")) = mutate::generic(f.name()) {
                 m.insert(ty);
             }
         }

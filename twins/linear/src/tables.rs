@@ -16,7 +16,8 @@ pub enum Kind {
 }
 
 pub struct TypeRow {
-    pub name: &'static str,
+    /// Where its name is in [`TYPE_NAMES`].
+    pub name_at: (usize, usize),
     pub kind: Kind,
     /// Objects and interfaces: `type X implements Y`; every other kind: its whole definition.
     pub head: &'static str,
@@ -33,23 +34,34 @@ pub struct TypeRow {
 }
 
 pub struct FieldRow {
-    pub name: &'static str,
+    /// Where its name is in [`FIELD_NAMES`].
+    pub name_at: (usize, usize),
     /// The named type, without list or non-null wrappers.
     pub ty: &'static str,
     pub list: bool,
     pub non_null: bool,
     /// `name(args): Type @directives`.
     pub sdl: &'static str,
-    /// The types of its arguments.
-    pub refs: &'static [&'static str],
     /// Arguments: name, named type, and whether the type is non-null.
     pub args: &'static [(&'static str, &'static str, bool)],
 }
 
 include!(concat!(env!("OUT_DIR"), "/schema_tables.rs"));
 
+impl TypeRow {
+    pub fn name(&self) -> &'static str {
+        &TYPE_NAMES[self.name_at.0..self.name_at.1]
+    }
+}
+
+impl FieldRow {
+    pub fn name(&self) -> &'static str {
+        &FIELD_NAMES[self.name_at.0..self.name_at.1]
+    }
+}
+
 pub fn ty(name: &str) -> Option<&'static TypeRow> {
-    TYPES.binary_search_by(|t| t.name.cmp(name)).ok().map(|i| &TYPES[i])
+    TYPES.binary_search_by(|t| t.name().cmp(name)).ok().map(|i| &TYPES[i])
 }
 
 pub fn fields(t: &TypeRow) -> &'static [FieldRow] {
@@ -58,7 +70,7 @@ pub fn fields(t: &TypeRow) -> &'static [FieldRow] {
 
 pub fn field(ty_name: &str, name: &str) -> Option<&'static FieldRow> {
     let fs = fields(ty(ty_name)?);
-    fs.binary_search_by(|f| f.name.cmp(name)).ok().map(|i| &fs[i])
+    fs.binary_search_by(|f| f.name().cmp(name)).ok().map(|i| &fs[i])
 }
 
 /// The names a document mentions: every GraphQL name outside strings and comments. Any
@@ -111,7 +123,7 @@ pub fn sub_schema(doc: &str) -> String {
     let mut declared: BTreeSet<&'static str> = BTreeSet::new();
     let mut reached: BTreeSet<&'static str> = BTreeSet::new();
     let mut queue: Vec<(&'static str, bool)> = vec![("Query", true), ("Mutation", true), ("Subscription", true)];
-    queue.extend(names.iter().filter_map(|n| ty(n).map(|t| (t.name, true))));
+    queue.extend(names.iter().filter_map(|n| ty(n).map(|t| (t.name(), true))));
     while let Some((name, reach)) = queue.pop() {
         let fresh = if reach { reached.insert(name) } else { !reached.contains(name) && declared.insert(name) };
         if !fresh {
@@ -125,7 +137,7 @@ pub fn sub_schema(doc: &str) -> String {
                 if reach && t.kind == Kind::Interface {
                     queue.extend(t.possible.iter().map(|o| (*o, true)));
                 }
-                for f in fields(t).iter().filter(|f| names.contains(f.name)) {
+                for f in fields(t).iter().filter(|f| names.contains(f.name())) {
                     queue.push((f.ty, true));
                     // An argument the document never names needs no type: nothing coerces it.
                     queue.extend(f.args.iter().filter(|(a, _, _)| names.contains(a)).map(|(_, t, _)| (*t, true)));
@@ -143,7 +155,7 @@ pub fn sub_schema(doc: &str) -> String {
         sdl.push_str(t.head);
         if matches!(t.kind, Kind::Object | Kind::Interface) {
             let mut open = false;
-            for f in fields(t).iter().filter(|f| names.contains(f.name)) {
+            for f in fields(t).iter().filter(|f| names.contains(f.name())) {
                 sdl.push_str(if open { "\n  " } else { " {\n  " });
                 open = true;
                 sdl.push_str(f.sdl);

@@ -299,7 +299,7 @@ fn the_same_seed_and_requests_give_the_same_bytes_and_snapshots_round_trip() {
 
 #[test]
 fn the_served_surface_reaches_the_floor() {
-    let root = |t: &str| crate::tables::fields(crate::tables::ty(t).unwrap()).iter().map(|f| f.name);
+    let root = |t: &str| crate::tables::fields(crate::tables::ty(t).unwrap()).iter().map(|f| f.name());
     assert_eq!((root("Query").count(), root("Mutation").count()), (164, 371));
     let queries = root("Query").filter(|n| crate::root::query_served(n)).count();
     let mutations = root("Mutation").filter(|n| crate::mutate::served(n)).count();
@@ -377,7 +377,7 @@ fn the_default_world_is_small() {
 #[test]
 #[ignore = "prints the unserved root fields"]
 fn print_unserved() {
-    let root = |t: &str| crate::tables::fields(crate::tables::ty(t).unwrap()).iter().map(|f| f.name);
+    let root = |t: &str| crate::tables::fields(crate::tables::ty(t).unwrap()).iter().map(|f| f.name());
     let q: Vec<&str> = root("Query").filter(|n| !crate::root::query_served(n)).collect();
     let m: Vec<&str> = root("Mutation").filter(|n| !crate::mutate::served(n)).collect();
     eprintln!("QUERIES {}\n{}\nMUTATIONS {}\n{}", q.len(), q.join(" "), m.len(), m.join(" "));
@@ -583,3 +583,4 @@ fn heap_after_one_query() {
     let peak = memory::PEAK.load(Ordering::SeqCst) - p0 + world;
     eprintln!("world {world} B; after one query {after} B; peak {peak} B");
 }
+
