@@ -312,6 +312,24 @@ mod checks {
     }
 
     #[test]
+    fn an_event_the_world_no_longer_keeps_is_still_emitted_by_its_tape_row() {
+        // The world keeps the newest events; the tape row of an older one names its type.
+        let mut w = world();
+        let req = Request::new(Method::Post, "/v1/customers").with_form(&[("email", "old@x.test")]);
+        let mut c = Call::new(req);
+        World::router().dispatch(&mut w, &mut c);
+        let delta: Vec<pome_twin_sdk::StateChange> = c
+            .changes
+            .iter()
+            .map(|ch| pome_twin_sdk::StateChange { entity: ch.entity.clone(), id: ch.id.clone(), before: None, after: ch.after.as_deref().map(|a| serde_json::from_str(a).unwrap()) })
+            .collect();
+        let tape = vec![TapeRow { seq: 1, method: "POST".into(), path: "/v1/customers".into(), status: 200, state_delta: delta, ..TapeRow::default() }];
+        let empty = json!({"events": []});
+        assert!(decide("stripe.event_emitted", &[("event_type", "customer.created")], &json!({}), &empty, &tape));
+        assert!(!decide("stripe.event_emitted", &[("event_type", "customer.deleted")], &json!({}), &empty, &tape));
+    }
+
+    #[test]
     fn every_code_criterion_of_the_stripe_tasks_binds_to_a_declared_check() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/tasks-compat/bundled");
         let decls = World::checks();
@@ -566,6 +584,21 @@ fn billing_world(with_card: bool) -> (World, String, String, String) {
     }
     let (_, price) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "1500"), ("recurring[interval]", "month"), ("product_data[name]", "Pro")]);
     (w, clock, cus, price["id"].as_str().unwrap().to_string())
+}
+
+#[test]
+fn the_world_keeps_the_newest_events_and_forgets_older_ones_in_batches() {
+    let mut w = world();
+    for _ in 0..(crate::EVENTS_KEPT + crate::EVENTS_KEPT / 10) {
+        let mut c = Call::new(Request::new(Method::Post, "/v1/customers"));
+        World::router().dispatch(&mut w, &mut c);
+    }
+    let kept = w.order["event"].len();
+    assert_eq!(kept, crate::EVENTS_KEPT);
+    assert_eq!(w.objects.values().filter(|o| &*o.kind == "event").count(), kept);
+    assert_eq!(w.order["customer"].len(), crate::EVENTS_KEPT + crate::EVENTS_KEPT / 10, "only events are forgotten");
+    let (_, newest) = get(&mut w, "/v1/events?limit=1");
+    assert_eq!(newest["data"][0]["data"]["object"]["id"], w.order["customer"].last().unwrap().as_str());
 }
 
 #[test]
