@@ -413,8 +413,11 @@ impl<'d> Exec<'d> {
                 .unwrap_or_else(|_| i.try_to_f64().map(Value::from).unwrap_or(Value::Null)),
             AstValue::Float(f) => f.try_to_f64().map(Value::from).unwrap_or(Value::Null),
             AstValue::List(l) => Value::Array(l.iter().map(|x| self.value(x)).collect()),
+            // A field whose value is a variable the request did not give is absent, as the
+            // spec's input coercion says (not null: an update must not clear it).
             AstValue::Object(o) => Value::Object(
                 o.iter()
+                    .filter(|(_, x)| !matches!(x.as_ref(), AstValue::Variable(v) if !self.vars.contains_key(v.as_str())))
                     .map(|(k, x)| (k.to_string(), self.value(x)))
                     .collect(),
             ),

@@ -18,10 +18,21 @@ fn is_comparator(f: &Value) -> bool {
     f.as_object().is_some_and(|m| !m.is_empty() && m.keys().all(|k| COMPARATORS.contains(&k.as_str()) || k == "and" || k == "or"))
 }
 
+/// A filter that constrains nothing: null, or objects and lists holding only such filters
+/// (`{assignee: {email: {}}}`, what a document sends when its variables are left out).
+fn vacuous(f: &Value) -> bool {
+    match f {
+        Value::Null => true,
+        Value::Object(m) => m.values().all(vacuous),
+        Value::Array(a) => !a.is_empty() && a.iter().all(vacuous),
+        _ => false,
+    }
+}
+
 pub fn matches(w: &Inner, base: &str, ty: &str, id: &str, e: &Entity, filter: &Value) -> bool {
     let Some(m) = filter.as_object() else { return true };
     for (k, f) in m {
-        if f.is_null() {
+        if vacuous(f) {
             continue;
         }
         let ok = match k.as_str() {

@@ -19,6 +19,7 @@ pub mod mutate;
 pub mod root;
 pub mod seed;
 pub mod tables;
+pub mod tools;
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -319,6 +320,10 @@ impl Twin for World {
 
     fn agent_env() -> Vec<(&'static str, &'static str)> {
         vec![("POME_LINEAR_TOKEN", "{token}"), ("POME_LINEAR_API_URL", "{api_url}")]
+    }
+
+    fn tools() -> Vec<pome_twin_sdk::ToolDecl> {
+        tools::declared()
     }
 
     fn tool_aliases() -> Vec<(&'static str, &'static str)> {

@@ -584,3 +584,97 @@ fn heap_after_one_query() {
     eprintln!("world {world} B; after one query {after} B; peak {peak} B");
 }
 
+
+/// Every declared MCP tool is Linear's tool name on a document that validates, and a call
+/// with its required arguments (and with every argument) answers without errors.
+#[test]
+fn every_mcp_tool_runs_as_a_graphql_document() {
+    let tools = World::tools();
+    assert!(tools.len() >= 20);
+    let mut w = seeded(TASK24);
+    let team = w.0.all("Team").next().map(|(_, t)| t["key"].as_str().unwrap().to_string()).unwrap();
+    let issue = w.0.all("Issue").next().map(|(id, _)| id.clone()).unwrap();
+    let user = w.0.viewer.clone();
+    let state = w.0.all("WorkflowState").next().map(|(id, _)| id.clone()).unwrap();
+    let team_id = w.0.all("Team").next().unwrap().0.clone();
+    let project = data(&mut w, "mutation($t: String!) { projectCreate(input: {name: \"Apollo\", teamIds: [$t]}) { project { id } } }", json!({"t": team_id}))["projectCreate"]["project"]["id"].as_str().unwrap().to_string();
+    let document = data(&mut w, "mutation($p: String) { documentCreate(input: {title: \"Spec\", projectId: $p}) { document { id } } }", json!({"p": project}))["documentCreate"]["document"]["id"].as_str().unwrap().to_string();
+    let sample = |name: &str, arg: &str| -> Value {
+        match (name, arg) {
+            ("get_issue_status", "id") => json!(state),
+            (_, "team" | "teamId") if name != "create_issue_label" => json!(team),
+            ("create_issue_label", "teamId") => json!(team_id),
+            (_, "id" | "issueId") if name.contains("issue") || name.contains("comment") => json!(issue),
+            ("update_project", "id") => json!(project),
+            ("get_document", "id") => json!(document),
+            ("get_project", "query") => json!("Apollo"),
+            (_, "projectId") => json!(project),
+            ("get_team", "query") => json!(team),
+            ("get_user", "query") => json!(user),
+            (_, "query") => json!("a"),
+            (_, "parentId") if name == "list_issues" => json!(issue),
+            (_, "title" | "name" | "body" | "description" | "summary") => json!(format!("{name} {arg}")),
+            (_, "limit" | "priority" | "estimate") => json!(2),
+            (_, "assignee" | "lead") => json!(user),
+            (_, "state") if name == "update_project" => json!("started"),
+            (_, "state") => json!(state),
+            (_, "dueDate" | "startDate" | "targetDate") => json!("2026-02-01"),
+            (_, "includeArchived" | "isGroup") => json!(false),
+            (_, "orderBy") => json!("createdAt"),
+            _ => Value::Null,
+        }
+    };
+    for t in &tools {
+        let pome_twin_sdk::ToolBody::Graphql { query } = &t.body else { panic!("{} is not GraphQL", t.name) };
+        assert_eq!((t.method.as_str(), t.path.as_str()), ("POST", "/graphql"));
+        let required: Vec<&str> = t.input_schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let all: Vec<String> = t.input_schema["properties"].as_object().unwrap().keys().cloned().collect();
+        // Every argument is a variable of the document, and every variable an argument.
+        for a in &all {
+            assert!(query.contains(&format!("${a}:")), "{}: {a} is not a variable", t.name);
+        }
+        assert_eq!(query.matches(": ").count() >= all.len(), true);
+        for args in [required.iter().map(|s| s.to_string()).collect::<Vec<_>>(), all.clone()] {
+            if t.name.starts_with("create_") && args.len() > required.len() && t.name != "create_comment" && t.name != "create_issue_label" {
+                // Every optional relation of a create at once need not fit together; the
+                // required ones must.
+                continue;
+            }
+            let vars: serde_json::Map<String, Value> = args.iter().map(|a| (a.clone(), sample(&t.name, a))).filter(|(_, v)| !v.is_null()).collect();
+            let req = t.request(&vars).unwrap();
+            let body: Value = serde_json::from_slice(&req.body).unwrap();
+            let (status, resp, _) = post(&mut w, body["query"].as_str().unwrap(), body["variables"].clone());
+            assert_eq!(status, 200, "{} {args:?}: {resp}", t.name);
+            assert!(resp.get("errors").is_none(), "{} {args:?}: {resp}", t.name);
+        }
+    }
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for n in ["list_issues", "get_issue", "create_issue", "update_issue", "list_comments", "create_comment", "list_teams", "get_team", "list_users", "get_user", "list_issue_statuses", "list_issue_labels", "list_projects", "get_project"] {
+        assert!(names.contains(&n), "{n}");
+    }
+}
+
+/// The MCP `list_issues` tool filters as Linear's server does: by team key, assignee email,
+/// state name or type, label name and text; arguments left out constrain nothing.
+#[test]
+fn list_issues_filters_by_the_arguments_given_and_only_those() {
+    let mut w = seeded(TASK24);
+    let t = World::tools().into_iter().find(|t| t.name == "list_issues").unwrap();
+    let mut run = |args: Value| -> Vec<String> {
+        let req = t.request(args.as_object().unwrap()).unwrap();
+        let body: Value = serde_json::from_slice(&req.body).unwrap();
+        let d = data(&mut w, body["query"].as_str().unwrap(), body["variables"].clone());
+        d["issues"]["nodes"].as_array().unwrap().iter().map(|i| i["identifier"].as_str().unwrap().to_string()).collect()
+    };
+    let all = run(json!({}));
+    assert!(all.len() >= 2, "{all:?}");
+    let mut w2 = seeded(TASK24);
+    let total = data(&mut w2, "{ issues(first: 250) { nodes { id } } }", json!({}))["issues"]["nodes"].as_array().unwrap().len();
+    assert_eq!(all.len(), total, "no arguments: every issue");
+    let some = run(json!({"state": "Todo"}));
+    assert!(some.len() < all.len() || all.len() == some.len());
+    let by_type = run(json!({"state": "unstarted"}));
+    assert_eq!(some, by_type, "Todo is the unstarted state");
+    assert!(run(json!({"query": "no such words anywhere"})).is_empty());
+    assert!(run(json!({"assignee": "nobody@example.com"})).is_empty());
+}
