@@ -672,6 +672,13 @@ pub fn run(w: &mut World, call: &mut Call, f: Handler) -> Response {
         // (400 invalid_request_error without side effects) are not saved.
         let saved = resp.status == 200 || resp.status == 402;
         if saved {
+            // Keys are forgotten oldest first beyond IDEMPOTENCY_KEPT (Stripe: after 24 hours).
+            w.idempotency_order.push_back(k.clone());
+            while w.idempotency_order.len() > crate::IDEMPOTENCY_KEPT {
+                if let Some(old) = w.idempotency_order.pop_front() {
+                    w.idempotency.remove(&old);
+                }
+            }
             w.idempotency.insert(
                 k,
                 crate::IdemEntry {

@@ -602,6 +602,19 @@ fn the_world_keeps_the_newest_events_and_forgets_older_ones_in_batches() {
 }
 
 #[test]
+fn idempotency_keys_are_remembered_up_to_a_bound_oldest_forgotten_first() {
+    let mut w = world();
+    for i in 0..=crate::IDEMPOTENCY_KEPT {
+        let r = with_key(&mut w, "/v1/customers", &format!("k{i}"), &[("email", "a@x.test")]);
+        assert_eq!(r.status, 200);
+    }
+    assert_eq!(w.idempotency.len(), crate::IDEMPOTENCY_KEPT);
+    assert!(!w.idempotency.contains_key("k0"));
+    let again = with_key(&mut w, "/v1/customers", "k1", &[("email", "a@x.test")]);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+}
+
+#[test]
 fn a_trial_without_a_card_pauses_and_resumes_into_a_paid_period() {
     let (mut w, clock, cus, price) = billing_world(false);
     let (s, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("trial_period_days", "14"), ("trial_settings[end_behavior][missing_payment_method]", "pause")]);
