@@ -27,7 +27,7 @@ use std::sync::OnceLock;
 use apollo_compiler::executable::{Selection, SelectionSet};
 use apollo_compiler::resolvers::Execution;
 use apollo_compiler::response::JsonMap;
-use pome_twin_sdk::{Call, CheckDecl, CheckWorld, Credential, Fidelity, HostError, HostErrorKind, Method, Outcome, Params, Response, Router, Twin, Value, json};
+use pome_twin_sdk::{Auth, Call, CheckDecl, CheckWorld, Credential, Fidelity, HostError, HostErrorKind, Method, Outcome, Params, Response, Router, Twin, Value, json};
 
 pub use model::World;
 
@@ -97,8 +97,49 @@ pub fn complexity(set: &SelectionSet, doc: &apollo_compiler::ExecutableDocument,
         .sum()
 }
 
+/// The user a seeded API key (`tokens` in the seed) acts as, if the request carries one, raw
+/// in `Authorization` (as @linear/sdk sends a key) or as `Bearer`.
+fn seeded_token_user(w: &World, call: &Call) -> Option<String> {
+    let given = call.req.header("authorization")?.trim();
+    let given = given.strip_prefix("Bearer ").unwrap_or(given).trim();
+    let t = w.tokens.iter().find(|t| t.get("token").and_then(Value::as_str) == Some(given))?;
+    let user = t.get("user").and_then(Value::as_str)?;
+    w.all("User")
+        .find(|(id, u)| id.as_str() == user || u.get("email").and_then(Value::as_str).is_some_and(|e| e.eq_ignore_ascii_case(user)))
+        .map(|(id, _)| id.clone())
+}
+
+/// The clock a request runs at: the host's virtual clock, or, when the seed sets `clock`, that
+/// time advanced by the virtual time passed since the world's first request (recorded in the
+/// world, so a replay computes the same times).
+fn request_time(w: &mut World) -> chrono::DateTime<chrono::Utc> {
+    let host = pome_twin_sdk::time::now();
+    let Some(start) = w.clock.as_deref().and_then(pome_twin_sdk::time::parse_iso) else { return host };
+    let host_us = host.timestamp_micros();
+    let anchor = *w.clock_anchor_us.get_or_insert(host_us);
+    start + chrono::Duration::microseconds(host_us.saturating_sub(anchor).max(0))
+}
+
 /// Serve one GraphQL request.
 pub fn graphql(w: &mut World, call: &mut Call) -> Response {
+    // The host knows only the sandbox's agent token; a key from the seed is the twin's to
+    // accept, and the request then acts as that key's user.
+    let acting = match call.req.auth {
+        Auth::Agent => None,
+        _ => match seeded_token_user(w, call) {
+            Some(user) => Some(user),
+            None => return World::auth_error(call),
+        },
+    };
+    let saved = acting.map(|u| std::mem::replace(&mut w.viewer, u));
+    let resp = graphql_as(w, call);
+    if let Some(v) = saved {
+        w.viewer = v;
+    }
+    resp
+}
+
+fn graphql_as(w: &mut World, call: &mut Call) -> Response {
     w.requests += 1;
     let remaining = 5000u64.saturating_sub(w.requests % 5000);
     let key = cache::key(call);
@@ -192,7 +233,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
         return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too complex; request fewer items or fields."}})]));
     }
     let is_mutation = operation.operation_type == apollo_compiler::executable::OperationType::Mutation;
-    let now = pome_twin_sdk::time::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let now = request_time(w).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let base = call.req.base_url.clone();
     let ctx = exec::Ctx { w: RefCell::new(&mut w.0), base_url: base, now, fx: RefCell::new(exec::Effects::default()), volatile: std::cell::Cell::new(false) };
     let root = root::Root { ctx: &ctx, ty: if is_mutation { "Mutation" } else { "Query" } };
@@ -284,6 +325,13 @@ impl Twin for World {
 
     fn unsupported(call: &Call) -> Response {
         errors(404, vec![json!({"message": format!("Cannot {} {}", call.req.method.as_str(), call.req.path), "extensions": {"type": "other", "code": "NOT_FOUND", "fidelity": "unsupported", "userError": true}})])
+    }
+
+    /// A request with a credential the host does not know may carry an API key from the
+    /// seed: the GraphQL route decides ([`graphql`]), answering Linear's authentication error
+    /// for anything else.
+    fn serves_without_auth(req: &pome_twin_sdk::Request) -> bool {
+        req.auth == Auth::Invalid && req.path == "/graphql"
     }
 
     fn auth_error(_call: &Call) -> Response {

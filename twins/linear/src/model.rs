@@ -26,6 +26,12 @@ pub struct Inner {
     pub tokens: Vec<Value>,
     /// Requests served (rate-limit headers).
     pub requests: u64,
+    /// The seed's `clock`: requests run at it, advanced by the virtual time since the first.
+    #[serde(default)]
+    pub clock: Option<String>,
+    /// The host's virtual time (µs) at the first request, when `clock` is set.
+    #[serde(default)]
+    pub clock_anchor_us: Option<i64>,
     /// The answer cache's view of this world: not state.
     #[serde(skip)]
     pub generation: crate::cache::Generation,

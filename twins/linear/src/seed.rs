@@ -101,7 +101,8 @@ const TOP: &[&str] = &[
 pub fn from_seed(seed: &Value) -> R<World> {
     let top = obj(seed, "seed", TOP)?;
     let mut w = Inner::default();
-    let clock = time(top, "clock", "seed")?.unwrap_or_else(|| DEFAULT_CLOCK.to_string());
+    let seed_clock = time(top, "clock", "seed")?;
+    let clock = seed_clock.clone().unwrap_or_else(|| DEFAULT_CLOCK.to_string());
     let stamp = |e: &mut Entity, created: Option<String>, updated: Option<String>| {
         let c = created.unwrap_or_else(|| clock.clone());
         e.insert("updatedAt".into(), json!(updated.unwrap_or_else(|| c.clone())));
@@ -541,6 +542,7 @@ pub fn from_seed(seed: &Value) -> R<World> {
         w.viewer = admin.ok_or_else(|| "seed.users: at least one user is needed (the agent acts as one)".to_string())?;
     }
     w.seq = 0;
+    w.clock = seed_clock;
     Ok(World(w))
 }
 

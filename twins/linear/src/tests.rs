@@ -678,3 +678,49 @@ fn list_issues_filters_by_the_arguments_given_and_only_those() {
     assert!(run(json!({"query": "no such words anywhere"})).is_empty());
     assert!(run(json!({"assignee": "nobody@example.com"})).is_empty());
 }
+
+fn post_with(w: &mut World, auth: pome_twin_sdk::Auth, authorization: &str, query: &str) -> (u16, Value) {
+    let mut req = Request::new(Method::Post, "/graphql").with_json(&json!({"query": query}));
+    req.auth = auth;
+    req.headers.push(("authorization".into(), authorization.into()));
+    let mut call = Call::new(req);
+    let resp = World::router().dispatch(w, &mut call);
+    (resp.status, resp.json_body())
+}
+
+/// An API key from the seed's `tokens` is accepted (raw, as @linear/sdk sends it, or as
+/// `Bearer`) and acts as its user; any other key the host did not accept is Linear's
+/// authentication error; the agent token still acts as the first token's user.
+#[test]
+fn seeded_api_keys_act_as_their_users() {
+    use pome_twin_sdk::Auth;
+    let mut seed = crate::seed::default_seed();
+    seed["tokens"] = json!([{"token": "lin_api_admin", "user": "admin@pome-twin.test"}, {"token": "lin_api_dev", "user": "user_dev"}]);
+    let mut w = World::init(Some(seed)).unwrap();
+    for header in ["lin_api_dev", "Bearer lin_api_dev"] {
+        let (status, body) = post_with(&mut w, Auth::Invalid, header, "{ viewer { id email } }");
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["data"]["viewer"]["email"], "dev@pome-twin.test");
+    }
+    let (_, body) = post_with(&mut w, Auth::Invalid, "lin_api_dev", "mutation { issueCreate(input: {teamId: \"ENG\", title: \"From dev\"}) { issue { creator { id } } } }");
+    assert_eq!(body["data"]["issueCreate"]["issue"]["creator"]["id"], "user_dev");
+    let (status, body) = post_with(&mut w, Auth::Invalid, "lin_api_nobody", "{ viewer { id } }");
+    assert_eq!(status, 400);
+    assert_eq!(body["errors"][0]["extensions"]["code"], "AUTHENTICATION_ERROR");
+    let (_, body) = post_with(&mut w, Auth::Agent, "redacted", "{ viewer { id } }");
+    assert_eq!(body["data"]["viewer"]["id"], "user_admin", "the agent token acts as the first token's user");
+}
+
+/// With `clock` in the seed, requests run at that time (advancing with the virtual clock
+/// from the first request); without it, at the host's virtual time.
+#[test]
+fn the_seed_clock_is_the_time_requests_run_at() {
+    let mut w = seeded(TASK24);
+    let d = data(&mut w, "mutation { issueCreate(input: {teamId: \"ENG\", title: \"Now\"}) { issue { createdAt } } }", json!({}));
+    let at = d["issueCreate"]["issue"]["createdAt"].as_str().unwrap().to_string();
+    assert!(at.starts_with("2026-07-21T00:00:0"), "{at}");
+    let mut w = World::init(None).unwrap();
+    let d = data(&mut w, "mutation { issueCreate(input: {teamId: \"ENG\", title: \"Now\"}) { issue { createdAt } } }", json!({}));
+    let at = d["issueCreate"]["issue"]["createdAt"].as_str().unwrap().to_string();
+    assert_eq!(at[..10], pome_twin_sdk::time::now_iso()[..10]);
+}
