@@ -1,11 +1,13 @@
 //! The Stripe twin: Stripe's REST API (`/v1/...`, form bodies in, Stripe JSON out), stateful
 //! enough that stripe-python and stripe-node cannot tell it from api.stripe.com in test mode.
 //!
-//! Objects are kept as Stripe renders them (JSON), keyed by id in ordered maps, with one
-//! creation-order index per object type for lists. [`core`] holds what every endpoint shares
-//! (parameters, errors, ids, lists, search, expand, idempotency, failure injection),
-//! [`api`] the resources and the payment state machine, [`seed`] the strict seed reader,
-//! [`checks`] the grading vocabulary.
+//! Objects are kept as compact JSON text diffed against their kind's template ([`store`]),
+//! keyed by id in ordered maps, with one creation-order index per object type for lists.
+//! [`core`] holds what every endpoint shares (parameters, errors, ids, lists, search, expand,
+//! idempotency, failure injection), [`api`] the resources and the payment state machine,
+//! [`billing`] subscriptions, invoices and test clocks, [`commerce`] checkout, payment links
+//! and promotion codes, [`seed`] the strict seed reader, [`checks`] the grading vocabulary,
+//! [`tools`] the MCP tools of Stripe's agent toolkit.
 
 #![recursion_limit = "512"]
 
@@ -98,7 +100,7 @@ impl Data {
     }
 }
 
-/// The world. Snapshots (postcard) carry it as one JSON string, since objects are JSON.
+/// The world. Snapshots (postcard) carry it as one JSON string, since objects are JSON text.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct World(pub Data);
 
