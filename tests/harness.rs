@@ -81,6 +81,7 @@ impl Server {
             public_url: None,
             // Shared across tests so each component is compiled once per build.
             cache_dir: Some(workspace().join("target/pome-test-cache")),
+            durability: Default::default(),
         };
         let running = pome::server::start(cfg).await.expect("server starts");
         Server { url: format!("http://{}", running.addr), running: Some(running), http: reqwest::Client::new(), _data: data }

@@ -119,6 +119,12 @@ pub struct ServeArgs {
     /// Wait before a delivery's second attempt; doubled for each after.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub delivery_backoff: Duration,
+    /// When an answered twin call is on disk, so a restart brings live sandboxes back:
+    /// `sync` (before its answer is sent; nothing answered is ever lost), `window` (within
+    /// 50 ms of its answer; a crash may lose that much), `memory` (never; a restart ends
+    /// every open sandbox).
+    #[arg(long, env = "POME_DURABILITY", default_value_t = pome_server::live::Durability::default())]
+    pub durability: pome_server::live::Durability,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -162,6 +168,27 @@ pub struct LimitArgs {
     /// Seed snapshots kept in memory.
     #[arg(long, default_value_t = Limits::default().seed_cache_entries)]
     pub seed_cache_entries: usize,
+    /// Memory all twin stores and tapes may hold together (e.g. 12GiB, 800MiB); past it new
+    /// sandboxes get 503 with Retry-After. Default: three quarters of this machine's memory.
+    #[arg(long, value_parser = parse_size)]
+    pub memory_budget: Option<usize>,
+}
+
+/// `800MiB`, `12GiB`, `1.5GB`, or a number of bytes.
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("`{s}` is not a size like 800MiB or 12GiB"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => 1024.0 * 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        other => return Err(format!("unknown unit `{other}` in `{s}`: use MiB or GiB")),
+    };
+    Ok((n * mult) as usize)
 }
 
 impl LimitArgs {
@@ -179,6 +206,7 @@ impl LimitArgs {
             seed_bytes: self.seed_mib << 20,
             store_queue: self.store_queue.max(1),
             seed_cache_entries: self.seed_cache_entries.max(1),
+            memory_budget: self.memory_budget.unwrap_or_else(pome_runtime::limits::default_memory_budget),
         }
     }
 }
@@ -201,6 +229,7 @@ impl ServeArgs {
             api_key: std::env::var("POME_API_KEY").ok().filter(|k| !k.is_empty()),
             public_url: self.public_url.clone(),
             cache_dir: None,
+            durability: self.durability,
         }
     }
 }

@@ -86,6 +86,8 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
             api_key: Some(key.clone()),
             public_url: None,
             cache_dir: Some(args.data.join("cache")),
+            // A local run's sandboxes end with it: nothing to bring back.
+            durability: pome_server::live::Durability::Memory,
         };
         let running = pome_server::server::start(cfg).await.map_err(|e| fail(exit::ORCHESTRATION, format!("starting the local server: {e:#}")))?;
         let base = format!("http://{}", running.addr);

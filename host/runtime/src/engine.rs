@@ -78,21 +78,48 @@ struct HostCallDataExceeded;
 #[error("memory cap exceeded")]
 struct MemoryCapExceeded;
 
-/// Caps a store's linear memories (and table growth) at the store's limit.
+/// Caps a store's linear memories (and table growth) at the store's limit, and counts what
+/// they hold toward the server's memory budget (given back when the store drops).
 struct MemoryCap {
     bytes: usize,
+    held: Arc<Held>,
+    mine: usize,
 }
 
 impl wasmtime::ResourceLimiter for MemoryCap {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.bytes {
             return Err(MemoryCapExceeded.into());
         }
+        let grown = desired.saturating_sub(current);
+        self.mine += grown;
+        self.held.linear.fetch_add(grown, std::sync::atomic::Ordering::Relaxed);
         Ok(true)
     }
 
     fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         Ok(desired <= 1 << 20)
+    }
+}
+
+impl Drop for MemoryCap {
+    fn drop(&mut self) {
+        self.held.linear.fetch_sub(self.mine, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// What the server holds in memory, counted toward `--memory-budget`: twin stores' linear
+/// memories and tapes' rows.
+#[derive(Debug, Default)]
+pub struct Held {
+    pub linear: std::sync::atomic::AtomicUsize,
+    pub tapes: std::sync::atomic::AtomicUsize,
+}
+
+impl Held {
+    pub fn total(&self) -> usize {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.linear.load(Relaxed) + self.tapes.load(Relaxed)
     }
 }
 
@@ -287,6 +314,8 @@ pub struct Runtime {
     linker: Linker<HostState>,
     pub limits: Limits,
     cache: Option<Dir>,
+    /// Memory held by every store and tape of this runtime.
+    pub held: Arc<Held>,
 }
 
 impl Runtime {
@@ -341,7 +370,7 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from).context("linking WASI")?;
         v1::TwinWorld::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s).map_err(anyhow::Error::from).context("linking the 0.1.0 tape")?;
         v2::TwinWorld::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s).map_err(anyhow::Error::from).context("linking the 0.2.0 tape and outbound")?;
-        Ok(Arc::new(Runtime { engine, linker, limits, cache }))
+        Ok(Arc::new(Runtime { engine, linker, limits, cache, held: Arc::default() }))
     }
 
     /// Compile (or load from the cache) one component and check it is a pome twin.
@@ -420,7 +449,7 @@ impl Runtime {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let limits = MemoryCap { bytes: self.limits.store_memory_bytes };
+        let limits = MemoryCap { bytes: self.limits.store_memory_bytes, held: self.held.clone(), mine: 0 };
         let state = HostState {
             wasi,
             table: ResourceTable::new(),

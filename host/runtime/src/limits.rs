@@ -38,6 +38,20 @@ pub struct Limits {
     /// closes (new clients wait in the kernel's backlog), so a flood of clients costs
     /// bounded memory and file descriptors.
     pub max_connections: usize,
+    /// Memory all twin stores' linear memories and all tapes may hold together. Past it, new
+    /// sandboxes are refused with 503 and `Retry-After` (open ones keep working) rather than
+    /// the machine running out. Default: three quarters of the machine's memory.
+    pub memory_budget: usize,
+}
+
+/// Three quarters of this machine's memory (8 GiB when it cannot be read).
+pub fn default_memory_budget() -> usize {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib << 10)
+    });
+    total.map_or(8 << 30, |t| t / 4 * 3)
 }
 
 impl Default for Limits {
@@ -55,6 +69,7 @@ impl Default for Limits {
             store_queue: 256,
             seed_cache_entries: 256,
             max_connections: 10_000,
+            memory_budget: default_memory_budget(),
         }
     }
 }

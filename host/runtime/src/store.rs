@@ -60,6 +60,15 @@ pub enum StoreError {
     Closed,
 }
 
+/// Where a store's tape rows go to outlive the process (the server's write-ahead tape).
+/// `append` is called in tape order; `done` runs once the row is as durable as the server's
+/// mode promises (at once for a mode that does not wait), with the reason when it could
+/// not be made durable. The store does not wait for it: the next request is served
+/// meanwhile, and only the answer waits.
+pub trait Journal: Send + Sync {
+    fn append(&self, row: Arc<TapeRow>, done: Box<dyn FnOnce(Result<(), String>) + Send>);
+}
+
 /// How many of the latest rows a new row may share bytes with.
 const SHARE_WINDOW: usize = 64;
 
@@ -85,13 +94,34 @@ impl TwinStore {
     /// Instantiate `image`, restore `seed` into it and start its task. Fails (and starts
     /// nothing) when the twin cannot come up.
     pub async fn start(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, metrics: Arc<Metrics>, outbound: Arc<crate::outbound::Policy>) -> Result<TwinStore, StoreError> {
+        Self::resume(rt, image, seed, metrics, outbound, None, Vec::new()).await
+    }
+
+    /// Start a store that writes its rows to `journal`, continuing `tape` (rows recorded
+    /// before a restart): the world is rebuilt by replaying them on the seed snapshot, at
+    /// their recorded times, and the virtual clock continues after the last. Webhooks are
+    /// not sent again.
+    pub async fn resume(
+        rt: Arc<Runtime>,
+        image: Arc<TwinImage>,
+        seed: Arc<SeedImage>,
+        metrics: Arc<Metrics>,
+        outbound: Arc<crate::outbound::Policy>,
+        journal: Option<Arc<dyn Journal>>,
+        tape: Vec<TapeRow>,
+    ) -> Result<TwinStore, StoreError> {
         let (store, instance) = boot(&rt, &image, &seed).await?;
         let (tx, rx) = mpsc::channel(rt.limits.store_queue);
         let twin = image.name.clone();
         let credentials = image.description.credentials.clone().into();
         let served = metrics.twin_requests(&twin);
         let deliveries = crate::outbound::Log::default();
-        let worker = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served, outbound: Some((outbound, deliveries.clone())) };
+        let last_us = tape.iter().map(|r| r.ts).max().unwrap_or(0);
+        let tape_bytes: usize = tape.iter().map(TapeRow::weight).sum();
+        rt.held.tapes.fetch_add(tape_bytes, std::sync::atomic::Ordering::Relaxed);
+        let tape = tape.into_iter().map(Arc::new).collect();
+        let mut worker = Worker { rt, image, seed, store, instance, tape, tape_bytes, last_us, metrics, served, outbound: Some((outbound, deliveries.clone())), journal };
+        worker.replay_tape().await?;
         tokio::spawn(worker.run(rx));
         Ok(TwinStore { twin, credentials, deliveries, tx })
     }
@@ -147,6 +177,14 @@ struct Worker {
     /// Where this store's webhooks go and are logged; `None` when replaying, which must
     /// never send anything twice.
     outbound: Option<(Arc<crate::outbound::Policy>, crate::outbound::Log)>,
+    /// Where rows go to be durable; `None` in memory-only mode and when replaying.
+    journal: Option<Arc<dyn Journal>>,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.rt.held.tapes.fetch_sub(self.tape_bytes, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Worker {
@@ -154,7 +192,23 @@ impl Worker {
         while let Some(msg) = rx.recv().await {
             match msg {
                 Msg::Handle(req, reply) => {
-                    let _ = reply.send(self.serve(req).await);
+                    let (answer, row) = self.serve(req).await;
+                    match (&self.journal, row) {
+                        // The answer leaves once its row is durable (per the mode).
+                        (Some(journal), Some(row)) => journal.append(
+                            row,
+                            Box::new(move |written| {
+                                let answer = match written {
+                                    Ok(()) => answer,
+                                    Err(e) => fallback(503, &format!("the request was served but could not be recorded durably: {e}")),
+                                };
+                                let _ = reply.send(answer);
+                            }),
+                        ),
+                        _ => {
+                            let _ = reply.send(answer);
+                        }
+                    }
                 }
                 Msg::RenderError(kind, message, reply) => {
                     let _ = reply.send(self.render_error(kind, message).await);
@@ -178,7 +232,8 @@ impl Worker {
         }
     }
 
-    async fn serve(&mut self, mut req: TwinRequest) -> TwinReply {
+    /// Serve one request: the answer, and the tape row it made (none for a refusal).
+    async fn serve(&mut self, mut req: TwinRequest) -> (TwinReply, Option<Arc<TapeRow>>) {
         let twin = self.image.name.clone();
         if self.tape.len() >= self.rt.limits.tape_rows || self.tape_bytes >= self.rt.limits.tape_bytes {
             let msg = format!(
@@ -186,7 +241,7 @@ impl Worker {
                 self.tape.len(),
                 self.rt.limits.tape_bytes >> 20
             );
-            return self.render_error(HostErrorKind::TapeFull, msg).await;
+            return (self.render_error(HostErrorKind::TapeFull, msg).await, None);
         }
 
         let started = Instant::now();
@@ -196,7 +251,7 @@ impl Worker {
             // Refused by the host and only rendered by the twin: not a tape row. (A twin
             // may serve a route without a credential, e.g. a pre-signed upload URL; that
             // request reached its router, so it is recorded like any other.)
-            Ok((reply, facts)) if req.auth != Auth::Agent && facts.action.is_none() && !facts.unsupported => return reply,
+            Ok((reply, facts)) if req.auth != Auth::Agent && facts.action.is_none() && !facts.unsupported => return (reply, None),
             Ok((reply, facts)) if reply.body.len() > self.rt.limits.response_body_bytes => {
                 let msg = format!(
                     "the {twin} twin answered {} bytes, over the {} MiB response cap",
@@ -248,15 +303,18 @@ impl Worker {
             error,
             applied,
         };
-        self.tape_bytes += row.weight();
+        let weight = row.weight();
+        self.tape_bytes += weight;
+        self.rt.held.tapes.fetch_add(weight, std::sync::atomic::Ordering::Relaxed);
         if let Some((policy, log)) = &self.outbound {
             for (index, d) in row.deliveries.iter().enumerate() {
                 crate::outbound::send(policy.clone(), log.clone(), crate::outbound::Outgoing { seq, index, delivery: d.clone() });
             }
         }
-        self.tape.push(Arc::new(row));
+        let row = Arc::new(row);
+        self.tape.push(row.clone());
         self.served.observe(started.elapsed());
-        reply
+        (reply, Some(row))
     }
 
     /// One `handle` call at virtual time `ts_us` with the PRNG at request `seq`, returning
@@ -336,14 +394,20 @@ impl Worker {
         let (store, instance) = boot(&self.rt, &self.image, &self.seed).await?;
         let old_store = std::mem::replace(&mut self.store, store);
         let old_instance = std::mem::replace(&mut self.instance, instance);
+        if let Err(e) = self.replay_tape().await {
+            self.store = old_store;
+            self.instance = old_instance;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Apply the tape's applied rows to the current store, each at its recorded time.
+    async fn replay_tape(&mut self) -> Result<(), StoreError> {
         let rows: Vec<Arc<TapeRow>> = self.tape.iter().filter(|r| r.applied).cloned().collect();
         for row in rows {
             let mut req = replay_request(&row);
-            if let Err(e) = self.call_handle(&mut req, row.ts, row.seq).await {
-                self.store = old_store;
-                self.instance = old_instance;
-                return Err(e.into());
-            }
+            self.call_handle(&mut req, row.ts, row.seq).await?;
         }
         Ok(())
     }
@@ -408,7 +472,7 @@ pub async fn replay(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage
     let (store, instance) = boot(&rt, &image, &seed).await?;
     let metrics = Arc::new(Metrics::default());
     let served = metrics.twin_requests(&image.name);
-    let mut w = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served, outbound: None };
+    let mut w = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served, outbound: None, journal: None };
     let mut out = Vec::new();
     for row in rows.iter().filter(|r| r.applied) {
         let (reply, facts) = w.call_handle(&mut replay_request(row), row.ts, row.seq).await?;

@@ -16,7 +16,7 @@ use axum::http::HeaderMap;
 use axum::http::request::Parts;
 
 use crate::error::{ApiError, ErrorType};
-use crate::sandbox::{Registry, ReserveError, Sandbox, SandboxMeta, SandboxTwin};
+use crate::sandbox::{Identity, Registry, ReserveError, Sandbox, SandboxMeta, SandboxTwin};
 use crate::storage::Storage;
 
 /// Everything `pome serve` needs, already validated.
@@ -36,6 +36,8 @@ pub struct ServeConfig {
     pub public_url: Option<String>,
     /// Where compiled twins are cached; `<data_dir>/cache` by default.
     pub cache_dir: Option<PathBuf>,
+    /// When an answered twin call is on disk (`--durability`).
+    pub durability: crate::live::Durability,
 }
 
 /// Shared by every request handler.
@@ -98,6 +100,10 @@ pub enum CreateError {
     SeedRejected { twin: String, message: String },
     #[error("the {twin} twin could not start: {message}")]
     TwinFailed { twin: String, message: String },
+    #[error("the server holds {held_mib} MiB of its {budget_mib} MiB memory budget; open sandboxes keep working, new ones wait until some close")]
+    OverBudget { held_mib: usize, budget_mib: usize },
+    #[error("the sandbox could not be recorded durably: {0}")]
+    Storage(String),
 }
 
 impl App {
@@ -111,7 +117,13 @@ impl App {
         meta: SandboxMeta,
         idempotency_key: Option<String>,
     ) -> Result<Arc<Sandbox>, CreateError> {
+        let (held, budget) = (self.rt.held.total(), self.rt.limits.memory_budget);
+        if held >= budget {
+            return Err(CreateError::OverBudget { held_mib: held >> 20, budget_mib: budget >> 20 });
+        }
         let slot = self.sandboxes.reserve(team).map_err(|ReserveError::Quota { used, quota }| CreateError::Quota { used, quota })?;
+        let identity = Identity::new(self.sandboxes.lifetimes);
+        let live = self.sandboxes.live().cloned();
         let mut twins = Vec::with_capacity(names.len());
         for (name, seed) in names.iter().zip(seeds) {
             let image = self.twins[name].clone();
@@ -119,14 +131,96 @@ impl App {
                 pome_runtime::seeds::SeedError::Rejected(message) => CreateError::SeedRejected { twin: name.clone(), message },
                 other => CreateError::TwinFailed { twin: name.clone(), message: format!("loading its seed: {other}") },
             })?;
-            let store = pome_runtime::store::TwinStore::start(self.rt.clone(), image, seed_image.clone(), self.metrics.clone(), self.outbound.clone())
+            let journal = live.as_ref().map(|l| l.journal(&identity.id));
+            let store = pome_runtime::store::TwinStore::resume(self.rt.clone(), image, seed_image.clone(), self.metrics.clone(), self.outbound.clone(), journal, Vec::new())
                 .await
                 .map_err(|e| CreateError::TwinFailed { twin: name.clone(), message: e.to_string() })?;
             twins.push(SandboxTwin { name: name.clone(), store, seed: seed_image });
         }
-        let sandbox = self.sandboxes.open(slot, twins, meta, idempotency_key);
+        if let Some(live) = &live {
+            // On disk before the token is handed out: an agent never holds a token a restart forgets.
+            let record = crate::live::SandboxRecord {
+                id: identity.id.clone(),
+                team_id: team.to_string(),
+                token: identity.token.clone(),
+                discard_token: identity.discard_token.clone(),
+                twins: names.to_vec(),
+                seeds: seeds.to_vec(),
+                twin_digests: names.iter().map(|n| hex::encode(self.twins[n].digest)).collect(),
+                meta: meta.clone(),
+                idempotency_key: idempotency_key.clone(),
+                created_at_ms: crate::sandbox::unix_ms(identity.created_at),
+                expires_at_ms: crate::sandbox::unix_ms(identity.expires_at),
+                idle_deadline_ms: crate::sandbox::unix_ms(identity.idle_deadline),
+            };
+            crate::live::wait(|done| live.put(record, done)).await.map_err(CreateError::Storage)?;
+        }
+        let sandbox = self.sandboxes.open(slot, identity, twins, meta, idempotency_key);
         tracing::info!(sandbox = %sandbox.id, twins = ?names, "sandbox created");
         Ok(sandbox)
+    }
+}
+
+impl App {
+    /// Bring back every sandbox open before a restart: the same id, token, twins and clocks,
+    /// each twin's world rebuilt by replaying its tape on its seed snapshot. Sandboxes come
+    /// back in parallel; one that cannot (its twin is gone, or replays differently) is
+    /// logged and left on disk untouched. Returns how many came back.
+    pub async fn restore(self: &Arc<Self>, restored: crate::live::Restored) -> usize {
+        for (id, tombstone) in restored.closed {
+            self.sandboxes.restore_tombstone(id, tombstone);
+        }
+        let parallel = std::thread::available_parallelism().map_or(2, |n| n.get() * 2);
+        let gate = Arc::new(tokio::sync::Semaphore::new(parallel));
+        let mut jobs = tokio::task::JoinSet::new();
+        for (record, tapes) in restored.open {
+            let (app, gate) = (self.clone(), gate.clone());
+            jobs.spawn(async move {
+                let _permit = gate.acquire().await;
+                let id = record.id.clone();
+                match app.restore_one(record, tapes).await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::error!(sandbox = %id, error = %e, "a live sandbox could not be restored; its record stays on disk");
+                        false
+                    }
+                }
+            });
+        }
+        let mut n = 0;
+        while let Some(ok) = jobs.join_next().await {
+            n += usize::from(ok.unwrap_or(false));
+        }
+        n
+    }
+
+    async fn restore_one(&self, record: crate::live::SandboxRecord, mut tapes: std::collections::BTreeMap<String, Vec<pome_tape::TapeRow>>) -> anyhow::Result<()> {
+        let live = self.sandboxes.live().cloned();
+        let mut twins = Vec::with_capacity(record.twins.len());
+        for (i, (name, seed)) in record.twins.iter().zip(&record.seeds).enumerate() {
+            let image = self.twins.get(name).ok_or_else(|| anyhow::anyhow!("this server has no `{name}` twin"))?.clone();
+            if record.twin_digests.get(i).is_some_and(|d| *d != hex::encode(image.digest)) {
+                tracing::warn!(sandbox = %record.id, twin = %name, "the twin's component changed since the sandbox was created; replaying its tape on the new one");
+            }
+            let seed_image = self.seeds.get(&self.rt, &image, seed).await.map_err(|e| anyhow::anyhow!("the {name} seed: {e}"))?;
+            let journal = live.as_ref().map(|l| l.journal(&record.id));
+            let tape = tapes.remove(name).unwrap_or_default();
+            let store = pome_runtime::store::TwinStore::resume(self.rt.clone(), image, seed_image.clone(), self.metrics.clone(), self.outbound.clone(), journal, tape)
+                .await
+                .map_err(|e| anyhow::anyhow!("the {name} twin: {e}"))?;
+            twins.push(SandboxTwin { name: name.clone(), store, seed: seed_image });
+        }
+        let identity = Identity {
+            id: record.id,
+            token: record.token,
+            discard_token: record.discard_token,
+            created_at: crate::sandbox::from_unix_ms(record.created_at_ms),
+            expires_at: crate::sandbox::from_unix_ms(record.expires_at_ms),
+            idle_deadline: crate::sandbox::from_unix_ms(record.idle_deadline_ms),
+        };
+        let slot = self.sandboxes.readmit(&record.team_id);
+        self.sandboxes.open(slot, identity, twins, record.meta, record.idempotency_key);
+        Ok(())
     }
 }
 
@@ -140,6 +234,10 @@ impl From<CreateError> for ApiError {
                 ApiError::validation(message).with_details(serde_json::json!({"twin": twin, "error": "invalid_seed", "message": why}))
             }
             TwinFailed { twin, .. } => ApiError::internal(message).with_details(serde_json::json!({"twin": twin})),
+            OverBudget { held_mib, budget_mib } => ApiError::new(ErrorType::ServerBusy, message)
+                .with_details(serde_json::json!({"held_mib": held_mib, "budget_mib": budget_mib}))
+                .with_retry_after(5),
+            Storage(_) => ApiError::internal(message),
         }
     }
 }

@@ -15,6 +15,8 @@ pub enum ErrorType {
     SessionExpired,
     Conflict,
     RateLimited,
+    /// The server is at its memory budget; try again after `Retry-After`.
+    ServerBusy,
     InternalError,
 }
 
@@ -29,6 +31,7 @@ impl ErrorType {
             ErrorType::SessionExpired => "session_expired",
             ErrorType::Conflict => "conflict",
             ErrorType::RateLimited => "rate_limited",
+            ErrorType::ServerBusy => "server_busy",
             ErrorType::InternalError => "internal_error",
         }
     }
@@ -43,6 +46,7 @@ impl ErrorType {
             ErrorType::SessionExpired => StatusCode::GONE,
             ErrorType::Conflict => StatusCode::CONFLICT,
             ErrorType::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            ErrorType::ServerBusy => StatusCode::SERVICE_UNAVAILABLE,
             ErrorType::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -55,11 +59,13 @@ pub struct ApiError {
     pub details: Option<Value>,
     /// Overrides the type's usual status (400 for a body that is not JSON, 413 for one too big).
     pub status: Option<StatusCode>,
+    /// Seconds for a `Retry-After` header.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(kind: ErrorType, message: impl Into<String>) -> ApiError {
-        ApiError { kind, message: message.into(), details: None, status: None }
+        ApiError { kind, message: message.into(), details: None, status: None, retry_after: None }
     }
     pub fn with_details(mut self, details: Value) -> ApiError {
         self.details = Some(details);
@@ -67,6 +73,10 @@ impl ApiError {
     }
     pub fn with_status(mut self, status: StatusCode) -> ApiError {
         self.status = Some(status);
+        self
+    }
+    pub fn with_retry_after(mut self, seconds: u64) -> ApiError {
+        self.retry_after = Some(seconds);
         self
     }
     pub fn validation(message: impl Into<String>) -> ApiError {
@@ -102,7 +112,11 @@ impl IntoResponse for ApiError {
         if let Some(d) = self.details {
             error["details"] = d;
         }
-        (self.status.unwrap_or(self.kind.status()), axum::Json(json!({ "error": error }))).into_response()
+        let mut resp = (self.status.unwrap_or(self.kind.status()), axum::Json(json!({ "error": error }))).into_response();
+        if let Some(s) = self.retry_after {
+            resp.headers_mut().insert("retry-after", s.into());
+        }
+        resp
     }
 }
 

@@ -24,6 +24,10 @@ pub async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): P
     // Judges may take minutes per `[model]` criterion; a waiting caller gives up well after.
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30 * 60);
     loop {
+        // Armed before looking, so a close between the look and the wait is not missed.
+        let changed = app.sandboxes.changes.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
         match app.sandboxes.lookup(&id) {
             Lookup::Open(s) if s.team_id == team => {
                 if app.sandboxes.begin_close(&s, CloseReason::Finalized) {
@@ -46,7 +50,9 @@ pub async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): P
         if std::time::Instant::now() > give_up {
             return Err(ApiError::new(crate::error::ErrorType::Conflict, format!("sandbox {id} is still being finalized; ask again later")));
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        // Woken when the finalize at work closes the sandbox (or gives up); the timeout only
+        // re-checks the clocks of a sandbox nobody closes.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), changed).await;
     }
 }
 

@@ -11,6 +11,7 @@ pub mod app;
 pub mod auth;
 pub mod error;
 pub mod finalize;
+pub mod live;
 pub mod proxy;
 pub mod sandbox;
 pub mod server;

@@ -37,17 +37,23 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
     // The token as the twin reads it, with a prefix it declares (`sk_test_`) removed.
     let prefix = app.twins.get(&twin).and_then(|i| pome_contract::Credential::prefix_of(&i.description.credentials));
     let credential = credential.map(|c| prefix.and_then(|p| c.strip_prefix(p)).map(str::to_string).unwrap_or(c));
+    // The team key is looked up only when the agent token does not already settle it (most
+    // twin calls carry the token; an SDK may send X-API-KEY besides).
     let key = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()).map(String::from);
-    let team_of_key = match key {
-        Some(k) => app.storage.team_for_key(&k).await.ok().flatten(),
+    let team_of_key = async |app: &App| match &key {
+        Some(k) => app.storage.team_for_key(k).await.ok().flatten(),
         None => None,
     };
     let sandbox = match app.sandboxes.lookup(&id) {
         Lookup::Open(s) => s,
-        Lookup::Closed(t) if credential.as_deref().is_some_and(|c| crate::auth::same(&crate::auth::hash_key(c), &t.token_hash)) || team_of_key.as_deref() == Some(t.team_id.as_str()) => {
-            return ApiError::expired(&id, t.reason.as_str()).into_response();
+        Lookup::Closed(t) => {
+            let agent = credential.as_deref().is_some_and(|c| crate::auth::same(&crate::auth::hash_key(c), &t.token_hash));
+            if agent || team_of_key(&app).await.as_deref() == Some(t.team_id.as_str()) {
+                return ApiError::expired(&id, t.reason.as_str()).into_response();
+            }
+            return ApiError::not_found(format!("no sandbox {id}")).into_response();
         }
-        Lookup::Closed(_) | Lookup::Unknown => return ApiError::not_found(format!("no sandbox {id}")).into_response(),
+        Lookup::Unknown => return ApiError::not_found(format!("no sandbox {id}")).into_response(),
     };
     let Some(t) = sandbox.twin(&twin) else {
         return ApiError::not_found(format!("sandbox {id} has no `{twin}` twin; it has {:?}", sandbox.twin_names())).into_response();
@@ -57,9 +63,8 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
 
     if let Some(reserved) = rest.strip_prefix("/_pome/") {
         // Readable with the agent token or the owning team's API key.
-        let team_ok = team_of_key.as_deref() == Some(sandbox.team_id.as_str());
-        let token_ok = credential.is_some_and(|c| crate::auth::same(&c, &sandbox.token));
-        if !team_ok && !token_ok {
+        let token_ok = credential.as_deref().is_some_and(|c| crate::auth::same(c, &sandbox.token));
+        if !token_ok && team_of_key(&app).await.as_deref() != Some(sandbox.team_id.as_str()) {
             return ApiError::new(crate::error::ErrorType::InvalidAuth, "the host's routes under a twin need the sandbox's agent token or its team's API key").into_response();
         }
         return reserved_route(&t.store, reserved).await;

@@ -7,7 +7,8 @@
 //! so later calls answer 410 `session_expired` rather than 404.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
@@ -16,6 +17,8 @@ use pome_runtime::limits::Lifetimes;
 use pome_runtime::metrics::Metrics;
 use pome_runtime::seeds::SeedImage;
 use pome_runtime::store::TwinStore;
+
+use crate::live::LiveStore;
 
 /// Why a sandbox closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,10 +40,15 @@ impl CloseReason {
             CloseReason::ServerShutdown => "server_shutdown",
         }
     }
+
+    pub fn parse(s: &str) -> Option<CloseReason> {
+        use CloseReason::*;
+        [Finalized, Discarded, LifetimeExpired, IdleExpired, ServerShutdown].into_iter().find(|r| r.as_str() == s)
+    }
 }
 
 /// What the creator said about the sandbox; carried onto its run.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SandboxMeta {
     pub task_id: Option<String>,
     /// The version of the task the sandbox booted from; finalize grades with exactly it.
@@ -73,6 +81,35 @@ pub struct Sandbox {
     idle_deadline: Mutex<Instant>,
     /// Set once, when the sandbox closes or starts finalizing.
     closing: Mutex<Option<CloseReason>>,
+    /// Where the sandbox's record lives on disk (`None` in memory-only mode), and the idle
+    /// deadline last written there (Unix ms).
+    live: Option<Arc<dyn LiveStore>>,
+    idle_written_ms: AtomicU64,
+}
+
+/// Who a sandbox is and its clocks: chosen before its twins start (their tape rows carry
+/// the id), or read back from disk on restart.
+pub struct Identity {
+    pub id: String,
+    pub token: String,
+    pub discard_token: String,
+    pub created_at: SystemTime,
+    pub expires_at: SystemTime,
+    pub idle_deadline: SystemTime,
+}
+
+impl Identity {
+    pub fn new(lifetimes: Lifetimes) -> Identity {
+        let now = SystemTime::now();
+        Identity {
+            id: crate::auth::new_sandbox_id(),
+            token: crate::auth::new_agent_token(),
+            discard_token: crate::auth::new_id("dsc"),
+            created_at: now,
+            expires_at: now + lifetimes.lifetime,
+            idle_deadline: now + lifetimes.idle,
+        }
+    }
 }
 
 impl Sandbox {
@@ -105,9 +142,18 @@ impl Sandbox {
         }
     }
 
-    /// Reset the idle timer (any twin call, or a heartbeat).
+    /// Reset the idle timer (any twin call, or a heartbeat). On disk it moves at most once
+    /// a second: a restart may end the idle time up to a second early.
     pub fn touch(&self) {
-        *self.idle_deadline.lock().unwrap() = Instant::now() + self.idle;
+        let deadline = Instant::now() + self.idle;
+        *self.idle_deadline.lock().unwrap() = deadline;
+        if let Some(live) = &self.live {
+            let ms = unix_ms(wall(deadline));
+            let written = self.idle_written_ms.load(Ordering::Relaxed);
+            if ms >= written + 1000 && self.idle_written_ms.compare_exchange(written, ms, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+                live.touch(&self.id, ms);
+            }
+        }
     }
 
     pub fn closing(&self) -> Option<CloseReason> {
@@ -118,6 +164,23 @@ impl Sandbox {
 fn wall(deadline: Instant) -> SystemTime {
     let now = Instant::now();
     if deadline >= now { SystemTime::now() + (deadline - now) } else { SystemTime::now() - (now - deadline) }
+}
+
+/// The monotonic instant of a wall-clock time (clamped to now when it has passed).
+fn instant(t: SystemTime) -> Instant {
+    let now = Instant::now();
+    match t.duration_since(SystemTime::now()) {
+        Ok(ahead) => now + ahead,
+        Err(_) => now,
+    }
+}
+
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+pub fn from_unix_ms(ms: u64) -> SystemTime {
+    std::time::UNIX_EPOCH + Duration::from_millis(ms)
 }
 
 /// What a closed sandbox leaves behind.
@@ -185,11 +248,16 @@ pub struct Registry {
     pub quota: usize,
     pub lifetimes: Lifetimes,
     metrics: Arc<Metrics>,
+    /// Where open sandboxes are kept durable; unset in memory-only mode.
+    live: OnceLock<Arc<dyn LiveStore>>,
+    /// Woken whenever a sandbox closes or a close is called off: a second finalize waits on
+    /// it for the first one's run instead of polling.
+    pub changes: tokio::sync::Notify,
 }
 
 impl Registry {
     pub fn new(quota: usize, lifetimes: Lifetimes, metrics: Arc<Metrics>) -> Arc<Registry> {
-        Arc::new(Registry { inner: Mutex::new(Inner::default()), quota, lifetimes, metrics })
+        Arc::new(Registry { inner: Mutex::new(Inner::default()), quota, lifetimes, metrics, live: OnceLock::new(), changes: tokio::sync::Notify::new() })
     }
 
     /// Claim one of the team's concurrency slots before building anything.
@@ -210,6 +278,34 @@ impl Registry {
         }
     }
 
+    /// Keep open sandboxes durable in `live` (set once, at start).
+    pub fn set_live(&self, live: Arc<dyn LiveStore>) {
+        let _ = self.live.set(live);
+    }
+
+    pub fn live(&self) -> Option<&Arc<dyn LiveStore>> {
+        self.live.get()
+    }
+
+    /// A slot for a sandbox coming back after a restart: taken whatever the quota (it was
+    /// granted before the restart).
+    pub fn readmit(self: &Arc<Self>, team_id: &str) -> Slot {
+        *self.inner.lock().unwrap().used.entry(team_id.to_string()).or_default() += 1;
+        Slot { registry: self.clone(), team_id: team_id.to_string(), armed: true }
+    }
+
+    /// Remember a sandbox closed before a restart.
+    pub fn restore_tombstone(&self, id: String, tombstone: Tombstone) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.closed.insert(id.clone(), tombstone);
+        inner.closed_order.push_back(id);
+        while inner.closed_order.len() > MAX_TOMBSTONES {
+            if let Some(old) = inner.closed_order.pop_front() {
+                inner.closed.remove(&old);
+            }
+        }
+    }
+
     /// Sandboxes the team has open (or being created) now.
     pub fn used(&self, team_id: &str) -> usize {
         self.inner.lock().unwrap().used.get(team_id).copied().unwrap_or(0)
@@ -219,24 +315,26 @@ impl Registry {
     pub fn open(
         &self,
         mut slot: Slot,
+        identity: Identity,
         twins: Vec<SandboxTwin>,
         meta: SandboxMeta,
         idempotency_key: Option<String>,
     ) -> Arc<Sandbox> {
         slot.armed = false;
-        let now = Instant::now();
         let sandbox = Arc::new(Sandbox {
-            id: crate::auth::new_sandbox_id(),
+            id: identity.id,
             team_id: slot.team_id.clone(),
-            token: crate::auth::new_agent_token(),
+            token: identity.token,
             twins,
             meta,
-            created_at: SystemTime::now(),
-            discard_token: crate::auth::new_id("dsc"),
-            lifetime_deadline: now + self.lifetimes.lifetime,
+            created_at: identity.created_at,
+            discard_token: identity.discard_token,
+            lifetime_deadline: instant(identity.expires_at),
             idle: self.lifetimes.idle,
-            idle_deadline: Mutex::new(now + self.lifetimes.idle),
+            idle_deadline: Mutex::new(instant(identity.idle_deadline)),
             closing: Mutex::new(None),
+            live: self.live.get().cloned(),
+            idle_written_ms: AtomicU64::new(unix_ms(identity.idle_deadline)),
         });
         let mut inner = self.inner.lock().unwrap();
         if let Some(key) = idempotency_key {
@@ -311,6 +409,7 @@ impl Registry {
     /// Undo `begin_close` (finalize could not persist its run; the sandbox stays usable).
     pub fn abort_close(&self, sandbox: &Sandbox) {
         *sandbox.closing.lock().unwrap() = None;
+        self.changes.notify_waiters();
     }
 
     /// Close for good: drop the stores, free the slot, leave a tombstone.
@@ -329,13 +428,22 @@ impl Registry {
             *n = n.saturating_sub(1);
         }
         inner.idempotency.retain(|_, id| id.as_deref() != Some(sandbox.id.as_str()));
-        inner.closed.insert(sandbox.id.clone(), Tombstone { team_id: sandbox.team_id.clone(), token_hash: crate::auth::hash_key(&sandbox.token), reason, run_id });
+        let tombstone = Tombstone { team_id: sandbox.team_id.clone(), token_hash: crate::auth::hash_key(&sandbox.token), reason, run_id };
+        // A shutdown is not an end: the sandbox comes back on the next start.
+        if reason != CloseReason::ServerShutdown
+            && let Some(live) = self.live.get()
+        {
+            live.close(&sandbox.id, &tombstone);
+        }
+        inner.closed.insert(sandbox.id.clone(), tombstone);
         inner.closed_order.push_back(sandbox.id.clone());
         while inner.closed_order.len() > MAX_TOMBSTONES {
             if let Some(old) = inner.closed_order.pop_front() {
                 inner.closed.remove(&old);
             }
         }
+        drop(inner);
+        self.changes.notify_waiters();
         self.metrics.sandbox_closed();
         tracing::info!(sandbox = %sandbox.id, reason = reason.as_str(), "sandbox closed");
     }

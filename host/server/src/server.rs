@@ -115,6 +115,22 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         outbound: Arc::new(cfg.outbound.clone()),
     });
 
+    // Live sandboxes from before this start come back before anything is served.
+    let live: Option<Arc<dyn crate::live::LiveStore>> = match cfg.durability {
+        crate::live::Durability::Memory => None,
+        mode => Some(Arc::new(crate::live::Live(crate::live::SqliteLive::open(&cfg.data_dir.join("live.db"), mode).context("opening live.db")?))),
+    };
+    if let Some(live) = &live {
+        let started = std::time::Instant::now();
+        let restored = live.load().context("reading live sandboxes")?;
+        let found = restored.open.len();
+        app.sandboxes.set_live(live.clone());
+        let back = app.restore(restored).await;
+        if found > 0 {
+            tracing::info!(restored = back, found, ms = started.elapsed().as_millis() as u64, "live sandboxes restored");
+        }
+    }
+
     let listener = TcpListener::bind(cfg.listen).await.with_context(|| format!("binding {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     let (stop, mut stopped) = watch::channel(false);
@@ -148,6 +164,10 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         }
         sweeper.abort();
         registry.close_all();
+        // Every row written so far is on disk before the process may exit.
+        if let Some(live) = live {
+            let _ = crate::live::wait(|done| live.flush(done)).await;
+        }
     });
     tracing::info!(%addr, twins = ?app.twins.keys().collect::<Vec<_>>(), "pome listening");
     Ok(Running { addr, new_api_key, app, stop, task })

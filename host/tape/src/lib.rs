@@ -101,11 +101,17 @@ fn is_true(b: &bool) -> bool {
 }
 
 impl TapeRow {
-    /// Bytes this row holds, for the tape's byte cap.
+    /// Bytes this row holds, for the tape's byte cap and the server's memory budget: every
+    /// field a client controls counts (request headers alone may be ~400 KB per request).
+    /// Bodies and response headers shared with an earlier row are counted again: an upper
+    /// bound, never an undercount.
     pub fn weight(&self) -> usize {
+        let pairs = |h: &[(String, String)]| h.iter().map(|(k, v)| k.len() + v.len() + 16).sum::<usize>();
         let delta: usize = self.state_delta.iter().map(StateChange::weight).sum::<usize>()
-            + self.deliveries.iter().map(|d| d.url.len() + d.body.len() + d.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()).sum::<usize>();
-        self.request_body.len() + self.response_body.len() + self.path.len() + self.query.len() + delta + 256
+            + self.deliveries.iter().map(|d| d.url.len() + d.method.len() + d.event.len() + d.body.len() + pairs(&d.headers)).sum::<usize>();
+        let text = self.twin.len() + self.request_id.len() + self.method.len() + self.path.len() + self.query.len() + self.base_url.len() + self.auth.len();
+        let extra = self.action.as_ref().map_or(0, String::len) + self.error.as_ref().map_or(0, String::len);
+        self.request_body.len() + self.response_body.len() + pairs(&self.request_headers) + pairs(&self.response_headers) + text + extra + delta + 256
     }
 }
 

@@ -1,0 +1,454 @@
+//! Live sandboxes on disk: the write-ahead tape. Everything needed to bring an open sandbox
+//! back after a restart — its record (id, team, token, twins, seeds, task version, clocks,
+//! idempotency key) and every tape row — goes through the one [`LiveStore`] interface, so
+//! the same record can later live in a database several hosts share.
+//!
+//! The SQLite implementation writes from one thread that batches the rows of every sandbox
+//! into one transaction (group commit): under load one fsync covers many answers, so
+//! durability costs about one disk flush per batch rather than one per request.
+//! `--durability` says when an answer may leave:
+//! - `sync`: after its row is committed (a crash, `kill -9` or power cut loses no answered
+//!   call);
+//! - `window`: at once; rows are committed within [`WINDOW`] (a crash loses at most the
+//!   calls answered in that window);
+//! - `memory`: nothing is written; a restart loses every open sandbox.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use pome_runtime::store::Journal;
+use pome_tape::TapeRow;
+use rusqlite::{Connection, params};
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+use crate::sandbox::{CloseReason, SandboxMeta, Tombstone};
+use crate::storage::StorageError;
+
+/// When an answered twin call is on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Before its answer is sent.
+    #[default]
+    Sync,
+    /// Within [`WINDOW`] of its answer.
+    Window,
+    /// Never: live sandboxes end with the process.
+    Memory,
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Durability, String> {
+        match s {
+            "sync" => Ok(Durability::Sync),
+            "window" => Ok(Durability::Window),
+            "memory" => Ok(Durability::Memory),
+            other => Err(format!("`{other}` is not a durability mode: sync, window or memory")),
+        }
+    }
+}
+
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Durability::Sync => "sync",
+            Durability::Window => "window",
+            Durability::Memory => "memory",
+        })
+    }
+}
+
+/// The longest a row waits to be committed in `window` mode.
+pub const WINDOW: Duration = Duration::from_millis(50);
+/// Rows in one transaction at most (a batch is committed when it is this big).
+pub const MAX_BATCH: usize = 4096;
+
+/// Everything but the tape that an open sandbox needs to come back.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SandboxRecord {
+    pub id: String,
+    pub team_id: String,
+    /// The agent's token: the agent continues with it after a restart.
+    pub token: String,
+    pub discard_token: String,
+    /// Primary twin first, with the seed text each booted from ("" = the twin's default).
+    pub twins: Vec<String>,
+    pub seeds: Vec<String>,
+    /// The digest of each twin's component, so a restart on other twin code is noticed.
+    #[serde(default)]
+    pub twin_digests: Vec<String>,
+    pub meta: SandboxMeta,
+    pub idempotency_key: Option<String>,
+    /// Wall-clock times, Unix milliseconds.
+    pub created_at_ms: u64,
+    pub expires_at_ms: u64,
+    pub idle_deadline_ms: u64,
+}
+
+/// What a start finds on disk.
+#[derive(Default)]
+pub struct Restored {
+    /// Open sandboxes with each twin's tape, in order.
+    pub open: Vec<(SandboxRecord, BTreeMap<String, Vec<TapeRow>>)>,
+    /// Closed sandboxes, oldest first: callers with the token still hear 410, not 404.
+    pub closed: Vec<(String, Tombstone)>,
+}
+
+/// Called once a write is as durable as the mode promises, or with why it is not.
+pub type Done = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+/// The durable record of live sandboxes. One implementation today (SQLite, one host); the
+/// interface is what a shared database would implement.
+pub trait LiveStore: Send + Sync {
+    /// Record a new sandbox; `done` runs once it is committed (in every mode: the create's
+    /// answer hands out the token, so the sandbox must exist after a crash).
+    fn put(&self, record: SandboxRecord, done: Done);
+    /// The journal one twin store of `sandbox` writes its rows to.
+    fn journal(&self, sandbox: &str) -> Arc<dyn Journal>;
+    /// The sandbox's idle clock moved.
+    fn touch(&self, sandbox: &str, idle_deadline_ms: u64);
+    /// The sandbox closed for good: its tape goes, a tombstone stays.
+    fn close(&self, sandbox: &str, tombstone: &Tombstone);
+    /// Everything written so far is committed when `done` runs.
+    fn flush(&self, done: Done);
+    /// Read back every sandbox (at start, before serving).
+    fn load(&self) -> Result<Restored, StorageError>;
+    fn mode(&self) -> Durability;
+}
+
+/// Wait for a `Done`-style write from async code.
+pub async fn wait(f: impl FnOnce(Done)) -> Result<(), String> {
+    let (tx, rx) = oneshot::channel();
+    f(Box::new(move |r| {
+        let _ = tx.send(r);
+    }));
+    rx.await.unwrap_or_else(|_| Err("the live-sandbox writer stopped".into()))
+}
+
+enum Op {
+    Put(SandboxRecord),
+    Row { sandbox: Arc<str>, row: Arc<TapeRow> },
+    Touch { sandbox: String, idle_deadline_ms: u64 },
+    Close { sandbox: String, tombstone: Tombstone },
+    Flush,
+}
+
+struct Entry {
+    op: Op,
+    done: Option<Done>,
+}
+
+/// Live sandboxes in their own SQLite database (`live.db`), apart from teams and runs so the
+/// tape's write rate never contends with the control plane's.
+pub struct SqliteLive {
+    tx: mpsc::Sender<Entry>,
+    mode: Durability,
+    path: std::path::PathBuf,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sandboxes (
+    id TEXT PRIMARY KEY,
+    -- The SandboxRecord as JSON; NULL once closed (the token goes with it).
+    record TEXT,
+    idle_deadline_ms INTEGER NOT NULL DEFAULT 0,
+    -- The tombstone as JSON once closed.
+    closed TEXT,
+    closed_seq INTEGER
+);
+CREATE TABLE IF NOT EXISTS tape_rows (
+    sandbox_id TEXT NOT NULL,
+    twin TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    -- The row in the tape's wire form (what GET /_pome/events serves).
+    row TEXT NOT NULL,
+    PRIMARY KEY (sandbox_id, twin, seq)
+) WITHOUT ROWID;
+";
+
+/// Closed sandboxes remembered across restarts (as tombstones), newest kept.
+const MAX_TOMBSTONES: i64 = 200_000;
+
+#[derive(Serialize, Deserialize)]
+struct StoredTombstone {
+    team_id: String,
+    token_hash: String,
+    reason: String,
+    run_id: Option<String>,
+}
+
+impl SqliteLive {
+    /// Open `path` (creating it) and start the writer thread.
+    pub fn open(path: &Path, mode: Durability) -> Result<Arc<SqliteLive>, StorageError> {
+        let conn = connect(path)?;
+        conn.execute_batch(SCHEMA)?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("pome-live-writer".into())
+            .spawn(move || writer(conn, rx, mode))
+            .map_err(|e| StorageError::Corrupt(format!("starting the live-sandbox writer: {e}")))?;
+        Ok(Arc::new(SqliteLive { tx, mode, path: path.to_path_buf() }))
+    }
+
+    fn send(&self, op: Op, done: Option<Done>) {
+        if let Err(mpsc::SendError(e)) = self.tx.send(Entry { op, done }) {
+            if let Some(done) = e.done {
+                done(Err("the live-sandbox writer stopped".into()));
+            }
+        }
+    }
+}
+
+fn connect(path: &Path) -> Result<Connection, StorageError> {
+    let conn = Connection::open(path)?;
+    // WAL: a commit appends to the log; FULL: and fsyncs it, so a committed row survives
+    // a power cut, not only a crash.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    Ok(conn)
+}
+
+struct RowJournal {
+    sandbox: Arc<str>,
+    live: Arc<SqliteLive>,
+}
+
+impl Journal for RowJournal {
+    fn append(&self, row: Arc<TapeRow>, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
+        match self.live.mode {
+            // The answer goes now; the row follows within the window.
+            Durability::Window | Durability::Memory => {
+                self.live.send(Op::Row { sandbox: self.sandbox.clone(), row }, None);
+                done(Ok(()));
+            }
+            Durability::Sync => self.live.send(Op::Row { sandbox: self.sandbox.clone(), row }, Some(done)),
+        }
+    }
+}
+
+/// A journal handle needs the store itself (to send); `LiveStore` is implemented on the Arc.
+pub struct Live(pub Arc<SqliteLive>);
+
+impl LiveStore for Live {
+    fn put(&self, record: SandboxRecord, done: Done) {
+        self.0.send(Op::Put(record), Some(done));
+    }
+
+    fn journal(&self, sandbox: &str) -> Arc<dyn Journal> {
+        Arc::new(RowJournal { sandbox: sandbox.into(), live: self.0.clone() })
+    }
+
+    fn touch(&self, sandbox: &str, idle_deadline_ms: u64) {
+        self.0.send(Op::Touch { sandbox: sandbox.to_string(), idle_deadline_ms }, None);
+    }
+
+    fn close(&self, sandbox: &str, tombstone: &Tombstone) {
+        self.0.send(Op::Close { sandbox: sandbox.to_string(), tombstone: tombstone.clone() }, None);
+    }
+
+    fn flush(&self, done: Done) {
+        self.0.send(Op::Flush, Some(done));
+    }
+
+    fn load(&self) -> Result<Restored, StorageError> {
+        // A reader connection of its own: the writer may be running.
+        let conn = connect(&self.0.path)?;
+        load(&conn)
+    }
+
+    fn mode(&self) -> Durability {
+        self.0.mode
+    }
+}
+
+fn load(conn: &Connection) -> Result<Restored, StorageError> {
+    let mut out = Restored::default();
+    let mut index = BTreeMap::new();
+    {
+        let mut st = conn.prepare("SELECT id, record, idle_deadline_ms FROM sandboxes WHERE closed IS NULL AND record IS NOT NULL ORDER BY id")?;
+        let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))?;
+        for row in rows {
+            let (id, record, idle) = row?;
+            let mut record: SandboxRecord = serde_json::from_str(&record).map_err(|e| StorageError::Corrupt(format!("sandbox {id}: {e}")))?;
+            record.idle_deadline_ms = record.idle_deadline_ms.max(idle.max(0) as u64);
+            index.insert(id, out.open.len());
+            out.open.push((record, BTreeMap::new()));
+        }
+    }
+    {
+        let mut st = conn.prepare("SELECT sandbox_id, twin, row FROM tape_rows ORDER BY sandbox_id, twin, seq")?;
+        let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))?;
+        for row in rows {
+            let (id, twin, text) = row?;
+            let Some(&i) = index.get(&id) else { continue };
+            let row: TapeRow = serde_json::from_str(&text).map_err(|e| StorageError::Corrupt(format!("a tape row of sandbox {id}: {e}")))?;
+            out.open[i].1.entry(twin).or_default().push(row);
+        }
+    }
+    {
+        let mut st = conn.prepare("SELECT id, closed FROM sandboxes WHERE closed IS NOT NULL ORDER BY closed_seq DESC LIMIT ?1")?;
+        let rows = st.query_map([MAX_TOMBSTONES], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        for row in rows {
+            let (id, text) = row?;
+            let t: StoredTombstone = serde_json::from_str(&text).map_err(|e| StorageError::Corrupt(format!("sandbox {id}: {e}")))?;
+            let Some(reason) = CloseReason::parse(&t.reason) else { continue };
+            out.closed.push((id, Tombstone { team_id: t.team_id, token_hash: t.token_hash, reason, run_id: t.run_id }));
+        }
+        out.closed.reverse();
+    }
+    Ok(out)
+}
+
+/// The writer thread: take what is queued (waiting up to the window in `window` mode),
+/// write it in one transaction, commit (one fsync), then release the answers that waited.
+fn writer(mut conn: Connection, rx: mpsc::Receiver<Entry>, mode: Durability) {
+    let mut closed_seq: i64 = conn.query_row("SELECT COALESCE(MAX(closed_seq), 0) FROM sandboxes", [], |r| r.get(0)).unwrap_or(0);
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        let until = Instant::now() + WINDOW;
+        while batch.len() < MAX_BATCH {
+            let next = match mode {
+                Durability::Window => match until.checked_duration_since(Instant::now()) {
+                    Some(left) => rx.recv_timeout(left).ok(),
+                    None => None,
+                },
+                // Sync: no waiting; rows that arrive while this batch commits form the next.
+                _ => rx.try_recv().ok(),
+            };
+            match next {
+                Some(e) => batch.push(e),
+                None => break,
+            }
+        }
+        let result = write_batch(&mut conn, &batch, &mut closed_seq).map_err(|e| e.to_string());
+        if let Err(e) = &result {
+            tracing::error!(error = %e, rows = batch.len(), "writing live sandboxes failed");
+        }
+        for e in batch {
+            if let Some(done) = e.done {
+                done(result.clone());
+            }
+        }
+    }
+}
+
+fn write_batch(conn: &mut Connection, batch: &[Entry], closed_seq: &mut i64) -> Result<(), StorageError> {
+    let tx = conn.transaction()?;
+    {
+        let mut put_row = tx.prepare_cached("INSERT OR REPLACE INTO tape_rows (sandbox_id, twin, seq, row) VALUES (?1, ?2, ?3, ?4)")?;
+        for e in batch {
+            match &e.op {
+                Op::Row { sandbox, row } => {
+                    let text = serde_json::to_string(&**row).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+                    put_row.execute(params![&**sandbox, row.twin, row.seq as i64, text])?;
+                }
+                Op::Put(record) => {
+                    let text = serde_json::to_string(record).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+                    tx.execute(
+                        "INSERT OR REPLACE INTO sandboxes (id, record, idle_deadline_ms, closed, closed_seq) VALUES (?1, ?2, ?3, NULL, NULL)",
+                        params![record.id, text, record.idle_deadline_ms as i64],
+                    )?;
+                }
+                Op::Touch { sandbox, idle_deadline_ms } => {
+                    tx.execute(
+                        "UPDATE sandboxes SET idle_deadline_ms = MAX(idle_deadline_ms, ?2) WHERE id = ?1 AND closed IS NULL",
+                        params![sandbox, *idle_deadline_ms as i64],
+                    )?;
+                }
+                Op::Close { sandbox, tombstone } => {
+                    *closed_seq += 1;
+                    let t = StoredTombstone {
+                        team_id: tombstone.team_id.clone(),
+                        token_hash: tombstone.token_hash.clone(),
+                        reason: tombstone.reason.as_str().to_string(),
+                        run_id: tombstone.run_id.clone(),
+                    };
+                    let text = serde_json::to_string(&t).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+                    tx.execute("DELETE FROM tape_rows WHERE sandbox_id = ?1", [sandbox])?;
+                    tx.execute(
+                        "INSERT INTO sandboxes (id, record, closed, closed_seq) VALUES (?1, NULL, ?2, ?3)
+                         ON CONFLICT(id) DO UPDATE SET record = NULL, closed = excluded.closed, closed_seq = excluded.closed_seq",
+                        params![sandbox, text, *closed_seq],
+                    )?;
+                    if *closed_seq % 1024 == 0 {
+                        tx.execute("DELETE FROM sandboxes WHERE closed_seq IS NOT NULL AND closed_seq <= ?1", [*closed_seq - MAX_TOMBSTONES])?;
+                    }
+                }
+                Op::Flush => {}
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str) -> SandboxRecord {
+        SandboxRecord {
+            id: id.into(),
+            team_id: "team_1".into(),
+            token: "tok".into(),
+            discard_token: "dsc".into(),
+            twins: vec!["acme".into()],
+            seeds: vec!["{}".into()],
+            twin_digests: vec![],
+            meta: SandboxMeta::default(),
+            idempotency_key: None,
+            created_at_ms: 1,
+            expires_at_ms: 2,
+            idle_deadline_ms: 3,
+        }
+    }
+
+    fn row(seq: u64) -> Arc<TapeRow> {
+        let text = format!(
+            r#"{{"seq":{seq},"ts":"2026-01-01T00:00:00.000001Z","twin":"acme","request_id":"r{seq}","method":"POST","path":"/x","query":"","request_headers":[],"request_body":"","base_url":"http://h/s/sbx/acme","auth":"agent","status":201,"response_headers":[],"response_body":"{{}}","latency_ms":0.1,"action":null,"fidelity":"semantic","state_mutation":true,"state_delta":[],"error":null}}"#
+        );
+        Arc::new(serde_json::from_str(&text).unwrap())
+    }
+
+    #[tokio::test]
+    async fn rows_of_an_open_sandbox_come_back_in_order_and_a_closed_one_leaves_a_tombstone() {
+        let dir = tempfile_dir();
+        for mode in [Durability::Sync, Durability::Window] {
+            let path = dir.join(format!("live-{mode}.db"));
+            let live = Live(SqliteLive::open(&path, mode).unwrap());
+            wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+            wait(|d| live.put(record("sbx_b"), d)).await.unwrap();
+            let ja = live.journal("sbx_a");
+            for seq in 1..=3 {
+                let (tx, rx) = oneshot::channel();
+                ja.append(row(seq), Box::new(move |r| tx.send(r).unwrap()));
+                rx.await.unwrap().unwrap();
+            }
+            live.touch("sbx_a", 99);
+            live.close("sbx_b", &Tombstone { team_id: "team_1".into(), token_hash: "h".into(), reason: CloseReason::Finalized, run_id: Some("run_1".into()) });
+            wait(|d| live.flush(d)).await.unwrap();
+
+            let back = Live(SqliteLive::open(&path, mode).unwrap()).load().unwrap();
+            assert_eq!(back.open.len(), 1, "{mode}");
+            let (rec, tapes) = &back.open[0];
+            assert_eq!(rec.id, "sbx_a");
+            assert_eq!(rec.idle_deadline_ms, 99, "the idle clock is kept");
+            assert_eq!(tapes["acme"].iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
+            assert_eq!(back.closed.len(), 1);
+            assert_eq!(back.closed[0].0, "sbx_b");
+            assert_eq!(back.closed[0].1.run_id.as_deref(), Some("run_1"));
+        }
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("pome-live-test-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
