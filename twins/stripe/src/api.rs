@@ -84,11 +84,13 @@ pub fn routes(r: Router<World>) -> Router<World> {
         .post("/v1/payouts/{id}/cancel", "payouts.cancel", h!(payout_cancel))
         .post("/v1/products", "products.create", h!(product_create))
         .get("/v1/products", "products.list", h!(product_list))
+        .get("/v1/products/search", "products.search", h!(product_search))
         .get("/v1/products/{id}", "products.retrieve", h!(product_retrieve))
         .post("/v1/products/{id}", "products.update", h!(product_update))
         .delete("/v1/products/{id}", "products.delete", h!(product_delete))
         .post("/v1/prices", "prices.create", h!(price_create))
         .get("/v1/prices", "prices.list", h!(price_list))
+        .get("/v1/prices/search", "prices.search", h!(price_search))
         .get("/v1/prices/{id}", "prices.retrieve", h!(price_retrieve))
         .post("/v1/prices/{id}", "prices.update", h!(price_update))
         .post("/v1/coupons", "coupons.create", h!(coupon_create))
@@ -161,7 +163,15 @@ fn created_bounds(p: &Params) -> Result<impl Fn(&Value) -> bool, StripeError> {
     })
 }
 
-fn search_of(w: &World, call: &Call, kind: &str, p: &Params) -> Res {
+fn product_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    search_of(w, call, "product", p)
+}
+
+fn price_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    search_of(w, call, "price", p)
+}
+
+pub(crate) fn search_of(w: &World, call: &Call, kind: &str, p: &Params) -> Res {
     let q = p.req_str("query")?.to_string();
     let mut items = Vec::new();
     for o in w.all(kind) {

@@ -29,6 +29,7 @@ pub fn routes(r: Router<World>) -> Router<World> {
         .delete("/v1/subscriptions/{id}", "subscriptions.cancel", h!(sub_cancel))
         .post("/v1/subscriptions/{id}/resume", "subscriptions.resume", h!(sub_resume))
         .get("/v1/invoices/upcoming", "invoices.upcoming", h!(inv_upcoming))
+        .get("/v1/invoices/search", "invoices.search", h!(inv_search))
         .post("/v1/invoices/create_preview", "invoices.create_preview", h!(inv_create_preview))
         .get("/v1/subscription_items", "subscription_items.list", h!(si_list))
         .post("/v1/subscription_items", "subscription_items.create", h!(sitem_create))
@@ -655,6 +656,10 @@ fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with
     }
     let _ = call;
     Ok(inv)
+}
+
+fn inv_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    api::search_of(w, call, "invoice", p)
 }
 
 fn inv_upcoming(w: &mut World, call: &mut Call, p: &Params) -> Res {

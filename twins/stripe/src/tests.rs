@@ -722,6 +722,12 @@ fn invoices_and_their_items_change_while_draft_and_subscription_items_change_the
     let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
     let sub_id = sub["id"].as_str().unwrap().to_string();
     let (_, addon) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "300"), ("recurring[interval]", "month"), ("product_data[name]", "Seat")]);
+    let (_, found) = get(&mut w, &format!("/v1/invoices/search?query=customer:'{cus}'%20AND%20status:'open'"));
+    assert_eq!(found["data"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect::<Vec<_>>(), vec![inv_id.as_str()]);
+    let (_, found) = get(&mut w, "/v1/products/search?query=name:'Seat'");
+    assert_eq!(found["data"][0]["id"], addon["product"]);
+    let (_, found) = get(&mut w, "/v1/prices/search?query=unit_amount:300");
+    assert_eq!(found["data"][0]["id"], addon["id"]);
     let (s, item) = post(&mut w, "/v1/subscription_items", &[("subscription", &sub_id), ("price", addon["id"].as_str().unwrap()), ("quantity", "2")]);
     assert_eq!((s, item["quantity"].as_i64(), item["subscription"].as_str()), (200, Some(2), Some(sub_id.as_str())), "{item}");
     let item_id = item["id"].as_str().unwrap().to_string();
