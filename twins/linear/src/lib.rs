@@ -97,12 +97,22 @@ pub fn complexity(set: &SelectionSet, doc: &apollo_compiler::ExecutableDocument,
         .sum()
 }
 
-/// The user a seeded API key (`tokens` in the seed) acts as, if the request carries one, raw
-/// in `Authorization` (as @linear/sdk sends a key) or as `Bearer`.
+/// The header a host sends with the SHA-256 (hex) of a credential it did not recognise, so
+/// a twin can accept keys from its seed without the key itself reaching the twin or the tape
+/// (the host redacts `Authorization`).
+pub const CREDENTIAL_DIGEST_HEADER: &str = "x-pome-credential-sha256";
+
+/// The user a seeded API key (`tokens` in the seed) acts as, if the request carries one: by
+/// its digest ([`CREDENTIAL_DIGEST_HEADER`]), or raw in `Authorization` (as @linear/sdk sends
+/// a key) or as `Bearer` where no host redacted it.
 fn seeded_token_user(w: &World, call: &Call) -> Option<String> {
-    let given = call.req.header("authorization")?.trim();
-    let given = given.strip_prefix("Bearer ").unwrap_or(given).trim();
-    let t = w.tokens.iter().find(|t| t.get("token").and_then(Value::as_str) == Some(given))?;
+    use sha2::Digest;
+    let digest = call.req.header(CREDENTIAL_DIGEST_HEADER).map(str::to_ascii_lowercase);
+    let given = call.req.header("authorization").map(|g| g.trim()).map(|g| g.strip_prefix("Bearer ").unwrap_or(g).trim());
+    let t = w.tokens.iter().find(|t| {
+        let Some(token) = t.get("token").and_then(Value::as_str) else { return false };
+        given == Some(token) || digest.as_deref() == Some(hex::encode(sha2::Sha256::digest(token.as_bytes())).as_str())
+    })?;
     let user = t.get("user").and_then(Value::as_str)?;
     w.all("User")
         .find(|(id, u)| id.as_str() == user || u.get("email").and_then(Value::as_str).is_some_and(|e| e.eq_ignore_ascii_case(user)))

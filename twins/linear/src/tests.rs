@@ -704,6 +704,14 @@ fn seeded_api_keys_act_as_their_users() {
     }
     let (_, body) = post_with(&mut w, Auth::Invalid, "lin_api_dev", "mutation { issueCreate(input: {teamId: \"ENG\", title: \"From dev\"}) { issue { creator { id } } } }");
     assert_eq!(body["data"]["issueCreate"]["issue"]["creator"]["id"], "user_dev");
+    // As a host that redacts the key sends it: its digest.
+    let mut req = Request::new(Method::Post, "/graphql").with_json(&json!({"query": "{ viewer { id } }"}));
+    req.auth = Auth::Invalid;
+    req.headers.push(("authorization".into(), "[redacted]".into()));
+    req.headers.push((crate::CREDENTIAL_DIGEST_HEADER.into(), hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"lin_api_dev"))));
+    let mut call = Call::new(req);
+    let resp = World::router().dispatch(&mut w, &mut call);
+    assert_eq!(resp.json_body()["data"]["viewer"]["id"], "user_dev");
     let (status, body) = post_with(&mut w, Auth::Invalid, "lin_api_nobody", "{ viewer { id } }");
     assert_eq!(status, 400);
     assert_eq!(body["errors"][0]["extensions"]["code"], "AUTHENTICATION_ERROR");
