@@ -75,7 +75,13 @@ fn main() {
     let mut nfields = 0usize;
     for name in &names {
         let ty = &schema.types[*name];
-        let (kind, head, start, len, related, possible, refs, enum_first): (&str, String, usize, usize, BTreeSet<&str>, Vec<&str>, BTreeSet<&str>, &str);
+        // Each row's parts, set by every arm below.
+        let kind: &str;
+        let head: String;
+        let (start, len): (usize, usize);
+        let (related, refs): (BTreeSet<&str>, BTreeSet<&str>);
+        let possible: Vec<&str>;
+        let enum_first: &str;
         let start_at = nfields;
         let mut field_rows = |fields: &apollo_compiler::collections::IndexMap<apollo_compiler::Name, apollo_compiler::schema::Component<apollo_compiler::schema::FieldDefinition>>| {
             let mut sorted: Vec<_> = fields.values().collect();

@@ -161,7 +161,7 @@ issueUpdate(id: $id, input: {{title: $title, teamId: $team, description: $descri
             "get_team",
             "Get a team by key or name",
             true,
-            format!("query get_team($query: String!) {{ teams(first: 1, filter: {{or: [{{key: {{eqIgnoreCase: $query}}}}, {{name: {{eqIgnoreCase: $query}}}}]}}) {{ nodes {{ id key name description states {{ nodes {{ id name type }} }} }} }} }}"),
+            "query get_team($query: String!) { teams(first: 1, filter: {or: [{key: {eqIgnoreCase: $query}}, {name: {eqIgnoreCase: $query}}]}) { nodes { id key name description states { nodes { id name type } } } } }".into(),
             json!({"query": s("The team's key or name")}),
             &["query"],
         ),
