@@ -100,7 +100,7 @@ impl Data {
     }
 }
 
-/// The world. Snapshots (postcard) carry it as one JSON string, since objects are JSON text.
+/// The world (see its `Serialize` for how snapshots carry it).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct World(pub Data);
 
@@ -116,24 +116,95 @@ impl DerefMut for World {
     }
 }
 
+/// What a snapshot carries besides the objects, as JSON (seeds and injected failures hold
+/// free-form JSON, which postcard cannot describe).
+#[derive(Serialize)]
+struct MetaRef<'a> {
+    account_id: &'a String,
+    api_keys: &'a Vec<Value>,
+    seq: u64,
+    request_seq: u64,
+    templates: &'a store::Templates,
+    idempotency: &'a BTreeMap<String, IdemEntry>,
+    idempotency_order: &'a std::collections::VecDeque<String>,
+    failure_injection: &'a Vec<FailureRule>,
+    attempts: &'a BTreeMap<String, u32>,
+    seeded_balance: &'a BTreeMap<String, (i64, i64)>,
+    deleted: &'a std::collections::BTreeSet<String>,
+    current_request: &'a String,
+    current_idempotency_key: &'a Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    account_id: String,
+    api_keys: Vec<Value>,
+    seq: u64,
+    request_seq: u64,
+    templates: store::Templates,
+    idempotency: BTreeMap<String, IdemEntry>,
+    idempotency_order: std::collections::VecDeque<String>,
+    failure_injection: Vec<FailureRule>,
+    attempts: BTreeMap<String, u32>,
+    seeded_balance: BTreeMap<String, (i64, i64)>,
+    deleted: std::collections::BTreeSet<String>,
+    current_request: String,
+    current_idempotency_key: Option<String>,
+}
+
 impl Serialize for World {
+    /// Human-readable formats get the world as it is; snapshots (postcard) get the small
+    /// JSON part beside the objects and their order in postcard's own encoding, so a loaded
+    /// world's stored text is neither escaped into a JSON string nor held twice on restore.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if s.is_human_readable() {
-            self.0.serialize(s)
-        } else {
-            s.serialize_str(&serde_json::to_string(&self.0).map_err(serde::ser::Error::custom)?)
+            return self.0.serialize(s);
         }
+        let d = &self.0;
+        let meta = MetaRef {
+            account_id: &d.account_id,
+            api_keys: &d.api_keys,
+            seq: d.seq,
+            request_seq: d.request_seq,
+            templates: &d.templates,
+            idempotency: &d.idempotency,
+            idempotency_order: &d.idempotency_order,
+            failure_injection: &d.failure_injection,
+            attempts: &d.attempts,
+            seeded_balance: &d.seeded_balance,
+            deleted: &d.deleted,
+            current_request: &d.current_request,
+            current_idempotency_key: &d.current_idempotency_key,
+        };
+        let json = serde_json::to_string(&meta).map_err(serde::ser::Error::custom)?;
+        (json, &d.objects, &d.order).serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for World {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<World, D::Error> {
         if d.is_human_readable() {
-            Data::deserialize(d).map(World)
-        } else {
-            let s = String::deserialize(d)?;
-            serde_json::from_str(&s).map(World).map_err(serde::de::Error::custom)
+            return Data::deserialize(d).map(World);
         }
+        let (json, objects, order): (String, BTreeMap<String, store::Stored>, BTreeMap<String, Vec<String>>) = Deserialize::deserialize(d)?;
+        let m: Meta = serde_json::from_str(&json).map_err(serde::de::Error::custom)?;
+        Ok(World(Data {
+            account_id: m.account_id,
+            api_keys: m.api_keys,
+            seq: m.seq,
+            request_seq: m.request_seq,
+            objects,
+            templates: m.templates,
+            order,
+            idempotency: m.idempotency,
+            idempotency_order: m.idempotency_order,
+            failure_injection: m.failure_injection,
+            attempts: m.attempts,
+            seeded_balance: m.seeded_balance,
+            deleted: m.deleted,
+            current_request: m.current_request,
+            current_idempotency_key: m.current_idempotency_key,
+        }))
     }
 }
 

@@ -23,15 +23,12 @@ pub struct Stored {
     pub kind: Box<str>,
     /// Compact JSON: the diff against the kind's template, or the whole object.
     pub text: Box<str>,
-    #[serde(default, skip_serializing_if = "is_false")]
+    /// (Every field is always written: postcard snapshots cannot skip one.)
+    #[serde(default)]
     pub diff: bool,
     /// For an event: the kind of `data.object`, when that is stored as a diff.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub inner: Option<Box<str>>,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 /// A kind's template, with each field's compact JSON rendered once.
