@@ -28,6 +28,10 @@ pub enum ToolBody {
     Form,
     /// A GraphQL document posted as `{"query": …, "variables": <the arguments>}`.
     Graphql { query: String },
+    /// The twin serves this tool itself over MCP at `path` (Gmail's own `/mcp/v1`): the call
+    /// is posted there as a JSON-RPC `tools/call` of the same name, and the JSON-RPC result is
+    /// the tool's result as is ([`mcp_result`]).
+    Mcp,
 }
 
 /// One tool.
@@ -134,8 +138,27 @@ impl ToolDecl {
                 let body = serde_json::json!({"query": query, "variables": Value::Object(rest)});
                 ("".to_string(), "application/json", serde_json::to_vec(&body).expect("JSON serialises"))
             }
+            ToolBody::Mcp => {
+                let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": self.name, "arguments": Value::Object(rest)}});
+                ("".to_string(), "application/json", serde_json::to_vec(&body).expect("JSON serialises"))
+            }
         };
         Ok(ToolRequest { method: self.method.clone(), path, query, content_type, body })
+    }
+}
+
+/// The tool result in a twin's own MCP answer (for [`ToolBody::Mcp`] tools): the JSON-RPC
+/// `result` object, or an `Err` with the JSON-RPC `error` object (or the whole answer when it
+/// is not JSON-RPC).
+pub fn mcp_result(answer: &[u8]) -> Result<Map<String, Value>, Value> {
+    match serde_json::from_slice::<Value>(answer) {
+        Ok(Value::Object(mut m)) => match (m.remove("result"), m.remove("error")) {
+            (Some(Value::Object(r)), _) => Ok(r),
+            (_, Some(e)) => Err(e),
+            _ => Err(Value::Object(m)),
+        },
+        Ok(other) => Err(other),
+        Err(_) => Err(Value::String(String::from_utf8_lossy(answer).into_owned())),
     }
 }
 
@@ -309,6 +332,21 @@ mod tests {
         let r = t.request(&args(json!({"id": "ENG-1"}))).unwrap();
         let body: Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(body["variables"], json!({"id": "ENG-1"}));
+    }
+
+    #[test]
+    fn mcp_tools_post_a_tools_call_of_their_own_name_and_read_its_result() {
+        let mut t = tool("/mcp/v1", ToolBody::Mcp);
+        t.name = "get_thread".into();
+        let r = t.request(&args(json!({"threadId": "t1"}))).unwrap();
+        let body: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/mcp/v1"));
+        assert_eq!(body["method"], "tools/call");
+        assert_eq!(body["params"], json!({"name": "get_thread", "arguments": {"threadId": "t1"}}));
+        let ok = mcp_result(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}"#).unwrap();
+        assert_eq!(ok["isError"], false);
+        let err = mcp_result(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#).unwrap_err();
+        assert_eq!(err["code"], -32602);
     }
 
     #[test]

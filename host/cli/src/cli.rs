@@ -60,6 +60,17 @@ pub enum Command {
         #[arg(long, env = "POME_DATA", default_value = "pome-data")]
         data: PathBuf,
     },
+    /// Print an MCP client configuration (the `mcpServers` JSON Claude Desktop, Cursor and
+    /// other MCP clients read) with each twin of a sandbox as a server: URL and bearer token.
+    McpConfig {
+        /// The sandbox id, `ses_…`.
+        sandbox: String,
+        /// Add the team's control MCP (`run_task`, `finalize`, …) with the API key.
+        #[arg(long)]
+        control: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Task files.
     #[command(subcommand)]
     Tasks(TasksCommand),
@@ -244,6 +255,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Run(args) => return crate::run::run(args).await,
         Command::Eval { run_dir, twins_dir, data } => return crate::run::eval(run_dir, twins_dir, data).await,
         Command::Replay { run, client, twins_dir, data } => return crate::run::replay(run, client, twins_dir, data).await,
+        Command::McpConfig { sandbox, control, client } => return crate::client::mcp_config(sandbox, control, client).await,
         Command::Tasks(TasksCommand::Validate { files, twins_dir, data }) => return crate::run::validate(files, twins_dir, data).await,
         Command::Checks { twin, twins_dir, data } => return crate::run::checks(twin, twins_dir, data).await,
     };

@@ -268,6 +268,31 @@ pub async fn usage(args: ClientArgs) -> i32 {
     }.await)
 }
 
+/// `pome mcp-config <sandbox>`: each twin's MCP server as MCP clients configure a remote one.
+pub async fn mcp_config(sandbox: String, control: bool, args: ClientArgs) -> i32 {
+    finish(async {
+        let c = Client::new(&args)?;
+        let s = c.call(reqwest::Method::GET, &format!("/v1/sandboxes/{sandbox}"), None).await?;
+        println!("{}", serde_json::to_string_pretty(&mcp_servers(&s, control.then_some((c.base.as_str(), c.key.as_str())))).unwrap());
+        Ok(exit::OK)
+    }
+    .await)
+}
+
+/// The `mcpServers` object: one server per twin (`pome-<twin>`), and the control MCP (`pome`)
+/// when asked for with the team's key.
+pub fn mcp_servers(sandbox: &Value, control: Option<(&str, &str)>) -> Value {
+    let token = sandbox["agent_token"].as_str().unwrap_or_default();
+    let mut servers = serde_json::Map::new();
+    for (twin, urls) in sandbox["per_twin"].as_object().into_iter().flatten() {
+        servers.insert(format!("pome-{twin}"), json!({"type": "http", "url": urls["mcp_url"], "headers": {"Authorization": format!("Bearer {token}")}}));
+    }
+    if let Some((base, key)) = control {
+        servers.insert("pome".into(), json!({"type": "http", "url": format!("{base}/mcp"), "headers": {"Authorization": format!("Bearer {key}")}}));
+    }
+    json!({"mcpServers": servers})
+}
+
 /// `'…'` with any `'` inside escaped, so a value is one word to the shell.
 fn shell_quote(v: &str) -> String {
     format!("'{}'", v.replace('\'', "'\\''"))

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::response::Response;
+use axum::response::{IntoResponse as _, Response};
 use axum::routing::any;
 use tokio::net::TcpListener;
 
@@ -50,6 +50,9 @@ struct Local {
     store: TwinStore,
     token: String,
     limits: Limits,
+    /// The twin's MCP server, at `/mcp`.
+    mcp: pome_server::mcp::Doors,
+    twin: String,
 }
 
 pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
@@ -74,13 +77,15 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
                 None => String::new(),
             };
             let seed_image = SeedCache::new(1).get(&rt, &image, &seed).await.map_err(|e| anyhow::anyhow!("the {twin} twin refused the seed: {e}"))?;
+            let mcp = pome_server::mcp::Doors::new(limits.request_body_bytes, &[(twin.clone(), image.clone())].into_iter().collect());
             let store = TwinStore::start(rt.clone(), image, seed_image, Arc::new(Metrics::default()), Arc::new(pome_runtime::outbound::Policy::default())).await?;
-            let local = Arc::new(Local { store, token: pome_server::auth::new_agent_token(), limits });
+            let local = Arc::new(Local { store, token: pome_server::auth::new_agent_token(), limits, mcp, twin: twin.clone() });
             let listener = TcpListener::bind(("127.0.0.1", port)).await.with_context(|| format!("binding port {port}"))?;
             let addr = listener.local_addr()?;
             println!("{twin} twin at http://{addr}");
             println!("token: {}", local.token);
             println!("tape:  http://{addr}/_pome/events");
+            println!("mcp:   http://{addr}/mcp");
             let app = Router::new().route("/{*path}", any(serve)).route("/", any(serve)).with_state(local);
             axum::serve(listener, app).await?;
             Ok(())
@@ -94,5 +99,19 @@ async fn serve(State(local): State<Arc<Local>>, req: Request) -> Response {
         return pome_server::proxy::reserved_route(&local.store, route).await;
     }
     let host = req.headers().get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost").to_string();
+    if path == "/mcp" {
+        let credential = pome_server::auth::twin_credential(req.headers(), "", None, pome_server::auth::ANY_FORM);
+        if !credential.is_some_and(|c| pome_server::auth::same(&c, &local.token)) {
+            return pome_server::error::ApiError::new(pome_server::error::ErrorType::InvalidAuth, "the MCP server needs the token `pome twin start` printed, as `Authorization: Bearer <token>`").into_response();
+        }
+        let target = pome_server::mcp::twin::Target {
+            store: local.store.clone(),
+            token: local.token.clone(),
+            base_url: format!("http://{host}"),
+            tools: local.mcp.tools[&local.twin].clone(),
+            request_id: pome_server::auth::new_id("req"),
+        };
+        return local.mcp.serve_twin(req, target).await;
+    }
     pome_server::proxy::forward(&local.store, &local.token, format!("http://{host}"), &local.limits, req, path, || {}).await
 }

@@ -32,6 +32,10 @@ pub struct TwinRequest {
     pub body: Vec<u8>,
     pub base_url: String,
     pub auth: Auth,
+    /// The door it came through when not REST (`mcp`), and the MCP tool called; both go on
+    /// the tape row.
+    pub via: Option<String>,
+    pub tool: Option<String>,
 }
 
 /// A twin's answer. Headers and body are shared with the tape row that records them.
@@ -285,6 +289,8 @@ impl Worker {
             request_body,
             base_url: req.base_url,
             auth: auth_name(req.auth).to_string(),
+            via: req.via,
+            tool: req.tool,
             status: reply.status,
             response_headers: reply.headers.clone(),
             response_body: Body(reply.body.clone()),
@@ -434,6 +440,8 @@ pub fn replay_request(row: &TapeRow) -> TwinRequest {
             "invalid" => Auth::Invalid,
             _ => Auth::Agent,
         },
+        via: row.via.clone(),
+        tool: row.tool.clone(),
     }
 }
 

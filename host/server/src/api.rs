@@ -61,13 +61,21 @@ fn opt_string(body: &Value, key: &str) -> Result<Option<String>, ApiError> {
 
 async fn create_sandbox(State(app): State<Arc<App>>, Team(team): Team, headers: HeaderMap, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
     let body = parse_json(&body)?;
+    let (status, v) = create(&app, &team, &headers, &body).await?;
+    Ok((status, Json(v)))
+}
+
+/// Create a sandbox from a create body (REST `POST /v1/sandboxes`, MCP `create_sandbox` and
+/// `run_task`): the sandbox as the API shows it, with its token.
+pub async fn create(app: &Arc<App>, team: &str, headers: &HeaderMap, body: &Value) -> Result<(StatusCode, Value), ApiError> {
+    let team = team.to_string();
     let idempotency_key = opt_string(&body, "idempotency_key")?;
     if let Some(key) = &idempotency_key {
         // A retry waits for the create it repeats, however the two interleave.
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
             match app.sandboxes.claim_key(&team, key) {
-                KeyClaim::Existing(s) => return Ok((StatusCode::OK, Json(sandbox_json(&app, &s, &headers, true)))),
+                KeyClaim::Existing(s) => return Ok((StatusCode::OK, sandbox_json(app, &s, headers, true))),
                 KeyClaim::Claimed => break,
                 KeyClaim::Busy if std::time::Instant::now() > give_up => {
                     return Err(ApiError::new(ErrorType::Conflict, format!("a create with idempotency key `{key}` is still in progress")));
@@ -76,7 +84,7 @@ async fn create_sandbox(State(app): State<Arc<App>>, Team(team): Team, headers: 
             }
         }
     }
-    let result = create_claimed(&app, &team, &headers, &body, idempotency_key.clone()).await;
+    let result = create_claimed(app, &team, headers, body, idempotency_key.clone()).await;
     if result.is_err()
         && let Some(key) = &idempotency_key
     {
@@ -86,7 +94,7 @@ async fn create_sandbox(State(app): State<Arc<App>>, Team(team): Team, headers: 
 }
 
 /// Create once the idempotency key (if any) is ours.
-async fn create_claimed(app: &Arc<App>, team: &str, headers: &HeaderMap, body: &Value, idempotency_key: Option<String>) -> Result<(StatusCode, Json<Value>), ApiError> {
+async fn create_claimed(app: &Arc<App>, team: &str, headers: &HeaderMap, body: &Value, idempotency_key: Option<String>) -> Result<(StatusCode, Value), ApiError> {
 
     // A task (`task_id` or `task_source`) names the twins and the seed.
     let task = crate::task_api::for_create(app, team, body).await?;
@@ -113,7 +121,7 @@ async fn create_claimed(app: &Arc<App>, team: &str, headers: &HeaderMap, body: &
     };
 
     let sandbox = app.create_sandbox(team, &names, &seeds, meta, idempotency_key).await?;
-    Ok((StatusCode::CREATED, Json(sandbox_json(app, &sandbox, headers, true))))
+    Ok((StatusCode::CREATED, sandbox_json(app, &sandbox, headers, true)))
 }
 
 /// The `twins` list: the count is checked before the names, so four names are
@@ -213,6 +221,7 @@ fn sandbox_json(app: &App, s: &Sandbox, headers: &HeaderMap, with_token: bool) -
                 "events_url": format!("{base}/_pome/events"),
                 "state_url": format!("{base}/_pome/state"),
                 "health_url": format!("{base}/_pome/health"),
+                "mcp_url": format!("{base}/mcp"),
             }),
         );
     }
@@ -264,6 +273,7 @@ fn agent_env(app: &App, s: &Sandbox, per_twin: &Value) -> Value {
         let base_url = per_twin[&t.name]["base_url"].as_str().unwrap_or_default();
         put(format!("POME_{up}_REST_URL"), api_url.to_string());
         put(format!("POME_{up}_BASE_URL"), base_url.to_string());
+        put(format!("POME_{up}_MCP_URL"), format!("{base_url}/mcp"));
         for var in app.twins.get(&t.name).map(|i| i.description.agent_env.as_slice()).unwrap_or_default() {
             put(var.name.clone(), var.render(api_url, base_url, &s.token, &s.id));
         }
@@ -281,23 +291,35 @@ fn open_sandbox(app: &App, team: &str, id: &str) -> Result<Arc<Sandbox>, ApiErro
 }
 
 async fn list_sandboxes(State(app): State<Arc<App>>, Team(team): Team, headers: HeaderMap) -> Json<Value> {
-    let list: Vec<Value> = app.sandboxes.list(&team).iter().map(|s| sandbox_json(&app, s, &headers, false)).collect();
-    Json(json!({"object": "list", "data": list}))
+    Json(list(&app, &team, &headers))
+}
+
+/// The team's open sandboxes (REST and MCP `list_sandboxes`).
+pub fn list(app: &App, team: &str, headers: &HeaderMap) -> Value {
+    let list: Vec<Value> = app.sandboxes.list(team).iter().map(|s| sandbox_json(app, s, headers, false)).collect();
+    json!({"object": "list", "data": list})
 }
 
 async fn get_sandbox(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
     let s = open_sandbox(&app, &team, &id)?;
-    Ok(Json(sandbox_json(&app, &s, &headers, false)))
+    // The owning team sees the agent token again (`pome mcp-config` builds a client
+    // configuration from it); listings never show tokens.
+    Ok(Json(sandbox_json(&app, &s, &headers, true)))
 }
 
 async fn heartbeat(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    let s = open_sandbox(&app, &team, &id)?;
+    beat(&app, &team, &id).map(Json)
+}
+
+/// Reset a sandbox's idle timer (REST and MCP `heartbeat`).
+pub fn beat(app: &App, team: &str, id: &str) -> Result<Value, ApiError> {
+    let s = open_sandbox(app, team, id)?;
     s.touch();
-    Ok(Json(json!({
+    Ok(json!({
         "id": s.id, "session_id": s.id, "state": "open",
         "idle_expires_at": rfc3339(s.idle_expires_at()),
         "expires_at": rfc3339(s.expires_at()),
-    })))
+    }))
 }
 
 #[derive(Deserialize)]
@@ -306,11 +328,17 @@ struct DeleteQuery {
 }
 
 async fn delete_sandbox(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, Query(q): Query<DeleteQuery>) -> Result<Json<Value>, ApiError> {
-    let s = open_sandbox(&app, &team, &id)?;
-    match q.confirm_discard {
+    stop(&app, &team, &id, q.confirm_discard).map(Json)
+}
+
+/// Stop a sandbox (REST `DELETE`, MCP `stop_sandbox`): an ungraded one only with its discard
+/// token, since stopping it loses its run.
+pub fn stop(app: &App, team: &str, id: &str, confirm_discard: Option<String>) -> Result<Value, ApiError> {
+    let s = open_sandbox(app, team, id)?;
+    match confirm_discard {
         Some(t) if crate::auth::same(&t, &s.discard_token) => {
             app.sandboxes.close(&s, CloseReason::Discarded, None);
-            Ok(Json(json!({"id": s.id, "session_id": s.id, "state": "closed", "discarded": true})))
+            Ok(json!({"id": s.id, "session_id": s.id, "state": "closed", "discarded": true}))
         }
         Some(_) => Err(ApiError::new(ErrorType::Conflict, "confirm_discard does not match this sandbox's discard token")
             .with_details(json!({"reason": "bad_discard_token"}))),
@@ -350,27 +378,37 @@ async fn revoke_key(State(app): State<Arc<App>>, Team(team): Team, headers: Head
 }
 
 async fn usage(State(app): State<Arc<App>>, Team(team): Team) -> Json<Value> {
-    let used = app.sandboxes.used(&team);
-    let quota = app.sandboxes.quota;
-    Json(json!({"sessions_used": used, "sessions_quota": quota, "sessions_remaining": quota.saturating_sub(used)}))
+    Json(usage_of(&app, &team))
 }
 
-#[derive(Deserialize)]
-struct RunsQuery {
-    group_id: Option<String>,
-    task: Option<String>,
+/// The team's concurrency use (REST and MCP `usage`).
+pub fn usage_of(app: &App, team: &str) -> Value {
+    let used = app.sandboxes.used(team);
+    let quota = app.sandboxes.quota;
+    json!({"sessions_used": used, "sessions_quota": quota, "sessions_remaining": quota.saturating_sub(used)})
+}
+
+#[derive(Deserialize, Default)]
+pub struct RunsQuery {
+    pub group_id: Option<String>,
+    pub task: Option<String>,
     /// `pass`, `fail`, `incomplete` or `ungraded`.
-    verdict: Option<String>,
+    pub verdict: Option<String>,
     /// Runs per page: 100 unless set, at most 1,000.
-    limit: Option<usize>,
+    pub limit: Option<usize>,
     /// The id of the last run of the previous page (the answer's `next_cursor`).
-    starting_after: Option<String>,
+    pub starting_after: Option<String>,
 }
 
 /// The most runs one page holds, so a listing never loads a team's whole history.
 const MAX_RUNS_PAGE: usize = 1_000;
 
 async fn list_runs(State(app): State<Arc<App>>, Team(team): Team, Query(q): Query<RunsQuery>) -> Result<Json<Value>, ApiError> {
+    runs(&app, &team, q).await.map(Json)
+}
+
+/// A page of the team's runs (REST and MCP `list_runs`).
+pub async fn runs(app: &App, team: &str, q: RunsQuery) -> Result<Value, ApiError> {
     if let Some(v) = q.verdict.as_deref()
         && !["pass", "fail", "incomplete", "ungraded"].contains(&v)
     {
@@ -385,17 +423,22 @@ async fn list_runs(State(app): State<Arc<App>>, Team(team): Team, Query(q): Quer
     };
     let filter = crate::storage::RunFilter { group_id: q.group_id, task_id: q.task, verdict: q.verdict };
     let page = crate::storage::RunPage { limit, starting_after: q.starting_after.clone() };
-    let Some((runs, has_more)) = app.storage.runs(&team, filter, page).await? else {
+    let Some((runs, has_more)) = app.storage.runs(team, filter, page).await? else {
         let id = q.starting_after.unwrap_or_default();
         return Err(ApiError::validation(format!("`starting_after` names no run of your team: {id}")).with_details(json!({"field": "starting_after"})));
     };
     let next_cursor = if has_more { runs.last().map(|r| r.id.clone()) } else { None };
-    Ok(Json(json!({"object": "list", "data": runs, "has_more": has_more, "next_cursor": next_cursor})))
+    Ok(json!({"object": "list", "data": runs, "has_more": has_more, "next_cursor": next_cursor}))
 }
 
 async fn get_run(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    match app.storage.run(&team, &id).await? {
-        Some(run) => Ok(Json(run)),
+    run(&app, &team, &id).await.map(Json)
+}
+
+/// One of the team's runs (REST and MCP `get_run`).
+pub async fn run(app: &App, team: &str, id: &str) -> Result<Value, ApiError> {
+    match app.storage.run(team, id).await? {
+        Some(run) => Ok(run),
         None => Err(ApiError::not_found(format!("no run {id} in your team"))),
     }
 }

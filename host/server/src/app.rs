@@ -55,6 +55,8 @@ pub struct App {
     pub outbound: Arc<pome_runtime::outbound::Policy>,
     /// The twins deciding their own checks at finalize.
     pub decider: crate::twins::TwinDecider,
+    /// The MCP door: each twin's tools, and the twin and control services.
+    pub mcp: crate::mcp::Doors,
 }
 
 

@@ -21,6 +21,13 @@ use crate::sandbox::{CloseReason, Lookup, Sandbox};
 /// so a client that hangs up mid-way cannot leave the sandbox half closed with its slot held.
 /// Finalizing again answers the same run; a second caller during the first waits for it.
 pub async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    finalize_sandbox(&app, &team, &id).await.map(Json)
+}
+
+/// Finalize the team's sandbox `id` (REST and MCP `finalize`): the verdict, with each
+/// criterion's evidence.
+pub async fn finalize_sandbox(app: &Arc<App>, team: &str, id: &str) -> Result<Value, ApiError> {
+    let (team, id) = (team.to_string(), id.to_string());
     // Judges may take minutes per `[model]` criterion; a waiting caller gives up well after.
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30 * 60);
     loop {
@@ -33,14 +40,14 @@ pub async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): P
                 if app.sandboxes.begin_close(&s, CloseReason::Finalized) {
                     let (app, team) = (app.clone(), team.clone());
                     let job = tokio::spawn(async move { finalize_job(&app, &team, &s).await });
-                    return job.await.map_err(|e| ApiError::internal(format!("finalize stopped: {e}")))?.map(Json);
+                    return job.await.map_err(|e| ApiError::internal(format!("finalize stopped: {e}")))?;
                 }
             }
             Lookup::Closed(t) if t.team_id == team && t.reason == CloseReason::Finalized => {
                 if let Some(run_id) = t.run_id {
                     let run = app.storage.run(&team, &run_id).await?.ok_or_else(|| ApiError::internal(format!("run {run_id} of sandbox {id} is missing")))?;
                     let run: Run = serde_json::from_value(run).map_err(|e| ApiError::internal(format!("run {run_id} does not read back: {e}")))?;
-                    return Ok(Json(finalize_answer(&id, &run)));
+                    return Ok(finalize_answer(&id, &run));
                 }
                 // Another finalize is at work on it: wait for its run.
             }

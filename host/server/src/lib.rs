@@ -12,6 +12,7 @@ pub mod auth;
 pub mod error;
 pub mod finalize;
 pub mod live;
+pub mod mcp;
 pub mod proxy;
 pub mod sandbox;
 pub mod server;

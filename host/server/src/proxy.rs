@@ -70,6 +70,16 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
         return reserved_route(&t.store, reserved).await;
     }
 
+    if rest == "/mcp" {
+        // The MCP door takes the agent token alone: a team key grades, it does not act.
+        if !credential.as_deref().is_some_and(|c| crate::auth::same(c, &sandbox.token)) {
+            return ApiError::new(crate::error::ErrorType::InvalidAuth, format!("the MCP door of sandbox {id} needs its agent token as `Authorization: Bearer <agent_token>`")).into_response();
+        }
+        sandbox.touch();
+        let target = crate::mcp::twin::Target { store: t.store.clone(), token: sandbox.token.clone(), base_url, tools: app.mcp.tools[&twin].clone(), request_id: current_request_id() };
+        return app.mcp.serve_twin(req, target).await;
+    }
+
     // Only the agent's own calls keep a sandbox alive: knowing its id is not enough.
     forward(&t.store, &sandbox.token, base_url, &app.rt.limits, req, rest, || sandbox.touch()).await
 }
@@ -133,6 +143,8 @@ pub async fn forward(store: &TwinStore, token: &str, base_url: String, limits: &
         body: pome_tape::redact_bytes(body.to_vec(), &secrets),
         base_url,
         auth,
+        via: None,
+        tool: None,
     };
     reply(store.handle(twin_req).await)
 }

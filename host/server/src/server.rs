@@ -102,6 +102,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     };
 
     let metrics = Arc::new(Metrics::default());
+    let mcp = crate::mcp::Doors::new(cfg.limits.request_body_bytes, &twins);
     let app = Arc::new(App {
         rt: rt.clone(),
         twins,
@@ -113,6 +114,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         catalog,
         decider,
         outbound: Arc::new(cfg.outbound.clone()),
+        mcp,
     });
 
     // Live sandboxes from before this start come back before anything is served.
@@ -233,6 +235,7 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(crate::api::routes())
         .merge(crate::ui::routes())
         .route("/s/{*rest}", any(crate::proxy::sandbox_twin))
+        .route("/mcp", any(crate::mcp::control::door))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
         .fallback(|| async { ApiError::not_found("no such route; the API lives under /v1 and twins under /s/<sandbox>/<twin>/") })

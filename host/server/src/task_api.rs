@@ -123,17 +123,28 @@ pub async fn create(State(app): State<Arc<App>>, Team(team): Team, ApiBody(body)
         None => content_id(&source),
     };
     let sidecar = body.get("seed").filter(|s| !s.is_null()).cloned();
-    let t = task::parse(&format!("task {id}"), &id, &source, sidecar.as_ref().map(Value::to_string).as_deref()).map_err(invalid)?;
+    let (t, version) = store(&app, &team, &id, &source, sidecar.as_ref()).await?;
+    let mut described = describe(&t, &app.catalog);
+    described["version"] = json!(version);
+    Ok((StatusCode::CREATED, Json(described)))
+}
+
+/// Parse a task, check this server has its twins, and store it under `id`: the task and its stored version. REST `POST /v1/tasks` and MCP `run_task`.
+pub async fn store(app: &App, team: &str, id: &str, source: &str, sidecar: Option<&Value>) -> Result<(Task, String), ApiError> {
+    let t = task::parse(&format!("task {id}"), id, source, sidecar.map(Value::to_string).as_deref()).map_err(invalid)?;
     for twin in &t.config.twins {
         if !app.twins.contains_key(twin) {
             return Err(ApiError::validation(format!("task `{id}` needs the `{twin}` twin, which this server does not have"))
                 .with_details(json!({"error": "unknown_twin", "twin": twin})));
         }
     }
-    let version = put(&app, &team, &id, &source, sidecar.as_ref()).await?;
-    let mut described = describe(&t, &app.catalog);
-    described["version"] = json!(version);
-    Ok((StatusCode::CREATED, Json(described)))
+    let version = put(app, team, id, source, sidecar).await?;
+    Ok((t, version))
+}
+
+/// The id a task given inline is stored under: derived from its markdown.
+pub fn inline_id(source: &str) -> String {
+    content_id(source)
 }
 
 fn describe(t: &Task, catalog: &Catalog) -> Value {
@@ -147,14 +158,19 @@ fn describe(t: &Task, catalog: &Catalog) -> Value {
 }
 
 pub async fn list(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json<Value>, ApiError> {
+    tasks(&app, &team).await.map(Json)
+}
+
+/// The team's stored tasks (REST and MCP `list_tasks`).
+pub async fn tasks(app: &App, team: &str) -> Result<Value, ApiError> {
     let catalog = &app.catalog;
     let mut data = Vec::new();
-    for (id, stored) in app.storage.tasks(&team).await? {
+    for (id, stored) in app.storage.tasks(team).await? {
         if let Ok((t, _)) = parse_stored(&id, &stored) {
-            data.push(describe(&t, &catalog));
+            data.push(describe(&t, catalog));
         }
     }
-    Ok(Json(json!({"object": "list", "data": data})))
+    Ok(json!({"object": "list", "data": data}))
 }
 
 pub async fn show(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
@@ -171,8 +187,12 @@ pub async fn show(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<
 /// `POST /v1/tasks/validate` `{source | source_base64, file?}`: parse and bind, store nothing.
 /// Always 200 with `valid`; a task that does not parse has `errors`.
 pub async fn validate(State(app): State<Arc<App>>, Team(_): Team, ApiBody(body): ApiBody) -> Result<Json<Value>, ApiError> {
-    let body = parse_body(&body)?;
-    let source = source_of(&body)?.ok_or_else(|| ApiError::validation("`source` (markdown) or `source_base64` is required").with_details(json!({"field": "source"})))?;
+    validate_body(&app, &parse_body(&body)?).map(Json)
+}
+
+/// Parse and bind a task given in a request body (REST and MCP `validate_task`).
+pub fn validate_body(app: &App, body: &Value) -> Result<Value, ApiError> {
+    let source = source_of(body)?.ok_or_else(|| ApiError::validation("`source` (markdown) or `source_base64` is required").with_details(json!({"field": "source"})))?;
     let file = body.get("file").and_then(Value::as_str).unwrap_or("task.md");
     let stem = file.rsplit('/').next().unwrap_or(file).trim_end_matches(".md");
     let sidecar = body.get("seed").map(Value::to_string);
@@ -180,9 +200,9 @@ pub async fn validate(State(app): State<Arc<App>>, Team(_): Team, ApiBody(body):
         Ok(t) => {
             let d = describe(&t, &app.catalog);
             let ok = d["unbound"] == 0;
-            Ok(Json(json!({"valid": ok, "task": d, "errors": if ok { json!([]) } else { json!(["some [code] criteria bind to no declared check"]) }})))
+            Ok(json!({"valid": ok, "task": d, "errors": if ok { json!([]) } else { json!(["some [code] criteria bind to no declared check"]) }}))
         }
-        Err(e) => Ok(Json(json!({"valid": false, "errors": [e.to_string()]}))),
+        Err(e) => Ok(json!({"valid": false, "errors": [e.to_string()]})),
     }
 }
 
@@ -195,7 +215,16 @@ pub async fn grade_into(app: &App, team: &str, task: Option<(&str, &str)>, run: 
     let Some(t) = get_version(app, team, id, version).await? else {
         return Err(ApiError::internal(format!("version {version} of task `{id}` is missing from storage")));
     };
-    let g = pome_grade::grade(&t, &run.data(), &app.catalog, &app.decider, pome_grade::Judge::from_env().as_ref()).await;
+    let (data, judge) = (run.data(), pome_grade::Judge::from_env());
+    let grading = pome_grade::grade(&t, &data, &app.catalog, &app.decider, judge.as_ref());
+    // Grading converts whole states and tapes and evaluates CEL: CPU work that must not hold
+    // an async worker (and every connection queued on it). On the multi-threaded runtime the
+    // worker hands its other tasks to the pool and grades in place; a current-thread
+    // runtime (tests, embedders) has no pool to hand them to.
+    let g = match tokio::runtime::Handle::current().runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(grading)),
+        _ => grading.await,
+    };
     run.set_grade(TaskRef { id: t.id.clone(), version: version.to_string(), title: t.title.clone(), pass_threshold: t.config.pass_threshold }, g);
     for (twin, seed) in &t.seeds {
         if let Some(pt) = run.per_twin.get_mut(twin) {

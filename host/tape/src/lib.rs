@@ -71,6 +71,12 @@ pub struct TapeRow {
     /// How the request was authenticated: `agent` for nearly every row; `missing` or
     /// `invalid` only for routes a twin serves without a credential (pre-signed URLs).
     pub auth: String,
+    /// The door the call came through when it was not REST: `mcp`. Absent for REST.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// The MCP tool the agent called, for a row made through the MCP door.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     pub status: u16,
     pub response_headers: Headers,
     pub response_body: Body,
@@ -351,6 +357,8 @@ impl Default for TapeRow {
             request_body: Body::default(),
             base_url: String::new(),
             auth: String::new(),
+            via: None,
+            tool: None,
             status: 0,
             response_headers: Headers::default(),
             response_body: Body::default(),

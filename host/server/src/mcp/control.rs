@@ -1,0 +1,225 @@
+//! The control MCP at `/mcp`, for a team (its `pme_` key as `Authorization: Bearer` or
+//! `X-API-KEY`): tasks, sandboxes, finalize and runs as tools. Every tool calls the same
+//! function the REST route calls, so both doors answer alike; an API error is a tool result
+//! with `isError: true` carrying the REST door's own error envelope.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+
+use crate::app::{App, Team};
+use crate::error::ApiError;
+
+/// The team a control message acts for.
+pub struct Target {
+    pub app: Arc<App>,
+    pub team: String,
+    /// The HTTP request's headers, for the URLs handed out (Host, X-Forwarded-Proto).
+    pub headers: HeaderMap,
+}
+
+/// `/mcp`: authenticate the team, then hand the message to the control server.
+pub async fn door(State(app): State<Arc<App>>, req: Request) -> Response {
+    let (mut parts, body) = req.into_parts();
+    let team = match Team::from_request_parts(&mut parts, &app).await {
+        Ok(Team(team)) => team,
+        Err(e) => return e.into_response(),
+    };
+    let headers = parts.headers.clone();
+    let req = Request::from_parts(parts, body);
+    app.mcp.serve_control(req, Target { app: app.clone(), team, headers }).await
+}
+
+pub struct ControlServer;
+
+struct ToolDef {
+    tool: Tool,
+    validator: Option<jsonschema::Validator>,
+}
+
+fn tools() -> &'static (Vec<Tool>, HashMap<String, ToolDef>) {
+    static TOOLS: OnceLock<(Vec<Tool>, HashMap<String, ToolDef>)> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let id = |what: &str| json!({"type": "string", "description": what});
+        let sandbox_id = || json!({"type": "object", "properties": {"sandbox_id": id("The sandbox id, `ses_…`.")}, "required": ["sandbox_id"], "additionalProperties": false});
+        let defs: Vec<(&str, &str, Value, bool)> = vec![
+            ("run_task", "Provision a sandbox for a task: by the id of a stored task, or by its markdown source (stored under its content id). Boots the task's twins on its seed and answers the sandbox id, the agent token, the task's prompt and, per twin, its REST and MCP URLs. Finalize the sandbox when the agent is done.", json!({
+                "type": "object",
+                "properties": {
+                    "task_id": id("A stored task's id (see list_tasks)."),
+                    "source": id("The task's markdown, when it is not stored."),
+                    "seed": {"type": "object", "description": "The task's sidecar seed (`<task>.seed.json`), when its markdown describes the seed in prose."},
+                    "agent_id": id("Who is being evaluated, carried onto the run."),
+                    "agent_version": id("Its version, carried onto the run."),
+                    "group_id": id("Groups trials of one task."),
+                },
+                "additionalProperties": false,
+            }), false),
+            ("list_tasks", "The team's stored tasks, each with its twins and criteria bindings.", json!({"type": "object", "properties": {}, "additionalProperties": false}), true),
+            ("validate_task", "Parse a task's markdown and bind each [code] criterion to a check its twin declares; stores nothing.", json!({
+                "type": "object",
+                "properties": {"source": id("The task's markdown."), "seed": {"type": "object", "description": "Its sidecar seed, if any."}, "file": id("A file name for messages (task.md).")},
+                "required": ["source"],
+                "additionalProperties": false,
+            }), true),
+            ("create_sandbox", "Create a sandbox of one to three twins (primary first), on a seed or the twins' default worlds. Answers the sandbox id, agent token and per-twin REST and MCP URLs.", json!({
+                "type": "object",
+                "properties": {
+                    "twins": {"type": "array", "items": {"type": "string"}, "description": "Twin names, primary first (github, slack, stripe, gmail, linear)."},
+                    "seed": {"description": "A flat seed for one twin, an envelope {twin: seed} for several, or a saved seed's name."},
+                    "task_id": id("A stored task to boot from instead of twins and seed."),
+                    "idempotency_key": id("Repeating a create with the same key answers the same sandbox."),
+                    "agent_id": id("Carried onto the run."),
+                    "agent_version": id("Carried onto the run."),
+                    "group_id": id("Groups trials of one task."),
+                },
+                "additionalProperties": false,
+            }), false),
+            ("list_sandboxes", "The team's open sandboxes.", json!({"type": "object", "properties": {}, "additionalProperties": false}), true),
+            ("heartbeat", "Reset a sandbox's idle timer; answers the new idle_expires_at.", sandbox_id(), false),
+            ("finalize", "Grade a sandbox and close it: reads every twin's tape and state, grades against the task the sandbox booted from and writes the run. Answers the verdict, the score and each criterion's result with its evidence.", sandbox_id(), false),
+            ("stop_sandbox", "Stop a sandbox without grading it. An ungraded sandbox is refused (its run would be lost) with a discard token; repeat with confirm_discard set to it to discard.", json!({
+                "type": "object",
+                "properties": {"sandbox_id": id("The sandbox id, `ses_…`."), "confirm_discard": id("The discard token a refusal answered.")},
+                "required": ["sandbox_id"],
+                "additionalProperties": false,
+            }), false),
+            ("get_run", "A persisted run: verdict, criteria results with evidence, tapes and each twin's initial and final state.", json!({
+                "type": "object", "properties": {"run_id": id("The run id, `run_…`.")}, "required": ["run_id"], "additionalProperties": false,
+            }), true),
+            ("list_runs", "The team's runs, newest first, a page at a time.", json!({
+                "type": "object",
+                "properties": {
+                    "group_id": id("Only this trial group."),
+                    "task": id("Only runs of this task id."),
+                    "verdict": {"type": "string", "enum": ["pass", "fail", "incomplete", "ungraded"]},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    "starting_after": id("The previous page's next_cursor."),
+                },
+                "additionalProperties": false,
+            }), true),
+            ("usage", "The team's concurrency: sandboxes open now against its quota.", json!({"type": "object", "properties": {}, "additionalProperties": false}), true),
+        ];
+        let mut list = Vec::new();
+        let mut by_name = HashMap::new();
+        for (name, description, schema, read_only) in defs {
+            let validator = super::compile_schema("control", name, &schema);
+            let Value::Object(schema) = schema else { unreachable!("every schema above is an object") };
+            let tool = Tool::new(name, description, Arc::new(schema)).with_annotations(ToolAnnotations::new().read_only(read_only));
+            list.push(tool.clone());
+            by_name.insert(name.to_string(), ToolDef { tool, validator });
+        }
+        (list, by_name)
+    })
+}
+
+fn target(ctx: &RequestContext<RoleServer>) -> Result<Arc<Target>, ErrorData> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Arc<Target>>())
+        .cloned()
+        .ok_or_else(|| ErrorData::internal_error("the control door was reached without a team", None))
+}
+
+impl ServerHandler for ControlServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("pome", env!("CARGO_PKG_VERSION")))
+            .with_instructions("pome's control plane: run_task provisions a sandbox for a task and hands back each twin's REST and MCP URLs; finalize grades it.")
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools().1.get(name).map(|d| d.tool.clone())
+    }
+
+    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools().0.clone()))
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        let t = target(&context)?;
+        let name = request.name.to_string();
+        let Some(def) = tools().1.get(&name) else {
+            return Err(ErrorData::invalid_params(format!("unknown tool `{name}`; tools/list names the control tools"), Some(json!({"tool": name}))));
+        };
+        let args = super::arguments(request.arguments);
+        super::check_arguments(def.validator.as_ref(), &name, &Value::Object(args.clone()))?;
+        let answer = run(&t, &name, &args).await;
+        Ok(match answer {
+            Ok(v) => super::api_result(false, &serde_json::to_vec(&v).unwrap_or_default()),
+            Err(e) => error_result(e).await,
+        }
+        .into())
+    }
+}
+
+fn text(args: &Map<String, Value>, key: &str) -> Option<String> {
+    args.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// One control tool: the REST door's function for it.
+async fn run(t: &Target, name: &str, args: &Map<String, Value>) -> Result<Value, ApiError> {
+    let (app, team) = (&t.app, t.team.as_str());
+    let sandbox = || text(args, "sandbox_id").unwrap_or_default();
+    match name {
+        "run_task" => run_task(t, args).await,
+        "list_tasks" => crate::task_api::tasks(app, team).await,
+        "validate_task" => crate::task_api::validate_body(app, &Value::Object(args.clone())),
+        "create_sandbox" => Ok(crate::api::create(app, team, &t.headers, &Value::Object(args.clone())).await?.1),
+        "list_sandboxes" => Ok(crate::api::list(app, team, &t.headers)),
+        "heartbeat" => crate::api::beat(app, team, &sandbox()),
+        "finalize" => crate::finalize::finalize_sandbox(app, team, &sandbox()).await,
+        "stop_sandbox" => crate::api::stop(app, team, &sandbox(), text(args, "confirm_discard")),
+        "get_run" => crate::api::run(app, team, &text(args, "run_id").unwrap_or_default()).await,
+        "list_runs" => {
+            let q = serde_json::from_value(Value::Object(args.clone())).map_err(|e| ApiError::validation(format!("list_runs: {e}")))?;
+            crate::api::runs(app, team, q).await
+        }
+        "usage" => Ok(crate::api::usage_of(app, team)),
+        other => Err(ApiError::not_found(format!("no control tool `{other}`"))),
+    }
+}
+
+/// Provision a sandbox for a task: stored by id, or given as markdown (stored first, under
+/// its content id, so finalize grades the version the sandbox booted from).
+async fn run_task(t: &Target, args: &Map<String, Value>) -> Result<Value, ApiError> {
+    let (app, team) = (&t.app, t.team.as_str());
+    let task = match (text(args, "task_id"), text(args, "source")) {
+        (_, Some(source)) => crate::task_api::store(app, team, &crate::task_api::inline_id(&source), &source, args.get("seed").filter(|s| !s.is_null())).await?.0,
+        (Some(id), None) => crate::task_api::get(app, team, &id)
+            .await?
+            .ok_or_else(|| ApiError::validation(format!("no task `{id}` in your team; store it with POST /v1/tasks, or pass its markdown as `source`")).with_details(json!({"field": "task_id"})))?
+            .0,
+        (None, None) => return Err(ApiError::validation("run_task needs `task_id` or `source`")),
+    };
+    let mut body = json!({"task_id": task.id});
+    for key in ["agent_id", "agent_version", "group_id"] {
+        if let Some(v) = text(args, key) {
+            body[key] = json!(v);
+        }
+    }
+    let (_, mut sandbox) = crate::api::create(app, team, &t.headers, &body).await?;
+    sandbox["sandbox_id"] = sandbox["id"].clone();
+    sandbox["task"] = json!({"id": task.id, "title": task.title, "prompt": task.prompt});
+    Ok(sandbox)
+}
+
+/// An API error as a tool result: the REST door's envelope with its HTTP status.
+async fn error_result(e: ApiError) -> CallToolResult {
+    let status = e.status.unwrap_or_else(|| e.kind.status()).as_u16();
+    let resp = e.into_response();
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap_or_default();
+    let mut v: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({"error": {"message": String::from_utf8_lossy(&bytes)}}));
+    v["status"] = json!(status);
+    super::api_result(true, &serde_json::to_vec(&v).unwrap_or_default())
+}
