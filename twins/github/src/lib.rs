@@ -18,6 +18,7 @@ pub mod model;
 pub mod render;
 pub mod routes;
 pub mod seed;
+pub mod tools;
 
 mod handlers;
 
@@ -56,6 +57,10 @@ impl Twin for World {
     fn router() -> &'static Router<Self> {
         static R: std::sync::OnceLock<Router<World>> = std::sync::OnceLock::new();
         R.get_or_init(routes::router)
+    }
+
+    fn tools() -> Vec<pome_twin_sdk::describe::ToolDecl> {
+        tools::tools()
     }
 
     fn unsupported(call: &Call) -> Response {

@@ -16,6 +16,7 @@ pub mod model;
 pub mod search;
 pub mod seed;
 pub mod settings;
+pub mod tools;
 pub mod transport;
 
 use std::sync::OnceLock;
@@ -184,6 +185,10 @@ impl Twin for World {
             None => seed::from_seed(&seed::default_seed()),
             Some(v) => seed::from_seed(&v),
         }
+    }
+
+    fn tools() -> Vec<pome_twin_sdk::ToolDecl> {
+        tools::tools()
     }
 
     fn router() -> &'static Router<Self> {

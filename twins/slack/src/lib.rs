@@ -21,6 +21,7 @@ pub mod model;
 pub mod render;
 pub mod search;
 pub mod seed;
+pub mod tools;
 pub mod users;
 
 use std::sync::OnceLock;
@@ -264,6 +265,15 @@ impl Twin for World {
             None => seed::from_seed(&seed::default_seed()),
             Some(v) => seed::from_seed(&v),
         }
+    }
+
+    fn tools() -> Vec<pome_twin_sdk::ToolDecl> {
+        tools::tools()
+    }
+
+    /// Slack's Web API reads forms everywhere; tools generated from its methods send forms.
+    fn tool_body() -> pome_twin_sdk::ToolBody {
+        pome_twin_sdk::ToolBody::Form
     }
 
     fn router() -> &'static Router<Self> {
