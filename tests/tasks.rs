@@ -72,7 +72,8 @@ async fn every_compat_task_loads_seeds_its_twins_and_binds_every_code_criterion(
         let results = fin["criteria_results"].as_array().unwrap();
         assert_eq!(results.len(), t.criteria.len(), "{}", f.display());
         // On the untouched seed, a criterion about something the agent is meant to create (task
-        // 27's issue #1) names nothing yet: the twin reports that as an error, never a pass.
+        // 27's issue #1) fails, naming what is missing. A twin may instead report a name that
+        // matches nothing at all as an error ("there is no …"), never as a pass.
         let names_nothing_yet = |r: &Value| r["status"] == "errored" && r["reason"].as_str().is_some_and(|w| w.starts_with("there is no"));
         assert!(results.iter().all(|r| r["status"] != "unmatched" && (r["status"] != "errored" || names_nothing_yet(r))), "{}: {fin:#}", f.display());
         assert!(["pass", "fail", "incomplete"].contains(&fin["verdict"].as_str().unwrap()));

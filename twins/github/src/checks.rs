@@ -94,8 +94,30 @@ pub const TOOL_ALIASES: &[(&str, &str)] = &[
 ];
 
 /// Decide check `id` over `w`. An error means the check could not be decided (the repository
-/// or issue it names does not exist), which grading reports as errored, never as a pass.
+/// it names does not exist: a mistake in the task), which grading reports as errored, never
+/// as a pass. An issue or pull request that does not exist is something the agent may have
+/// been meant to create: a criterion about it fails, naming what is missing.
 pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, String> {
+    match decide(id, p, w) {
+        Ok(o) | Err(Undecided::Absent(o)) => Ok(o),
+        Err(Undecided::Error(e)) => Err(e),
+    }
+}
+
+/// Why a check gave no outcome of its own.
+enum Undecided {
+    /// The issue or pull request it is about does not exist: that is the outcome.
+    Absent(Outcome),
+    Error(String),
+}
+
+impl From<String> for Undecided {
+    fn from(e: String) -> Undecided {
+        Undecided::Error(e)
+    }
+}
+
+fn decide(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Undecided> {
     let get = |k: &str| p.get(k).map(|s| s.trim().to_string()).ok_or_else(|| format!("check {id} needs `{k}`"));
     let num = |k: &str| -> Result<u64, String> { get(k)?.trim_start_matches('#').parse().map_err(|_| format!("`{k}` is not a number")) };
     match id {
@@ -232,7 +254,7 @@ pub fn evaluate(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Str
                 None => Outcome::new(false, format!("no \"{ctx}\" status was ever reported"), Evidence::state(format!("repositories[{ri}].statuses"))),
             })
         }
-        other => Err(format!("the github twin declares no check `{other}`")),
+        other => Err(format!("the github twin declares no check `{other}`").into()),
     }
 }
 
@@ -248,16 +270,20 @@ fn repo<'a>(state: &'a Value, name: &str) -> Result<(usize, &'a Value), String> 
         .ok_or_else(|| format!("there is no repository `{name}`"))
 }
 
-fn issue<'a>(state: &'a Value, name: &str, n: u64) -> Result<(usize, usize, &'a Value), String> {
-    let (ri, r) = repo(state, name)?;
-    let j = find_num(&r["issues"], n).ok_or_else(|| format!("there is no issue #{n} in `{name}`"))?;
-    Ok((ri, j, &r["issues"][j]))
+fn issue<'a>(state: &'a Value, name: &str, n: u64) -> Result<(usize, usize, &'a Value), Undecided> {
+    numbered(state, name, "issues", "issue", n)
 }
 
-fn pull<'a>(state: &'a Value, name: &str, n: u64) -> Result<(usize, usize, &'a Value), String> {
+fn pull<'a>(state: &'a Value, name: &str, n: u64) -> Result<(usize, usize, &'a Value), Undecided> {
+    numbered(state, name, "pull_requests", "pull request", n)
+}
+
+fn numbered<'a>(state: &'a Value, name: &str, list: &str, what: &str, n: u64) -> Result<(usize, usize, &'a Value), Undecided> {
     let (ri, r) = repo(state, name)?;
-    let j = find_num(&r["pull_requests"], n).ok_or_else(|| format!("there is no pull request #{n} in `{name}`"))?;
-    Ok((ri, j, &r["pull_requests"][j]))
+    match find_num(&r[list], n) {
+        Some(j) => Ok((ri, j, &r[list][j])),
+        None => Err(Undecided::Absent(Outcome::new(false, format!("there is no {what} #{n} in `{name}`"), Evidence::state(format!("repositories[{ri}].{list}"))))),
+    }
 }
 
 /// GitHub's submitted review state for the way a task names it (`approving` → `APPROVED`).
@@ -362,11 +388,16 @@ mod tests {
     }
 
     #[test]
-    fn a_check_that_names_nothing_errors_rather_than_failing() {
+    fn a_missing_issue_fails_and_a_missing_repository_errors() {
         let seed = gh(&[], &[], false, false);
         let w = CheckWorld { seed: &seed, state: &seed, tape: &[] };
-        let e = evaluate("github.issue_state", &params(&[("issue", "7"), ("repo", "acme/api"), ("state", "open")]), &w).unwrap_err();
-        assert!(e.contains("no issue #7"), "{e}");
+        // The agent may have been meant to create issue #7: not having done so is a failure.
+        let o = evaluate("github.issue_state", &params(&[("issue", "7"), ("repo", "acme/api"), ("state", "open")]), &w).unwrap();
+        assert_eq!((o.holds, o.reason.as_str()), (false, "there is no issue #7 in `acme/api`"));
+        assert_eq!(o.evidence, Evidence::state("repositories[0].issues"));
+        let o = evaluate("github.review_exists", &params(&[("pr", "9"), ("repo", "acme/api"), ("review", "approving")]), &w).unwrap();
+        assert!(!o.holds && o.reason.contains("no pull request #9"), "{o:?}");
+        // No agent creates the repository a task is about: naming a wrong one is the task's mistake.
         let e = evaluate("github.issue_exists", &params(&[("issue", "1"), ("repo", "acme/web")]), &w).unwrap_err();
         assert!(e.contains("no repository `acme/web`"), "{e}");
         assert!(evaluate("github.tool_called", &params(&[("tool", "x")]), &w).is_err(), "tape checks are the host's");
