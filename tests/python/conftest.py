@@ -61,7 +61,8 @@ class Server:
 
 @pytest.fixture(scope="session")
 def pome_server():
-    binary = ROOT / "target" / "release" / "pome"
+    # POME_BIN: a host built elsewhere (an engineer's own target dir).
+    binary = pathlib.Path(os.environ.get("POME_BIN") or ROOT / "target" / "release" / "pome")
     assert binary.exists(), f"{binary} is missing: run `make test` (it builds the host first)"
     data = tempfile.mkdtemp(prefix="pome-pytest-")
     env = dict(os.environ, POME_API_KEY=API_KEY, POME_LOG="warn")

@@ -1,0 +1,356 @@
+"""The MCP door, driven with the official Python MCP SDK (`mcp`): every twin of a sandbox as an
+MCP server at `/s/<id>/<twin>/mcp` (agent token), and the team's control MCP at `/mcp`
+(`pme_` key) whose `run_task` provisions a sandbox for a task.
+
+The cross-twin example (tasks/cross-twin-merge-report.md) runs entirely over MCP: run_task →
+GitHub tools merge the green pull request → a Slack tool posts the decision → finalize."""
+
+import asyncio
+import json
+import pathlib
+import urllib.error
+import urllib.request
+
+import httpx
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
+
+from conftest import API_KEY, ROOT
+
+TWINS = ["github", "slack", "stripe", "gmail", "linear"]
+TASK = ROOT / "tasks" / "cross-twin-merge-report.md"
+SEED = ROOT / "tasks" / "cross-twin-merge-report.seed.json"
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+class Mcp:
+    """One MCP client session over Streamable HTTP with a bearer credential."""
+
+    def __init__(self, url, token):
+        self.url, self.token = url, token
+
+    async def __aenter__(self):
+        self.http = httpx.AsyncClient(headers={"Authorization": f"Bearer {self.token}"}, timeout=60)
+        self.transport = streamable_http_client(self.url, http_client=self.http)
+        read, write, _ = await self.transport.__aenter__()
+        self.session_cm = ClientSession(read, write)
+        self.session = await self.session_cm.__aenter__()
+        self.init = await self.session.initialize()
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.session_cm.__aexit__(*exc)
+        await self.transport.__aexit__(*exc)
+        await self.http.aclose()
+
+    async def call(self, name, **args):
+        return await self.session.call_tool(name, args)
+
+    async def ok(self, name, **args):
+        """Call a tool that must succeed; its structured answer (or parsed text)."""
+        r = await self.call(name, **args)
+        text = "".join(c.text for c in r.content if c.type == "text")
+        assert not r.isError, f"{name} failed: {text}"
+        return r.structuredContent if r.structuredContent is not None else json.loads(text)
+
+
+def control(server):
+    return Mcp(f"{server.url}/mcp", API_KEY)
+
+
+def twin(server, sandbox_id, token, name):
+    return Mcp(f"{server.url}/s/{sandbox_id}/{name}/mcp", token)
+
+
+def rpc(url, token, body):
+    """One raw JSON-RPC POST: (status, parsed body)."""
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
+    try:
+        with urllib.request.urlopen(req) as resp:
+            return resp.status, json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        try:
+            return e.code, json.loads(raw)
+        except ValueError:
+            return e.code, raw.decode(errors="replace")
+
+
+def described_tools(server, name):
+    status, twins = server.api("GET", "/v1/twins")
+    assert status == 200
+    (d,) = [t["description"] for t in twins["data"] if t["name"] == name]
+    d = json.loads(d) if isinstance(d, str) else d
+    return d.get("tools", [])
+
+
+# --- every twin -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", TWINS)
+def test_each_twin_lists_its_declared_tools_with_their_schemas(pome_server, new_sandbox, name):
+    sb = new_sandbox([name])
+    assert sb.body["per_twin"][name]["mcp_url"] == f"{sb.url(name)}/mcp"
+    assert sb.body["agent_env"][f"POME_{name.upper()}_MCP_URL"] == f"{sb.url(name)}/mcp"
+
+    async def go():
+        async with twin(pome_server, sb.id, sb.token, name) as c:
+            assert c.init.serverInfo.name == f"pome-{name}"
+            assert c.init.protocolVersion == "2025-11-25"
+            return (await c.session.list_tools()).tools
+
+    tools = run(go())
+    names = [t.name for t in tools]
+    assert len(names) == len(set(names)), "tool names are unique"
+    assert len(tools) >= 10, names
+    by_name = {t.name: t for t in tools}
+    for decl in described_tools(pome_server, name):
+        t = by_name[decl["name"]]
+        assert t.inputSchema == decl["input_schema"] or not decl["input_schema"], decl["name"]
+        assert t.annotations.readOnlyHint == decl.get("read_only", False), decl["name"]
+
+
+def test_vendor_tool_names_are_served(pome_server, new_sandbox):
+    want = {
+        "github": {"get_me", "get_issue", "list_issues", "create_issue", "update_issue", "add_issue_comment", "search_issues",
+                   "get_pull_request", "list_pull_requests", "create_pull_request", "merge_pull_request", "get_pull_request_files",
+                   "update_pull_request_branch", "list_branches", "list_commits", "get_commit", "get_file_contents", "search_repositories", "search_code"},
+        "slack": {"slack_list_channels", "slack_post_message", "slack_reply_to_thread", "slack_add_reaction", "slack_get_channel_history",
+                  "slack_get_thread_replies", "slack_get_users", "slack_get_user_profile"},
+        "gmail": {"create_draft", "list_drafts", "get_thread", "get_message", "search_threads", "label_thread", "unlabel_thread",
+                  "label_message", "unlabel_message", "list_labels", "create_label", "apply_sensitive_thread_label", "apply_sensitive_message_label"},
+    }
+    for name, names in want.items():
+        sb = new_sandbox([name])
+
+        async def go():
+            async with twin(pome_server, sb.id, sb.token, name) as c:
+                return {t.name for t in (await c.session.list_tools()).tools}
+
+        served = run(go())
+        assert names <= served, f"{name} lacks {names - served}"
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_a_read_tool_on_every_twin_answers_the_apis_json_and_is_taped_as_mcp(pome_server, new_sandbox, name):
+    sb = new_sandbox([name])
+    preferred = {"github": ("get_me", {}), "slack": ("slack_list_channels", {}), "gmail": ("list_labels", {})}
+
+    async def go():
+        async with twin(pome_server, sb.id, sb.token, name) as c:
+            tools = (await c.session.list_tools()).tools
+            if name in preferred:
+                tool, args = preferred[name]
+            else:
+                # The first read tool that needs no argument.
+                tool = next(t.name for t in tools if t.annotations.readOnlyHint and not t.inputSchema.get("required"))
+                args = {}
+            r = await c.call(tool, **args)
+            return tool, r
+
+    tool, r = run(go())
+    text = "".join(c.text for c in r.content if c.type == "text")
+    assert not r.isError, text
+    assert r.structuredContent == json.loads(text) or not isinstance(json.loads(text), dict)
+    rows = sb.events(name)
+    assert rows[-1]["via"] == "mcp" and rows[-1]["tool"] == tool, rows[-1]
+    assert rows[-1]["status"] < 400
+
+
+def test_an_api_error_is_a_tool_result_with_the_apis_own_error(pome_server, new_sandbox):
+    seed = json.loads(SEED.read_text())
+    sb = new_sandbox(["github", "slack"], seed=seed)
+
+    async def go():
+        async with twin(pome_server, sb.id, sb.token, "github") as gh, twin(pome_server, sb.id, sb.token, "slack") as sl:
+            missing = await gh.call("get_issue", owner="acme", repo="checkout", issue_number=999)
+            refused = await sl.call("slack_post_message", channel_id="no-such-channel", text="hi")
+            return missing, refused
+
+    missing, refused = run(go())
+    assert missing.isError and missing.structuredContent["message"] == "Not Found"
+    assert refused.isError and refused.structuredContent == {"ok": False, "error": "channel_not_found"} | {
+        k: v for k, v in refused.structuredContent.items() if k not in ("ok", "error")}
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+def test_protocol_errors_are_json_rpc_errors_and_nothing_is_recorded(pome_server, new_sandbox):
+    seed = json.loads(SEED.read_text())["github"]
+    sb = new_sandbox(["github"], seed=seed)
+    before = len(sb.events("github"))
+
+    async def go():
+        async with twin(pome_server, sb.id, sb.token, "github") as c:
+            errors = []
+            for tool, args in [("no_such_tool", {}), ("get_issue", {"owner": "acme", "repo": "checkout", "issue_number": "seven"}),
+                               ("get_issue", {"owner": "acme"})]:
+                with pytest.raises(McpError) as e:
+                    await c.call(tool, **args)
+                errors.append(e.value.error)
+            return errors
+
+    unknown, wrong_type, missing = run(go())
+    assert unknown.code == -32602 and "no_such_tool" in unknown.message
+    assert wrong_type.code == -32602 and "issue_number" in wrong_type.message
+    assert missing.code == -32602 and "repo" in missing.message
+    assert len(sb.events("github")) == before, "no request reached the twin"
+
+
+def test_a_huge_argument_is_refused_before_it_reaches_the_twin(pome_server, new_sandbox):
+    sb = new_sandbox(["github"])
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "create_issue", "arguments": {"owner": "o", "repo": "r", "title": "x" * (17 << 20)}}}
+    status, answer = rpc(f"{sb.url('github')}/mcp", sb.token, body)
+    assert status == 413, (status, str(answer)[:200])
+    assert sb.events("github") == []
+
+
+def test_another_sandboxs_token_and_a_closed_sandbox_are_refused(pome_server, new_sandbox):
+    a, b = new_sandbox(["github"]), new_sandbox(["github"])
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    status, answer = rpc(f"{a.url('github')}/mcp", b.token, ping)
+    assert status == 401 and answer["error"]["type"] == "invalid_auth", answer
+    assert rpc(f"{a.url('github')}/mcp", a.token, ping)[0] == 200
+
+    status, _ = a.finalize()
+    assert status == 200
+    status, answer = rpc(f"{a.url('github')}/mcp", a.token, ping)
+    assert status == 410 and answer["error"]["type"] == "session_expired", answer
+    assert a.events  # the tombstone answers like the REST door: a 410, not a 404
+
+
+# --- the control MCP and the cross-twin example -----------------------------------------------
+
+def test_the_control_mcp_needs_the_team_key(pome_server):
+    status, answer = rpc(f"{pome_server.url}/mcp", "pme_not_a_key_of_this_server", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert status == 401 and answer["error"]["type"] == "invalid_auth"
+
+    async def go():
+        async with control(pome_server) as c:
+            return {t.name for t in (await c.session.list_tools()).tools}
+
+    assert run(go()) == {"run_task", "list_tasks", "validate_task", "create_sandbox", "list_sandboxes", "heartbeat",
+                         "finalize", "stop_sandbox", "get_run", "list_runs", "usage"}
+
+
+async def merge_and_report(server, sandbox, report=True):
+    """The scripted agent of the cross-twin example, over the twins' MCP servers only."""
+    sid, token = sandbox["sandbox_id"], sandbox["agent_token"]
+    async with twin(server, sid, token, "github") as gh, twin(server, sid, token, "slack") as sl:
+        prs = (await gh.call("list_pull_requests", owner="acme", repo="checkout", state="open"))
+        prs = json.loads(prs.content[0].text)
+        for pr in prs:
+            n = pr["number"]
+            status = await gh.ok("repos_get_combined_status_for_ref", owner="acme", repo="checkout", ref=pr["head"]["sha"])
+            reviews = json.loads((await gh.call("get_pull_request_reviews", owner="acme", repo="checkout", pullNumber=n)).content[0].text)
+            if status["state"] == "success" and any(r["state"] == "APPROVED" for r in reviews):
+                merged = await gh.ok("merge_pull_request", owner="acme", repo="checkout", pullNumber=n, merge_method="merge")
+                assert merged["merged"] is True
+                text = f"Merged #{n}: {pr['title']}"
+            else:
+                text = f"Not merging #{n}: {pr['title']}"
+            if report:
+                posted = await sl.ok("slack_post_message", channel_id="eng-alerts", text=text)
+                assert posted["ok"] is True
+
+
+def test_the_cross_twin_example_runs_entirely_over_mcp(pome_server):
+    source, seed = TASK.read_text(), json.loads(SEED.read_text())
+
+    async def go(report):
+        async with control(pome_server) as c:
+            checked = await c.ok("validate_task", source=source, seed=seed)
+            assert checked["valid"] is True, checked
+            sandbox = await c.ok("run_task", source=source, seed=seed, agent_id="mcp-test")
+            assert sandbox["twins"] == ["github", "slack"]
+            assert "#eng-alerts" in sandbox["task"]["prompt"]
+            for name in ("github", "slack"):
+                assert sandbox["per_twin"][name]["mcp_url"].endswith(f"/s/{sandbox['sandbox_id']}/{name}/mcp")
+            listed = await c.ok("list_sandboxes")
+            assert sandbox["sandbox_id"] in [s["id"] for s in listed["data"]]
+            await c.ok("heartbeat", sandbox_id=sandbox["sandbox_id"])
+            await merge_and_report(pome_server, sandbox, report=report)
+            verdict = await c.ok("finalize", sandbox_id=sandbox["sandbox_id"])
+            run_ = await c.ok("get_run", run_id=verdict["run_id"])
+            return sandbox, verdict, run_
+
+    _, good, run_good = run(go(report=True))
+    assert good["verdict"] == "pass" and good["score"] == 100, good
+    assert all(r["evidence"] is not None for r in good["criteria_results"])
+    mcp_rows = [r for t in run_good["per_twin"].values() for r in t["tape"] if r.get("via") == "mcp"]
+    assert {r["tool"] for r in mcp_rows} >= {"merge_pull_request", "slack_post_message"}
+
+    _, bad, _ = run(go(report=False))
+    assert bad["verdict"] == "fail", bad
+    for r in bad["criteria_results"]:
+        assert r["status"] == ("failed" if r["twin"] == "slack" else "passed"), r
+
+
+def test_a_rest_agent_and_an_mcp_agent_doing_the_same_work_grade_the_same(pome_server):
+    source, seed = TASK.read_text(), json.loads(SEED.read_text())
+
+    async def by_mcp():
+        async with control(pome_server) as c:
+            sandbox = await c.ok("run_task", source=source, seed=seed)
+            await merge_and_report(pome_server, sandbox)
+            return await c.ok("finalize", sandbox_id=sandbox["sandbox_id"])
+
+    mcp_verdict = run(by_mcp())
+
+    status, task = pome_server.api("POST", "/v1/tasks", {"id": "cross-twin-rest", "source": source, "seed": seed})
+    assert status == 201, task
+    status, sb = pome_server.api("POST", "/v1/sandboxes", {"task_id": "cross-twin-rest"})
+    assert status == 201, sb
+
+    def call(method, url, body=None):
+        req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(), method=method,
+                                     headers={"Authorization": f"Bearer {sb['agent_token']}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req) as resp:
+            return json.load(resp)
+
+    gh, sl = sb["per_twin"]["github"]["api_url"], sb["per_twin"]["slack"]["api_url"]
+    for pr in call("GET", f"{gh}/repos/acme/checkout/pulls?state=open"):
+        call("GET", f"{gh}/repos/acme/checkout/commits/{pr['head']['sha']}/status")
+        call("GET", f"{gh}/repos/acme/checkout/pulls/{pr['number']}/reviews")
+        call("PUT", f"{gh}/repos/acme/checkout/pulls/{pr['number']}/merge", {"merge_method": "merge"})
+        call("POST", f"{sl}chat.postMessage", {"channel": "eng-alerts", "text": f"Merged #{pr['number']}: {pr['title']}"})
+    status, rest_verdict = pome_server.api("POST", f"/v1/sandboxes/{sb['id']}/finalize")
+    assert status == 200
+
+    def graded(v):
+        return [(r["criterion"] if "criterion" in r else r.get("text"), r["status"]) for r in v["criteria_results"]]
+
+    assert rest_verdict["verdict"] == mcp_verdict["verdict"] == "pass"
+    assert graded(rest_verdict) == graded(mcp_verdict)
+
+
+def test_stop_sandbox_refuses_an_ungraded_sandbox_as_the_rest_door_does(pome_server):
+    async def go():
+        async with control(pome_server) as c:
+            sb = await c.ok("create_sandbox", twins=["slack"])
+            refused = await c.call("stop_sandbox", sandbox_id=sb["id"])
+            assert refused.isError
+            err = refused.structuredContent
+            assert err["status"] == 409 and err["error"]["details"]["reason"] == "ungraded_session", err
+            stopped = await c.ok("stop_sandbox", sandbox_id=sb["id"], confirm_discard=err["error"]["details"]["discard_token"])
+            assert stopped["discarded"] is True
+            gone = await c.call("heartbeat", sandbox_id=sb["id"])
+            assert gone.isError and gone.structuredContent["status"] == 410
+            usage = await c.ok("usage")
+            assert set(usage) == {"sessions_used", "sessions_quota", "sessions_remaining"}
+            runs = await c.ok("list_runs", limit=5)
+            assert runs["object"] == "list"
+            tasks = await c.ok("list_tasks")
+            assert tasks["object"] == "list"
+            with pytest.raises(McpError) as e:
+                await c.call("list_runs", verdict="maybe")
+            assert e.value.error.code == -32602
+
+    run(go())
