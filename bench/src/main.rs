@@ -7,6 +7,7 @@
 
 mod gmail;
 mod linear;
+mod mcp;
 mod stripe;
 
 use std::path::{Path, PathBuf};
@@ -280,11 +281,12 @@ async fn memory(server: &Server) {
 async fn main() {
     let server = Server::start();
     println!("pome bench on {} cores; server at {}", std::thread::available_parallelism().map_or(0, |n| n.get()), server.url);
-    // `bench -- stripe` (or `gmail`, `linear`) runs that twin's lines alone.
+    // `bench -- stripe` (or `gmail`, `linear`, `mcp`) runs those lines alone.
     match std::env::args().nth(1).as_deref() {
         Some("stripe") => return stripe::run(&server).await,
         Some("gmail") => return gmail::run(&server).await,
         Some("linear") => return linear::run(&server).await,
+        Some("mcp") => return mcp::run(&server).await,
         _ => {}
     }
     create_latency(&server, "1 twin (github, default)", json!({"twins": ["github"]}), 300).await;
@@ -293,6 +295,7 @@ async fn main() {
     println!("       (1 MB seed = {} bytes of JSON)", seed.to_string().len());
     create_latency(&server, "1 twin, 1 MB github seed", json!({"twins": ["github"], "seed": seed}), 100).await;
     throughput(&server).await;
+    mcp::run(&server).await;
     spread(&server, 8).await;
     gmail::run(&server).await;
     linear::run(&server).await;
