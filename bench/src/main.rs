@@ -5,6 +5,7 @@
 //! - twin request throughput and latency with `wrk` at 1 and 64 connections
 //! - resident memory per idle sandbox at 1,000 and 10,000 sandboxes
 
+mod durability;
 mod gmail;
 mod linear;
 mod mcp;
@@ -287,6 +288,8 @@ async fn main() {
         Some("gmail") => return gmail::run(&server).await,
         Some("linear") => return linear::run(&server).await,
         Some("mcp") => return mcp::run(&server).await,
+        // Durability runs servers of its own (several modes, kill -9, restarts).
+        Some("durability") => return durability::run().await,
         _ => {}
     }
     create_latency(&server, "1 twin (github, default)", json!({"twins": ["github"]}), 300).await;
@@ -300,6 +303,7 @@ async fn main() {
     gmail::run(&server).await;
     linear::run(&server).await;
     memory(&server).await;
+    durability::run().await;
     // Last: a Stripe twin under load still grows to its memory cap (issue 10), and the memory
     // it held must not be counted against the idle sandboxes measured above.
     stripe::run(&server).await;

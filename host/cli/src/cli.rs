@@ -131,9 +131,9 @@ pub struct ServeArgs {
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub delivery_backoff: Duration,
     /// When an answered twin call is on disk, so a restart brings live sandboxes back:
-    /// `sync` (before its answer is sent; nothing answered is ever lost), `window` (within
-    /// 50 ms of its answer; a crash may lose that much), `memory` (never; a restart ends
-    /// every open sandbox).
+    /// `window` (within 50 ms of its answer; a crash may lose that much), `sync` (before its
+    /// answer is sent; nothing answered is ever lost, at a large cost in throughput),
+    /// `memory` (never; a restart ends every open sandbox).
     #[arg(long, env = "POME_DURABILITY", default_value_t = pome_server::live::Durability::default())]
     pub durability: pome_server::live::Durability,
     #[command(flatten)]

@@ -9,8 +9,8 @@
 //! `--durability` says when an answer may leave:
 //! - `sync`: after its row is committed (a crash, `kill -9` or power cut loses no answered
 //!   call);
-//! - `window`: at once; rows are committed within [`WINDOW`] (a crash loses at most the
-//!   calls answered in that window);
+//! - `window` (the default): at once; rows are committed within [`WINDOW`] (a crash loses
+//!   at most the calls answered in that window);
 //! - `memory`: nothing is written; a restart loses every open sandbox.
 
 use std::collections::BTreeMap;
@@ -32,9 +32,11 @@ use crate::storage::StorageError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
     /// Before its answer is sent.
-    #[default]
     Sync,
-    /// Within [`WINDOW`] of its answer.
+    /// Within [`WINDOW`] of its answer. The default: `sync` makes every answer wait for a
+    /// commit, which cost 77 % of the throughput at 64 connections on the development
+    /// machine; the window cost 15 %, and a crash loses at most 50 ms of answered calls.
+    #[default]
     Window,
     /// Never: live sandboxes end with the process.
     Memory,

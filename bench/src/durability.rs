@@ -1,0 +1,268 @@
+//! Durable live sandboxes (`pome serve --durability`), measured from outside:
+//! - the throughput cost of each durability mode against memory-only, 64 connections of
+//!   mixed reads and writes spread over sandboxes (every twin call is a tape row);
+//! - 100 sandboxes under mixed load at 64 connections with creates and finalizes churning,
+//!   then `kill -9` and a restart: requests acknowledged vs. rows recovered;
+//! - restart time with 1,000 live sandboxes;
+//! - resident memory over a short soak of the same load.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::{KEY, root};
+
+struct Proc {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pome() -> PathBuf {
+    std::env::var_os("POME_BENCH_POME").map(PathBuf::from).unwrap_or_else(|| root().join("target/release/pome"))
+}
+
+/// `pome serve` on `data` in `mode`; returns once it listens.
+fn serve(data: &Path, mode: &str) -> (Proc, Duration) {
+    let started = Instant::now();
+    let mut child = Command::new(pome())
+        .args(["serve", "--listen", "127.0.0.1:0", "--quota", "20000", "--max-stores", "12000", "--durability", mode])
+        .arg("--data")
+        .arg(data)
+        .env("POME_API_KEY", KEY)
+        .env("POME_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("target/release/pome exists (make bench builds it)");
+    use std::io::BufRead;
+    let mut url = String::new();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if let Some(u) = line.unwrap().strip_prefix("pome listening on ") {
+            url = u.trim().to_string();
+            break;
+        }
+    }
+    let took = started.elapsed();
+    std::thread::spawn(move || lines.for_each(drop));
+    (Proc { child, url }, took)
+}
+
+fn rss_mib(p: &Proc) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", p.child.id())).unwrap_or_default();
+    let kib: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0);
+    kib as f64 / 1024.0
+}
+
+#[derive(Clone)]
+struct Sbx {
+    id: String,
+    token: String,
+}
+
+async fn create(http: &reqwest::Client, url: &str) -> Option<Sbx> {
+    let r = http.post(format!("{url}/v1/sandboxes")).header("x-api-key", KEY).json(&json!({"twins": ["github"]})).send().await.ok()?;
+    if r.status().as_u16() != 201 {
+        return None;
+    }
+    let v: Value = r.json().await.ok()?;
+    Some(Sbx { id: v["id"].as_str()?.into(), token: v["agent_token"].as_str()?.into() })
+}
+
+/// One call of the mixed load: every fourth a write (a new issue), the rest reads.
+async fn call(http: &reqwest::Client, url: &str, s: &Sbx, n: u64, rid: &str) -> Result<u16, reqwest::Error> {
+    let base = format!("{url}/s/{}/github/repos/acme/api/issues", s.id);
+    let req = if n % 4 == 0 {
+        http.post(base).json(&json!({"title": format!("load {rid}"), "body": "durability bench"}))
+    } else {
+        http.get(format!("{base}?per_page=5"))
+    };
+    Ok(req.bearer_auth(&s.token).header("x-request-id", rid).send().await?.status().as_u16())
+}
+
+/// What a mixed load saw.
+#[derive(Default)]
+struct Load {
+    /// (sandbox index, request id) of every call answered 2xx.
+    acked: Mutex<Vec<(usize, String)>>,
+    answered: AtomicU64,
+    non_2xx: AtomicU64,
+    churned: AtomicU64,
+}
+
+/// 64 connections of mixed calls over `sandboxes` until `stop`; one more task creates and
+/// finalizes sandboxes all along.
+fn mixed_load(http: &reqwest::Client, url: &str, sandboxes: &[Sbx], stop: Arc<AtomicBool>, load: Arc<Load>, record: bool) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    for c in 0..64usize {
+        let (http, url, sandboxes, stop, load) = (http.clone(), url.to_string(), sandboxes.to_vec(), stop.clone(), load.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let i = (c + n as usize * 7) % sandboxes.len();
+                let rid = format!("c{c}n{n}");
+                match call(&http, &url, &sandboxes[i], n, &rid).await {
+                    Ok(s) if (200..300).contains(&s) => {
+                        load.answered.fetch_add(1, Ordering::Relaxed);
+                        if record {
+                            load.acked.lock().unwrap().push((i, rid));
+                        }
+                    }
+                    Ok(_) => {
+                        load.non_2xx.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(_) => break, // the server is gone: this call was never answered
+                }
+                n += 1;
+            }
+        }));
+    }
+    let (http, url) = (http.clone(), url.to_string());
+    tasks.push(tokio::spawn(async move {
+        while !stop.load(Ordering::Relaxed) {
+            let Some(s) = create(&http, &url).await else { break };
+            let _ = call(&http, &url, &s, 0, "churn").await;
+            if http.post(format!("{url}/v1/sandboxes/{}/finalize", s.id)).header("x-api-key", KEY).send().await.is_err() {
+                break;
+            }
+            load.churned.fetch_add(1, Ordering::Relaxed);
+        }
+    }));
+    tasks
+}
+
+async fn sandboxes(http: &reqwest::Client, url: &str, n: usize) -> Vec<Sbx> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(create(http, url).await.expect("create"));
+    }
+    out
+}
+
+/// Calls per second of the mixed load at 64 connections over 100 sandboxes, for 5 s.
+async fn rate(mode: &str) -> (f64, u64) {
+    let data = tempfile::tempdir().unwrap();
+    let (p, _) = serve(data.path(), mode);
+    let http = reqwest::Client::new();
+    let sbx = sandboxes(&http, &p.url, 100).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = Arc::new(Load::default());
+    let tasks = mixed_load(&http, &p.url, &sbx, stop.clone(), load.clone(), false);
+    tokio::time::sleep(Duration::from_secs(1)).await; // warm up
+    let (n0, t0) = (load.answered.load(Ordering::Relaxed), Instant::now());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let rate = (load.answered.load(Ordering::Relaxed) - n0) as f64 / t0.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        let _ = t.await;
+    }
+    (rate, load.non_2xx.load(Ordering::Relaxed))
+}
+
+pub async fn run() {
+    let http = reqwest::Client::new();
+
+    // Throughput cost of each mode against memory-only.
+    let (memory, bad_m) = rate("memory").await;
+    println!("durability memory  mixed calls, 100 sandboxes, churn      c=64  {memory:>8.0} calls/s  ({bad_m} non-2xx)");
+    for mode in ["sync", "window"] {
+        let (r, bad) = rate(mode).await;
+        println!(
+            "durability {mode:<7} mixed calls, 100 sandboxes, churn      c=64  {r:>8.0} calls/s  ({bad} non-2xx)  {:+.1}% vs memory-only",
+            (r / memory - 1.0) * 100.0
+        );
+    }
+
+    // kill -9 mid-load, restart: every answered call must be on its tape.
+    let data = tempfile::tempdir().unwrap();
+    let (p, _) = serve(data.path(), "sync");
+    let sbx = sandboxes(&http, &p.url, 100).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = Arc::new(Load::default());
+    let tasks = mixed_load(&http, &p.url, &sbx, stop.clone(), load.clone(), true);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    drop(p); // SIGKILL, mid-load
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        let _ = t.await;
+    }
+    let (p, _) = serve(data.path(), "sync");
+    let acked = load.acked.lock().unwrap().clone();
+    let mut by_sandbox: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (i, rid) in acked {
+        by_sandbox.entry(i).or_default().push(rid);
+    }
+    let (mut acked_n, mut recovered, mut extra) = (0usize, 0usize, 0usize);
+    for (i, s) in sbx.iter().enumerate() {
+        let tape: Vec<Value> = match http.get(format!("{}/s/{}/github/_pome/events", p.url, s.id)).bearer_auth(&s.token).send().await {
+            Ok(r) => r.json().await.unwrap_or_default(),
+            Err(_) => vec![],
+        };
+        let on_tape: BTreeSet<String> = tape.iter().filter_map(|r| r["request_id"].as_str().map(String::from)).collect();
+        let mine = by_sandbox.remove(&i).unwrap_or_default();
+        acked_n += mine.len();
+        recovered += mine.iter().filter(|r| on_tape.contains(*r)).count();
+        extra += on_tape.len().saturating_sub(mine.len());
+    }
+    println!(
+        "kill -9 under load (sync, 100 sandboxes, 64 conns, {} churned): requests acknowledged {acked_n} vs rows recovered {recovered}{}  (+{extra} rows of calls in flight at the kill)",
+        load.churned.load(Ordering::Relaxed),
+        if acked_n == recovered { "  EQUAL" } else { "  LOST ROWS" }
+    );
+    drop(p);
+
+    // Restart time with 1,000 live sandboxes (three calls each).
+    let data = tempfile::tempdir().unwrap();
+    let (p, _) = serve(data.path(), "sync");
+    let many = sandboxes(&http, &p.url, 1000).await;
+    for (n, s) in many.iter().enumerate() {
+        for k in 0..3u64 {
+            let _ = call(&http, &p.url, s, k + n as u64, &format!("s{n}k{k}")).await;
+        }
+    }
+    let _ = Command::new("kill").args(["-TERM", &p.child.id().to_string()]).status();
+    drop(p);
+    let (p, took) = serve(data.path(), "sync");
+    let back = http.get(format!("{}/v1/sandboxes", p.url)).header("x-api-key", KEY).send().await.unwrap().json::<Value>().await.unwrap()["data"]
+        .as_array()
+        .map_or(0, Vec::len);
+    println!("restart with 1,000 live sandboxes (3 calls each): {:.2} s until listening, {back} sandboxes back", took.as_secs_f64());
+    drop(p);
+
+    // Resident memory over a short soak (default mode).
+    let soak = std::env::var("POME_BENCH_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(60u64);
+    let data = tempfile::tempdir().unwrap();
+    let (p, _) = serve(data.path(), "sync");
+    let sbx = sandboxes(&http, &p.url, 100).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = Arc::new(Load::default());
+    let tasks = mixed_load(&http, &p.url, &sbx, stop.clone(), load.clone(), false);
+    let mut samples = Vec::new();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(soak) {
+        tokio::time::sleep(Duration::from_secs(soak.div_ceil(6).max(1))).await;
+        samples.push(rss_mib(&p));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        let _ = t.await;
+    }
+    println!(
+        "soak {soak} s (sync, 100 sandboxes, 64 conns, churn): RSS {} MiB; {} calls, {} non-2xx, {} sandboxes churned",
+        samples.iter().map(|m| format!("{m:.0}")).collect::<Vec<_>>().join(" → "),
+        load.answered.load(Ordering::Relaxed),
+        load.non_2xx.load(Ordering::Relaxed),
+        load.churned.load(Ordering::Relaxed)
+    );
+}
