@@ -1,6 +1,10 @@
 //! Linear lines of `make bench`: an `issues(filter:…, first: 50)` query with nested assignee,
 //! labels and state over a team of 200 issues, and `issueCreate`, at 1 and 64 connections;
 //! memory per idle sandbox on the default world, untouched and after one GraphQL request.
+//!
+//! The issues line sends the same request again and again on an unchanged world, so after the
+//! first it is answered from the twin's answer cache: it measures a client polling a view, not
+//! executing the document (which renders 50 issues in about 2 ms).
 
 use serde_json::{Value, json};
 
