@@ -354,3 +354,23 @@ def test_stop_sandbox_refuses_an_ungraded_sandbox_as_the_rest_door_does(pome_ser
             assert e.value.error.code == -32602
 
     run(go())
+
+
+def test_mcp_config_prints_a_ready_client_configuration(pome_server, new_sandbox):
+    import os
+    import subprocess
+    sb = new_sandbox(["github", "slack"])
+    binary = os.environ.get("POME_BIN") or str(ROOT / "target" / "release" / "pome")
+    out = subprocess.run([binary, "mcp-config", sb.id, "--control"], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, POME_API_URL=pome_server.url, POME_API_KEY=API_KEY)).stdout
+    servers = json.loads(out)["mcpServers"]
+    assert servers["pome-github"] == {"type": "http", "url": f"{sb.url('github')}/mcp", "headers": {"Authorization": f"Bearer {sb.token}"}}
+    assert servers["pome-slack"]["url"] == f"{sb.url('slack')}/mcp"
+    assert servers["pome"]["url"] == f"{pome_server.url}/mcp"
+
+    async def go():
+        # The configuration works as written: its URL and header open the twin's server.
+        async with Mcp(servers["pome-slack"]["url"], servers["pome-slack"]["headers"]["Authorization"].removeprefix("Bearer ")) as c:
+            return await c.ok("slack_list_channels")
+
+    assert run(go())["ok"] is True
