@@ -5,48 +5,22 @@
 // POME_BIN names the host binary (default: target/release/pome); POME_TEST_TWINS_DIR serves
 // a twin component under development.
 
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, existsSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { createServer } from "node:http";
 import { LinearClient, AuthenticationLinearError, InvalidInputLinearError } from "@linear/sdk";
 import { LinearWebhookClient, LINEAR_WEBHOOK_SIGNATURE_HEADER } from "@linear/sdk/webhooks";
+import { ROOT, servePome, createSandbox } from "./server.mjs";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const API_KEY = "pme_node_linear_tests_0123456789";
+const pome = servePome("pme_node_linear_tests_0123456789");
 const TASKS = join(ROOT, "tests", "tasks-compat", "bundled");
-let server;
-let base;
-
-before(async () => {
-  const bin = process.env.POME_BIN ?? join(ROOT, "target", "release", "pome");
-  assert.ok(existsSync(bin), `${bin} is missing: build the host first`);
-  const args = ["serve", "--listen", "127.0.0.1:0", "--data", mkdtempSync(join(tmpdir(), "pome-node-"))];
-  if (process.env.POME_TEST_TWINS_DIR) args.push("--twins-dir", process.env.POME_TEST_TWINS_DIR);
-  server = spawn(bin, args, { env: { ...process.env, POME_API_KEY: API_KEY, POME_LOG: "warn" }, stdio: ["ignore", "pipe", "inherit"] });
-  base = await new Promise((resolve, reject) => {
-    let buf = "";
-    server.stdout.on("data", (d) => {
-      buf += d;
-      const m = buf.match(/listening on (http:\/\/\S+)/);
-      if (m) resolve(m[1]);
-    });
-    server.on("exit", () => reject(new Error("pome serve exited")));
-  });
-});
-
-after(() => server?.kill());
 
 async function sandbox(seed) {
   const body = { twins: ["linear"] };
   if (seed) body.seed = seed;
-  const r = await fetch(`${base}/v1/sandboxes`, { method: "POST", headers: { "X-API-KEY": API_KEY, "content-type": "application/json" }, body: JSON.stringify(body) });
-  const sb = await r.json();
-  assert.equal(r.status, 201, JSON.stringify(sb));
+  const sb = await createSandbox(pome, body);
   const apiUrl = sb.per_twin.linear.api_url;
   return {
     sb,
