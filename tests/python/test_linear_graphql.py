@@ -3,6 +3,7 @@ Every answer is checked against Linear's schema (tests/specs/linear/schema.graph
 what the document selected: each selected field present, nothing else, each value of its type.
 graphql-core is the independent judge of the schema and of which documents are valid."""
 
+import hashlib
 import json
 import pathlib
 import urllib.error
@@ -251,6 +252,25 @@ def test_a_bad_token_is_linears_authentication_error(new_sandbox):
     assert status == 400
     assert body["errors"][0]["extensions"]["code"] == "AUTHENTICATION_ERROR"
     assert body["errors"][0]["extensions"]["type"] == "authentication error"
+
+
+def test_an_api_key_from_the_seed_acts_as_its_user_and_never_reaches_the_tape(new_sandbox):
+    seed = task_seed("24-linear-issue-triage.seed.json")
+    seed["tokens"] = [{"token": "lin_api_seeded_dev_key", "user": "dev@pome-twin.test"}]
+    sb = new_sandbox(["linear"], seed)
+    for form in ("lin_api_seeded_dev_key", "Bearer lin_api_seeded_dev_key"):
+        assert Linear(sb, token=form)("{ viewer { email } }")["viewer"]["email"] == "dev@pome-twin.test"
+    status, _, body = Linear(sb, token="lin_api_seeded_dev_kez").raw("{ viewer { id } }")
+    assert status == 400 and body["errors"][0]["extensions"]["code"] == "AUTHENTICATION_ERROR"
+    # A client cannot pass itself off with a digest of its own: the host sends the digest of
+    # the credential it was given, and only that.
+    forged = urllib.request.Request(sb.url("linear") + "/graphql", data=b'{"query": "{ viewer { id } }"}', method="POST", headers={
+        "Content-Type": "application/json", "Authorization": "lin_api_wrong",
+        "x-pome-credential-sha256": hashlib.sha256(b"lin_api_seeded_dev_key").hexdigest()})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(forged)
+    assert json.load(refused.value)["errors"][0]["extensions"]["code"] == "AUTHENTICATION_ERROR"
+    assert "lin_api_seeded_dev_key" not in json.dumps(sb.events("linear"))
 
 
 def test_bearer_tokens_work_too_and_rate_limit_headers_are_sent(new_sandbox):

@@ -17,6 +17,9 @@ use crate::sandbox::Lookup;
 use crate::app::App;
 use pome_runtime::store::{TwinReply, TwinRequest, TwinStore};
 
+/// The header carrying the SHA-256 (hex) of a credential the host did not recognise.
+pub const CREDENTIAL_DIGEST: &str = "x-pome-credential-sha256";
+
 /// Headers that describe one hop, not the request; never passed to a twin.
 const HOP_HEADERS: &[&str] = &["connection", "keep-alive", "transfer-encoding", "te", "upgrade", "host", "content-length", "proxy-connection"];
 
@@ -119,21 +122,30 @@ pub async fn forward(store: &TwinStore, token: &str, base_url: String, limits: &
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("application/x-www-form-urlencoded"))
         .then_some(&body[..]);
-    let auth = match crate::auth::twin_credential(&parts.headers, &query, form, &store.credentials) {
+    let presented = crate::auth::twin_credential(&parts.headers, &query, form, &store.credentials);
+    let auth = match &presented {
         None => Auth::Missing,
-        Some(c) if crate::auth::same(&c, token) => Auth::Agent,
+        Some(c) if crate::auth::same(c, token) => Auth::Agent,
         Some(_) => Auth::Invalid,
     };
     if auth == Auth::Agent {
         on_agent();
     }
     let secrets = [token];
-    let headers = parts
+    let mut headers: Vec<(String, String)> = parts
         .headers
         .iter()
-        .filter(|(k, _)| !HOP_HEADERS.contains(&k.as_str()))
+        .filter(|(k, _)| !HOP_HEADERS.contains(&k.as_str()) && k.as_str() != CREDENTIAL_DIGEST)
         .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
         .collect();
+    // A credential that is not the agent token may still be one the twin's world knows (an
+    // API key in its seed). The twin gets its digest, never the key: the key is redacted
+    // like every credential, and a client cannot send the digest itself.
+    if auth == Auth::Invalid
+        && let Some(c) = &presented
+    {
+        headers.push((CREDENTIAL_DIGEST.to_string(), crate::auth::hash_key(c)));
+    }
     let twin_req = TwinRequest {
         request_id: current_request_id(),
         method: parts.method.as_str().to_string(),
