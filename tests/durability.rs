@@ -1,0 +1,343 @@
+//! Durable live sandboxes, against the real `pome serve` process: a clean stop, `kill -9`
+//! mid-load, and the durability modes. Every call that got an answer must come back on its
+//! tape after a restart (in `sync` mode), the world must be the one its tape rebuilds, and
+//! the agent continues with its token.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pome_e2e::{API_KEY, hostile_dir, workspace};
+use serde_json::{Value, json};
+
+/// The release `pome` binary the tests drive (built by `cargo build --release -p pome`).
+fn pome_bin() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace().join("target"));
+    let bin = target.join("release/pome");
+    assert!(bin.exists(), "{} is missing: build it with `cargo build --release -p pome`", bin.display());
+    bin
+}
+
+/// One `pome serve` process on a data directory that outlives it.
+struct Serve {
+    child: Child,
+    url: String,
+}
+
+impl Serve {
+    async fn start(data: &Path, durability: &str) -> Serve {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        // Compiled twins are shared with the other suites (a cold compile of every twin takes
+        // a while on a small machine); everything else in the data directory is this test's.
+        let cache = workspace().join("target/pome-test-cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        if !data.join("cache").exists() {
+            std::os::unix::fs::symlink(&cache, data.join("cache")).unwrap();
+        }
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(data.join("serve.log")).unwrap();
+        let child = Command::new(pome_bin())
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--durability", durability, "--quota", "200"])
+            .arg("--data")
+            .arg(data)
+            .arg("--twins-dir")
+            .arg(hostile_dir())
+            .env("POME_API_KEY", API_KEY)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("pome serve starts");
+        let url = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(300);
+        loop {
+            if http.get(format!("{url}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "pome serve did not come up; see {}", data.join("serve.log").display());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Serve { child, url }
+    }
+
+    /// SIGTERM and wait: the graceful stop.
+    fn stop(mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "pome serve did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL: no chance to flush anything.
+    fn kill9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Clone)]
+struct Sbx {
+    id: String,
+    token: String,
+}
+
+async fn create(http: &reqwest::Client, url: &str, twins: &[&str]) -> Sbx {
+    let r = http.post(format!("{url}/v1/sandboxes")).header("x-api-key", API_KEY).json(&json!({"twins": twins})).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let v: Value = r.json().await.unwrap();
+    Sbx { id: v["id"].as_str().unwrap().into(), token: v["agent_token"].as_str().unwrap().into() }
+}
+
+/// `POST /tickets` with a request id of our choosing; the status and the ticket id.
+async fn new_ticket(http: &reqwest::Client, url: &str, s: &Sbx, title: &str, request_id: &str) -> Result<(u16, Value), reqwest::Error> {
+    let r = http
+        .post(format!("{url}/s/{}/tickets/tickets", s.id))
+        .header("x-ticket-key", &s.token)
+        .header("x-request-id", request_id)
+        .json(&json!({"title": title}))
+        .send()
+        .await?;
+    let status = r.status().as_u16();
+    Ok((status, r.json().await.unwrap_or(Value::Null)))
+}
+
+async fn get(http: &reqwest::Client, url: &str, s: &Sbx, path: &str) -> (u16, Value) {
+    // The twin reads its own header; the host's routes (`/_pome/…`) read the bearer form.
+    let req = http.get(format!("{url}/s/{}/tickets{path}", s.id));
+    let req = if path.starts_with("/_pome/") { req.bearer_auth(&s.token) } else { req.header("x-ticket-key", &s.token) };
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn list_ids(http: &reqwest::Client, url: &str) -> BTreeSet<String> {
+    let v: Value = http.get(format!("{url}/v1/sandboxes")).header("x-api-key", API_KEY).send().await.unwrap().json().await.unwrap();
+    let items = v["data"].as_array().or(v.as_array()).cloned().unwrap_or_default();
+    items.iter().map(|s| s["id"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_clean_stop_and_restart_brings_back_every_open_sandbox_as_it_was() {
+    let data = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let serve = Serve::start(data.path(), "sync").await;
+    let url = serve.url.clone();
+    let mut open = Vec::new();
+    for i in 0..3 {
+        let s = create(&http, &url, &["tickets"]).await;
+        for n in 0..=i {
+            assert_eq!(new_ticket(&http, &url, &s, &format!("t{i}-{n}"), &format!("req-{i}-{n}")).await.unwrap().0, 201);
+        }
+        open.push(s);
+    }
+    let finalized = create(&http, &url, &["tickets"]).await;
+    let r = http.post(format!("{url}/v1/sandboxes/{}/finalize", finalized.id)).header("x-api-key", API_KEY).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let mut before = Vec::new();
+    for s in &open {
+        before.push((get(&http, &url, s, "/tickets").await.1, get(&http, &url, s, "/_pome/events").await.1));
+    }
+    serve.stop();
+
+    let serve = Serve::start(data.path(), "sync").await;
+    let url = serve.url.clone();
+    assert_eq!(list_ids(&http, &url).await, open.iter().map(|s| s.id.clone()).collect(), "the same sandboxes are open, and only them");
+    for (s, (tickets, events)) in open.iter().zip(&before) {
+        let (status, now) = get(&http, &url, s, "/tickets").await;
+        assert_eq!(status, 200, "the agent's token still works");
+        assert_eq!(&now, tickets, "the world is the one before the stop");
+        // The tape is the one before the stop, row for row (the read just above added one).
+        // `latency_ms` is a measurement, written as a float: serde_json may read its last
+        // digit back one ulp apart, so rows are compared without it.
+        let timeless = |rows: &Value| -> Vec<Value> {
+            rows.as_array().unwrap().iter().map(|r| { let mut r = r.clone(); r.as_object_mut().unwrap().remove("latency_ms"); r }).collect()
+        };
+        let (now, before) = (timeless(&get(&http, &url, s, "/_pome/events").await.1), timeless(events));
+        assert_eq!(&now[..before.len()], &before[..], "the tape is the one before the stop, row for row");
+    }
+    // The agent continues: the next ticket follows the last, the tape goes on in sequence.
+    let s = &open[2];
+    let (status, t) = new_ticket(&http, &url, s, "after restart", "req-after").await.unwrap();
+    assert_eq!(status, 201);
+    assert_eq!(t["id"], json!(5), "tickets 1 (seed) to 4 came back, so the next is 5");
+    let events = get(&http, &url, s, "/_pome/events").await.1;
+    let seqs: Vec<u64> = events.as_array().unwrap().iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "the tape goes on in sequence");
+    assert_eq!(events.as_array().unwrap().last().unwrap()["request_id"], "req-after");
+    let ts: Vec<&str> = events.as_array().unwrap().iter().map(|r| r["ts"].as_str().unwrap()).collect();
+    assert!(ts.windows(2).all(|w| w[0] < w[1]), "virtual time keeps moving forward across the restart: {ts:?}");
+    // A finalized sandbox stays finalized: its agent hears 410, its run is there.
+    // (The host answers for a closed sandbox; it reads the token in the bearer form.)
+    let r = http.get(format!("{url}/s/{}/tickets/tickets", finalized.id)).bearer_auth(&finalized.token).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 410, "a sandbox finalized before the restart stays closed");
+    serve.stop();
+}
+
+/// 8 writers on 4 sandboxes; `kill -9` while requests are in flight; restart. Every request
+/// that was answered is on its tape, and the world is exactly what the tape says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_mid_load_loses_no_answered_call_in_sync_mode() {
+    let data = tempfile::tempdir().unwrap();
+    let http = reqwest::Client::new();
+    let serve = Serve::start(data.path(), "sync").await;
+    let url = serve.url.clone();
+    let mut sandboxes = Vec::new();
+    for _ in 0..4 {
+        sandboxes.push(create(&http, &url, &["tickets"]).await);
+    }
+    let acked: Arc<Mutex<Vec<(usize, String, u64)>>> = Arc::default();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..8 {
+        let (http, url, sandboxes, acked, stop) = (http.clone(), url.clone(), sandboxes.clone(), acked.clone(), stop.clone());
+        writers.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let i = (w + n) % sandboxes.len();
+                let rid = format!("w{w}n{n}");
+                match new_ticket(&http, &url, &sandboxes[i], &rid, &rid).await {
+                    Ok((201, t)) => acked.lock().unwrap().push((i, rid, t["id"].as_u64().unwrap())),
+                    Ok((status, v)) => panic!("a write was refused with {status}: {v}"),
+                    Err(_) => break, // the server died under us: this request was never answered
+                }
+                n += 1;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    serve.kill9();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in writers {
+        w.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() > 50, "the load got going ({} answers)", acked.len());
+
+    let serve = Serve::start(data.path(), "sync").await;
+    let url = serve.url.clone();
+    let mut recovered = 0;
+    for (i, s) in sandboxes.iter().enumerate() {
+        let (status, events) = get(&http, &url, s, "/_pome/events").await;
+        assert_eq!(status, 200, "sandbox {i} came back");
+        let rows = events.as_array().unwrap();
+        let on_tape: BTreeSet<&str> = rows.iter().map(|r| r["request_id"].as_str().unwrap()).collect();
+        let mine: Vec<&(usize, String, u64)> = acked.iter().filter(|a| a.0 == i).collect();
+        for (_, rid, _) in &mine {
+            assert!(on_tape.contains(rid.as_str()), "answered request {rid} is on sandbox {i}'s tape");
+        }
+        recovered += mine.len();
+        // The world is what its tape says: one ticket per recorded create, besides the seed's.
+        let (_, tickets) = get(&http, &url, s, "/tickets").await;
+        let titles: BTreeSet<&str> = tickets.as_array().unwrap().iter().skip(1).map(|t| t["title"].as_str().unwrap()).collect();
+        assert_eq!(titles, on_tape, "sandbox {i}: every recorded create, and nothing else, is in the world");
+        for (_, rid, id) in &mine {
+            let (status, t) = get(&http, &url, s, &format!("/tickets/{id}")).await;
+            assert_eq!((status, t["title"].as_str()), (200, Some(rid.as_str())), "the ticket answered as #{id} is #{id}");
+        }
+    }
+    assert_eq!(recovered, acked.len(), "requests acknowledged vs rows recovered");
+    // The agents continue where they were.
+    assert_eq!(new_ticket(&http, &url, &sandboxes[0], "more", "more").await.unwrap().0, 201);
+    serve.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn window_mode_is_on_disk_a_window_after_the_answer_and_memory_mode_keeps_nothing() {
+    let http = reqwest::Client::new();
+
+    let data = tempfile::tempdir().unwrap();
+    let serve = Serve::start(data.path(), "window").await;
+    let s = create(&http, &serve.url, &["tickets"]).await;
+    for n in 0..5 {
+        assert_eq!(new_ticket(&http, &serve.url, &s, &format!("t{n}"), &format!("r{n}")).await.unwrap().0, 201);
+    }
+    // Well past the 50 ms window: every row is committed, even with no clean stop.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    serve.kill9();
+    let serve = Serve::start(data.path(), "window").await;
+    let (status, events) = get(&http, &serve.url, &s, "/_pome/events").await;
+    assert_eq!(status, 200);
+    assert_eq!(events.as_array().unwrap().len(), 5);
+    serve.stop();
+
+    let data = tempfile::tempdir().unwrap();
+    let serve = Serve::start(data.path(), "memory").await;
+    let s = create(&http, &serve.url, &["tickets"]).await;
+    assert_eq!(new_ticket(&http, &serve.url, &s, "t", "r").await.unwrap().0, 201);
+    serve.kill9();
+    let serve = Serve::start(data.path(), "memory").await;
+    assert_eq!(get(&http, &serve.url, &s, "/tickets").await.0, 404, "memory mode: a restart ends every sandbox");
+    serve.stop();
+}
+
+/// One memory budget over every store and tape: past it a new sandbox is a 503 with
+/// `Retry-After` in the one error envelope; open sandboxes keep working, and closing one
+/// frees room again.
+#[tokio::test]
+async fn past_the_memory_budget_a_new_sandbox_waits_with_a_503_and_retry_after() {
+    use pome_e2e::{Opts, Server};
+    // One byte: the first sandbox fits (nothing is held yet), the second cannot.
+    let opts = Opts { limits: pome::limits::Limits { memory_budget: 1, max_stores: 16, ..Opts::default().limits }, ..Opts::default() };
+    let server = Server::with(opts).await;
+    let first = server.sandbox(&["tickets"], None).await;
+    let resp = server.http.post(format!("{}/v1/sandboxes", server.url)).header("x-api-key", API_KEY).json(&json!({"twins": ["tickets"]})).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    let retry: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry >= 1);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "server_busy", "{body}");
+    assert!(body["error"]["request_id"].as_str().is_some_and(|r| !r.is_empty()), "{body}");
+    assert!(body["error"]["details"]["held_mib"].is_u64(), "{body}");
+    // The open sandbox is not affected.
+    assert_eq!(first.call_with("tickets", "GET", "/tickets", None, None).await.status, 401);
+    let r = server.http.get(format!("{}/tickets", first.base("tickets"))).header("x-ticket-key", &first.token).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    // Closing it gives the memory back.
+    let (_, refusal) = server.api("DELETE", &format!("/v1/sandboxes/{}", first.id), None).await;
+    let token = refusal["error"]["details"]["discard_token"].as_str().unwrap_or_default().to_string();
+    server.api("DELETE", &format!("/v1/sandboxes/{}?confirm_discard={token}", first.id), None).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (status, _) = server.api("POST", "/v1/sandboxes", Some(json!({"twins": ["tickets"]}))).await;
+        if status == 201 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "a closed sandbox's memory is given back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every byte of a row counts toward the tape's cap: headers too (hyper takes ~400 KB of
+/// them per request), so one token cannot grow a tape without bound through them.
+#[tokio::test]
+async fn request_headers_count_toward_the_tape_byte_cap() {
+    use pome_e2e::{Opts, Server};
+    let opts = Opts { limits: pome::limits::Limits { tape_bytes: 1 << 20, max_stores: 16, ..Opts::default().limits }, ..Opts::default() };
+    let server = Server::with(opts).await;
+    let sb = server.sandbox(&["tickets"], None).await;
+    let padding = "x".repeat(200 << 10);
+    let mut served = 0;
+    for _ in 0..20 {
+        let r = server.http.get(format!("{}/tickets", sb.base("tickets"))).header("x-ticket-key", &sb.token).header("x-padding", &padding).send().await.unwrap();
+        if r.status().as_u16() != 200 {
+            assert_eq!(r.status().as_u16(), 429, "a full tape refuses in the twin's shape: {}", r.text().await.unwrap());
+            break;
+        }
+        served += 1;
+    }
+    assert!((4..=6).contains(&served), "a 1 MiB tape holds about five 200 KB-header rows, not {served}");
+}

@@ -1,0 +1,300 @@
+//! Fuzzing, bounded: property tests over everything a stranger controls. Each target runs a
+//! fixed number of generated cases in `cargo test` (POME_FUZZ_CASES raises it for a longer
+//! hunt); a crash found becomes a named regression test at the bottom of this file.
+//!
+//! The rule under every target: hostile input gets an answer (an error in the right shape),
+//! never a panic, a trap that reaches other sandboxes, or a 5xx.
+
+use std::time::{Duration, Instant};
+
+use pome_e2e::Server;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{Value, json};
+
+fn cases(default: u32) -> u32 {
+    std::env::var("POME_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn runner(n: u32) -> TestRunner {
+    // No persistence file: a failure is printed with its minimal input, to be pasted below.
+    TestRunner::new(Config { cases: cases(n), failure_persistence: None, ..Config::default() })
+}
+
+/// Any JSON value, nested a few levels.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
+        ".{0,24}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z_]{1,12}|.{0,8}", inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Markdown shaped like a task (headings, criteria lists, fences) with arbitrary text in it.
+fn task_markdown() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        ".{0,40}".prop_map(|s| format!("# {s}")),
+        ".{0,40}".prop_map(|s| format!("## {s}")),
+        prop_oneof![Just("Criteria"), Just("Prompt"), Just("Setup"), Just("Config")].prop_map(|h| format!("## {h}")),
+        ".{0,60}".prop_map(|s| format!("- [code] {s}")),
+        ".{0,60}".prop_map(|s| format!("- [model] {s}")),
+        ".{0,60}".prop_map(|s| format!("- {s}")),
+        Just("```yaml".to_string()),
+        Just("```".to_string()),
+        "[a-z_]{1,10}: .{0,20}".prop_map(|s| s),
+        ".{0,80}",
+    ];
+    prop::collection::vec(line, 0..30).prop_map(|lines| lines.join("\n"))
+}
+
+#[test]
+fn task_markdown_never_panics_the_parser() {
+    runner(400)
+        .run(&(task_markdown(), proptest::option::of(json_value())), |(text, sidecar)| {
+            let sidecar = sidecar.map(|v| v.to_string());
+            let started = Instant::now();
+            let _ = pome::task::parse("fuzz.md", "fuzz", &text, sidecar.as_deref());
+            prop_assert!(started.elapsed() < Duration::from_secs(1), "parsing {} bytes took {:?}", text.len(), started.elapsed());
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn credentials_in_any_header_query_or_form_never_panic_the_reader() {
+    use axum::http::{HeaderMap, HeaderName, HeaderValue};
+    let header = (prop_oneof![Just("authorization"), Just("x-api-key"), Just("x-ticket-key"), Just("cookie")], prop::collection::vec(any::<u8>(), 0..80));
+    runner(1000)
+        .run(&(prop::collection::vec(header, 0..4), ".{0,80}", proptest::option::of(prop::collection::vec(any::<u8>(), 0..120))), |(headers, query, form)| {
+            let mut map = HeaderMap::new();
+            for (name, value) in headers {
+                if let Ok(v) = HeaderValue::from_bytes(&value) {
+                    map.append(HeaderName::from_static(name), v);
+                }
+            }
+            let forms = [
+                pome_contract::Credential::Bearer,
+                pome_contract::Credential::BasicUser,
+                pome_contract::Credential::Header("x-ticket-key".into()),
+                pome_contract::Credential::Query("token".into()),
+                pome_contract::Credential::FormField("token".into()),
+            ];
+            let _ = pome::auth::twin_credential(&map, &query, form.as_deref(), &forms);
+            let _ = pome::auth::twin_credential(&map, &query, form.as_deref(), pome::auth::ANY_FORM);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn the_template_matcher_is_total_and_finds_what_it_rendered() {
+    // Arbitrary pairs: an answer or none, quickly.
+    runner(2000)
+        .run(&("[a-z {}\"#.]{0,60}", ".{0,200}"), |(template, sentence)| {
+            let started = Instant::now();
+            let _ = pome_contract::template::match_template(&template, &sentence);
+            prop_assert!(started.elapsed() < Duration::from_millis(200));
+            Ok(())
+        })
+        .unwrap();
+    // A sentence rendered from a template matches it again.
+    runner(500)
+        .run(&("[A-Z][a-z ]{0,12}", "[a-z0-9]{1,10}", " [a-z ]{1,12} ", "[a-z0-9-]{1,10}"), |(head, a, mid, b)| {
+            let template = format!("{head} {{a}}{mid}{{b}}");
+            let sentence = format!("{head} {a}{mid}{b}");
+            let m = pome_contract::template::match_template(&template, &sentence);
+            prop_assert!(m.is_some(), "{template:?} does not match {sentence:?}");
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn the_tape_wire_form_reads_back_exactly_and_refuses_garbage_without_panicking() {
+    use pome::tape::{Body, TapeRow};
+    runner(1000)
+        .run(&prop::collection::vec(any::<u8>(), 0..200), |bytes| {
+            let body = Body(bytes.clone().into());
+            prop_assert_eq!(Body::from_text(&body.to_text()).0.to_vec(), bytes);
+            let wire = serde_json::to_string(&body).unwrap();
+            let back: Body = serde_json::from_str(&wire).unwrap();
+            prop_assert_eq!(back, body);
+            Ok(())
+        })
+        .unwrap();
+    let row = |seq: u64, path: String, headers: Vec<(String, String)>, req: Vec<u8>, resp: Vec<u8>| -> TapeRow {
+        let text = json!({
+            "seq": seq, "ts": "2026-01-01T00:00:00.000001Z", "twin": "acme", "request_id": "r", "method": "POST",
+            "path": path, "query": "", "request_headers": headers, "request_body": "", "base_url": "http://h/s/x/acme",
+            "auth": "agent", "status": 200, "response_headers": [], "response_body": "", "latency_ms": 0.5, "action": null,
+            "fidelity": "semantic", "state_mutation": false, "state_delta": [], "error": null
+        });
+        let mut r: TapeRow = serde_json::from_value(text).unwrap();
+        r.request_body = Body(req.into());
+        r.response_body = Body(resp.into());
+        r
+    };
+    runner(500)
+        .run(
+            &(any::<u64>(), ".{0,40}", prop::collection::vec(("[a-z-]{1,12}", ".{0,30}"), 0..5), prop::collection::vec(any::<u8>(), 0..64), prop::collection::vec(any::<u8>(), 0..64)),
+            |(seq, path, headers, req, resp)| {
+                let r = row(seq % (1 << 53), path, headers, req, resp);
+                let back: TapeRow = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+                prop_assert_eq!(back, r);
+                Ok(())
+            },
+        )
+        .unwrap();
+    runner(1000)
+        .run(&json_value(), |v| {
+            let _ = serde_json::from_value::<TapeRow>(v);
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The runtime's side: arbitrary seeds, form bodies and JSON bodies through real stores.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(f)
+}
+
+#[test]
+fn any_seed_is_a_sandbox_or_a_422_for_every_twin_and_nobody_else_notices() {
+    block_on(async {
+        let server = Server::start().await;
+        let bystander = server.sandbox(&["tickets"], None).await;
+        let (status, v) = server.api("GET", "/v1/twins", None).await;
+        assert_eq!(status, 200);
+        let twins: Vec<String> = v["data"].as_array().or(v.as_array()).unwrap().iter().filter_map(|t| t["name"].as_str().map(String::from)).collect();
+        assert!(twins.len() >= 5, "{v}");
+        let mut generated = Vec::new();
+        let mut r = runner(12);
+        for twin in &twins {
+            for _ in 0..cases(12) {
+                generated.push((twin.clone(), prop::collection::btree_map("[a-z_]{1,10}", json_value(), 0..4).new_tree(&mut r).unwrap().current()));
+            }
+        }
+        for (twin, seed) in generated {
+            let seed = Value::Object(seed.into_iter().collect());
+            let (status, v) = server.api("POST", "/v1/sandboxes", Some(json!({"twins": [twin], "seed": seed}))).await;
+            assert!(status == 201 || status == 422, "the {twin} twin answered {status} to seed {seed}: {v}");
+            if status == 201 {
+                // Closed at once, so the team's quota never runs out.
+                let (st, run) = server.api("POST", &format!("/v1/sandboxes/{}/finalize", v["id"].as_str().unwrap()), None).await;
+                assert_eq!(st, 200, "{run}");
+            }
+        }
+        let r = bystander.call_with("tickets", "GET", "/tickets", None, None).await;
+        assert_eq!(r.status, 401, "the bystander sandbox is still there, answering in its own shape");
+    });
+}
+
+#[test]
+fn slack_form_bodies_and_github_json_bodies_get_answers_below_500() {
+    block_on(async {
+        let server = Server::start().await;
+        let sb = server.sandbox(&["slack", "github"], None).await;
+        let mut r = runner(64);
+        let form = prop::collection::vec(("[a-z_]{1,12}|.{0,6}", ".{0,40}"), 0..6);
+        let method = prop_oneof![Just("chat.postMessage"), Just("conversations.create"), Just("conversations.history"), Just("reactions.add"), Just("users.info"), Just("conversations.join")];
+        for _ in 0..cases(64) {
+            let (m, fields) = (method.new_tree(&mut r).unwrap().current(), form.new_tree(&mut r).unwrap().current());
+            let body: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields.iter()).finish();
+            let resp = sb
+                .http
+                .post(format!("{}/api/{m}", sb.base("slack")))
+                .bearer_auth(&sb.token)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            assert!(status < 500 || status == 501, "slack {m} answered {status} to {body:?}: {}", resp.text().await.unwrap_or_default());
+        }
+        let routes = prop_oneof![
+            Just(("POST", "/repos/acme/api/issues")),
+            Just(("PATCH", "/repos/acme/api/issues/1")),
+            Just(("POST", "/repos/acme/api/issues/1/comments")),
+            Just(("POST", "/repos/acme/api/labels")),
+            Just(("POST", "/repos/acme/api/pulls")),
+        ];
+        for _ in 0..cases(64) {
+            let ((m, path), body) = (routes.new_tree(&mut r).unwrap().current(), json_value().new_tree(&mut r).unwrap().current());
+            let resp = sb.call("github", m, path, Some(body.clone())).await;
+            assert!(resp.status < 500 || resp.status == 501, "github {m} {path} answered {} to {body}: {}", resp.status, resp.text);
+        }
+        // Raw bytes that are not JSON at all (invalid UTF-8 included).
+        for _ in 0..cases(32) {
+            let bytes = prop::collection::vec(any::<u8>(), 0..64).new_tree(&mut r).unwrap().current();
+            let resp = sb
+                .http
+                .post(format!("{}/repos/acme/api/issues", sb.base("github")))
+                .bearer_auth(&sb.token)
+                .header("content-type", "application/json")
+                .body(bytes.clone())
+                .send()
+                .await
+                .unwrap();
+            assert!(resp.status().as_u16() < 500, "github answered {} to bytes {bytes:?}", resp.status());
+        }
+        assert_eq!(sb.call("github", "GET", "/repos/acme/api", None).await.status, 200, "the sandbox still serves");
+    });
+}
+
+/// A JSON body nested 100,000 deep must be refused (by the twin's parser), not overflow a
+/// stack; the sandbox keeps serving.
+#[test]
+fn deeply_nested_json_is_refused_not_a_crash() {
+    block_on(async {
+        let server = Server::start().await;
+        let sb = server.sandbox(&["github"], None).await;
+        let body = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let resp = sb
+            .http
+            .post(format!("{}/repos/acme/api/issues", sb.base("github")))
+            .bearer_auth(&sb.token)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert!(resp.status().as_u16() < 500, "nested JSON answered {}", resp.status());
+        let (status, _) = server.api("POST", "/v1/sandboxes", Some(json!({"twins": ["github"], "seed": {"x": serde_json::from_str::<Value>(&format!("{}{}", "[".repeat(100), "]".repeat(100))).unwrap()}}))).await;
+        assert!(status == 201 || status == 422, "a deep seed answered {status}");
+        let deep = format!("{{\"twins\": [\"github\"], \"seed\": {}1{}}}", "[".repeat(100_000), "]".repeat(100_000));
+        let resp = server.http.post(format!("{}/v1/sandboxes", server.url)).header("x-api-key", pome_e2e::API_KEY).header("content-type", "application/json").body(deep).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 400, "a control-plane body nested past serde's limit is a 400");
+        assert_eq!(sb.call("github", "GET", "/repos/acme/api", None).await.status, 200);
+    });
+}
+
+/// Headers past hyper's buffer (about 400 KB) are refused with 431 on that connection only;
+/// a header value that is not UTF-8 reaches the twin as lossy text, not a failure.
+#[test]
+fn huge_headers_get_431_and_non_utf8_header_values_are_served() {
+    block_on(async {
+        let server = Server::start().await;
+        let sb = server.sandbox(&["github"], None).await;
+        let huge = "x".repeat(1 << 20);
+        let resp = reqwest::Client::new().get(format!("{}/repos/acme/api", sb.base("github"))).bearer_auth(&sb.token).header("x-huge", huge).send().await;
+        match resp {
+            Ok(r) => assert_eq!(r.status().as_u16(), 431, "1 MB of headers"),
+            // hyper may close the connection before the client finished writing.
+            Err(e) => assert!(e.is_request() || e.is_connect() || e.is_body(), "{e}"),
+        }
+        let latin1 = reqwest::header::HeaderValue::from_bytes(b"caf\xe9").unwrap();
+        let resp = sb.http.get(format!("{}/repos/acme/api", sb.base("github"))).bearer_auth(&sb.token).header("x-note", latin1).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        assert_eq!(sb.call("github", "GET", "/repos/acme/api", None).await.status, 200, "the server still serves");
+    });
+}
