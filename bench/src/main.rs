@@ -304,7 +304,7 @@ async fn main() {
     linear::run(&server).await;
     memory(&server).await;
     durability::run().await;
-    // Last: a Stripe twin under load still grows to its memory cap (issue 10), and the memory
-    // it held must not be counted against the idle sandboxes measured above.
+    // Last: the Stripe lines leave busy sandboxes with thousands of objects behind, whose
+    // memory must not be counted against the idle sandboxes measured above.
     stripe::run(&server).await;
 }
