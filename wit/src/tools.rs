@@ -162,6 +162,13 @@ pub fn mcp_result(answer: &[u8]) -> Result<Map<String, Value>, Value> {
     }
 }
 
+impl ToolDecl {
+    /// Whether a route of `surface` serves this tool's request (a `*` method serves any).
+    pub fn reaches(&self, surface: &[crate::describe::RouteDecl]) -> bool {
+        surface.iter().any(|r| (r.method == "*" || r.method.eq_ignore_ascii_case(&self.method)) && same_route(&r.path, &self.path))
+    }
+}
+
 impl Description {
     /// The declared tools, then one per action that no declared tool reaches (by method and
     /// path), named after the action. Names are unique: a generated name that a declared tool
