@@ -77,17 +77,19 @@ where
     }
 }
 
-/// The answer of an API the door called, as a tool result: the JSON as structured content
-/// (when it is an object) and as text; an error answer is `isError` with the API's own error.
-pub fn api_result(is_error: bool, body: &[u8]) -> CallToolResult {
-    let text = String::from_utf8_lossy(body).into_owned();
-    let structured = match serde_json::from_slice::<Value>(body) {
-        Ok(v @ Value::Object(_)) => Some(v),
-        _ => None,
-    };
-    let mut r = if is_error { CallToolResult::error(vec![ContentBlock::text(text)]) } else { CallToolResult::success(vec![ContentBlock::text(text)]) };
-    r.structured_content = structured;
+/// The answer of an API the door called, as a tool result: `text` as the API sent it, and its
+/// JSON (`parsed`, when it is an object) as structured content; an error answer is `isError`
+/// with the API's own error. Callers parse once and pass both, so no answer is read twice.
+pub fn api_result(is_error: bool, text: String, parsed: Option<Value>) -> CallToolResult {
+    let content = vec![ContentBlock::text(text)];
+    let mut r = if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    r.structured_content = parsed.filter(Value::is_object);
     r
+}
+
+/// [`api_result`] for a value the host built itself.
+pub fn value_result(is_error: bool, v: Value) -> CallToolResult {
+    api_result(is_error, v.to_string(), Some(v))
 }
 
 /// The arguments checked against a tool's input schema: a JSON-RPC `invalid_params` error

@@ -156,7 +156,7 @@ impl ServerHandler for ControlServer {
         super::check_arguments(def.validator.as_ref(), &name, &Value::Object(args.clone()))?;
         let answer = run(&t, &name, &args).await;
         Ok(match answer {
-            Ok(v) => super::api_result(false, &serde_json::to_vec(&v).unwrap_or_default()),
+            Ok(v) => super::value_result(false, v),
             Err(e) => error_result(e).await,
         }
         .into())
@@ -221,5 +221,5 @@ async fn error_result(e: ApiError) -> CallToolResult {
     let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap_or_default();
     let mut v: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({"error": {"message": String::from_utf8_lossy(&bytes)}}));
     v["status"] = json!(status);
-    super::api_result(true, &serde_json::to_vec(&v).unwrap_or_default())
+    super::value_result(true, v)
 }

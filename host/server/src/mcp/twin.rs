@@ -96,9 +96,9 @@ impl ServerHandler for TwinServer {
             // MCP's own example answers an unknown tool with invalid params (-32602).
             return Err(ErrorData::invalid_params(format!("unknown tool `{name}` on the {} twin; tools/list names its tools", t.tools.twin), Some(serde_json::json!({"tool": name}))));
         };
-        let args = super::arguments(request.arguments);
-        super::check_arguments(validator.as_ref(), &name, &Value::Object(args.clone()))?;
-        let mut req = decl.request(&args).map_err(|e| ErrorData::invalid_params(format!("`{name}`: {e}"), Some(serde_json::json!({"tool": name}))))?;
+        let args = Value::Object(super::arguments(request.arguments));
+        super::check_arguments(validator.as_ref(), &name, &args)?;
+        let mut req = decl.request(args.as_object().expect("the arguments were built as an object")).map_err(|e| ErrorData::invalid_params(format!("`{name}`: {e}"), Some(serde_json::json!({"tool": name}))))?;
         if req.method == "*" {
             // A route that takes any method (Slack's Web API methods): sent as its clients do.
             req.method = "POST".into();
@@ -108,11 +108,13 @@ impl ServerHandler for TwinServer {
             // The twin answered the tool over MCP itself: its result is the tool's result.
             return Ok(match pome_contract::tools::mcp_result(&reply.body) {
                 Ok(result) => serde_json::from_value::<CallToolResult>(Value::Object(result)).map_err(|e| ErrorData::internal_error(format!("the {} twin's tool result does not read: {e}", t.tools.twin), None))?,
-                Err(error) => super::api_result(true, &serde_json::to_vec(&serde_json::json!({"error": error})).unwrap_or_default()),
+                Err(error) => super::value_result(true, serde_json::json!({"error": error})),
             }
             .into());
         }
-        Ok(super::api_result(is_api_error(reply.status, &reply.body), &reply.body).into())
+        let parsed = serde_json::from_slice::<Value>(&reply.body).ok();
+        let is_error = reply.status >= 400 || parsed.as_ref().is_some_and(reports_error);
+        Ok(super::api_result(is_error, String::from_utf8_lossy(&reply.body).into_owned(), parsed).into())
     }
 }
 
@@ -142,12 +144,8 @@ async fn call(t: &Target, tool: &str, req: pome_contract::tools::ToolRequest) ->
     t.store.handle(twin_req).await.map_err(|e| ErrorData::internal_error(format!("the {} twin is unavailable: {e}", t.tools.twin), None))
 }
 
-/// Whether an API answer is an error: an HTTP error status, GraphQL `errors`, or Slack's
+/// Whether an API's successful-status answer reports an error: GraphQL `errors`, or Slack's
 /// `ok: false` (Slack answers its errors with HTTP 200).
-pub fn is_api_error(status: u16, body: &[u8]) -> bool {
-    if status >= 400 {
-        return true;
-    }
-    let Ok(Value::Object(v)) = serde_json::from_slice::<Value>(body) else { return false };
-    v.get("errors").is_some_and(|e| e.as_array().is_some_and(|a| !a.is_empty())) || v.get("ok") == Some(&Value::Bool(false))
+fn reports_error(v: &Value) -> bool {
+    v.get("errors").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) || v.get("ok") == Some(&Value::Bool(false))
 }
