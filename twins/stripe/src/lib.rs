@@ -289,17 +289,10 @@ impl World {
     /// Change an object in place, recording the fields that changed (before and after);
     /// returns the new object.
     pub fn modify(&mut self, call: &mut Call, id: &str, f: impl FnOnce(&mut Value)) -> Value {
-        let Some(mut obj) = self.get(id) else { return Value::Null };
-        let before = obj.clone();
-        f(&mut obj);
-        let kind = obj["object"].as_str().unwrap_or_default().to_string();
-        let (b, a) = changed_fields(&before, &obj);
-        if !a.is_empty() || !b.is_empty() {
-            call.updated(&kind, id, &Value::Object(b), &Value::Object(a));
+        match self.get(id) {
+            Some(current) => self.modify_current(call, id, current, f),
+            None => Value::Null,
         }
-        let stored = store::encode(&mut self.0.templates, &obj);
-        self.0.objects.insert(id.to_string(), stored);
-        obj
     }
 
     /// [`World::modify`] for a caller that holds the object as it is stored now (just
