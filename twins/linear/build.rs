@@ -12,21 +12,10 @@ use apollo_compiler::Schema;
 use apollo_compiler::ast::Definition;
 use apollo_compiler::schema::ExtendedType;
 
-/// The SDL without its `"""` block-string descriptions (kept in step with `gql::strip_descriptions`).
-fn strip_descriptions(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() / 3);
-    let mut rest = text;
-    while let Some(i) = rest.find("\"\"\"") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 3..];
-        match after.find("\"\"\"") {
-            Some(j) => rest = after[j + 3..].trim_start_matches([' ', '\n', '\r', '\t']),
-            None => rest = "",
-        }
-    }
-    out.push_str(rest);
-    out
-}
+// The one description stripper, shared with the crate.
+#[path = "src/sdl.rs"]
+mod sdl;
+use sdl::strip_descriptions;
 
 fn lit(s: &str) -> String {
     format!("{s:?}")
@@ -47,6 +36,7 @@ fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
 fn main() {
     println!("cargo:rerun-if-changed=schema/schema.graphql");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/sdl.rs");
     let text = std::fs::read_to_string("schema/schema.graphql").expect("schema/schema.graphql");
     let lean = strip_descriptions(&text);
     let schema = Schema::parse(&lean, "schema.graphql").unwrap_or_else(|e| e.partial);

@@ -55,24 +55,6 @@ impl Doc {
     }
 }
 
-/// The SDL without its `"""` block-string descriptions.
-pub fn strip_descriptions(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() / 3);
-    let mut rest = text;
-    while let Some(i) = rest.find("\"\"\"") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 3..];
-        match after.find("\"\"\"") {
-            Some(j) => rest = after[j + 3..].trim_start_matches([' ', '\n', '\r', '\t']),
-            None => {
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 /// Whether a document introspects the schema (beyond `__typename`).
 pub fn introspects(text: &str) -> bool {
     text.contains("__schema") || text.match_indices("__type").any(|(i, _)| !text[i..].starts_with("__typename"))

@@ -17,6 +17,7 @@ pub mod gql;
 pub mod model;
 pub mod mutate;
 pub mod root;
+pub mod sdl;
 pub mod seed;
 pub mod tables;
 pub mod tools;

@@ -313,7 +313,7 @@ fn every_document_the_sdk_sends_validates_against_the_schema() {
     // The file holds every fragment once; each operation is sent with only the ones it uses,
     // so the only error the whole file may have is an unused fragment.
     let full = apollo_compiler::Schema::parse_and_validate(crate::gql::SCHEMA_TEXT, "schema.graphql").expect("Linear's schema is valid");
-    let lean = apollo_compiler::Schema::parse_and_validate(crate::gql::strip_descriptions(crate::gql::SCHEMA_TEXT), "lean.graphql").expect("without descriptions too");
+    let lean = apollo_compiler::Schema::parse_and_validate(crate::sdl::strip_descriptions(crate::gql::SCHEMA_TEXT), "lean.graphql").expect("without descriptions too");
     assert_eq!(full.types.len(), lean.types.len());
     // Against the whole schema, and against the part of it the twin builds for the document.
     let sub = apollo_compiler::Schema::parse(crate::tables::sub_schema(SDK_DOCS), "sub.graphql").unwrap();
@@ -469,7 +469,7 @@ fn queries_past_linears_complexity_limit_are_refused() {
 
 #[test]
 fn every_sdk_operation_with_default_paging_fits_the_complexity_limit() {
-    let lean = apollo_compiler::Schema::parse_and_validate(crate::gql::strip_descriptions(crate::gql::SCHEMA_TEXT), "lean.graphql").unwrap();
+    let lean = apollo_compiler::Schema::parse_and_validate(crate::sdl::strip_descriptions(crate::gql::SCHEMA_TEXT), "lean.graphql").unwrap();
     let doc = apollo_compiler::ExecutableDocument::parse(&lean, SDK_DOCS, "sdk.graphql").unwrap_or_else(|e| e.partial);
     let vars = serde_json::Map::new();
     let mut worst = (0.0, String::new());
@@ -522,7 +522,7 @@ fn bench_native() {
 /// validation against the whole schema says, for valid and invalid documents alike.
 #[test]
 fn a_documents_own_schema_validates_it_as_the_whole_schema_does() {
-    let lean = apollo_compiler::Schema::parse_and_validate(crate::gql::strip_descriptions(crate::gql::SCHEMA_TEXT), "lean.graphql").unwrap();
+    let lean = apollo_compiler::Schema::parse_and_validate(crate::sdl::strip_descriptions(crate::gql::SCHEMA_TEXT), "lean.graphql").unwrap();
     let docs = [
         "{ issues(filter: {state: {type: {eq: \"started\"}}}, first: 5) { nodes { id title assignee { name } labels { nodes { name } } } } }",
         "{ issue(id: \"ENG-1\") { titel } }",
