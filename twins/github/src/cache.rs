@@ -9,45 +9,17 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use pome_twin_sdk::{Call, Method, Response};
+
+pub use pome_twin_sdk::generation::Generation;
 
 /// Most answers kept, and most bytes kept in total (a page of 100 issues is ≈ 500 KB).
 const MAX_ENTRIES: usize = 16;
 const MAX_BYTES: usize = 768 * 1024;
 
-static NEXT_IDENTITY: AtomicU64 = AtomicU64::new(1);
-
-/// A world's identity and how many writes it has seen.
-#[derive(Debug)]
-pub struct Generation {
-    identity: u64,
-    generation: u64,
-}
-
-impl Default for Generation {
-    fn default() -> Self {
-        Generation { identity: NEXT_IDENTITY.fetch_add(1, Ordering::Relaxed), generation: 0 }
-    }
-}
-
-impl Clone for Generation {
-    /// A cloned world diverges from its original, so it is a new identity.
-    fn clone(&self) -> Self {
-        Generation::default()
-    }
-}
-
-impl Generation {
-    pub fn bump(&mut self) {
-        self.generation += 1;
-    }
-}
-
 struct Entry {
-    identity: u64,
-    generation: u64,
+    at: (u64, u64),
     key: Key,
     response: Response,
 }
@@ -93,7 +65,7 @@ pub fn get(g: &Generation, call: &Call) -> Option<Response> {
     CACHE.with(|c| {
         c.borrow()
             .iter()
-            .find(|e| e.identity == g.identity && e.generation == g.generation && e.key.matches(call))
+            .find(|e| e.at == g.key() && e.key.matches(call))
             .map(|e| e.response.clone())
     })
 }
@@ -106,8 +78,8 @@ pub fn put(g: &Generation, call: &Call, response: &Response) {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         // Entries of older generations or other worlds can never be hit again.
-        c.retain(|e| e.identity == g.identity && e.generation == g.generation);
-        c.push_back(Entry { identity: g.identity, generation: g.generation, key, response: response.clone() });
+        c.retain(|e| e.at == g.key());
+        c.push_back(Entry { at: g.key(), key, response: response.clone() });
         let mut total: usize = c.iter().map(|e| e.response.body.len()).sum();
         while c.len() > MAX_ENTRIES || total > MAX_BYTES {
             let Some(e) = c.pop_front() else { break };

@@ -12,47 +12,13 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use pome_twin_sdk::{Call, Response};
 
+pub use pome_twin_sdk::generation::Generation;
+
 const MAX_ENTRIES: usize = 16;
 const MAX_BYTES: usize = 512 * 1024;
-
-static NEXT_IDENTITY: AtomicU64 = AtomicU64::new(1);
-
-/// A world's identity and how many writes it has seen; not part of its state.
-#[derive(Debug)]
-pub struct Generation {
-    identity: u64,
-    generation: u64,
-}
-
-impl Default for Generation {
-    fn default() -> Self {
-        Generation { identity: NEXT_IDENTITY.fetch_add(1, Ordering::Relaxed), generation: 0 }
-    }
-}
-
-impl Clone for Generation {
-    /// A cloned world diverges from its original: a new identity.
-    fn clone(&self) -> Self {
-        Generation::default()
-    }
-}
-
-impl PartialEq for Generation {
-    /// Bookkeeping, not state: two worlds with equal entities are equal.
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Generation {
-    pub fn bump(&mut self) {
-        self.generation += 1;
-    }
-}
 
 /// What a kept answer recorded on the tape besides its bytes.
 #[derive(Clone)]
@@ -63,8 +29,7 @@ pub struct Kept {
 }
 
 struct Entry {
-    identity: u64,
-    generation: u64,
+    at: (u64, u64),
     key: Vec<u8>,
     kept: Kept,
 }
@@ -86,7 +51,7 @@ thread_local! {
 }
 
 pub fn get(g: &Generation, key: &[u8]) -> Option<Kept> {
-    CACHE.with(|c| c.borrow().iter().find(|e| e.identity == g.identity && e.generation == g.generation && e.key == key).map(|e| e.kept.clone()))
+    CACHE.with(|c| c.borrow().iter().find(|e| e.at == g.key() && e.key == key).map(|e| e.kept.clone()))
 }
 
 pub fn put(g: &Generation, key: Vec<u8>, kept: Kept) {
@@ -96,8 +61,8 @@ pub fn put(g: &Generation, key: Vec<u8>, kept: Kept) {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         // Entries of older generations or other worlds can never be hit again.
-        c.retain(|e| e.identity == g.identity && e.generation == g.generation);
-        c.push_back(Entry { identity: g.identity, generation: g.generation, key, kept });
+        c.retain(|e| e.at == g.key());
+        c.push_back(Entry { at: g.key(), key, kept });
         let mut total: usize = c.iter().map(|e| e.kept.response.body.len() + e.key.len()).sum();
         while c.len() > MAX_ENTRIES || total > MAX_BYTES {
             let Some(e) = c.pop_front() else { break };

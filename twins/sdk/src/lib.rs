@@ -16,6 +16,7 @@
 pub mod call;
 pub mod checks;
 pub mod describe;
+pub mod generation;
 pub mod http;
 pub mod page;
 pub mod router;
