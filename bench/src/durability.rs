@@ -7,15 +7,16 @@
 //! - resident memory over a short soak of the same load.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::{KEY, root};
+use crate::KEY;
 
 struct Proc {
     child: Child,
@@ -29,34 +30,11 @@ impl Drop for Proc {
     }
 }
 
-fn pome() -> PathBuf {
-    std::env::var_os("POME_BENCH_POME").map(PathBuf::from).unwrap_or_else(|| root().join("target/release/pome"))
-}
-
 /// `pome serve` on `data` in `mode`; returns once it listens.
 fn serve(data: &Path, mode: &str) -> (Proc, Duration) {
     let started = Instant::now();
-    let mut child = Command::new(pome())
-        .args(["serve", "--listen", "127.0.0.1:0", "--quota", "20000", "--max-stores", "12000", "--durability", mode])
-        .arg("--data")
-        .arg(data)
-        .env("POME_API_KEY", KEY)
-        .env("POME_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("target/release/pome exists (make bench builds it)");
-    use std::io::BufRead;
-    let mut url = String::new();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    for line in lines.by_ref() {
-        if let Some(u) = line.unwrap().strip_prefix("pome listening on ") {
-            url = u.trim().to_string();
-            break;
-        }
-    }
-    let took = started.elapsed();
-    std::thread::spawn(move || lines.for_each(drop));
-    (Proc { child, url }, took)
+    let (child, url) = crate::spawn_pome(data, ["--durability", mode].map(OsString::from));
+    (Proc { child, url }, started.elapsed())
 }
 
 fn rss_mib(p: &Proc) -> f64 {

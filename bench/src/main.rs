@@ -11,6 +11,7 @@ mod linear;
 mod mcp;
 mod stripe;
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,6 +38,34 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// `pome serve` on a free loopback port over `data`, with room for the bench's sandboxes and
+/// `args` besides; answers once it listens, with its URL. POME_BENCH_POME names the host
+/// binary to measure (default: the release build).
+fn spawn_pome(data: &Path, args: impl IntoIterator<Item = OsString>) -> (Child, String) {
+    let pome = std::env::var_os("POME_BENCH_POME").map(PathBuf::from).unwrap_or_else(|| root().join("target/release/pome"));
+    let mut child = Command::new(pome)
+        .args(["serve", "--listen", "127.0.0.1:0", "--quota", "20000", "--max-stores", "12000", "--data"])
+        .arg(data)
+        .args(args)
+        .env("POME_API_KEY", KEY)
+        .env("POME_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("target/release/pome exists (make bench builds it)");
+    use std::io::BufRead;
+    let mut url = String::new();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if let Some(u) = line.unwrap().strip_prefix("pome listening on ") {
+            url = u.trim().to_string();
+            break;
+        }
+    }
+    // Keep reading, so the server never writes into a closed pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, url)
+}
+
 impl Server {
     fn start() -> Server {
         let data = tempfile::tempdir().unwrap();
@@ -51,30 +80,9 @@ impl Server {
                 twins
             }
         };
-        let pome = std::env::var_os("POME_BENCH_POME").map(PathBuf::from).unwrap_or_else(|| root().join("target/release/pome"));
-        let mut child = Command::new(pome)
-            .args(["serve", "--listen", "127.0.0.1:0", "--quota", "20000", "--max-stores", "12000", "--tape-rows", "2000000", "--tape-mib", "65536"])
-            .arg("--data")
-            .arg(data.path())
-            .arg("--twins-dir")
-            .arg(&twins)
-            .env("POME_API_KEY", KEY)
-            .env("POME_LOG", "warn")
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("target/release/pome exists (make bench builds it)");
-        use std::io::BufRead;
-        let mut url = String::new();
-        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            if let Some(u) = line.strip_prefix("pome listening on ") {
-                url = u.trim().to_string();
-                break;
-            }
-        }
-        // Keep reading, so the server never writes into a closed pipe.
-        std::thread::spawn(move || lines.for_each(drop));
+        let mut args = vec![OsString::from("--twins-dir"), twins.into_os_string()];
+        args.extend(["--tape-rows", "2000000", "--tape-mib", "65536"].map(OsString::from));
+        let (child, url) = spawn_pome(data.path(), args);
         Server { url, child, http: reqwest::Client::new(), _data: data }
     }
 
