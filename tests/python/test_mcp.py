@@ -120,7 +120,8 @@ def test_vendor_tool_names_are_served(pome_server, new_sandbox):
     want = {
         "github": {"get_me", "get_issue", "list_issues", "create_issue", "update_issue", "add_issue_comment", "search_issues",
                    "get_pull_request", "list_pull_requests", "create_pull_request", "merge_pull_request", "get_pull_request_files",
-                   "update_pull_request_branch", "list_branches", "list_commits", "get_commit", "get_file_contents", "search_repositories", "search_code"},
+                   "update_pull_request_branch", "list_branches", "list_commits", "get_commit", "get_file_contents", "search_repositories", "search_code",
+                   "create_branch", "create_or_update_file", "push_files", "get_pull_request_status"},
         "slack": {"slack_list_channels", "slack_post_message", "slack_reply_to_thread", "slack_add_reaction", "slack_get_channel_history",
                   "slack_get_thread_replies", "slack_get_users", "slack_get_user_profile"},
         "gmail": {"create_draft", "list_drafts", "get_thread", "get_message", "search_threads", "label_thread", "unlabel_thread",
@@ -248,7 +249,7 @@ async def merge_and_report(server, sandbox, report=True):
         prs = json.loads(prs.content[0].text)
         for pr in prs:
             n = pr["number"]
-            status = await gh.ok("repos_get_combined_status_for_ref", owner="acme", repo="checkout", ref=pr["head"]["sha"])
+            status = await gh.ok("get_pull_request_status", owner="acme", repo="checkout", pullNumber=n)
             reviews = json.loads((await gh.call("get_pull_request_reviews", owner="acme", repo="checkout", pullNumber=n)).content[0].text)
             if status["state"] == "success" and any(r["state"] == "APPROVED" for r in reviews):
                 merged = await gh.ok("merge_pull_request", owner="acme", repo="checkout", pullNumber=n, merge_method="merge")
@@ -259,6 +260,34 @@ async def merge_and_report(server, sandbox, report=True):
             if report:
                 posted = await sl.ok("slack_post_message", channel_id="eng-alerts", text=text)
                 assert posted["ok"] is True
+
+
+def test_an_agent_changes_code_with_github_mcp_servers_own_tools(pome_server, new_sandbox):
+    """create_branch → create_or_update_file → push_files → create_pull_request →
+    get_pull_request_status: the tools GitHub's MCP server composes from several REST calls."""
+    sb = new_sandbox(["github"])
+
+    async def go():
+        async with twin(pome_server, sb.id, sb.token, "github") as gh:
+            ref = await gh.ok("create_branch", owner="acme", repo="api", branch="docs")
+            assert ref["ref"] == "refs/heads/docs"
+            put = await gh.ok("create_or_update_file", owner="acme", repo="api", path="docs/intro.md", content="# Intro\n",
+                              message="Add intro", branch="docs")
+            assert put["content"]["path"] == "docs/intro.md"
+            pushed = await gh.ok("push_files", owner="acme", repo="api", branch="docs", message="Two more",
+                                 files=[{"path": "docs/a.md", "content": "a"}, {"path": "docs/b.md", "content": "b"}])
+            assert pushed["object"]["sha"] != ref["object"]["sha"]
+            pr = await gh.ok("create_pull_request", owner="acme", repo="api", title="Docs", head="docs", base="main")
+            files = await gh.call("get_pull_request_files", owner="acme", repo="api", pullNumber=pr["number"])
+            assert sorted(f["filename"] for f in json.loads(files.content[0].text)) == ["docs/a.md", "docs/b.md", "docs/intro.md"]
+            status = await gh.ok("get_pull_request_status", owner="acme", repo="api", pullNumber=pr["number"])
+            assert status["sha"] == pushed["object"]["sha"] and status["state"] == "pending"
+            missing = await gh.call("push_files", owner="acme", repo="api", branch="nope", message="m", files=[{"path": "x", "content": "x"}])
+            assert missing.isError and "nope" in missing.content[0].text
+
+    run(go())
+    rows = [r for r in sb.events("github") if r.get("via") == "mcp"]
+    assert [r["tool"] for r in rows][:3] == ["create_branch", "create_or_update_file", "push_files"]
 
 
 def test_the_cross_twin_example_runs_entirely_over_mcp(pome_server):

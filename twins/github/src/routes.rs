@@ -131,6 +131,11 @@ pub fn router() -> Router<World> {
         .get(&p("/pulls/comments/{comment_id}"), "pulls.get_review_comment", h!(pulls::get_review_comment))
         .patch(&p("/pulls/comments/{comment_id}"), "pulls.update_review_comment", h!(pulls::update_review_comment))
         .delete(&p("/pulls/comments/{comment_id}"), "pulls.delete_review_comment", h!(pulls::delete_review_comment))
+        // GitHub's MCP tools that are several REST calls on its server (handlers/mcp_tools.rs)
+        .post(&p("/mcp-tools/create_branch"), "mcp.create_branch", h!(mcp_tools::create_branch))
+        .post(&p("/mcp-tools/create_or_update_file/{*path}"), "mcp.create_or_update_file", h!(mcp_tools::create_or_update_file))
+        .post(&p("/mcp-tools/push_files"), "mcp.push_files", h!(mcp_tools::push_files))
+        .get(&p("/mcp-tools/pull_request_status/{pullNumber}"), "mcp.get_pull_request_status", h!(mcp_tools::get_pull_request_status))
         // statuses and checks
         .post(&p("/statuses/{sha}"), "repos.create_commit_status", h!(checks::create_status))
         .get(&p("/commits/{ref}/statuses"), "repos.list_commit_statuses_for_ref", h!(checks::list_statuses))

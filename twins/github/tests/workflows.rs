@@ -285,3 +285,62 @@ fn a_seeded_red_check_gates_the_merge_until_it_is_green() {
     let (s, _) = put(&mut w, "/repos/acme/api/pulls/1/merge", json!({}));
     assert_eq!(s, 200);
 }
+
+/// A tool of GitHub's MCP server, called as the MCP door calls it: its declaration turns the
+/// arguments into the twin's request, which runs through the real router.
+fn tool(w: &mut World, name: &str, args: serde_json::Value) -> (u16, serde_json::Value) {
+    let decl = twin_github::tools::tools().into_iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is declared"));
+    let req = decl.request(args.as_object().unwrap()).unwrap();
+    let method = match req.method.as_str() {
+        "GET" => pome_twin_sdk::Method::Get,
+        "POST" => pome_twin_sdk::Method::Post,
+        m => panic!("{name}: unexpected method {m}"),
+    };
+    let path = if req.query.is_empty() { req.path } else { format!("{}?{}", req.path, req.query) };
+    let body = (!req.body.is_empty()).then(|| serde_json::from_slice(&req.body).unwrap());
+    let (r, v, _) = call(w, method, &path, body);
+    (r.status, v)
+}
+
+#[test]
+fn the_mcp_servers_composite_tools_branch_write_push_and_report_status() {
+    let mut w = world();
+    let (s, v) = tool(&mut w, "create_branch", json!({"owner": "acme", "repo": "api", "branch": "docs"}));
+    assert_eq!((s, v["ref"].as_str()), (201, Some("refs/heads/docs")), "{v}");
+    let (s, v) = tool(&mut w, "create_branch", json!({"owner": "acme", "repo": "api", "branch": "x", "from_branch": "nope"}));
+    assert_eq!(s, 404, "a missing source branch is named: {v}");
+
+    // The file's text goes in as text; the twin stores what GitHub would.
+    let (s, v) = tool(&mut w, "create_or_update_file", json!({"owner": "acme", "repo": "api", "path": "docs/a.md", "content": "hello\n", "message": "Add a", "branch": "docs"}));
+    assert_eq!(s, 201, "{v}");
+    let blob = v["content"]["sha"].as_str().unwrap().to_string();
+    let (_, got) = get(&mut w, "/repos/acme/api/contents/docs/a.md?ref=docs");
+    assert_eq!(got["content"].as_str().map(|c| c.replace('\n', "")), Some(b64("hello\n")));
+    let (s, _) = tool(&mut w, "create_or_update_file", json!({"owner": "acme", "repo": "api", "path": "docs/a.md", "content": "bye\n", "message": "Edit a", "branch": "docs"}));
+    assert_eq!(s, 422, "updating needs the blob sha, as the REST route does");
+    let (s, _) = tool(&mut w, "create_or_update_file", json!({"owner": "acme", "repo": "api", "path": "docs/a.md", "content": "bye\n", "message": "Edit a", "branch": "docs", "sha": blob}));
+    assert_eq!(s, 200);
+
+    // Two files, one commit, the ref moved.
+    let (_, before) = get(&mut w, "/repos/acme/api/git/ref/heads/docs");
+    let (s, v) = tool(&mut w, "push_files", json!({"owner": "acme", "repo": "api", "branch": "docs", "message": "Two files",
+        "files": [{"path": "docs/b.md", "content": "b"}, {"path": "src/c.rs", "content": "fn c() {}"}]}));
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["ref"], "refs/heads/docs");
+    assert_ne!(v["object"]["sha"], before["object"]["sha"]);
+    let (_, commit) = get(&mut w, &format!("/repos/acme/api/commits/{}", v["object"]["sha"].as_str().unwrap()));
+    assert_eq!(commit["commit"]["message"], "Two files");
+    assert_eq!(commit["files"].as_array().map(Vec::len), Some(2), "{commit}");
+    let (s, _) = tool(&mut w, "push_files", json!({"owner": "acme", "repo": "api", "branch": "gone", "message": "m", "files": [{"path": "a", "content": "a"}]}));
+    assert_eq!(s, 404);
+
+    // The status of a pull request is its head commit's combined status.
+    let (_, pr) = post(&mut w, "/repos/acme/api/pulls", json!({"title": "Docs", "head": "docs", "base": "main"}));
+    let n = pr["number"].as_u64().unwrap();
+    let head = pr["head"]["sha"].as_str().unwrap().to_string();
+    post(&mut w, &format!("/repos/acme/api/statuses/{head}"), json!({"state": "failure", "context": "ci/test"}));
+    let (s, v) = tool(&mut w, "get_pull_request_status", json!({"owner": "acme", "repo": "api", "pullNumber": n}));
+    assert_eq!((s, v["state"].as_str(), v["sha"].as_str()), (200, Some("failure"), Some(head.as_str())), "{v}");
+    let (s, _) = tool(&mut w, "get_pull_request_status", json!({"owner": "acme", "repo": "api", "pullNumber": 999}));
+    assert_eq!(s, 404);
+}

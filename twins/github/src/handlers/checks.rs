@@ -84,19 +84,20 @@ pub fn list_statuses(w: &mut World, call: &mut Call) -> ApiResult {
 pub fn combined_status(w: &mut World, call: &mut Call) -> ApiResult {
     let r = w.repo(call)?;
     let sha = resolve(r, call).map_err(|_| ApiError::not_found())?;
-    let b = &call.req.base_url;
-    let (state, latest) = combined_state(r, &sha);
+    json(200, &combined_status_json(w, &call.req.base_url, r, &sha))
+}
+
+/// The combined status of a commit, as `GET …/commits/{ref}/status` answers it.
+pub fn combined_status_json(w: &World, b: &str, r: &Repo, sha: &str) -> Value {
+    let (state, latest) = combined_state(r, sha);
     let fname = r.full_name();
     let statuses: Vec<Value> = latest.iter().map(|s| w.status_json(b, r, s)).collect();
-    json(
-        200,
-        &json!({
-            "state": state, "statuses": statuses, "sha": sha, "total_count": latest.len(),
-            "repository": w.repo_json(b, r, false),
-            "commit_url": format!("{b}/repos/{fname}/commits/{sha}"),
-            "url": format!("{b}/repos/{fname}/commits/{sha}/status"),
-        }),
-    )
+    json!({
+        "state": state, "statuses": statuses, "sha": sha, "total_count": latest.len(),
+        "repository": w.repo_json(b, r, false),
+        "commit_url": format!("{b}/repos/{fname}/commits/{sha}"),
+        "url": format!("{b}/repos/{fname}/commits/{sha}/status"),
+    })
 }
 
 fn check_run_json(w: &World, b: &str, r: &Repo, c: &CheckRun) -> Value {

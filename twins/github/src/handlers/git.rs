@@ -381,7 +381,7 @@ pub fn list_tags(w: &mut World, call: &mut Call) -> ApiResult {
 
 // ---- refs ------------------------------------------------------------------------------
 
-fn ref_json(b: &str, r: &Repo, name: &str, sha: &str) -> Value {
+pub fn ref_json(b: &str, r: &Repo, name: &str, sha: &str) -> Value {
     let kind = r.git.get(sha).map(|o| o.kind()).unwrap_or("commit");
     let fname = r.full_name();
     let kind_path = match kind {

@@ -4,6 +4,7 @@
 pub mod checks;
 pub mod git;
 pub mod issues;
+pub mod mcp_tools;
 pub mod misc;
 pub mod pulls;
 pub mod releases;
