@@ -8,6 +8,7 @@ GitHub tools merge the green pull request â†’ a Slack tool posts the decision â†
 import asyncio
 import json
 import pathlib
+import re
 import urllib.error
 import urllib.request
 
@@ -67,11 +68,15 @@ def twin(server, sandbox_id, token, name):
     return Mcp(f"{server.url}/s/{sandbox_id}/{name}/mcp", token)
 
 
-def rpc(url, token, body):
-    """One raw JSON-RPC POST: (status, parsed body)."""
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
-        "Authorization": f"Bearer {token}", "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
+def rpc(url, token, body, raw=False, version="2025-06-18"):
+    """One raw JSON-RPC POST: (status, parsed body), or the body's bytes with `raw`."""
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if version:
+        headers["MCP-Protocol-Version"] = version
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers=headers)
+    if raw:
+        with urllib.request.urlopen(req) as resp:
+            return resp.status, resp.read()
     try:
         with urllib.request.urlopen(req) as resp:
             return resp.status, json.loads(resp.read() or b"null")
@@ -162,6 +167,40 @@ def test_a_read_tool_on_every_twin_answers_the_apis_json_and_is_taped_as_mcp(pom
     rows = sb.events(name)
     assert rows[-1]["via"] == "mcp" and rows[-1]["tool"] == tool, rows[-1]
     assert rows[-1]["status"] < 400
+
+
+# A tool call with a protocol version header goes the door's fast path (host/server/src/mcp/
+# fast.rs); without one, rmcp answers it (its default version). Both must write the same bytes.
+SAME_BOTH_WAYS = {
+    "github": [("get_issue", {"owner": "acme", "repo": "api", "issue_number": 1}), ("list_issues", {"owner": "acme", "repo": "api"}),
+               ("get_label", {"owner": "acme", "repo": "api", "name": "no-such-label"})],
+    "slack": [("slack_list_channels", {}), ("slack_get_channel_history", {"channel_id": "C_NOPE"})],
+    "stripe": [("list_customers", {}), ("retrieve_balance", {}), ("cancel_subscription", {"subscription": "sub_missing"})],
+    "linear": [("list_teams", {}), ("get_issue", {"id": "NOPE-1"})],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_BOTH_WAYS))
+def test_the_fast_path_and_rmcp_write_the_same_answer(pome_server, new_sandbox, name):
+    sb = new_sandbox([name])
+    url = f"{sb.url(name)}/mcp"
+    for n, (tool, args) in enumerate(SAME_BOTH_WAYS[name]):
+        body = {"jsonrpc": "2.0", "id": f"call-{n}", "method": "tools/call", "params": {"name": tool, "arguments": args}}
+        # Stripe names each request in its errors (`request_log_url`): the one part that differs.
+        per_call = lambda answer: (answer[0], re.sub(rb"req_[0-9A-Za-z]+", b"req_", answer[1]))
+        fast = per_call(rpc(url, sb.token, body, raw=True, version="2025-11-25"))
+        slow = per_call(rpc(url, sb.token, body, raw=True, version=None))
+        assert fast == slow, f"{tool}: {fast[1][:300]!r} != {slow[1][:300]!r}"
+        assert json.loads(fast[1])["result"]["content"], fast
+    rows = [r for r in sb.events(name) if r.get("via") == "mcp"]
+    assert len(rows) == 2 * len(SAME_BOTH_WAYS[name]), "each call reached the twin once, either way"
+    # Everything but when and how fast (Linear's rate-limit headers count down per call, and
+    # Stripe's error bodies name the request).
+    def recorded(row):
+        kept = {k: v for k, v in row.items() if k not in ("seq", "ts", "request_id", "latency_ms", "response_headers")}
+        return re.sub(r"req_[0-9A-Za-z]+", "req_", json.dumps(kept, sort_keys=True))
+    for a, b in zip(rows[::2], rows[1::2]):
+        assert recorded(a) == recorded(b)
 
 
 def test_an_api_error_is_a_tool_result_with_the_apis_own_error(pome_server, new_sandbox):

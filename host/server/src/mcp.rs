@@ -8,6 +8,7 @@
 //! rmcp sees it, and handed to the handler as a request extension.
 
 pub mod control;
+pub mod fast;
 pub mod twin;
 
 use std::sync::Arc;
@@ -39,7 +40,11 @@ impl Doors {
     }
 
     /// Serve one HTTP request of a twin's MCP door; `target` says whose.
-    pub async fn serve_twin(&self, mut req: axum::extract::Request, target: twin::Target) -> Response {
+    pub async fn serve_twin(&self, req: axum::extract::Request, target: twin::Target) -> Response {
+        let mut req = match fast::tool_call(req, &target).await {
+            fast::Outcome::Answered(resp) => return resp,
+            fast::Outcome::Declined(req) => req,
+        };
         req.extensions_mut().insert(Arc::new(target));
         serve(self.twin.clone(), req).await
     }
@@ -94,8 +99,7 @@ pub fn value_result(is_error: bool, v: Value) -> CallToolResult {
 
 /// The arguments checked against a tool's input schema: a JSON-RPC `invalid_params` error
 /// naming every mismatch, so nothing is sent to a twin for arguments the tool does not take.
-pub fn check_arguments(validator: Option<&jsonschema::Validator>, tool: &str, args: &Value) -> Result<(), ErrorData> {
-    let Some(v) = validator else { return Ok(()) };
+pub fn check_arguments(v: &jsonschema::Validator, tool: &str, args: &Value) -> Result<(), ErrorData> {
     let errors: Vec<String> = v.iter_errors(args).map(|e| {
         let at = e.instance_path().to_string();
         if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }

@@ -153,7 +153,9 @@ impl ServerHandler for ControlServer {
             return Err(ErrorData::invalid_params(format!("unknown tool `{name}`; tools/list names the control tools"), Some(json!({"tool": name}))));
         };
         let args = super::arguments(request.arguments);
-        super::check_arguments(def.validator.as_ref(), &name, &Value::Object(args.clone()))?;
+        if let Some(v) = &def.validator {
+            super::check_arguments(v, &name, &Value::Object(args.clone()))?;
+        }
         let answer = run(&t, &name, &args).await;
         Ok(match answer {
             Ok(v) => super::value_result(false, v),

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use pome_contract::Description;
-use pome_contract::tools::{ToolBody, ToolDecl};
+use pome_contract::tools::{ToolBody, ToolDecl, ToolRequest};
 use pome_runtime::engine::Auth;
 use pome_runtime::store::{TwinRequest, TwinStore};
 use rmcp::model::{
@@ -44,8 +44,24 @@ impl TwinTools {
         TwinTools { twin: d.name.clone(), version: d.version.clone(), list, by_name }
     }
 
-    pub fn get(&self, name: &str) -> Option<&(ToolDecl, Option<jsonschema::Validator>)> {
-        self.by_name.get(name)
+    /// The request a call of tool `name` with `args` makes, with its declaration; or the
+    /// JSON-RPC error for an unknown tool or arguments the tool does not take.
+    /// `args` is the arguments object.
+    pub fn request_for(&self, name: &str, args: &Value) -> Result<(&ToolDecl, ToolRequest), ErrorData> {
+        let Some((decl, validator)) = self.by_name.get(name) else {
+            // MCP's own example answers an unknown tool with invalid params (-32602).
+            return Err(ErrorData::invalid_params(format!("unknown tool `{name}` on the {} twin; tools/list names its tools", self.twin), Some(serde_json::json!({"tool": name}))));
+        };
+        if let Some(v) = validator {
+            super::check_arguments(v, name, args)?;
+        }
+        let empty = serde_json::Map::new();
+        let mut req = decl.request(args.as_object().unwrap_or(&empty)).map_err(|e| ErrorData::invalid_params(format!("`{name}`: {e}"), Some(serde_json::json!({"tool": name}))))?;
+        if req.method == "*" {
+            // A route that takes any method (Slack's Web API methods): sent as its clients do.
+            req.method = "POST".into();
+        }
+        Ok((decl, req))
     }
 }
 
@@ -92,17 +108,8 @@ impl ServerHandler for TwinServer {
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let t = target(&context)?;
         let name = request.name.to_string();
-        let Some((decl, validator)) = t.tools.get(&name) else {
-            // MCP's own example answers an unknown tool with invalid params (-32602).
-            return Err(ErrorData::invalid_params(format!("unknown tool `{name}` on the {} twin; tools/list names its tools", t.tools.twin), Some(serde_json::json!({"tool": name}))));
-        };
         let args = Value::Object(super::arguments(request.arguments));
-        super::check_arguments(validator.as_ref(), &name, &args)?;
-        let mut req = decl.request(args.as_object().expect("the arguments were built as an object")).map_err(|e| ErrorData::invalid_params(format!("`{name}`: {e}"), Some(serde_json::json!({"tool": name}))))?;
-        if req.method == "*" {
-            // A route that takes any method (Slack's Web API methods): sent as its clients do.
-            req.method = "POST".into();
-        }
+        let (decl, req) = t.tools.request_for(&name, &args)?;
         let reply = call(&t, &name, req).await?;
         if decl.body == ToolBody::Mcp && reply.status < 400 {
             // The twin answered the tool over MCP itself: its result is the tool's result.
@@ -119,7 +126,7 @@ impl ServerHandler for TwinServer {
 }
 
 /// Run a tool's request through the twin's store, recorded as coming through MCP.
-async fn call(t: &Target, tool: &str, req: pome_contract::tools::ToolRequest) -> Result<pome_runtime::store::TwinReply, ErrorData> {
+pub async fn call(t: &Target, tool: &str, req: ToolRequest) -> Result<pome_runtime::store::TwinReply, ErrorData> {
     let secrets = [t.token.as_str()];
     let mut headers = vec![
         ("accept".to_string(), "application/json".to_string()),
