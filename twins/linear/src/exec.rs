@@ -158,13 +158,19 @@ impl Ctx<'_> {
 
 /// A concrete type for `id` among the types `named` may be.
 pub fn find_typed(w: &Inner, named: &str, id: &str) -> Option<String> {
-    if gql::is_object(named) {
+    find_type(w, named, id).map(String::from)
+}
+
+/// [`find_typed`], naming the type by its row in the schema tables.
+pub fn find_type(w: &Inner, named: &str, id: &str) -> Option<&'static str> {
+    let t = crate::tables::ty(named)?;
+    if t.kind == crate::tables::Kind::Object {
         if named == "Issue" {
-            return w.issue_id(id).map(|_| "Issue".to_string());
+            return w.issue_id(id).map(|_| "Issue");
         }
-        return w.get(named, id).map(|_| named.to_string());
+        return w.get(named, id).map(|_| t.name());
     }
-    gql::possible_types(named).into_iter().find(|t| w.get(t, id).is_some())
+    t.possible.iter().copied().find(|t| w.get(t, id).is_some())
 }
 
 pub fn singular(field: &str) -> String {
@@ -189,8 +195,31 @@ pub fn lcfirst(s: &str) -> String {
 
 /// The value a field takes on an entity: computed fields first, then the stored one.
 pub fn field_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, name: &str) -> Option<Value> {
+    computed_value(w, base_url, ty, id, e, name).or_else(|| e.get(name).cloned())
+}
+
+/// [`coerce`]d `v`, written as JSON without copying it.
+pub fn write_coerced(out: &mut Vec<u8>, v: &Value, named: &str) {
+    match (v, named) {
+        (Value::Array(a), _) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_coerced(out, x, named);
+            }
+            out.push(b']');
+        }
+        (Value::Number(_), "Float" | "Int") => serde_json::to_writer(out, &coerce(v.clone(), named)).expect("JSON values serialise"),
+        _ => serde_json::to_writer(out, v).expect("JSON values serialise"),
+    }
+}
+
+/// The fields computed from others (`url`, `priorityLabel`, `id`…), if `name` is one.
+fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, name: &str) -> Option<Value> {
     let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let computed = match (ty, name) {
+    match (ty, name) {
         (_, "id") => Some(Value::String(id.to_string())),
         ("Issue", "url") => Some(Value::String(format!("{base_url}/{}/issue/{}/{}", w.org_url_key(), s("identifier"), slug(&s("title"))))),
         ("Issue", "priorityLabel") => Some(Value::String(priority_label(e.get("priority").and_then(Value::as_f64).unwrap_or(0.0) as i64).into())),
@@ -207,8 +236,7 @@ pub fn field_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, na
         ("Team", "issueCount") => Some(json!(w.all("Issue").filter(|(_, i)| i.get("teamId").and_then(Value::as_str) == Some(id)).count())),
         ("Organization", "userCount") => Some(json!(w.all("User").count())),
         _ => None,
-    };
-    computed.or_else(|| e.get(name).cloned())
+    }
 }
 
 /// A non-null leaf with no stored value gets the zero of its type.
@@ -246,59 +274,101 @@ impl ObjectValue for Ent<'_, '_> {
         &self.ty
     }
 
+    /// An entity's fields depend only on the world (its type is part of the plan).
+    fn identity(&self) -> Option<&str> {
+        Some(&self.id)
+    }
+
     fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
+        let w = self.ctx.w.borrow();
+        let sty = crate::root::store_ty(&self.ty);
+        match w.get(sty, &self.id) {
+            Some(e) => self.field(&w, sty, e, info),
+            None => Err(self.ctx.not_found(sty)),
+        }
+    }
+
+    /// The entity is looked up once for all its fields, and stored leaves are written
+    /// straight from the world, not copied out of it.
+    fn resolve_all<'a>(&'a self, fields: &[crate::fast::Planned<'_>], scratch: &mut Vec<u8>) -> Option<Vec<Result<ResolvedValue<'a>, FieldError>>> {
+        let w = self.ctx.w.borrow();
+        let sty = crate::root::store_ty(&self.ty);
+        let e = w.get(sty, &self.id);
+        Some(
+            fields
+                .iter()
+                .filter_map(|p| p.info())
+                .map(|info| match e {
+                    Some(e) if !info.meta.composite => {
+                        let v = match computed_value(&w, &self.ctx.base_url, sty, &self.id, e, info.field_name()) {
+                            Some(c) => std::borrow::Cow::Owned(c),
+                            None => match crate::model::field(e, info.field_name()) {
+                                Some(v) => std::borrow::Cow::Borrowed(v),
+                                None => std::borrow::Cow::Owned(Value::Null),
+                            },
+                        };
+                        if v.is_null() {
+                            return self.field(&w, sty, e, &info);
+                        }
+                        let start = scratch.len();
+                        write_coerced(scratch, &v, info.def.ty.inner_named_type().as_str());
+                        Ok(ResolvedValue::Raw(start..scratch.len()))
+                    }
+                    Some(e) => self.field(&w, sty, e, &info),
+                    None => Err(self.ctx.not_found(sty)),
+                })
+                .collect(),
+        )
+    }
+}
+
+impl<'c, 'w> Ent<'c, 'w> {
+    /// Field `info` of this entity, `e` (stored as type `sty`).
+    fn field<'a>(&'a self, w: &Inner, sty: &str, e: &Entity, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
         let ctx = self.ctx;
         let def = info.field_definition();
         let name = info.field_name();
-        let w = ctx.w.borrow();
-        let sty = crate::root::store_ty(&self.ty);
-        let Some(e) = w.get(sty, &self.id) else {
-            return Err(ctx.not_found(sty));
-        };
         let named = def.ty.inner_named_type().as_str();
-        if !gql::is_composite(named) {
-            let v = field_value(&w, &ctx.base_url, sty, &self.id, e, name).filter(|v| !v.is_null());
+        let meta = info.meta;
+        if !meta.composite {
+            let v = field_value(w, &ctx.base_url, sty, &self.id, e, name).filter(|v| !v.is_null());
             return Ok(typed(
                 match v {
                     Some(v) => v,
                     None if def.ty.is_non_null() => {
                         ctx.volatile.set(true);
-                        default_leaf(&w, e, &def.ty, &ctx.now)
+                        default_leaf(w, e, &def.ty, &ctx.now)
                     }
                     None => Value::Null,
                 },
                 &def.ty,
             ));
         }
-        let args = info.args.clone();
-        if gql::is_connection(named) {
-            let items = children(&w, sty, &self.id, e, name, named);
-            drop(w);
-            return connection(ctx, named, items, &args);
+        if meta.connection {
+            let items = children(w, sty, &self.id, e, name, meta);
+            return connection(ctx, named, items, info.args);
         }
         if def.ty.is_list() {
             let ids: Vec<String> = e
-                .get(&format!("{}Ids", singular(name)))
+                .get(&meta.ids_key)
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
                 .unwrap_or_default();
-            let items: Vec<(String, String)> = ids.iter().filter_map(|id| find_typed(&w, named, id).map(|t| (t, id.clone()))).collect();
-            drop(w);
+            let items: Vec<(String, String)> = ids.iter().filter_map(|id| find_typed(w, named, id).map(|t| (t, id.clone()))).collect();
             return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t, id }))));
         }
         // An embedded object stored as JSON (e.g. `Issue.botActor`).
         if let Some(v @ Value::Object(_)) = e.get(name) {
             return Ok(ResolvedValue::object(Plain { ty: named.to_string(), value: v.clone() }));
         }
-        let target = e.get(&format!("{name}Id")).and_then(Value::as_str).map(String::from).or_else(|| {
+        let target = crate::model::field(e, &meta.id_key).and_then(Value::as_str).map(String::from).or_else(|| {
             // The relation back to the organization is implicit.
             (named == "Organization").then(|| w.org.clone())
         });
-        let found = target.and_then(|id| find_typed(&w, named, &id).map(|t| (t, id)));
-        drop(w);
+        let found = target.and_then(|id| find_typed(w, named, &id).map(|t| (t, id)));
         match found {
             Some((t, id)) => {
-                let id = if t == "Issue" { ctx.w.borrow().issue_id(&id).unwrap_or(id) } else { id };
+                let id = if t == "Issue" { w.issue_id(&id).unwrap_or(id) } else { id };
                 Ok(ResolvedValue::object(Ent { ctx, ty: t, id }))
             }
             // A required object the twin does not model (`Issue.sharedAccess`): its zero value,
@@ -310,13 +380,13 @@ impl ObjectValue for Ent<'_, '_> {
 }
 
 /// The children of entity `(pty, pid)` that its connection field `field` lists.
-fn children(w: &Inner, pty: &str, pid: &str, e: &Entity, field: &str, conn: &str) -> Vec<(String, String)> {
-    let node = gql::connection_node(conn).unwrap_or_default();
-    let types = gql::possible_types(&node);
+fn children(w: &Inner, pty: &str, pid: &str, e: &Entity, field: &str, meta: &crate::fast::Meta) -> Vec<(String, String)> {
+    let node = meta.node.unwrap_or_default();
     // A list of ids on the parent (`Issue.labelIds` for `Issue.labels`).
-    if let Some(ids) = e.get(&format!("{}Ids", singular(field))).and_then(Value::as_array) {
-        return ids.iter().filter_map(Value::as_str).filter_map(|id| find_typed(w, &node, id).map(|t| (t, id.to_string()))).collect();
+    if let Some(ids) = e.get(&meta.ids_key).and_then(Value::as_array) {
+        return ids.iter().filter_map(Value::as_str).filter_map(|id| find_type(w, node, id).map(|t| (t.to_string(), id.to_string()))).collect();
     }
+    let types = gql::possible_types(node);
     let fk: String = match (pty, field) {
         ("Issue", "children") | ("Comment", "children") | ("IssueLabel", "children") => "parentId".into(),
         ("User", "assignedIssues") => "assigneeId".into(),
@@ -348,41 +418,60 @@ fn children(w: &Inner, pty: &str, pid: &str, e: &Entity, field: &str, conn: &str
     out
 }
 
-/// Every entity a root connection lists.
-pub fn all_of(w: &Inner, conn: &str) -> Vec<(String, String)> {
-    let node = gql::connection_node(conn).unwrap_or_default();
-    let mut out = Vec::new();
-    for t in gql::possible_types(&node) {
-        out.extend(w.all(&t).map(|(id, _)| (t.clone(), id.clone())));
-    }
-    out
+/// Filter, order and page `items` as a `…Connection`.
+pub fn connection<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, items: Vec<(String, String)>, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
+    let w = ctx.w.borrow();
+    let listed = items.iter().filter_map(|(t, id)| w.get(t, id).map(|e| (t.as_str(), id.as_str(), e)));
+    page(ctx, &w, conn, listed, args)
 }
 
-/// Filter, order and page `items` as a `…Connection`.
-pub fn connection<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, mut items: Vec<(String, String)>, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
+/// Every entity a root connection lists (each of the node's concrete types, by id),
+/// filtered, ordered and paged, read in place.
+pub fn connection_of_all<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
     let w = ctx.w.borrow();
+    let node = gql::connection_node(conn).unwrap_or_default();
+    let types = crate::tables::ty(&node).map(|t| t.possible).unwrap_or_default();
+    let listed = types.iter().flat_map(|t| w.all(t).map(move |(id, e)| (*t, id.as_str(), e)));
+    page(ctx, &w, conn, listed, args)
+}
+
+/// Filter, order and page entities (type, id, entity) as a `…Connection`.
+fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, listed: impl Iterator<Item = (&'e str, &'e str, &'e Entity)>, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
     let include_archived = args.get("includeArchived").and_then(Value::as_bool).unwrap_or(false);
     let filt = args.get("filter").filter(|f| f.is_object());
-    items.retain(|(t, id)| {
-        let Some(e) = w.get(t, id) else { return false };
-        if !include_archived && e.get("archivedAt").is_some_and(|v| !v.is_null()) {
-            return false;
-        }
-        filt.is_none_or(|f| filter::matches(&w, &ctx.base_url, t, id, e, f))
-    });
+    // The filter compiled once per entity type the connection lists.
+    let mut compiled: Vec<(&str, filter::Compiled<'_>)> = Vec::new();
     let key = match args.get("orderBy").and_then(Value::as_str) {
         Some("updatedAt") => "updatedAt",
         _ => "createdAt",
     };
-    items.sort_by(|a, b| {
+    // Each kept item with its sort key, read once.
+    let mut items: Vec<(&str, (&str, &str))> = Vec::new();
+    for (t, id, e) in listed {
+        if !include_archived && crate::model::field(e, "archivedAt").is_some_and(|v| !v.is_null()) {
+            continue;
+        }
+        if let Some(f) = filt {
+            let at = match compiled.iter().position(|(ct, _)| *ct == t) {
+                Some(at) => at,
+                None => {
+                    compiled.push((t, filter::Compiled::new(t, f)));
+                    compiled.len() - 1
+                }
+            };
+            if !compiled[at].1.test(w, &ctx.base_url, t, id, e) {
+                continue;
+            }
+        }
+        items.push((crate::model::field(e, key).and_then(Value::as_str).unwrap_or(""), (t, id)));
+    }
+    items.sort_by(|(ka, a), (kb, b)| {
         if a.0 == b.0 && a.1 == b.1 {
             return std::cmp::Ordering::Equal;
         }
-        let ka = w.get(&a.0, &a.1).and_then(|e| e.get(key)).and_then(Value::as_str).unwrap_or("");
-        let kb = w.get(&b.0, &b.1).and_then(|e| e.get(key)).and_then(Value::as_str).unwrap_or("");
-        kb.cmp(ka).then_with(|| b.1.cmp(&a.1))
+        kb.cmp(ka).then_with(|| b.1.cmp(a.1))
     });
-    drop(w);
+    drop(compiled);
     let first = args.get("first").and_then(Value::as_i64);
     let last = args.get("last").and_then(Value::as_i64);
     for (n, v) in [("first", first), ("last", last)] {
@@ -393,13 +482,13 @@ pub fn connection<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, mut items: V
     let mut start = 0usize;
     let mut end = items.len();
     if let Some(after) = args.get("after").and_then(Value::as_str) {
-        match items.iter().position(|(_, id)| id == after) {
+        match items.iter().position(|(_, (_, id))| *id == after) {
             Some(i) => start = i + 1,
             None => return Err(ctx.invalid_input(format!("Invalid cursor: {after}"), "The cursor is invalid.")),
         }
     }
     if let Some(before) = args.get("before").and_then(Value::as_str) {
-        match items.iter().position(|(_, id)| id == before) {
+        match items.iter().position(|(_, (_, id))| *id == before) {
             Some(i) => end = i.min(end),
             None => return Err(ctx.invalid_input(format!("Invalid cursor: {before}"), "The cursor is invalid.")),
         }
@@ -413,8 +502,7 @@ pub fn connection<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, mut items: V
         }
     };
     let total = items.len();
-    items.truncate(e);
-    let page: Vec<(String, String)> = items.split_off(s);
+    let page: Vec<(String, String)> = items[s..e].iter().map(|(_, (t, id))| (t.to_string(), id.to_string())).collect();
     let info = (e < total, s > 0);
     Ok(ResolvedValue::object(Conn { ctx, ty: conn.to_string(), items: page, info, total }))
 }

@@ -19,10 +19,49 @@ use serde_json::{Map, Value, json};
 use crate::exec::{from_json, to_json};
 use crate::gql::Prepared;
 
-/// What a resolver gets: the field's definition and its coerced arguments.
+/// What a resolver gets: the field's definition, its coerced arguments, and what the schema
+/// tables say about its type.
 pub struct Info<'a> {
     pub def: &'a FieldDefinition,
     pub args: &'a Value,
+    pub meta: &'a Meta,
+}
+
+/// A field's type as the resolvers ask about it, looked up in the schema tables once per
+/// document's field rather than once per object.
+pub struct Meta {
+    /// The named type (no list or non-null wrappers).
+    pub named: &'static str,
+    pub composite: bool,
+    pub connection: bool,
+    /// A connection's node type.
+    pub node: Option<&'static str>,
+    /// Where an entity keeps the relation's id (`assigneeId`) and a list's ids (`labelIds`).
+    pub id_key: String,
+    pub ids_key: String,
+}
+
+impl Meta {
+    pub fn of(def: &FieldDefinition) -> Meta {
+        let name = def.ty.inner_named_type().as_str();
+        let named = crate::tables::ty(name).map(|t| t.name()).unwrap_or(match name {
+            "String" => "String",
+            "Int" => "Int",
+            "Float" => "Float",
+            "Boolean" => "Boolean",
+            "ID" => "ID",
+            _ => "",
+        });
+        let connection = crate::gql::is_connection(named);
+        Meta {
+            named,
+            composite: crate::gql::is_composite(named),
+            connection,
+            node: connection.then(|| crate::tables::field(named, "nodes").map(|f| f.ty)).flatten(),
+            id_key: format!("{}Id", def.name),
+            ids_key: format!("{}Ids", crate::exec::singular(&def.name)),
+        }
+    }
 }
 
 impl Info<'_> {
@@ -37,6 +76,9 @@ impl Info<'_> {
 /// A resolved value: a leaf (JSON, lists of leaves included), an object, a list, or null.
 pub enum Out<'a> {
     Leaf(Value),
+    /// A leaf already written as JSON, at this range of the scratch buffer that
+    /// [`Resolve::resolve_all`] was given (never `null`).
+    Raw(std::ops::Range<usize>),
     Obj(Box<dyn Resolve + 'a>),
     List(Vec<Out<'a>>),
     Null,
@@ -61,6 +103,19 @@ impl<'a> Out<'a> {
 pub trait Resolve {
     fn type_name(&self) -> &str;
     fn resolve_field<'a>(&'a self, info: &Info<'_>) -> Result<Out<'a>, FieldError>;
+    /// Every planned field at once, one answer per field that has an [`Planned::info`], in
+    /// order, for objects that can share work between their fields (an entity looked up once
+    /// rather than once per field). `None`: each field is resolved when it is completed.
+    /// Leaves may be written as JSON to the end of `scratch` and answered as [`Out::Raw`].
+    /// The entity this object stands for (its type and id), when its fields depend on
+    /// nothing else: then one answer renders it once per selection, however often it recurs.
+    fn identity(&self) -> Option<&str> {
+        None
+    }
+    fn resolve_all<'a>(&'a self, fields: &[Planned<'_>], scratch: &mut Vec<u8>) -> Option<Vec<Result<Out<'a>, FieldError>>> {
+        let _ = (fields, scratch);
+        None
+    }
 }
 
 pub struct Exec<'d> {
@@ -71,9 +126,18 @@ pub struct Exec<'d> {
     pub errors: Vec<Value>,
     /// Collected fields by (concrete type, first selection set): a list of fifty issues
     /// collects its fields once.
-    pub collected: std::collections::HashMap<(u64, usize), Fields<'d>>,
+    /// A handful per document: a list scanned in order beats hashing the key every object.
+    pub collected: Vec<((u64, usize), Fields<'d>)>,
     /// The `data` JSON being written.
     pub out: Vec<u8>,
+    /// Leaves resolved ahead of being written ([`Out::Raw`]): each object appends to it and
+    /// truncates it back when its fields are written, so enclosing objects' ranges stay valid.
+    pub scratch: Vec<u8>,
+    /// Objects already written, by plan and [`Resolve::identity`]: where in `out` their JSON
+    /// is (fifty issues of two assignees write each assignee once and copy it). Emptied when
+    /// a root field begins (a mutation changes the world) and on any error (a failed field
+    /// truncates `out`, and its path differs at every place).
+    pub rendered: Vec<(usize, std::collections::BTreeMap<String, std::ops::Range<usize>>)>,
 }
 
 /// Null propagates from a failed non-null field to its parent.
@@ -86,7 +150,27 @@ enum Seg<'s> {
     Index(usize),
 }
 
-type Fields<'s> = std::rc::Rc<Vec<(&'s str, Vec<&'s Field>)>>;
+/// One response key of an object's collected fields.
+pub struct Planned<'d> {
+    key: &'d str,
+    /// The fields merged under the key (their selection sets merge too).
+    group: Vec<&'d Field>,
+    /// Its definition on the object type; `None` for `__typename` and unknown fields.
+    def: Option<&'d FieldDefinition>,
+    args: Value,
+    meta: Option<Meta>,
+    subs: Vec<&'d SelectionSet>,
+    typename: bool,
+}
+
+impl Planned<'_> {
+    /// What the resolver gets, for a field it resolves (not `__typename`).
+    pub fn info(&self) -> Option<Info<'_>> {
+        Some(Info { def: self.def?, args: &self.args, meta: self.meta.as_ref()? })
+    }
+}
+
+type Fields<'s> = std::rc::Rc<Vec<Planned<'s>>>;
 
 fn type_key(ty: &str) -> u64 {
     // FNV-1a: cheap and fixed, so the cache key needs no allocation.
@@ -109,13 +193,10 @@ impl<'d> Exec<'d> {
         std::mem::take(&mut self.out)
     }
 
-    fn object(
-        &mut self,
-        obj: &dyn Resolve,
-        ty: &str,
-        sets: &[&'d SelectionSet],
-        path: &mut Vec<Seg<'d>>,
-    ) -> Result<(), Propagate> {
+    /// The plan of an object's fields for concrete type `ty`: collected once per request
+    /// for each (type, selection sets), with each field's definition and coerced arguments
+    /// (constant for the request: they depend only on the document and the variables).
+    fn plan(&mut self, ty: &str, sets: &[&'d SelectionSet]) -> Fields<'d> {
         let key = (
             type_key(ty),
             sets.first()
@@ -123,26 +204,61 @@ impl<'d> Exec<'d> {
                 .unwrap_or(0)
                 ^ sets.len(),
         );
-        let fields = match self.collected.get(&key) {
-            Some(f) => f.clone(),
-            None => {
-                let mut fields: Vec<(&'d str, Vec<&'d Field>)> = Vec::new();
-                for set in sets {
-                    self.collect(ty, set, &mut fields, &mut Vec::new());
-                }
-                let f = std::rc::Rc::new(fields);
-                self.collected.insert(key, f.clone());
-                f
-            }
-        };
-        let object_def = match self.schema.types.get(ty) {
+        if let Some((_, f)) = self.collected.iter().find(|(k, _)| *k == key) {
+            return f.clone();
+        }
+        let mut grouped: Vec<(&'d str, Vec<&'d Field>)> = Vec::new();
+        for set in sets {
+            self.collect(ty, set, &mut grouped, &mut Vec::new());
+        }
+        let schema: &'d Valid<Schema> = self.schema;
+        let object_def = match schema.types.get(ty) {
             Some(ExtendedType::Object(o)) => Some(o),
             _ => None,
         };
+        let planned: Vec<Planned<'d>> = grouped
+            .into_iter()
+            .map(|(key, group)| {
+                let field = group[0];
+                let typename = field.name == "__typename";
+                let def = if typename { None } else { object_def.and_then(|o| o.fields.get(&field.name)).map(|d| &***d) };
+                let args = def.map(|d| self.arguments(field, d)).unwrap_or(Value::Null);
+                let meta = def.map(Meta::of);
+                let subs = group.iter().map(|f| &f.selection_set).collect();
+                Planned { key, group, def, args, meta, subs, typename }
+            })
+            .collect();
+        let f = std::rc::Rc::new(planned);
+        self.collected.push((key, f.clone()));
+        f
+    }
+
+    fn object(
+        &mut self,
+        obj: &dyn Resolve,
+        ty: &str,
+        sets: &[&'d SelectionSet],
+        path: &mut Vec<Seg<'d>>,
+    ) -> Result<(), Propagate> {
+        let fields = self.plan(ty, sets);
+        let plan_at = std::rc::Rc::as_ptr(&fields) as usize;
+        let identity = obj.identity().filter(|_| !path.is_empty());
+        if let Some(id) = identity {
+            let seen = self.rendered.iter().find(|(p, _)| *p == plan_at).and_then(|(_, m)| m.get(id));
+            if let Some(r) = seen.cloned() {
+                self.out.extend_from_within(r);
+                return Ok(());
+            }
+        }
+        let start = self.out.len();
+        let errors = self.errors.len();
+        // Objects that resolve their fields together do it before any is completed.
+        let base = self.scratch.len();
+        let mut together = obj.resolve_all(&fields, &mut self.scratch).map(Vec::into_iter);
         self.out.push(b'{');
-        for (n, (key, group)) in fields.iter().enumerate() {
-            let key = *key;
-            let field = group[0];
+        for (n, p) in fields.iter().enumerate() {
+            let key = p.key;
+            let field = p.group[0];
             if n > 0 {
                 self.out.push(b',');
             }
@@ -150,32 +266,28 @@ impl<'d> Exec<'d> {
             self.out.push(b'"');
             self.out.extend_from_slice(key.as_bytes());
             self.out.extend_from_slice(b"\":");
-            if field.name == "__typename" {
+            if p.typename {
                 self.out.push(b'"');
                 self.out.extend_from_slice(ty.as_bytes());
                 self.out.push(b'"');
                 continue;
             }
-            let Some(def) = object_def.and_then(|o| o.fields.get(&field.name)) else {
+            let Some(info) = p.info() else {
                 self.out.extend_from_slice(b"null");
                 continue;
             };
+            let def = info.def;
+            if path.is_empty() {
+                self.rendered.clear();
+            }
             path.push(Seg::Key(key));
             let mark = self.out.len();
-            let args = self.arguments(field, def);
-            let value = match obj.resolve_field(&Info { def, args: &args }) {
-                Ok(resolved) if group.len() == 1 => self.complete(
-                    resolved,
-                    &def.ty,
-                    std::slice::from_ref(&&field.selection_set),
-                    field,
-                    path,
-                ),
-                Ok(resolved) => {
-                    let subs: Vec<&'d SelectionSet> =
-                        group.iter().map(|f| &f.selection_set).collect();
-                    self.complete(resolved, &def.ty, &subs, field, path)
-                }
+            let resolved = match together.as_mut() {
+                Some(all) => all.next().unwrap_or(Ok(Out::Null)),
+                None => obj.resolve_field(&info),
+            };
+            let value = match resolved {
+                Ok(resolved) => self.complete(resolved, &def.ty, &p.subs, field, path),
                 Err(e) => {
                     self.error(e.message, field, path);
                     Err(Propagate)
@@ -184,6 +296,7 @@ impl<'d> Exec<'d> {
             path.pop();
             if value.is_err() {
                 if def.ty.is_non_null() {
+                    self.scratch.truncate(base);
                     return Err(Propagate);
                 }
                 self.out.truncate(mark);
@@ -191,6 +304,16 @@ impl<'d> Exec<'d> {
             }
         }
         self.out.push(b'}');
+        self.scratch.truncate(base);
+        if let Some(id) = identity.filter(|_| self.errors.len() == errors) {
+            let end = self.out.len();
+            match self.rendered.iter_mut().find(|(p, _)| *p == plan_at) {
+                Some((_, m)) => {
+                    m.insert(id.to_string(), start..end);
+                }
+                None => self.rendered.push((plan_at, [(id.to_string(), start..end)].into())),
+            }
+        }
         Ok(())
     }
 
@@ -215,6 +338,10 @@ impl<'d> Exec<'d> {
                     self.out.extend_from_slice(b"null");
                     Ok(())
                 }
+            }
+            (Out::Raw(r), _) => {
+                self.out.extend_from_slice(&self.scratch[r]);
+                Ok(())
             }
             (Out::Leaf(v), _) => {
                 serde_json::to_writer(&mut self.out, &v).expect("JSON values serialise");
@@ -265,6 +392,7 @@ impl<'d> Exec<'d> {
     }
 
     fn error(&mut self, message: String, field: &Field, path: &[Seg<'_>]) {
+        self.rendered.clear();
         let mut e = Map::new();
         e.insert("message".into(), Value::String(message));
         if let Some(loc) = field
@@ -441,7 +569,8 @@ impl ObjectValue for Apollo<'_> {
             info.arguments().clone(),
         ));
         let def = info.field_definition();
-        let out = self.0.resolve_field(&Info { def, args: &args })?;
+        let meta = Meta::of(def);
+        let out = self.0.resolve_field(&Info { def, args: &args, meta: &meta })?;
         Ok(convert(out, &def.ty))
     }
 }
@@ -454,6 +583,8 @@ fn convert<'a>(out: Out<'a>, ty: &Type) -> ResolvedValue<'a> {
             ResolvedValue::list(a.into_iter().map(move |x| convert(Out::Leaf(x), &inner)))
         }
         (Out::Leaf(v), _) => ResolvedValue::Leaf(from_json(v)),
+        // Only `resolve_all` answers written leaves, and apollo's executor never calls it.
+        (Out::Raw(_), _) => ResolvedValue::null(),
         (Out::Obj(o), _) => ResolvedValue::object(Apollo(o)),
         (Out::List(items), Type::List(inner) | Type::NonNullList(inner)) => {
             let inner = (**inner).clone();

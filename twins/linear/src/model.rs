@@ -146,6 +146,12 @@ impl Inner {
     }
 }
 
+/// Field `name` of an entity. Entities hold a few dozen fields, so comparing names in order
+/// is cheaper than hashing the name (the map's hasher is SipHash).
+pub fn field<'e>(e: &'e Entity, name: &str) -> Option<&'e Value> {
+    e.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| v)
+}
+
 /// Linear's priority labels by number.
 pub fn priority_label(p: i64) -> &'static str {
     match p {

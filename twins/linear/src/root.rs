@@ -188,8 +188,7 @@ impl ObjectValue for Root<'_, '_> {
             _ => {}
         }
         if gql::is_connection(named) {
-            let items = exec::all_of(&ctx.w.borrow(), named);
-            return exec::connection(ctx, named, items, &args);
+            return exec::connection_of_all(ctx, named, &args);
         }
         if def.ty.is_list() {
             let w = ctx.w.borrow();

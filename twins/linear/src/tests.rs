@@ -62,6 +62,17 @@ fn the_bundled_linear_tasks_seed_and_bind_every_code_criterion() {
 }
 
 #[test]
+fn every_type_is_found_by_name_and_no_other() {
+    for t in crate::tables::TYPES {
+        assert!(std::ptr::eq(crate::tables::ty(t.name()).unwrap(), t), "{}", t.name());
+    }
+    assert_eq!(crate::tables::TYPES_BY_HASH.len(), crate::tables::TYPES.len());
+    for missing in ["", "issue", "Issues", "IssueX", "Query "] {
+        assert!(crate::tables::ty(missing).is_none(), "{missing}");
+    }
+}
+
+#[test]
 fn a_bad_seed_names_its_path() {
     let mut v: Value = serde_json::from_str(TASK24).unwrap();
     v["issues"][1]["state"] = json!("Nowhere");
@@ -506,14 +517,37 @@ fn bench_native() {
     let list = "query Open($first: Int) { issues(first: $first, filter: {team: {key: {eq: \"ENG\"}}, state: {type: {nin: [\"completed\", \"canceled\"]}}}) { nodes { id identifier title priority assignee { id name email } labels { nodes { id name color } } state { id name type } } pageInfo { hasNextPage endCursor } } }";
     let create = "mutation Create($input: IssueCreateInput!) { issueCreate(input: $input) { success lastSyncId issue { id identifier title state { name } } } }";
     let n: u32 = std::env::var("BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    // Requests are built before the clock starts and answers not parsed: the twin alone.
+    let run = |w: &mut World, body: &Value| {
+        let mut call = Call::new(Request::new(Method::Post, "/graphql").with_json(body));
+        World::router().dispatch(w, &mut call)
+    };
+    let only_create = std::env::var_os("ONLY_CREATE").is_some();
+    let first = run(&mut w, &json!({"query": list, "variables": {"first": 50}}));
+    assert_eq!(first.json_body()["data"]["issues"]["nodes"].as_array().map(Vec::len), Some(50));
+    let req = Request::new(Method::Post, "/graphql").with_json(&json!({"query": list, "variables": {"first": 50}}));
     let t = std::time::Instant::now();
-    for _ in 0..if std::env::var_os("ONLY_CREATE").is_some() { 1 } else { n } {
-        data(&mut w, list, json!({"first": 50}));
+    for _ in 0..if only_create { 0 } else { n } {
+        let resp = World::router().dispatch(&mut w, &mut Call::new(req.clone()));
+        assert_eq!(resp.status, 200);
     }
-    println!("list: {:?} per request", t.elapsed() / n);
+    println!("list (answer cache): {:?} per request", t.elapsed() / n);
+    // Every request differs (a state type no state has), so each is executed.
+    let varied = list.replace("$first: Int", "$first: Int, $nonce: String").replace("\"canceled\"]", "\"canceled\", $nonce]");
+    let reqs: Vec<Request> = (0..n).map(|i| Request::new(Method::Post, "/graphql").with_json(&json!({"query": varied, "variables": {"first": 50, "nonce": format!("n{i}")}}))).collect();
+    let check = run(&mut w, &json!({"query": varied, "variables": {"first": 50, "nonce": "x"}}));
+    assert_eq!(check.body, first.body, "the nonce changes nothing");
+    let t = std::time::Instant::now();
+    for req in reqs.into_iter().take(if only_create { 0 } else { n as usize }) {
+        let resp = World::router().dispatch(&mut w, &mut Call::new(req));
+        assert_eq!(resp.status, 200);
+    }
+    println!("list (executed): {:?} per request", t.elapsed() / n);
+    let req = Request::new(Method::Post, "/graphql").with_json(&json!({"query": create, "variables": {"input": {"teamId": "team_eng", "title": "Load test issue", "description": "created by wrk"}}}));
     let t = std::time::Instant::now();
     for _ in 0..n {
-        data(&mut w, create, json!({"input": {"teamId": "team_eng", "title": "Load test issue", "description": "created by wrk"}}));
+        let resp = World::router().dispatch(&mut w, &mut Call::new(req.clone()));
+        assert_eq!(resp.status, 200);
     }
     println!("create: {:?} per request", t.elapsed() / n);
 }
@@ -731,4 +765,64 @@ fn the_seed_clock_is_the_time_requests_run_at() {
     let d = data(&mut w, "mutation { issueCreate(input: {teamId: \"ENG\", title: \"Now\"}) { issue { createdAt } } }", json!({}));
     let at = d["issueCreate"]["issue"]["createdAt"].as_str().unwrap().to_string();
     assert_eq!(at[..10], pome_twin_sdk::time::now_iso()[..10]);
+}
+
+/// `DUMP=<file> cargo test --release -p twin-linear dump_answers -- --ignored`: every query
+/// of @linear/sdk's documents and a set of filter documents, answered on task 24's world and
+/// written to a file, to compare the executor's answers before and after a change.
+#[test]
+#[ignore]
+fn dump_answers() {
+    let mut w = seeded(TASK24);
+    let mut out = String::new();
+    let ops: Vec<&str> = SDK_DOCS.lines().filter_map(|l| l.strip_prefix("query ")).map(|l| l.trim_end_matches(['(', '{', ' '])).collect();
+    let vars = json!({"id": "issue_todo", "first": 3, "issueId": "issue_todo", "teamId": "team_eng", "userId": "user_dev", "term": "agent", "query": "agent"});
+    for op in ops {
+        let req = Request::new(Method::Post, "/graphql").with_json(&json!({"query": SDK_DOCS, "variables": vars, "operationName": op}));
+        let mut call = Call::new(req);
+        let resp = World::router().dispatch(&mut w, &mut call);
+        out.push_str(&format!("{op} {}\n{}\n", resp.status, String::from_utf8_lossy(&resp.body)));
+    }
+    let filters = [
+        json!({"team": {"key": {"eq": "ENG"}}, "state": {"type": {"nin": ["completed", "canceled"]}}}),
+        json!({"assignee": {"email": {"eq": "dev@pome-twin.test"}}}),
+        json!({"assignee": {"null": true}}),
+        json!({"assignee": {"null": false, "name": {"containsIgnoreCase": "dev"}}}),
+        json!({"labels": {"some": {"name": {"eq": "Agent"}}}}),
+        json!({"labels": {"every": {"name": {"eq": "Agent"}}}}),
+        json!({"labels": {"none": {"name": {"eq": "Agent"}}}}),
+        json!({"labels": {"name": {"in": ["Agent", "Bug"]}}}),
+        json!({"labels": {"length": {"gte": 1}}}),
+        json!({"or": [{"priority": {"lte": 2}}, {"title": {"startsWithIgnoreCase": "ship"}}]}),
+        json!({"and": [{"priority": {"gt": 0}}, {"state": {"name": {"neq": "Done"}}}]}),
+        json!({"title": {"notContains": "x"}, "description": {"null": false}}),
+        json!({"team": {"id": {"eq": "team_eng"}}, "project": {"null": true}}),
+        json!({"state": {"type": {"eq": "started"}}, "assignee": {"isMe": {"eq": true}}}),
+        json!({"creator": {"email": {"endsWith": "pome-twin.test"}}, "priority": {"nin": [0, 4]}}),
+        json!({"comments": {"some": {"body": {"contains": "a"}}}}),
+        json!({"team": {"key": {"eq": "NOPE"}}}),
+        json!({"identifier": {"eqIgnoreCase": "eng-1"}}),
+        json!({"createdAt": {"gte": "2026-07-20T00:00:00.000Z"}}),
+        json!({"parent": {"null": true}, "cycle": {"null": true}}),
+        json!({"team": {"key": {}}, "assignee": {"email": {}}}),
+    ];
+    let q = "query($f: IssueFilter, $first: Int, $last: Int, $after: String, $o: PaginationOrderBy) { issues(filter: $f, first: $first, last: $last, after: $after, orderBy: $o) { nodes { id identifier title url priority priorityLabel estimate createdAt updatedAt assignee { id name email } labels { nodes { id name color } } state { id name type } team { key } project { name } parent { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }";
+    for f in &filters {
+        for v in [json!({"f": f}), json!({"f": f, "first": 2}), json!({"f": f, "last": 1, "o": "updatedAt"})] {
+            let (status, body, _) = post(&mut w, q, v.clone());
+            out.push_str(&format!("{v} {status}\n{body}\n"));
+        }
+    }
+    for (doc, v) in [
+        ("{ teams { nodes { key issues(first: 3) { nodes { identifier } } states { nodes { name } } members { nodes { email } } } } }", json!({})),
+        ("{ users { nodes { email assignedIssues { nodes { identifier } } } } }", json!({})),
+        ("{ issue(id: \"ENG-1\") { children { nodes { id } } comments { edges { cursor node { body user { name } } } } labels(filter: {name: {eq: \"Agent\"}}) { nodes { name } } } }", json!({})),
+        ("{ issueLabels { nodes { name issues { nodes { identifier } } } } workflowStates(filter: {type: {eq: \"started\"}}) { nodes { name team { key } } } }", json!({})),
+        ("{ viewer { id name assignedIssues(filter: {state: {type: {neq: \"completed\"}}}) { nodes { identifier } } } organization { name urlKey } }", json!({})),
+        ("query { issues(first: 2) { nodes { ... on Issue { id } ...F } } } fragment F on Issue { title a: identifier state { ... on WorkflowState { name } } }", json!({})),
+    ] {
+        let (status, body, _) = post(&mut w, doc, v);
+        out.push_str(&format!("{doc} {status}\n{body}\n"));
+    }
+    std::fs::write(std::env::var("DUMP").unwrap_or_else(|_| "/dev/null".into()), out).unwrap();
 }
