@@ -5,6 +5,8 @@
 use pome_twin_sdk::{Call, Delivery, Router, Value, json};
 
 use crate::World;
+use crate::store::Cut;
+use crate::typed::{BalanceTransaction, CardPaymentMethod, Charge, ChargeFrom, FeeDetail, PaymentIntent, PmView};
 use crate::core::{Params, Res, StripeError, invalid, missing, no_such, run, search_matches, search_object};
 
 macro_rules! h {
@@ -116,7 +118,12 @@ pub fn routes(r: Router<World>) -> Router<World> {
 
 /// Create (and with `confirm`, run) a PaymentIntent, as `POST /v1/payment_intents` does.
 pub fn create_payment_intent(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    pi_create(w, call, p)
+    create_pi(w, call, p).map(|text| parse(&text))
+}
+
+/// The twin's own JSON text as a `Value`.
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).expect("the twin writes JSON")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -493,8 +500,11 @@ fn decline_message(code: &str, decline: &str) -> &'static str {
 }
 
 pub fn behaviour_of(pm: &Value) -> Behaviour {
-    let last4 = pm["card"]["last4"].as_str().unwrap_or("");
-    let brand = pm["card"]["brand"].as_str().unwrap_or("");
+    behaviour(pm["card"]["last4"].as_str().unwrap_or(""), pm["card"]["brand"].as_str().unwrap_or(""))
+}
+
+/// How the test card ending in `last4` of `brand` behaves.
+pub fn behaviour(last4: &str, brand: &str) -> Behaviour {
     CARDS
         .iter()
         .find(|(n, b, _, _)| n.ends_with(last4) && *b == brand && !last4.is_empty())
@@ -504,20 +514,15 @@ pub fn behaviour_of(pm: &Value) -> Behaviour {
 
 fn card_pm(w: &mut World, number: &str, brand: &str, exp_month: i64, exp_year: i64) -> Value {
     let id = w.new_id("pm");
-    let last4 = &number[number.len() - 4..];
-    json!({
-        "id": id, "object": "payment_method", "allow_redisplay": "unspecified",
-        "billing_details": {"address": {"city": null, "country": null, "line1": null, "line2": null, "postal_code": null, "state": null}, "email": null, "name": null, "phone": null},
-        "card": {
-            "brand": brand, "checks": {"address_line1_check": null, "address_postal_code_check": null, "cvc_check": "unchecked"},
-            "country": "US", "display_brand": brand, "exp_month": exp_month, "exp_year": exp_year,
-            "fingerprint": crate::core::base62(number.bytes().fold(7u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64)), 16),
-            "funding": "credit", "generated_from": null, "last4": last4,
-            "networks": {"available": [brand], "preferred": null},
-            "three_d_secure_usage": {"supported": true}, "wallet": null,
-        },
-        "created": w.now(), "customer": null, "livemode": false, "metadata": {}, "type": "card",
-    })
+    serde_json::to_value(CardPaymentMethod::new(id, number, brand, exp_month, exp_year, w.now())).expect("a payment method serialises")
+}
+
+/// A new card payment method for a test card, stored and recorded; its id.
+fn insert_card_pm(w: &mut World, call: &mut Call, number: &str, brand: &str) -> String {
+    let id = w.new_id("pm");
+    let c = Cut::of(&CardPaymentMethod::new(id.clone(), number, brand, 12, 2034, w.now()));
+    w.insert_cut(Some(call), "payment_method", &id, &c);
+    id
 }
 
 fn crypto_pm(w: &mut World) -> Value {
@@ -603,21 +608,12 @@ fn pm_from_data(w: &mut World, data: &Value, prefix: &str) -> Result<Value, Stri
 /// A payment method id as given to an endpoint: a stored `pm_…`, or a test token
 /// (`pm_card_visa`), which yields a new payment method like Stripe does.
 pub(crate) fn resolve_pm(w: &mut World, call: &mut Call, id: &str, param: &str) -> Result<String, StripeError> {
-    if w.get_kind("payment_method", id).is_some() {
+    if w.is_kind("payment_method", id) {
         return Ok(id.to_string());
     }
-    if let Some(name) = id.strip_prefix("pm_card_") {
+    if let Some(name) = id.strip_prefix("pm_card_").or_else(|| id.strip_prefix("tok_")) {
         if let Some(c) = CARDS.iter().find(|c| c.2.eq_ignore_ascii_case(name)) {
-            let pm = card_pm(w, c.0, c.1, 12, 2034);
-            let pm = w.insert(Some(call), pm);
-            return Ok(pm["id"].as_str().unwrap().to_string());
-        }
-    }
-    if let Some(name) = id.strip_prefix("tok_") {
-        if let Some(c) = CARDS.iter().find(|c| c.2.eq_ignore_ascii_case(name)) {
-            let pm = card_pm(w, c.0, c.1, 12, 2034);
-            let pm = w.insert(Some(call), pm);
-            return Ok(pm["id"].as_str().unwrap().to_string());
+            return Ok(insert_card_pm(w, call, c.0, c.1));
         }
     }
     Err(no_such("PaymentMethod", id, param))
@@ -735,24 +731,15 @@ fn customer_pm_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
 // PaymentIntents.
 
 pub fn pi_obj(id: &str, amount: i64, cur: &str, created: i64) -> Value {
-    json!({
-        "id": id, "object": "payment_intent", "amount": amount, "amount_capturable": 0,
-        "amount_details": {"tip": {}}, "amount_received": 0, "application": null,
-        "application_fee_amount": null, "automatic_payment_methods": null, "canceled_at": null,
-        "cancellation_reason": null, "capture_method": "automatic",
-        "client_secret": format!("{id}_secret_{}", crate::core::base62(created as u64, 10)),
-        "confirmation_method": "automatic", "created": created, "currency": cur, "customer": null,
-        "description": null, "invoice": null, "last_payment_error": null, "latest_charge": null,
-        "livemode": false, "metadata": {}, "next_action": null, "on_behalf_of": null,
-        "payment_method": null, "payment_method_configuration_details": null,
-        "payment_method_options": {}, "payment_method_types": ["card"], "processing": null,
-        "receipt_email": null, "review": null, "setup_future_usage": null, "shipping": null,
-        "source": null, "statement_descriptor": null, "statement_descriptor_suffix": null,
-        "status": "requires_payment_method", "transfer_data": null, "transfer_group": null,
-    })
+    PaymentIntent::new(id, amount, cur, created).value()
 }
 
 fn pi_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    Ok(crate::core::raw(create_pi(w, call, p)?))
+}
+
+/// `POST /v1/payment_intents`: the new (and with `confirm`, confirmed) PaymentIntent's text.
+fn create_pi(w: &mut World, call: &mut Call, p: &Params) -> Result<String, StripeError> {
     let amount = p.req_int("amount")?;
     let cur = currency(p)?;
     check_amount(amount, &cur)?;
@@ -781,20 +768,34 @@ fn pi_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         return Err(invalid(format!("The currency provided ({cur}) is invalid for one or more payment method types on this PaymentIntent. The payment method type `crypto` supports: usd.")).param("currency"));
     }
     if let Some(c) = p.str("customer") {
-        get_or_404(w, "customer", c, "customer").map_err(|e| e.param("customer"))?;
-    }
-    let id = w.new_id("pi");
-    let mut pi = pi_obj(&id, amount, &cur, w.now());
-    pi["capture_method"] = json!(capture);
-    pi["confirmation_method"] = json!(conf_method);
-    pi["payment_method_types"] = json!(types);
-    p.copy(&mut pi, &["customer", "description", "receipt_email", "setup_future_usage", "shipping", "statement_descriptor", "statement_descriptor_suffix", "transfer_group", "payment_method_options"]);
-    if let Some(apm) = p.get("automatic_payment_methods") {
-        if apm["enabled"] == "true" {
-            pi["automatic_payment_methods"] = json!({"allow_redirects": apm["allow_redirects"].as_str().unwrap_or("always"), "enabled": true});
+        if !w.is_kind("customer", c) {
+            return Err(no_such("customer", c, "id").param("customer"));
         }
     }
-    p.metadata_into(&mut pi)?;
+    let id = w.new_id("pi");
+    let mut pi = PaymentIntent::new(&id, amount, &cur, w.now());
+    pi.capture_method = capture.to_string();
+    pi.confirmation_method = conf_method.to_string();
+    pi.payment_method_types = Value::Array(types.into_iter().map(Value::String).collect());
+    for (name, field) in [
+        ("customer", &mut pi.customer),
+        ("description", &mut pi.description),
+        ("receipt_email", &mut pi.receipt_email),
+        ("setup_future_usage", &mut pi.setup_future_usage),
+        ("shipping", &mut pi.shipping),
+        ("statement_descriptor", &mut pi.statement_descriptor),
+        ("statement_descriptor_suffix", &mut pi.statement_descriptor_suffix),
+        ("transfer_group", &mut pi.transfer_group),
+        ("payment_method_options", &mut pi.payment_method_options),
+    ] {
+        p.copy_into(name, field);
+    }
+    if let Some(apm) = p.get("automatic_payment_methods") {
+        if apm["enabled"] == "true" {
+            pi.automatic_payment_methods = json!({"allow_redirects": apm["allow_redirects"].as_str().unwrap_or("always"), "enabled": true});
+        }
+    }
+    p.metadata_of(&mut pi.metadata)?;
     let pm = match p.str("payment_method") {
         Some(pm) => Some(resolve_pm(w, call, pm, "payment_method")?),
         None => match p.get("payment_method_data") {
@@ -806,16 +807,17 @@ fn pi_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
             None => None,
         },
     };
-    if let Some(pm) = &pm {
-        pi["payment_method"] = json!(pm);
-        pi["status"] = json!("requires_confirmation");
+    if let Some(pm) = pm {
+        pi.payment_method = Value::String(pm);
+        pi.status = "requires_confirmation".into();
     }
-    let pi = w.insert(Some(call), pi);
+    let c = pi.cut();
+    w.insert_cut(Some(call), "payment_intent", &id, &c);
     emit_current(w, call, "payment_intent.created", &id, None);
     if p.bool("confirm")? == Some(true) {
-        return confirm_with(w, call, &id, pi, p);
+        return confirm_with(w, call, &id, pi, c, p);
     }
-    Ok(pi)
+    Ok(c.text)
 }
 
 fn pi_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
@@ -875,39 +877,38 @@ fn pi_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn pi_confirm(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
-    get_or_404(w, "payment_intent", &id, "payment_intent")?;
-    confirm(w, call, &id, p)
+    if !w.is_kind("payment_intent", &id) {
+        return Err(no_such("payment_intent", &id, "id"));
+    }
+    let pi = PaymentIntent::parse(&w.render(&id).expect("just checked"));
+    let c = pi.cut();
+    Ok(crate::core::raw(confirm_with(w, call, &id, pi, c, p)?))
 }
 
-/// Confirm a PaymentIntent: attach the payment method given, then run it by its behaviour.
-fn confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
-    let pi = w.get(id).unwrap();
-    confirm_with(w, call, id, pi, p)
-}
-
-/// [`confirm`] of the PaymentIntent `pi` as it is stored now.
-fn confirm_with(w: &mut World, call: &mut Call, id: &str, pi: Value, p: &Params) -> Res {
-    let status = pi["status"].as_str().unwrap_or("").to_string();
+/// Confirm the PaymentIntent `pi` (stored now as `text`): attach the payment method given,
+/// then run it by its behaviour. Answers the PaymentIntent's text.
+fn confirm_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent, before: Cut, p: &Params) -> Result<String, StripeError> {
+    let status = pi.status.clone();
     if !["requires_payment_method", "requires_confirmation", "requires_action"].contains(&status.as_str()) {
         return Err(invalid(format!(
             "This PaymentIntent's payment_method could not be updated because it has a status of {status}. You may only update the payment_method of a PaymentIntent with one of the following statuses: requires_payment_method, requires_confirmation, requires_action."
         ))
         .code("payment_intent_unexpected_state")
-        .with("payment_intent", pi));
+        .with("payment_intent", pi.value()));
     }
-    let mut pm_id = pi["payment_method"].as_str().map(str::to_string);
+    let mut pm_id = pi.payment_method.as_str().map(str::to_string);
     if let Some(pm) = p.str("payment_method") {
-        if p.str("payment_method") != pi["payment_method"].as_str() {
+        if p.str("payment_method") != pi.payment_method.as_str() {
             pm_id = Some(resolve_pm(w, call, pm, "payment_method")?);
         }
     } else if let Some(d) = p.get("payment_method_data").filter(|_| pm_id.is_none() || status != "requires_action") {
-        if !(pi["payment_method"].is_string() && p.has("payment_method_data") && status == "requires_confirmation" && d == &json!(null)) {
+        if !(pi.payment_method.is_string() && p.has("payment_method_data") && status == "requires_confirmation" && d == &json!(null)) {
             let pm = pm_from_data(w, d, "payment_method_data[")?;
             let pm = w.insert(Some(call), pm);
             pm_id = Some(pm["id"].as_str().unwrap().to_string());
         }
     }
-    let types: Vec<String> = pi["payment_method_types"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
+    let types: Vec<String> = pi.payment_method_types.as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
     if pm_id.is_none() && types == ["crypto"] {
         // A crypto-only PaymentIntent confirms into deposit mode without a card.
         let pm = crypto_pm(w);
@@ -917,14 +918,14 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, pi: Value, p: &Params)
     let Some(pm_id) = pm_id else {
         return Err(invalid("You cannot confirm this PaymentIntent because it's missing a payment method. You can either update the PaymentIntent with a payment method and then confirm it again, or confirm it again directly with a payment method.")
             .code("payment_intent_unexpected_state")
-            .with("payment_intent", pi));
+            .with("payment_intent", pi.value()));
     };
-    let pm = w.get(&pm_id).unwrap();
-    let pm_type = pm["type"].as_str().unwrap_or("card").to_string();
-    if !types.contains(&pm_type) && !pi["automatic_payment_methods"]["enabled"].as_bool().unwrap_or(false) {
+    let pm: PmView = serde_json::from_str(&w.render(&pm_id).unwrap()).expect("a stored payment method is an object");
+    let pm_type = pm.ty.clone().unwrap_or_else(|| "card".into());
+    if !types.contains(&pm_type) && !pi.automatic_payment_methods["enabled"].as_bool().unwrap_or(false) {
         return Err(invalid(format!("The PaymentMethod provided ({pm_type}) is not allowed for this PaymentIntent. Please attach a PaymentMethod of one of the following types: {}. Alternatively, update the allowed payment_method_types for this PaymentIntent to include \"{pm_type}\".", types.join(", "))).param("payment_method"));
     }
-    if let (Some(pc), Some(ic)) = (pm["customer"].as_str(), pi["customer"].as_str()) {
+    if let (Some(pc), Some(ic)) = (pm.customer.as_str(), pi.customer.as_str()) {
         if pc != ic {
             return Err(invalid(format!("The provided PaymentMethod belongs to a different Customer ({pc}) than this PaymentIntent ({ic}).")).param("payment_method"));
         }
@@ -933,25 +934,27 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, pi: Value, p: &Params)
     let return_url = p.str("return_url").map(str::to_string);
     let was_action = status == "requires_action";
     // Methods resolved above may have been stored since `pi` was read, but `pi` itself has not.
-    let pi = w.modify_current(call, id, pi, |pi| {
-        pi["payment_method"] = json!(pm_id);
-        pi["last_payment_error"] = Value::Null;
-        if let Some(md) = p.get("payment_method_options") {
-            pi["payment_method_options"] = md.clone();
-        }
-    });
+    pi.payment_method = Value::String(pm_id.clone());
+    pi.last_payment_error = Value::Null;
+    if let Some(md) = p.get("payment_method_options") {
+        pi.payment_method_options = md.clone();
+    }
+    let after = pi.cut();
+    w.update_cut(call, "payment_intent", id, &before, &after);
     if pm_type == "crypto" {
         let pi = w.modify(call, id, |pi| {
             pi["status"] = json!("requires_action");
             pi["next_action"] = crypto_next_action(pi["id"].as_str().unwrap_or(""), pi["amount"].as_i64().unwrap_or(0));
         });
         emit(w, call, "payment_intent.requires_action", &pi, None);
-        return Ok(pi);
+        return Ok(pi.to_string());
     }
-    match behaviour_of(&pm) {
+    let (last4, brand) = pm.card.as_ref().map_or(("", ""), |c| (c.last4.as_str().unwrap_or(""), c.brand.as_str().unwrap_or("")));
+    match behaviour(last4, brand) {
         Behaviour::ThreeDS if !was_action => {
             if off_session {
-                return fail_payment(w, call, id, &pm, "authentication_required", "authentication_required", "Your card was declined. This transaction requires authentication.");
+                let pm = w.get(&pm_id).unwrap();
+                return fail_payment(w, call, id, &pm, "authentication_required", "authentication_required", "Your card was declined. This transaction requires authentication.").map(|v| v.to_string());
             }
             let pi = w.modify(call, id, |pi| {
                 pi["status"] = json!("requires_action");
@@ -962,12 +965,18 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, pi: Value, p: &Params)
                 };
             });
             emit(w, call, "payment_intent.requires_action", &pi, None);
-            Ok(pi)
+            Ok(pi.to_string())
         }
-        Behaviour::Decline(code, decline) => fail_payment(w, call, id, &pm, code, decline, decline_message(code, decline)),
+        Behaviour::Decline(code, decline) => {
+            let pm = w.get(&pm_id).unwrap();
+            fail_payment(w, call, id, &pm, code, decline, decline_message(code, decline)).map(|v| v.to_string())
+        }
         b => {
-            let details = json!({"type": "card", "card": card_details(&pm)});
-            succeed_with(w, call, id, pi, details, b == Behaviour::Dispute)
+            let details = match &pm.card {
+                Some(c) => serde_json::to_string(&c.details()).expect("card details serialise"),
+                None => json!({"type": "card", "card": card_details(&Value::Null)}).to_string(),
+            };
+            succeed_with(w, call, id, pi, after, &details, b == Behaviour::Dispute)
         }
     }
 }
@@ -1012,25 +1021,19 @@ pub fn deposit_address(pi_id: &str) -> String {
 /// A charge for a PaymentIntent's attempt.
 fn charge_obj(w: &mut World, pi: &Value, details: Value, status: &str, captured: bool) -> Value {
     let id = w.new_id("ch");
-    let amount = pi["amount"].as_i64().unwrap_or(0);
-    json!({
-        "id": id, "object": "charge", "amount": amount, "amount_captured": if captured && status == "succeeded" { amount } else { 0 },
-        "amount_refunded": 0, "application": null, "application_fee": null, "application_fee_amount": null,
-        "balance_transaction": null,
-        "billing_details": {"address": {"city": null, "country": null, "line1": null, "line2": null, "postal_code": null, "state": null}, "email": null, "name": null, "phone": null},
-        "calculated_statement_descriptor": "POME TWIN", "captured": captured && status == "succeeded", "created": w.now(),
-        "currency": pi["currency"], "customer": pi["customer"], "description": pi["description"], "disputed": false,
-        "failure_balance_transaction": null, "failure_code": null, "failure_message": null, "fraud_details": {},
-        "invoice": null, "livemode": false, "metadata": pi["metadata"], "on_behalf_of": null,
-        "outcome": {"network_status": "approved_by_network", "reason": null, "risk_level": "normal", "risk_score": 20, "seller_message": "Payment complete.", "type": "authorized"},
-        "paid": status == "succeeded", "payment_intent": pi["id"], "payment_method": pi["payment_method"],
-        "payment_method_details": details, "receipt_email": pi["receipt_email"], "receipt_number": null,
-        "receipt_url": format!("https://pay.stripe.com/receipts/payment/{id}"), "refunded": false,
-        "refunds": {"object": "list", "data": [], "has_more": false, "total_count": 0, "url": format!("/v1/charges/{id}/refunds")},
-        "review": null, "shipping": pi["shipping"], "source": null, "source_transfer": null,
-        "statement_descriptor": null, "statement_descriptor_suffix": null, "status": status,
-        "transfer_data": null, "transfer_group": null,
-    })
+    let details = details.to_string();
+    let from = ChargeFrom {
+        amount: pi["amount"].as_i64().unwrap_or(0),
+        currency: &pi["currency"],
+        customer: &pi["customer"],
+        description: &pi["description"],
+        metadata: &pi["metadata"],
+        receipt_email: &pi["receipt_email"],
+        shipping: &pi["shipping"],
+        payment_intent: &pi["id"],
+        payment_method: &pi["payment_method"],
+    };
+    serde_json::to_value(Charge::new(id, &from, &details, status, captured, w.now())).expect("a charge serialises")
 }
 
 pub fn fee_for(amount: i64) -> i64 {
@@ -1042,50 +1045,83 @@ pub fn balance_txn(w: &mut World, call: &mut Call, amount: i64, fee: i64, cur: &
     let id = w.new_id("txn");
     let now = w.now();
     let fee_details = if fee != 0 {
-        json!([{"amount": fee, "application": null, "currency": cur, "description": "Stripe processing fees", "type": "stripe_fee"}])
+        vec![FeeDetail { amount: fee, application: Value::Null, currency: cur, description: "Stripe processing fees", ty: "stripe_fee" }]
     } else {
-        json!([])
+        Vec::new()
     };
-    let t = json!({
-        "id": id, "object": "balance_transaction", "amount": amount, "available_on": now,
-        "created": now, "currency": cur, "description": description, "exchange_rate": null,
-        "fee": fee, "fee_details": fee_details, "net": amount - fee,
-        "reporting_category": match ty { "payment" | "charge" => "charge", "payout" => "payout", "refund" => "refund", "adjustment" => "dispute", other => other },
-        "source": source, "status": "available", "type": ty,
-    });
-    w.insert(Some(call), t);
+    let t = BalanceTransaction {
+        id: &id,
+        object: "balance_transaction",
+        amount,
+        available_on: now,
+        created: now,
+        currency: cur,
+        description,
+        exchange_rate: Value::Null,
+        fee,
+        fee_details,
+        net: amount - fee,
+        reporting_category: match ty {
+            "payment" | "charge" => "charge",
+            "payout" => "payout",
+            "refund" => "refund",
+            "adjustment" => "dispute",
+            other => other,
+        },
+        source,
+        status: "available",
+        ty,
+    };
+    w.insert_cut(Some(call), "balance_transaction", &id, &Cut::of(&t));
     id
 }
 
-/// A successful attempt: a charge, captured now (automatic) or held (manual).
 fn succeed(w: &mut World, call: &mut Call, id: &str, details: Value, dispute: bool) -> Res {
-    let pi = w.get(id).unwrap();
-    succeed_with(w, call, id, pi, details, dispute)
+    let pi = PaymentIntent::parse(&w.render(id).unwrap());
+    let c = pi.cut();
+    succeed_with(w, call, id, pi, c, &details.to_string(), dispute).map(|t| parse(&t))
 }
 
-/// [`succeed`] for the PaymentIntent `pi` as it is stored now.
-fn succeed_with(w: &mut World, call: &mut Call, id: &str, pi: Value, details: Value, dispute: bool) -> Res {
-    let manual = pi["capture_method"] == "manual";
-    let amount = pi["amount"].as_i64().unwrap_or(0);
-    let cur = pi["currency"].as_str().unwrap_or("usd").to_string();
-    let mut ch = charge_obj(w, &pi, details, "succeeded", !manual);
-    let ch_id = ch["id"].as_str().unwrap().to_string();
+/// [`succeed`] for the PaymentIntent `pi` (stored now as `text`), with the charge's
+/// `payment_method_details` as compact JSON; the PaymentIntent's new text.
+fn succeed_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent, before: Cut, details: &str, dispute: bool) -> Result<String, StripeError> {
+    let manual = pi.capture_method == "manual";
+    let amount = pi.amount;
+    let cur = pi.currency.clone();
+    let ch_id = w.new_id("ch");
+    let mut txn = None;
     if !manual {
-        let txn = balance_txn(w, call, amount, fee_for(amount), &cur, &ch_id, "charge", pi["description"].as_str());
-        ch["balance_transaction"] = json!(txn);
+        txn = Some(balance_txn(w, call, amount, fee_for(amount), &cur, &ch_id, "charge", pi.description.as_str()));
     }
-    w.insert(Some(call), ch);
-    let pi = w.modify_current(call, id, pi, |pi| {
-        pi["latest_charge"] = json!(ch_id);
-        pi["next_action"] = Value::Null;
-        if manual {
-            pi["status"] = json!("requires_capture");
-            pi["amount_capturable"] = json!(amount);
-        } else {
-            pi["status"] = json!("succeeded");
-            pi["amount_received"] = json!(amount);
-        }
-    });
+    {
+        let currency = Value::String(cur.clone());
+        let pi_id = Value::String(pi.id.clone());
+        let from = ChargeFrom {
+            amount,
+            currency: &currency,
+            customer: &pi.customer,
+            description: &pi.description,
+            metadata: &pi.metadata,
+            receipt_email: &pi.receipt_email,
+            shipping: &pi.shipping,
+            payment_intent: &pi_id,
+            payment_method: &pi.payment_method,
+        };
+        let mut ch = Charge::new(ch_id.clone(), &from, details, "succeeded", !manual, w.now());
+        ch.balance_transaction = txn;
+        w.insert_cut(Some(call), "charge", &ch_id, &Cut::of(&ch));
+    }
+    pi.latest_charge = Value::String(ch_id.clone());
+    pi.next_action = Value::Null;
+    if manual {
+        pi.status = "requires_capture".into();
+        pi.amount_capturable = amount;
+    } else {
+        pi.status = "succeeded".into();
+        pi.amount_received = amount;
+    }
+    let after = pi.cut();
+    w.update_cut(call, "payment_intent", id, &before, &after);
     emit_current(w, call, "charge.succeeded", &ch_id, None);
     if manual {
         emit_current(w, call, "payment_intent.amount_capturable_updated", id, None);
@@ -1095,7 +1131,7 @@ fn succeed_with(w: &mut World, call: &mut Call, id: &str, pi: Value, details: Va
     if dispute && !manual {
         open_dispute(w, call, &ch_id);
     }
-    Ok(pi)
+    Ok(after.text)
 }
 
 fn fail_payment(w: &mut World, call: &mut Call, id: &str, pm: &Value, code: &str, decline: &str, message: &str) -> Res {

@@ -230,6 +230,28 @@ impl Params {
         Ok(())
     }
     /// Copy plain string/nullable fields given in the request onto `obj`.
+    /// [`Params::copy`] of one field into a typed object's field.
+    pub fn copy_into(&self, name: &str, field: &mut Value) {
+        if let Some(v) = self.0.get(name) {
+            *field = match v {
+                Value::String(s) if s.is_empty() => Value::Null,
+                other => other.clone(),
+            };
+        }
+    }
+
+    /// [`Params::metadata_into`] of a typed object's `metadata` field.
+    pub fn metadata_of(&self, metadata: &mut Value) -> Result<(), StripeError> {
+        if !self.0.contains_key("metadata") {
+            return Ok(());
+        }
+        let mut holder = Value::Object(serde_json::Map::new());
+        holder["metadata"] = std::mem::take(metadata);
+        let out = self.metadata_into(&mut holder);
+        *metadata = holder["metadata"].take();
+        out
+    }
+
     pub fn copy(&self, obj: &mut Value, fields: &[&str]) {
         for f in fields {
             if let Some(v) = self.0.get(*f) {

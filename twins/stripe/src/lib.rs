@@ -7,7 +7,8 @@
 //! idempotency, failure injection), [`api`] the resources and the payment state machine,
 //! [`billing`] subscriptions, invoices and test clocks, [`commerce`] checkout, payment links
 //! and promotion codes, [`seed`] the strict seed reader, [`checks`] the grading vocabulary,
-//! [`tools`] the MCP tools of Stripe's agent toolkit.
+//! [`tools`] the MCP tools of Stripe's agent toolkit, [`typed`] the objects a card payment
+//! writes as Rust structs (its hot path writes their text once, with no `Value` trees).
 
 #![recursion_limit = "512"]
 
@@ -19,6 +20,7 @@ pub mod core;
 pub mod seed;
 pub mod store;
 pub mod tools;
+pub mod typed;
 pub mod x402;
 
 use std::collections::BTreeMap;
@@ -227,32 +229,75 @@ impl World {
     }
 
     /// Store a new object (its `object` field names its type) and record it on the tape.
-    pub fn insert(&mut self, mut call: Option<&mut Call>, obj: Value) -> Value {
-        let id = obj["id"].as_str().unwrap_or_default().to_string();
-        let kind = obj["object"].as_str().unwrap_or_default().to_string();
-        if let Some(call) = call.as_deref_mut() {
-            if kind == "event" {
+    pub fn insert(&mut self, call: Option<&mut Call>, obj: Value) -> Value {
+        let kind = obj["object"].as_str().unwrap_or_default();
+        if kind == "event" {
+            let id = obj["id"].as_str().unwrap_or_default().to_string();
+            if let Some(call) = call {
                 // An event repeats an object the same call recorded; its row names it only.
-                call.created(&kind, &id, &json!({"id": id, "object": "event", "type": obj["type"], "data": {"object": {"id": obj["data"]["object"]["id"], "object": obj["data"]["object"]["object"]}}}));
+                call.created("event", &id, &json!({"id": id, "object": "event", "type": obj["type"], "data": {"object": {"id": obj["data"]["object"]["id"], "object": obj["data"]["object"]["object"]}}}));
             }
+            let stored = store::encode(&mut self.0.templates, &obj);
+            self.put(&id, "event", stored);
+            return obj;
         }
-        let stored = store::encode(&mut self.0.templates, &obj);
-        if let Some(call) = call.filter(|_| kind != "event") {
-            // The row's copy is written from the stored text (cheaper than serialising the
-            // tree again).
-            let text = store::render(&self.templates, &stored);
-            let raw = serde_json::value::RawValue::from_string(text).expect("stored text is JSON");
-            call.created(&kind, &id, &raw);
-        }
-        self.put(&id, &kind, stored);
+        let (id, kind) = (obj["id"].as_str().unwrap_or_default().to_string(), kind.to_string());
+        self.insert_text(call, &kind, &id, obj.to_string());
         obj
+    }
+
+    /// Store a new object of `kind` (not an event) given as its compact JSON text, and record
+    /// it on the tape: the text is written once and serves the store and the tape row.
+    pub fn insert_text(&mut self, call: Option<&mut Call>, kind: &str, id: &str, text: String) {
+        if let Some(call) = call {
+            call.created(kind, id, &store::Raw(&text));
+        }
+        let stored = store::stored_text(&mut self.0.templates, kind, text);
+        self.put(id, kind, stored);
+    }
+
+    /// [`World::insert_text`] of a typed object, serialised as a [`store::Cut`].
+    pub fn insert_cut(&mut self, call: Option<&mut Call>, kind: &str, id: &str, c: &store::Cut) {
+        if let Some(call) = call {
+            call.created(kind, id, &store::Raw(&c.text));
+        }
+        let stored = c.stored(&mut self.0.templates, kind);
+        self.put(id, kind, stored);
+    }
+
+    /// [`World::update_text`] of a typed object: `before` is it as stored now.
+    pub fn update_cut(&mut self, call: &mut Call, kind: &str, id: &str, before: &store::Cut, after: &store::Cut) {
+        if before.text == after.text {
+            return;
+        }
+        if let Some((b, a)) = after.changed_since(before) {
+            call.updated(kind, id, &store::Raw(&b), &store::Raw(&a));
+        }
+        let stored = after.stored(&mut self.0.templates, kind);
+        self.0.objects.insert(id.to_string(), stored);
+    }
+
+    /// Replace a stored object by its new compact text, recording the top-level fields that
+    /// changed from `before` (its text as stored now) as the tape row; nothing when none did.
+    pub fn update_text(&mut self, call: &mut Call, kind: &str, id: &str, before: &str, after: String) {
+        if before == after {
+            return;
+        }
+        if let Some((b, a)) = changed_text(before, &after) {
+            call.updated(kind, id, &store::Raw(&b), &store::Raw(&a));
+        }
+        let stored = store::stored_text(&mut self.0.templates, kind, after);
+        self.0.objects.insert(id.to_string(), stored);
     }
 
     /// Store an encoded object; a new one joins its kind's order (events beyond
     /// [`EVENTS_KEPT`] leave, oldest first).
     pub fn put(&mut self, id: &str, kind: &str, stored: store::Stored) {
         if self.0.objects.insert(id.to_string(), stored).is_none() {
-            let ids = self.0.order.entry(kind.to_string()).or_default();
+            if !self.0.order.contains_key(kind) {
+                self.0.order.insert(kind.to_string(), Vec::new());
+            }
+            let ids = self.0.order.get_mut(kind).expect("just ensured");
             ids.push(id.to_string());
             // In batches, so a long run does not shift ten thousand ids on every event.
             if kind == "event" && ids.len() >= EVENTS_KEPT + EVENTS_KEPT / 10 {
@@ -299,15 +344,11 @@ impl World {
     /// inserted or changed): it is not decoded again.
     pub fn modify_current(&mut self, call: &mut Call, id: &str, current: Value, f: impl FnOnce(&mut Value)) -> Value {
         let mut obj = current;
-        let before = obj.clone();
+        let before = obj.to_string();
         f(&mut obj);
         let kind = obj["object"].as_str().unwrap_or_default().to_string();
-        let (b, a) = changed_fields(&before, &obj);
-        if !a.is_empty() || !b.is_empty() {
-            call.updated(&kind, id, &Value::Object(b), &Value::Object(a));
-        }
-        let stored = store::encode(&mut self.0.templates, &obj);
-        self.0.objects.insert(id.to_string(), stored);
+        let after = obj.to_string();
+        self.update_text(call, &kind, id, &before, after);
         obj
     }
 
@@ -365,6 +406,65 @@ pub fn changed_fields(before: &Value, after: &Value) -> (serde_json::Map<String,
         }
     }
     (b, a)
+}
+
+/// [`changed_fields`] of two objects given as compact text, written as text: the before and
+/// after halves, or `None` when no field differs. Fields are compared by their text.
+pub fn changed_text(before: &str, after: &str) -> Option<(String, String)> {
+    let b = store::fields(before)?;
+    let a = store::fields(after)?;
+    let (mut bo, mut ao) = (String::from("{"), String::from("{"));
+    let push = |out: &mut String, k: &str, v: &str| {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(k);
+        out.push_str("\":");
+        out.push_str(v);
+    };
+    fn find<'a>(pairs: &[(&str, &'a str)], k: &str, hint: usize) -> Option<&'a str> {
+        match pairs.get(hint) {
+            Some((pk, v)) if *pk == k => Some(*v),
+            _ => pairs.iter().find(|(pk, _)| *pk == k).map(|(_, v)| *v),
+        }
+    }
+    let (mut any, mut id_in_b, mut id_in_a) = (false, false, false);
+    for (i, (k, v)) in a.iter().enumerate() {
+        let old = find(&b, k, i);
+        if old != Some(*v) {
+            if let Some(old) = old {
+                push(&mut bo, k, old);
+                id_in_b |= *k == "id";
+            }
+            push(&mut ao, k, v);
+            id_in_a |= *k == "id";
+            any = true;
+        }
+    }
+    for (i, (k, v)) in b.iter().enumerate() {
+        if find(&a, k, i).is_none() {
+            push(&mut bo, k, v);
+            id_in_b |= *k == "id";
+            any = true;
+        }
+    }
+    if !any {
+        return None;
+    }
+    // `id` is always named: last, where inserting it into the changed fields' map puts it
+    // (a changed `id` keeps its place and takes the after value, as that insert does).
+    if let Some(id) = find(&a, "id", 0).or(find(&b, "id", 0)) {
+        if !id_in_b {
+            push(&mut bo, "id", id);
+        }
+        if !id_in_a {
+            push(&mut ao, "id", id);
+        }
+    }
+    bo.push('}');
+    ao.push('}');
+    Some((bo, ao))
 }
 
 fn router() -> Router<World> {

@@ -58,29 +58,67 @@ impl From<Template> for Map<String, Value> {
 
 pub type Templates = BTreeMap<String, Template>;
 
-/// The fields of `obj` that differ from `t`, if `obj` starts with the template's keys.
-fn diff_of(t: &Template, obj: &Map<String, Value>) -> Option<Map<String, Value>> {
-    if obj.len() < t.map.len() || !obj.keys().zip(t.map.keys()).all(|(a, b)| a == b) {
+/// The diff of an object's compact text against its kind's template `t`, if its keys start
+/// with the template's keys: the fields whose text differs, then the fields the template
+/// lacks. Values are compared as text, which is what rendering gives back.
+fn diff_text(t: &Template, text: &str) -> Option<String> {
+    let pairs = fields(text)?;
+    if pairs.len() < t.parts.len() || !pairs.iter().zip(&t.parts).all(|((pk, _), (k, _))| k.len() == pk.len() + 3 && &k[1..k.len() - 2] == *pk) {
         return None;
     }
-    let mut out = Map::new();
-    let mut tv = t.map.values();
-    for (k, v) in obj {
-        if tv.next().is_none_or(|tv| tv != v) {
-            out.insert(k.clone(), v.clone());
+    let mut out = String::with_capacity(text.len() / 2);
+    out.push('{');
+    for (i, (pk, v)) in pairs.iter().enumerate() {
+        let key = match t.parts.get(i) {
+            Some((_, tv)) if tv == v => continue,
+            Some((k, _)) => k.as_str(),
+            None => "",
+        };
+        if out.len() > 1 {
+            out.push(',');
         }
+        if key.is_empty() {
+            out.push('"');
+            out.push_str(pk);
+            out.push_str("\":");
+        } else {
+            out.push_str(key);
+        }
+        out.push_str(v);
     }
+    out.push('}');
     Some(out)
 }
 
-/// Encode `obj` (an object of `kind`), learning the kind's template if it has none yet.
-pub fn encode_obj(templates: &mut Templates, kind: &str, obj: &Value) -> (String, bool) {
-    let Value::Object(m) = obj else { return (obj.to_string(), false) };
-    let t = templates.entry(kind.to_string()).or_insert_with(|| Template::from(m.clone()));
-    match diff_of(t, m) {
-        Some(d) => (serde_json::to_string(&d).unwrap(), true),
-        None => (obj.to_string(), false),
+/// Encode an object of `kind` given as compact JSON text, learning the kind's template if it
+/// has none yet: (stored text, whether it is a diff).
+pub fn encode_text(templates: &mut Templates, kind: &str, text: String) -> (String, bool) {
+    if !templates.contains_key(kind) {
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(m)) => {
+                templates.insert(kind.to_string(), Template::from(m));
+            }
+            _ => return (text, false),
+        }
     }
+    match diff_text(&templates[kind], &text) {
+        Some(d) => (d, true),
+        None => (text, false),
+    }
+}
+
+/// [`encode_text`] of a `Value`.
+pub fn encode_obj(templates: &mut Templates, kind: &str, obj: &Value) -> (String, bool) {
+    if !obj.is_object() {
+        return (obj.to_string(), false);
+    }
+    encode_text(templates, kind, obj.to_string())
+}
+
+/// Store an object of `kind` given as compact JSON text (not an event).
+pub fn stored_text(templates: &mut Templates, kind: &str, text: String) -> Stored {
+    let (text, diff) = encode_text(templates, kind, text);
+    Stored { kind: kind.into(), text: text.into(), diff, inner: None }
 }
 
 pub fn encode(templates: &mut Templates, obj: &Value) -> Stored {
@@ -104,12 +142,11 @@ pub fn encode(templates: &mut Templates, obj: &Value) -> Stored {
         }
         return Stored { kind: kind.into(), text: obj.to_string().into(), diff: false, inner: None };
     }
-    let (text, diff) = encode_obj(templates, &kind, obj);
-    Stored { kind: kind.into(), text: text.into(), diff, inner: None }
+    stored_text(templates, &kind, obj.to_string())
 }
 
 /// A JSON object's fields as raw text, in order, borrowed from the input.
-struct RawPairs<'a>(Vec<(&'a str, &'a RawValue)>);
+pub(crate) struct RawPairs<'a>(pub(crate) Vec<(&'a str, &'a RawValue)>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for RawPairs<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -134,31 +171,37 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawPairs<'a> {
 /// Write the object a diff stands for: the template's fields with the diff's values in
 /// their places, then the diff's fields the template lacks.
 fn merge_into(out: &mut String, t: &Template, diff: &str) {
-    let pairs: RawPairs = serde_json::from_str(diff).expect("a stored diff is a JSON object");
-    let mut used = vec![false; pairs.0.len()];
+    let pairs = fields(diff).expect("a stored diff is a JSON object");
+    let mut used = vec![false; pairs.len()];
+    let start = out.len();
     out.push('{');
+    // Diff fields come in template order: look from where the last one was found.
+    let mut next = 0;
     for (i, (k, v)) in t.parts.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push_str(k);
         let key = &k[1..k.len() - 2];
-        match pairs.0.iter().position(|(pk, _)| *pk == key) {
+        let found = (next..pairs.len()).chain(0..next).find(|&j| pairs[j].0 == key);
+        match found {
             Some(j) => {
                 used[j] = true;
-                out.push_str(pairs.0[j].1.get());
+                next = j + 1;
+                out.push_str(pairs[j].1);
             }
             None => out.push_str(v),
         }
     }
-    for (j, (k, v)) in pairs.0.iter().enumerate() {
+    for (j, (k, v)) in pairs.iter().enumerate() {
         if !used[j] {
-            if out.len() > 1 {
+            if out.len() > start + 1 {
                 out.push(',');
             }
-            out.push_str(&serde_json::to_string(k).unwrap());
-            out.push(':');
-            out.push_str(v.get());
+            out.push('"');
+            out.push_str(k);
+            out.push_str("\":");
+            out.push_str(v);
         }
     }
     out.push('}');
@@ -196,4 +239,331 @@ pub fn render(templates: &Templates, s: &Stored) -> String {
 
 pub fn decode(templates: &Templates, s: &Stored) -> Value {
     serde_json::from_str(&render(templates, s)).expect("a stored object is JSON")
+}
+
+/// The top-level fields of a JSON object as (key, value) text slices, the key as written
+/// between its quotes (escapes kept). The twin's own text is compact and is cut by a byte
+/// scan; anything else (whitespace) goes through serde_json. `None` if not an object.
+pub fn fields(text: &str) -> Option<Vec<(&str, &str)>> {
+    scan_fields(text).or_else(|| {
+        let pairs: RawPairs = serde_json::from_str(text).ok()?;
+        // serde_json hands keys back unescaped; only keys without escapes borrow, so these are as written.
+        Some(pairs.0.into_iter().map(|(k, v)| (k, v.get())).collect())
+    })
+}
+
+fn scan_fields(text: &str) -> Option<Vec<(&str, &str)>> {
+    let b = text.as_bytes();
+    if b.first() != Some(&b'{') {
+        return None;
+    }
+    let mut out = Vec::with_capacity(48);
+    let mut i = 1;
+    if b.get(1) == Some(&b'}') {
+        return (b.len() == 2).then_some(out);
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let kend = string_end(b, i)?;
+        let key = &text[i + 1..kend - 1];
+        if b.get(kend) != Some(&b':') {
+            return None;
+        }
+        let vstart = kend + 1;
+        let vend = value_end(b, vstart)?;
+        out.push((key, &text[vstart..vend]));
+        match b.get(vend) {
+            Some(b',') => i = vend + 1,
+            Some(b'}') if vend + 1 == b.len() => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// The index just past the string starting at `b[i] == '"'`.
+fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    while j < b.len() {
+        match b[j] {
+            b'\\' => j += 2,
+            b'"' => return Some(j + 1),
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// The index just past the compact JSON value starting at `b[i]`.
+fn value_end(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => string_end(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < b.len() {
+                match b[j] {
+                    b'"' => {
+                        j = string_end(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    b' ' | b'\n' | b'\t' | b'\r' => return None,
+                    _ => {}
+                }
+                j += 1;
+            }
+            None
+        }
+        b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') {
+                if b[j].is_ascii_whitespace() {
+                    return None;
+                }
+                j += 1;
+            }
+            Some(j)
+        }
+        _ => None,
+    }
+}
+
+/// JSON text the twin wrote itself, serialised as it is (tape rows written from stored
+/// text): serde_json's raw-value protocol, without `RawValue::from_string`'s second parse.
+/// `raw_text_serialises_verbatim` (tests) fails if serde_json ever changes that protocol.
+pub struct Raw<'a>(pub &'a str);
+
+impl Serialize for Raw<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        const TOKEN: &str = "$serde_json::private::RawValue";
+        let mut st = s.serialize_struct(TOKEN, 1)?;
+        st.serialize_field(TOKEN, self.0)?;
+        st.end()
+    }
+}
+
+/// An object's compact JSON with where each top-level field's value lies in it: what a
+/// typed object serialises to, so storing it (a diff against the template) and recording
+/// what changed need no second read of the text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cut {
+    pub text: String,
+    /// (field, start, end) of each value in `text`, in order.
+    pub fields: Vec<(&'static str, usize, usize)>,
+}
+
+impl Cut {
+    /// Serialise a struct (derived `Serialize`, plain field names) as a [`Cut`].
+    pub fn of<T: Serialize>(value: &T) -> Cut {
+        let mut c = Cut { text: String::new(), fields: Vec::with_capacity(48) };
+        let mut buf = Vec::with_capacity(1024);
+        value.serialize(cut::Top { out: &mut buf, fields: &mut c.fields }).expect("a typed object serialises as a struct");
+        c.text = String::from_utf8(buf).expect("serde_json writes UTF-8");
+        c
+    }
+
+    pub fn value(&self, i: usize) -> &str {
+        let (_, a, b) = self.fields[i];
+        &self.text[a..b]
+    }
+
+    /// The diff against `t`, if the fields start with the template's (as [`diff_text`]).
+    fn diff(&self, t: &Template) -> Option<String> {
+        if self.fields.len() < t.parts.len() || !self.fields.iter().zip(&t.parts).all(|((f, _, _), (k, _))| k.len() == f.len() + 3 && &k[1..k.len() - 2] == *f) {
+            return None;
+        }
+        let mut out = String::with_capacity(self.text.len() / 2);
+        out.push('{');
+        for (i, (f, _, _)) in self.fields.iter().enumerate() {
+            let v = self.value(i);
+            let key = match t.parts.get(i) {
+                Some((_, tv)) if tv == v => continue,
+                Some((k, _)) => k.as_str(),
+                None => "",
+            };
+            if out.len() > 1 {
+                out.push(',');
+            }
+            if key.is_empty() {
+                out.push('"');
+                out.push_str(f);
+                out.push_str("\":");
+            } else {
+                out.push_str(key);
+            }
+            out.push_str(v);
+        }
+        out.push('}');
+        Some(out)
+    }
+
+    /// Store it as an object of `kind` (not an event), learning the kind's template if it has
+    /// none yet.
+    pub fn stored(&self, templates: &mut Templates, kind: &str) -> Stored {
+        let diff = match templates.get(kind) {
+            Some(t) => self.diff(t),
+            None => return stored_text(templates, kind, self.text.clone()),
+        };
+        match diff {
+            Some(d) => Stored { kind: kind.into(), text: d.into(), diff: true, inner: None },
+            None => Stored { kind: kind.into(), text: self.text.clone().into(), diff: false, inner: None },
+        }
+    }
+
+    /// The top-level fields that differ from `before` (the same struct), as the before and
+    /// after halves of a tape row (`id` named last), or `None` when none do.
+    pub fn changed_since(&self, before: &Cut) -> Option<(String, String)> {
+        let same_shape = self.fields.len() == before.fields.len() && self.fields.iter().zip(&before.fields).all(|(a, b)| a.0 == b.0);
+        if !same_shape {
+            return crate::changed_text(&before.text, &self.text);
+        }
+        let (mut bo, mut ao) = (String::from("{"), String::from("{"));
+        for (i, (f, _, _)) in self.fields.iter().enumerate() {
+            let (old, new) = (before.value(i), self.value(i));
+            if old != new {
+                for (out, v) in [(&mut bo, old), (&mut ao, new)] {
+                    if out.len() > 1 {
+                        out.push(',');
+                    }
+                    out.push('"');
+                    out.push_str(f);
+                    out.push_str("\":");
+                    out.push_str(v);
+                }
+            }
+        }
+        if bo.len() == 1 {
+            return None;
+        }
+        match self.fields.iter().position(|f| f.0 == "id") {
+            // A changed id is rare enough for the general path.
+            Some(i) if before.value(i) != self.value(i) => return crate::changed_text(&before.text, &self.text),
+            Some(i) => {
+                for out in [&mut bo, &mut ao] {
+                    out.push_str(",\"id\":");
+                    out.push_str(self.value(i));
+                }
+            }
+            None => {}
+        }
+        bo.push('}');
+        ao.push('}');
+        Some((bo, ao))
+    }
+}
+
+/// The serde serializer behind [`Cut::of`]: a struct at the top, each field's value written
+/// by serde_json.
+mod cut {
+    use serde::ser::{self, Impossible, Serialize, SerializeStruct};
+
+    pub struct Top<'a> {
+        pub out: &'a mut Vec<u8>,
+        pub fields: &'a mut Vec<(&'static str, usize, usize)>,
+    }
+
+    #[derive(Debug)]
+    pub struct NotAStruct(String);
+
+    impl std::fmt::Display for NotAStruct {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+    impl std::error::Error for NotAStruct {}
+    impl ser::Error for NotAStruct {
+        fn custom<T: std::fmt::Display>(msg: T) -> Self {
+            NotAStruct(msg.to_string())
+        }
+    }
+
+    fn no<T>() -> Result<T, NotAStruct> {
+        Err(NotAStruct("a Cut is made of a struct".into()))
+    }
+
+    impl<'a> SerializeStruct for Top<'a> {
+        type Ok = ();
+        type Error = NotAStruct;
+        fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result<(), NotAStruct> {
+            self.out.push(if self.fields.is_empty() { b'{' } else { b',' });
+            self.out.push(b'"');
+            self.out.extend_from_slice(key.as_bytes());
+            self.out.extend_from_slice(b"\":");
+            let start = self.out.len();
+            value.serialize(&mut serde_json::Serializer::new(&mut *self.out)).map_err(|e| NotAStruct(e.to_string()))?;
+            self.fields.push((key, start, self.out.len()));
+            Ok(())
+        }
+        fn end(self) -> Result<(), NotAStruct> {
+            if self.fields.is_empty() {
+                self.out.push(b'{');
+            }
+            self.out.push(b'}');
+            Ok(())
+        }
+    }
+
+    macro_rules! refuse {
+        ($($f:ident($($t:ty),*)),* $(,)?) => {
+            $(fn $f(self, $(_: $t),*) -> Result<(), NotAStruct> { no() })*
+        };
+    }
+
+    impl<'a> ser::Serializer for Top<'a> {
+        type Ok = ();
+        type Error = NotAStruct;
+        type SerializeSeq = Impossible<(), NotAStruct>;
+        type SerializeTuple = Impossible<(), NotAStruct>;
+        type SerializeTupleStruct = Impossible<(), NotAStruct>;
+        type SerializeTupleVariant = Impossible<(), NotAStruct>;
+        type SerializeMap = Impossible<(), NotAStruct>;
+        type SerializeStruct = Self;
+        type SerializeStructVariant = Impossible<(), NotAStruct>;
+
+        fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self, NotAStruct> {
+            Ok(self)
+        }
+        refuse!(
+            serialize_bool(bool), serialize_i8(i8), serialize_i16(i16), serialize_i32(i32), serialize_i64(i64),
+            serialize_u8(u8), serialize_u16(u16), serialize_u32(u32), serialize_u64(u64), serialize_f32(f32),
+            serialize_f64(f64), serialize_char(char), serialize_str(&str), serialize_bytes(&[u8]), serialize_none(),
+            serialize_unit(), serialize_unit_struct(&'static str), serialize_unit_variant(&'static str, u32, &'static str),
+        );
+        fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<(), NotAStruct> {
+            no()
+        }
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _: &'static str, _: &T) -> Result<(), NotAStruct> {
+            no()
+        }
+        fn serialize_newtype_variant<T: ?Sized + Serialize>(self, _: &'static str, _: u32, _: &'static str, _: &T) -> Result<(), NotAStruct> {
+            no()
+        }
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, NotAStruct> {
+            no()
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, NotAStruct> {
+            no()
+        }
+        fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct, NotAStruct> {
+            no()
+        }
+        fn serialize_tuple_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self::SerializeTupleVariant, NotAStruct> {
+            no()
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, NotAStruct> {
+            no()
+        }
+        fn serialize_struct_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self::SerializeStructVariant, NotAStruct> {
+            no()
+        }
+    }
 }

@@ -762,3 +762,51 @@ fn invoices_and_their_items_change_while_draft_and_subscription_items_change_the
     let (r, _) = call(&mut w, Method::Delete, &format!("/v1/subscription_items/{only}"), &[]);
     assert_eq!(r.status, 400);
 }
+
+#[test]
+fn raw_text_serialises_verbatim() {
+    let text = r#"{"id":"pi_1","metadata":{"k":"v \" }"},"n":[1,2.5,null]}"#;
+    assert_eq!(serde_json::to_string(&crate::store::Raw(text)).unwrap(), text);
+    assert_eq!(serde_json::to_string(&[crate::store::Raw("1"), crate::store::Raw("{}")]).unwrap(), "[1,{}]");
+}
+
+#[test]
+fn stored_text_is_cut_into_fields_like_serde_json_reads_it() {
+    let text = r#"{"a":"x\"}","b":{"c":[1,{"d":"]"}]},"e":-1.5e3,"f":null,"g":true,"h":[]}"#;
+    let cut = crate::store::fields(text).unwrap();
+    assert_eq!(cut, vec![("a", r#""x\"}""#), ("b", r#"{"c":[1,{"d":"]"}]}"#), ("e", "-1.5e3"), ("f", "null"), ("g", "true"), ("h", "[]")]);
+    // Whitespace is not the twin's own text: serde_json reads it.
+    assert_eq!(crate::store::fields("{ \"a\" : 1 }").unwrap(), vec![("a", "1")]);
+    assert_eq!(crate::store::fields("{}").unwrap(), vec![]);
+    assert!(crate::store::fields("[1]").is_none());
+}
+
+/// Diagnostic, not a specification: the cost of `make bench`'s Stripe write line (create and
+/// confirm a PaymentIntent) through the same entry the WebAssembly export takes, and whether
+/// it grows with the world. Run under a profiler:
+/// `cargo test --release -p twin-stripe -- --ignored create_confirm_cost --nocapture`
+/// (`POME_STRIPE_CALLS` sets the number of calls).
+#[test]
+#[ignore]
+fn create_confirm_cost() {
+    let n: usize = std::env::var("POME_STRIPE_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(30_000);
+    let mut w = world();
+    let body = b"amount=2000&currency=usd&payment_method=pm_card_visa&confirm=true".to_vec();
+    let mut rows = 0;
+    let mut lap = std::time::Instant::now();
+    let start = lap;
+    for i in 0..n {
+        let mut req = Request::new(Method::Post, "/v1/payment_intents");
+        req.headers.push(("content-type".into(), "application/x-www-form-urlencoded".into()));
+        req.body = body.clone();
+        let mut c = Call::new(req);
+        let r = World::router().dispatch(&mut w, &mut c);
+        assert_eq!(r.status, 200);
+        rows += c.changes.iter().map(|ch| ch.before.as_ref().map_or(0, String::len) + ch.after.as_ref().map_or(0, String::len)).sum::<usize>();
+        if (i + 1) % (n / 5).max(1) == 0 {
+            println!("calls {:>6}: {:>6.1} µs per call", i + 1, lap.elapsed().as_secs_f64() * 1e6 / (n / 5).max(1) as f64);
+            lap = std::time::Instant::now();
+        }
+    }
+    println!("{n} calls: {:.1} µs per call, {} bytes of state changes per call", start.elapsed().as_secs_f64() * 1e6 / n as f64, rows / n);
+}
