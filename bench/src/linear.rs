@@ -3,8 +3,10 @@
 //! memory per idle sandbox on the default world, untouched and after one GraphQL request.
 //!
 //! The issues line sends the same request again and again on an unchanged world, so after the
-//! first it is answered from the twin's answer cache: it measures a client polling a view, not
-//! executing the document (which renders 50 issues in about 2 ms).
+//! first it is answered from the twin's answer cache: it measures a client polling a view. The
+//! "executed" line beside it sends the same document with a variable that differs on every
+//! request (a state type no state has, in the filter's `nin`), so the answer is the same but no
+//! cache can give it: it measures executing the document.
 
 use serde_json::{Value, json};
 
@@ -47,27 +49,49 @@ fn team_seed(n: usize) -> Value {
 const ISSUES_QUERY: &str = "query Open($first: Int) { issues(first: $first, filter: {team: {key: {eq: \"ENG\"}}, state: {type: {nin: [\"completed\", \"canceled\"]}}}) { nodes { id identifier title priority assignee { id name email } labels { nodes { id name color } } state { id name type } } pageInfo { hasNextPage endCursor } } }";
 const CREATE_QUERY: &str = "mutation Create($input: IssueCreateInput!) { issueCreate(input: $input) { success lastSyncId issue { id identifier title state { name } } } }";
 
+/// The issues document with a variable in the filter that matches nothing, so a fresh value
+/// changes the request but not the answer.
+const ISSUES_VARIED: &str = "query Open($first: Int, $nonce: String) { issues(first: $first, filter: {team: {key: {eq: \"ENG\"}}, state: {type: {nin: [\"completed\", \"canceled\", $nonce]}}}) { nodes { id identifier title priority assignee { id name email } labels { nodes { id name color } } state { id name type } } pageInfo { hasNextPage endCursor } } }";
+
 fn post_script(body: &Value) -> String {
     // Lua long brackets: the JSON needs no escaping.
     format!("wrk.method = \"POST\"\nwrk.body = [==[{body}]==]\nwrk.headers[\"Content-Type\"] = \"application/json\"\n")
+}
+
+/// A script posting `body` with `"NONCE"` replaced by a value no other request of the run
+/// has (each wrk thread numbers its requests, and the thread's number is part of it).
+fn varied_script(body: &Value) -> String {
+    let text = body.to_string();
+    let (head, tail) = text.split_once("\"NONCE\"").expect("the body has a NONCE");
+    format!(
+        "local threads = 0\nfunction setup(thread)\n  thread:set(\"tid\", threads)\n  threads = threads + 1\nend\n\
+         local n = 0\nwrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
+         function request()\n  n = n + 1\n  return wrk.format(nil, nil, nil, [==[{head}]==] .. '\"n' .. tid .. '-' .. n .. '\"' .. [==[{tail}]==])\nend\n"
+    )
 }
 
 pub async fn run(server: &Server) {
     let dir = tempfile::tempdir().unwrap();
     let list = dir.path().join("list.lua");
     std::fs::write(&list, post_script(&json!({"query": ISSUES_QUERY, "variables": {"first": 50}, "operationName": "Open"}))).unwrap();
+    let varied = dir.path().join("varied.lua");
+    std::fs::write(&varied, varied_script(&json!({"query": ISSUES_VARIED, "variables": {"first": 50, "nonce": "NONCE"}, "operationName": "Open"}))).unwrap();
     let create = dir.path().join("create.lua");
     std::fs::write(&create, post_script(&json!({"query": CREATE_QUERY, "variables": {"input": {"teamId": "team_eng", "title": "Load test issue", "description": "created by wrk"}}}))).unwrap();
     let big = json!({"twins": ["linear"], "seed": team_seed(200)});
     let default = json!({"twins": ["linear"]});
     let cases = [
         ("issues(filter, first: 50) nested, of 200", &big, &list),
+        ("issues(filter, first: 50) nested, of 200, executed", &big, &varied),
         ("issueCreate (default world)", &default, &create),
     ];
     for (label, body, script) in cases {
         for conns in [1u32, 64] {
             let sb = server.create(body).await;
             let id = sb["id"].as_str().unwrap();
+            if script == &varied {
+                same_answer(server, &sb).await;
+            }
             let r = wrk(&format!("{}/s/{id}/linear/graphql", server.url), sb["agent_token"].as_str().unwrap(), conns, Some(script));
             crate::report(&format!("linear {label}"), conns, &r);
             server.discard(id).await;
@@ -75,6 +99,19 @@ pub async fn run(server: &Server) {
     }
     memory(server, false).await;
     memory(server, true).await;
+}
+
+/// The varied document answers what the issue's document answers: fifty issues, the same.
+async fn same_answer(server: &Server, sb: &Value) {
+    let url = format!("{}/s/{}/linear/graphql", server.url, sb["id"].as_str().unwrap());
+    let mut answers = Vec::new();
+    for body in [json!({"query": ISSUES_QUERY, "variables": {"first": 50}}), json!({"query": ISSUES_VARIED, "variables": {"first": 50, "nonce": "n0-0"}})] {
+        let resp = server.http.post(&url).header("authorization", sb["agent_token"].as_str().unwrap()).json(&body).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        answers.push(resp.json::<Value>().await.unwrap());
+    }
+    assert_eq!(answers[0]["data"]["issues"]["nodes"].as_array().map(Vec::len), Some(50), "{}", answers[0]);
+    assert_eq!(answers[0], answers[1], "the nonce changes the request, not the answer");
 }
 
 /// Resident memory per idle sandbox on the default world, over 1,000 sandboxes: untouched,

@@ -163,7 +163,12 @@ pub fn find_typed(w: &Inner, named: &str, id: &str) -> Option<String> {
 
 /// [`find_typed`], naming the type by its row in the schema tables.
 pub fn find_type(w: &Inner, named: &str, id: &str) -> Option<&'static str> {
-    let t = crate::tables::ty(named)?;
+    find_type_in(w, crate::tables::ty(named)?, id)
+}
+
+/// [`find_type`] for a type already found in the tables.
+pub fn find_type_in(w: &Inner, t: &'static crate::tables::TypeRow, id: &str) -> Option<&'static str> {
+    let named = t.name();
     if t.kind == crate::tables::Kind::Object {
         if named == "Issue" {
             return w.issue_id(id).map(|_| "Issue");
@@ -265,8 +270,18 @@ fn default_leaf(w: &Inner, e: &Entity, ty: &apollo_compiler::schema::Type, now: 
 /// An entity of the world.
 pub struct Ent<'c, 'w> {
     pub ctx: &'c Ctx<'w>,
-    pub ty: String,
+    pub ty: TypeName,
     pub id: String,
+}
+
+/// A type's name: the schema tables' own copy when they have it, so naming one copies nothing.
+pub type TypeName = std::borrow::Cow<'static, str>;
+
+pub fn type_name(name: &str) -> TypeName {
+    match crate::tables::ty(name) {
+        Some(t) => TypeName::Borrowed(t.name()),
+        None => TypeName::Owned(name.to_string()),
+    }
 }
 
 impl ObjectValue for Ent<'_, '_> {
@@ -346,7 +361,8 @@ impl<'c, 'w> Ent<'c, 'w> {
         }
         if meta.connection {
             let items = children(w, sty, &self.id, e, name, meta);
-            return connection(ctx, named, items, info.args);
+            let listed = items.iter().filter_map(|(t, id)| w.get(t, id).map(|e| (*t, *id, e)));
+            return page(ctx, w, named, meta.node.unwrap_or_default().into(), listed, info.args);
         }
         if def.ty.is_list() {
             let ids: Vec<String> = e
@@ -354,22 +370,22 @@ impl<'c, 'w> Ent<'c, 'w> {
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
                 .unwrap_or_default();
-            let items: Vec<(String, String)> = ids.iter().filter_map(|id| find_typed(w, named, id).map(|t| (t, id.clone()))).collect();
-            return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t, id }))));
+            let items: Vec<(&'static str, String)> = ids.iter().filter_map(|id| find_type(w, named, id).map(|t| (t, id.clone()))).collect();
+            return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t.into(), id }))));
         }
         // An embedded object stored as JSON (e.g. `Issue.botActor`).
         if let Some(v @ Value::Object(_)) = e.get(name) {
             return Ok(ResolvedValue::object(Plain { ty: named.to_string(), value: v.clone() }));
         }
-        let target = crate::model::field(e, &meta.id_key).and_then(Value::as_str).map(String::from).or_else(|| {
+        let target = crate::model::field(e, &meta.id_key).and_then(Value::as_str).or_else(|| {
             // The relation back to the organization is implicit.
-            (named == "Organization").then(|| w.org.clone())
+            (named == "Organization").then_some(w.org.as_str())
         });
-        let found = target.and_then(|id| find_typed(w, named, &id).map(|t| (t, id)));
+        let found = target.and_then(|id| find_type_in(w, meta.row?, id).map(|t| (t, id)));
         match found {
             Some((t, id)) => {
-                let id = if t == "Issue" { w.issue_id(&id).unwrap_or(id) } else { id };
-                Ok(ResolvedValue::object(Ent { ctx, ty: t, id }))
+                let id = if t == "Issue" { w.issue_id(id).unwrap_or_else(|| id.to_string()) } else { id.to_string() };
+                Ok(ResolvedValue::object(Ent { ctx, ty: t.into(), id }))
             }
             // A required object the twin does not model (`Issue.sharedAccess`): its zero value,
             // so clients that dereference every selected object keep working.
@@ -380,13 +396,14 @@ impl<'c, 'w> Ent<'c, 'w> {
 }
 
 /// The children of entity `(pty, pid)` that its connection field `field` lists.
-fn children(w: &Inner, pty: &str, pid: &str, e: &Entity, field: &str, meta: &crate::fast::Meta) -> Vec<(String, String)> {
+fn children<'e>(w: &'e Inner, pty: &str, pid: &str, e: &'e Entity, field: &str, meta: &crate::fast::Meta) -> Vec<(&'static str, &'e str)> {
     let node = meta.node.unwrap_or_default();
     // A list of ids on the parent (`Issue.labelIds` for `Issue.labels`).
-    if let Some(ids) = e.get(&meta.ids_key).and_then(Value::as_array) {
-        return ids.iter().filter_map(Value::as_str).filter_map(|id| find_type(w, node, id).map(|t| (t.to_string(), id.to_string()))).collect();
+    if let Some(ids) = crate::model::field(e, &meta.ids_key).and_then(Value::as_array) {
+        let Some(row) = crate::tables::ty(node) else { return Vec::new() };
+        return ids.iter().filter_map(Value::as_str).filter_map(|id| find_type_in(w, row, id).map(|t| (t, id))).collect();
     }
-    let types = gql::possible_types(node);
+    let types = crate::tables::ty(node).map(|t| t.possible).unwrap_or_default();
     let fk: String = match (pty, field) {
         ("Issue", "children") | ("Comment", "children") | ("IssueLabel", "children") => "parentId".into(),
         ("User", "assignedIssues") => "assigneeId".into(),
@@ -399,19 +416,19 @@ fn children(w: &Inner, pty: &str, pid: &str, e: &Entity, field: &str, meta: &cra
                 .all("TeamMembership")
                 .filter(|(_, m)| m.get(mine).and_then(Value::as_str) == Some(pid) && m.get("archivedAt").is_none_or(Value::is_null))
                 .filter_map(|(_, m)| m.get(theirs).and_then(Value::as_str))
-                .filter_map(|id| find_typed(w, &node, id).map(|t| (t, id.to_string())))
+                .filter_map(|id| find_type(w, node, id).map(|t| (t, id)))
                 .collect();
         }
         _ => format!("{}Id", lcfirst(pty)),
     };
     let fks = format!("{}s", fk);
     let mut out = Vec::new();
-    for t in &types {
+    for t in types {
         for (id, c) in w.all(t) {
-            let direct = c.get(&fk).and_then(Value::as_str) == Some(pid);
-            let listed = c.get(&fks).and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v.as_str() == Some(pid)));
-            if direct || listed {
-                out.push((t.clone(), id.clone()));
+            let direct = crate::model::field(c, &fk).and_then(Value::as_str) == Some(pid);
+            let listed = || crate::model::field(c, &fks).and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v.as_str() == Some(pid)));
+            if direct || listed() {
+                out.push((*t, id.as_str()));
             }
         }
     }
@@ -422,7 +439,7 @@ fn children(w: &Inner, pty: &str, pid: &str, e: &Entity, field: &str, meta: &cra
 pub fn connection<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, items: Vec<(String, String)>, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
     let w = ctx.w.borrow();
     let listed = items.iter().filter_map(|(t, id)| w.get(t, id).map(|e| (t.as_str(), id.as_str(), e)));
-    page(ctx, &w, conn, listed, args)
+    page(ctx, &w, conn, type_name(&gql::connection_node(conn).unwrap_or_default()), listed, args)
 }
 
 /// Every entity a root connection lists (each of the node's concrete types, by id),
@@ -432,16 +449,18 @@ pub fn connection_of_all<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, args:
     let node = gql::connection_node(conn).unwrap_or_default();
     let types = crate::tables::ty(&node).map(|t| t.possible).unwrap_or_default();
     let listed = types.iter().flat_map(|t| w.all(t).map(move |(id, e)| (*t, id.as_str(), e)));
-    page(ctx, &w, conn, listed, args)
+    page(ctx, &w, conn, type_name(&node), listed, args)
 }
 
 /// Filter, order and page entities (type, id, entity) as a `…Connection`.
-fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, listed: impl Iterator<Item = (&'e str, &'e str, &'e Entity)>, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
-    let include_archived = args.get("includeArchived").and_then(Value::as_bool).unwrap_or(false);
-    let filt = args.get("filter").filter(|f| f.is_object());
+fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node: TypeName, listed: impl Iterator<Item = (&'e str, &'e str, &'e Entity)>, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
+    // A handful of arguments: found by comparing names, not by hashing them.
+    let arg = |name: &str| args.as_object().and_then(|m| crate::model::field(m, name));
+    let include_archived = arg("includeArchived").and_then(Value::as_bool).unwrap_or(false);
+    let filt = arg("filter").filter(|f| f.is_object());
     // The filter compiled once per entity type the connection lists.
     let mut compiled: Vec<(&str, filter::Compiled<'_>)> = Vec::new();
-    let key = match args.get("orderBy").and_then(Value::as_str) {
+    let key = match arg("orderBy").and_then(Value::as_str) {
         Some("updatedAt") => "updatedAt",
         _ => "createdAt",
     };
@@ -472,8 +491,8 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, list
         kb.cmp(ka).then_with(|| b.1.cmp(a.1))
     });
     drop(compiled);
-    let first = args.get("first").and_then(Value::as_i64);
-    let last = args.get("last").and_then(Value::as_i64);
+    let first = arg("first").and_then(Value::as_i64);
+    let last = arg("last").and_then(Value::as_i64);
     for (n, v) in [("first", first), ("last", last)] {
         if v.is_some_and(|v| v < 0) {
             return Err(ctx.invalid_input(format!("Argument Validation Error - {n} must be a positive number"), &format!("{n} must be a positive number")));
@@ -481,13 +500,13 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, list
     }
     let mut start = 0usize;
     let mut end = items.len();
-    if let Some(after) = args.get("after").and_then(Value::as_str) {
+    if let Some(after) = arg("after").and_then(Value::as_str) {
         match items.iter().position(|(_, (_, id))| *id == after) {
             Some(i) => start = i + 1,
             None => return Err(ctx.invalid_input(format!("Invalid cursor: {after}"), "The cursor is invalid.")),
         }
     }
-    if let Some(before) = args.get("before").and_then(Value::as_str) {
+    if let Some(before) = arg("before").and_then(Value::as_str) {
         match items.iter().position(|(_, (_, id))| *id == before) {
             Some(i) => end = i.min(end),
             None => return Err(ctx.invalid_input(format!("Invalid cursor: {before}"), "The cursor is invalid.")),
@@ -502,15 +521,17 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, list
         }
     };
     let total = items.len();
-    let page: Vec<(String, String)> = items[s..e].iter().map(|(_, (t, id))| (t.to_string(), id.to_string())).collect();
+    let page: Vec<(TypeName, String)> = items[s..e].iter().map(|(_, (t, id))| (type_name(t), id.to_string())).collect();
     let info = (e < total, s > 0);
-    Ok(ResolvedValue::object(Conn { ctx, ty: conn.to_string(), items: page, info, total }))
+    Ok(ResolvedValue::object(Conn { ctx, ty: type_name(conn), node, items: page, info, total }))
 }
 
 pub struct Conn<'c, 'w> {
     ctx: &'c Ctx<'w>,
-    ty: String,
-    items: Vec<(String, String)>,
+    ty: TypeName,
+    /// The node type (`Issue` for `IssueConnection`).
+    node: TypeName,
+    items: Vec<(TypeName, String)>,
     /// (hasNextPage, hasPreviousPage); the cursors are the first and last ids.
     info: (bool, bool),
     total: usize,
@@ -523,9 +544,9 @@ impl ObjectValue for Conn<'_, '_> {
 
     fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
         let ctx = self.ctx;
-        let node_ty = gql::connection_node(&self.ty).unwrap_or_default();
+        let node_ty = &self.node;
         // Search results are issues under their own type name.
-        let alias = (crate::root::store_ty(&node_ty) != node_ty).then_some(node_ty);
+        let alias = (crate::root::store_ty(node_ty) != node_ty).then(|| node_ty.clone());
         match info.field_name() {
             "nodes" => Ok(ResolvedValue::list(self.items.iter().map(move |(t, id)| {
                 ResolvedValue::object(Ent { ctx, ty: alias.clone().unwrap_or_else(|| t.clone()), id: id.clone() })
@@ -533,7 +554,7 @@ impl ObjectValue for Conn<'_, '_> {
             "edges" => {
                 let edge_ty = info.field_definition().ty.inner_named_type().to_string();
                 Ok(ResolvedValue::list(self.items.iter().map(move |(t, id)| {
-                    ResolvedValue::object(Edge { ctx, ty: edge_ty.clone(), node: (alias.clone().unwrap_or_else(|| t.clone()), id.clone()) })
+                    ResolvedValue::object(Edge { ctx, ty: edge_ty.clone(), node: (alias.clone().unwrap_or_else(|| t.clone()).into_owned(), id.clone()) })
                 })))
             }
             "totalCount" => Ok(typed(json!(self.total), &info.field_definition().ty)),
@@ -565,7 +586,7 @@ impl ObjectValue for Edge<'_, '_> {
 
     fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
         match info.field_name() {
-            "node" => Ok(ResolvedValue::object(Ent { ctx: self.ctx, ty: self.node.0.clone(), id: self.node.1.clone() })),
+            "node" => Ok(ResolvedValue::object(Ent { ctx: self.ctx, ty: type_name(&self.node.0), id: self.node.1.clone() })),
             "cursor" => Ok(leaf(Value::String(self.node.1.clone()))),
             _ => Ok(ResolvedValue::null()),
         }
@@ -652,11 +673,11 @@ impl ObjectValue for Payload<'_, '_> {
             let types = gql::possible_types(named);
             if def.ty.is_list() {
                 let items: Vec<(String, String)> = self.list.iter().filter(|(t, _)| types.contains(t)).cloned().collect();
-                return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t, id }))));
+                return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: type_name(&t), id }))));
             }
             if let Some((t, id)) = &self.entity {
                 if types.contains(t) && ctx.w.borrow().get(t, id).is_some() {
-                    return Ok(ResolvedValue::object(Ent { ctx, ty: t.clone(), id: id.clone() }));
+                    return Ok(ResolvedValue::object(Ent { ctx, ty: type_name(t), id: id.clone() }));
                 }
             }
             return Ok(ResolvedValue::null());

@@ -30,8 +30,9 @@ pub struct Info<'a> {
 /// A field's type as the resolvers ask about it, looked up in the schema tables once per
 /// document's field rather than once per object.
 pub struct Meta {
-    /// The named type (no list or non-null wrappers).
+    /// The named type (no list or non-null wrappers), and its row in the tables.
     pub named: &'static str,
+    pub row: Option<&'static crate::tables::TypeRow>,
     pub composite: bool,
     pub connection: bool,
     /// A connection's node type.
@@ -44,7 +45,8 @@ pub struct Meta {
 impl Meta {
     pub fn of(def: &FieldDefinition) -> Meta {
         let name = def.ty.inner_named_type().as_str();
-        let named = crate::tables::ty(name).map(|t| t.name()).unwrap_or(match name {
+        let row = crate::tables::ty(name);
+        let named = row.map(|t| t.name()).unwrap_or(match name {
             "String" => "String",
             "Int" => "Int",
             "Float" => "Float",
@@ -55,6 +57,7 @@ impl Meta {
         let connection = crate::gql::is_connection(named);
         Meta {
             named,
+            row,
             composite: crate::gql::is_composite(named),
             connection,
             node: connection.then(|| crate::tables::field(named, "nodes").map(|f| f.ty)).flatten(),

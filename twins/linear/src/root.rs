@@ -197,7 +197,7 @@ impl ObjectValue for Root<'_, '_> {
                 .flat_map(|t| w.all(&t).filter(|(_, e)| e.get("archivedAt").is_none_or(Value::is_null)).map(|(id, _)| (t.clone(), id.clone())).collect::<Vec<_>>())
                 .collect();
             drop(w);
-            return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t, id }))));
+            return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: exec::type_name(&t), id }))));
         }
         let id = args.get("id").and_then(Value::as_str).unwrap_or("").to_string();
         let w = ctx.w.borrow();
@@ -213,7 +213,7 @@ impl ObjectValue for Root<'_, '_> {
         match found {
             Some((t, id)) => {
                 let t = if store_ty(named) != named { named.to_string() } else { t };
-                Ok(ResolvedValue::object(Ent { ctx, ty: t, id }))
+                Ok(ResolvedValue::object(Ent { ctx, ty: exec::type_name(&t), id }))
             }
             None => Err(ctx.not_found(store_ty(named))),
         }
