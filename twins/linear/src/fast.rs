@@ -125,6 +125,8 @@ pub struct Exec<'d> {
     pub schema: &'d Valid<Schema>,
     pub prepared: &'d Prepared,
     pub doc: &'d Valid<ExecutableDocument>,
+    /// The document's field metadata, shared by its requests ([`crate::gql::Doc::metas`]).
+    pub metas: &'d std::cell::RefCell<Vec<(usize, std::rc::Rc<Meta>)>>,
     pub vars: Map<String, Value>,
     pub errors: Vec<Value>,
     /// Collected fields by (concrete type, first selection set): a list of fifty issues
@@ -161,7 +163,7 @@ pub struct Planned<'d> {
     /// Its definition on the object type; `None` for `__typename` and unknown fields.
     def: Option<&'d FieldDefinition>,
     args: Value,
-    meta: Option<Meta>,
+    meta: Option<std::rc::Rc<Meta>>,
     subs: Vec<&'d SelectionSet>,
     typename: bool,
 }
@@ -169,7 +171,7 @@ pub struct Planned<'d> {
 impl Planned<'_> {
     /// What the resolver gets, for a field it resolves (not `__typename`).
     pub fn info(&self) -> Option<Info<'_>> {
-        Some(Info { def: self.def?, args: &self.args, meta: self.meta.as_ref()? })
+        Some(Info { def: self.def?, args: &self.args, meta: self.meta.as_deref()? })
     }
 }
 
@@ -226,7 +228,7 @@ impl<'d> Exec<'d> {
                 let typename = field.name == "__typename";
                 let def = if typename { None } else { object_def.and_then(|o| o.fields.get(&field.name)).map(|d| &***d) };
                 let args = def.map(|d| self.arguments(field, d)).unwrap_or(Value::Null);
-                let meta = def.map(Meta::of);
+                let meta = def.map(|d| self.meta(d));
                 let subs = group.iter().map(|f| &f.selection_set).collect();
                 Planned { key, group, def, args, meta, subs, typename }
             })
@@ -234,6 +236,16 @@ impl<'d> Exec<'d> {
         let f = std::rc::Rc::new(planned);
         self.collected.push((key, f.clone()));
         f
+    }
+
+    fn meta(&self, def: &FieldDefinition) -> std::rc::Rc<Meta> {
+        let at = def as *const FieldDefinition as usize;
+        if let Some((_, m)) = self.metas.borrow().iter().find(|(a, _)| *a == at) {
+            return m.clone();
+        }
+        let m = std::rc::Rc::new(Meta::of(def));
+        self.metas.borrow_mut().push((at, m.clone()));
+        m
     }
 
     fn object(

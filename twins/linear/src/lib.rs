@@ -268,7 +268,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
         }
     } else {
         let vars = exec::map_to_json(&coerced);
-        let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc, vars, errors: Vec::new(), collected: Default::default(), out: Vec::with_capacity(4096), scratch: Vec::new(), rendered: Vec::new() };
+        let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc, metas: &prepared.metas, vars, errors: Vec::new(), collected: Default::default(), out: Vec::with_capacity(4096), scratch: Vec::new(), rendered: Vec::new() };
         let data = ex.run(&root, &operation.selection_set);
         (data, ex.errors)
     };
