@@ -257,25 +257,44 @@ fn emit_text(w: &mut World, call: &mut Call, kind: &str, obj_id: &str, obj_kind:
             .collect()
     };
     let now = w.now();
-    let js = |v: &str| serde_json::to_string(v).unwrap();
-    let mut text = format!(
-        "{{\"id\":{},\"object\":\"event\",\"api_version\":{},\"created\":{now},\"data\":{{\"object\":{inner_text}",
-        js(&id),
-        js(crate::API_VERSION)
-    );
+    let mut text = String::with_capacity(inner_text.len() + 320);
+    text.push_str("{\"id\":");
+    push_str_json(&mut text, &id);
+    text.push_str(",\"object\":\"event\",\"api_version\":");
+    push_str_json(&mut text, crate::API_VERSION);
+    text.push_str(",\"created\":");
+    text.push_str(&now.to_string());
+    text.push_str(",\"data\":{\"object\":");
+    text.push_str(&inner_text);
     if let Some(prev) = &previous {
         text.push_str(",\"previous_attributes\":");
         text.push_str(&prev.to_string());
     }
-    text.push_str(&format!(
-        "}},\"livemode\":false,\"pending_webhooks\":{},\"request\":{{\"id\":{},\"idempotency_key\":{}}},\"type\":{}}}",
-        endpoints.len(),
-        js(&w.current_request),
-        w.current_idempotency_key.as_deref().map_or("null".to_string(), js),
-        js(kind)
-    ));
+    text.push_str("},\"livemode\":false,\"pending_webhooks\":");
+    text.push_str(&endpoints.len().to_string());
+    text.push_str(",\"request\":{\"id\":");
+    push_str_json(&mut text, &w.current_request);
+    text.push_str(",\"idempotency_key\":");
+    match w.current_idempotency_key.as_deref() {
+        Some(k) => push_str_json(&mut text, k),
+        None => text.push_str("null"),
+    }
+    text.push_str("},\"type\":");
+    push_str_json(&mut text, kind);
+    text.push('}');
     let stored = crate::store::Stored { kind: "event".into(), text: text.into(), diff: false, inner: inner_diff.then(|| obj_kind.clone().into()) };
-    call.created("event", &id, &json!({"id": id, "object": "event", "type": kind, "data": {"object": {"id": obj_id, "object": obj_kind}}}));
+    // The row names the event and its object only: the same call recorded the object.
+    let mut row = String::with_capacity(160);
+    row.push_str("{\"id\":");
+    push_str_json(&mut row, &id);
+    row.push_str(",\"object\":\"event\",\"type\":");
+    push_str_json(&mut row, kind);
+    row.push_str(",\"data\":{\"object\":{\"id\":");
+    push_str_json(&mut row, obj_id);
+    row.push_str(",\"object\":");
+    push_str_json(&mut row, &obj_kind);
+    row.push_str("}}}");
+    call.created("event", &id, &crate::store::Raw(&row));
     w.put(&id, "event", stored);
     if endpoints.is_empty() {
         return;
@@ -295,6 +314,17 @@ fn emit_text(w: &mut World, call: &mut Call, kind: &str, obj_id: &str, obj_kind:
             body: payload.clone().into_bytes(),
             event: kind.to_string(),
         });
+    }
+}
+
+/// Append `s` as a JSON string (escaped as serde_json escapes it).
+pub fn push_str_json(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(s).expect("a string serialises"));
     }
 }
 
@@ -934,13 +964,19 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent,
     let return_url = p.str("return_url").map(str::to_string);
     let was_action = status == "requires_action";
     // Methods resolved above may have been stored since `pi` was read, but `pi` itself has not.
-    pi.payment_method = Value::String(pm_id.clone());
-    pi.last_payment_error = Value::Null;
-    if let Some(md) = p.get("payment_method_options") {
-        pi.payment_method_options = md.clone();
-    }
-    let after = pi.cut();
-    w.update_cut(call, "payment_intent", id, &before, &after);
+    let pmo = p.get("payment_method_options");
+    let after = if pi.payment_method.as_str() == Some(pm_id.as_str()) && pi.last_payment_error.is_null() && pmo.is_none() {
+        before
+    } else {
+        pi.payment_method = Value::String(pm_id.clone());
+        pi.last_payment_error = Value::Null;
+        if let Some(md) = pmo {
+            pi.payment_method_options = md.clone();
+        }
+        let after = pi.cut();
+        w.update_cut(call, "payment_intent", id, &before, &after);
+        after
+    };
     if pm_type == "crypto" {
         let pi = w.modify(call, id, |pi| {
             pi["status"] = json!("requires_action");

@@ -270,20 +270,37 @@ impl Params {
 
 const B62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-pub fn base62(mut n: u64, width: usize) -> String {
-    let mut out = vec![b'0'; width];
-    for i in (0..width).rev() {
-        out[i] = B62[(n % 62) as usize];
+pub fn base62(n: u64, width: usize) -> String {
+    let mut out = String::with_capacity(width);
+    push_base62(&mut out, n, width);
+    out
+}
+
+/// Append `n` in base 62, `width` characters, most significant first.
+fn push_base62(out: &mut String, mut n: u64, width: usize) {
+    // A u64 has 11 base-62 digits; wider ids are zero-padded on the left.
+    let mut buf = [b'0'; 11];
+    for d in buf.iter_mut().rev() {
+        *d = B62[(n % 62) as usize];
         n /= 62;
     }
-    String::from_utf8(out).unwrap()
+    for _ in buf.len()..width {
+        out.push('0');
+    }
+    let digits = &buf[buf.len().saturating_sub(width)..];
+    out.push_str(std::str::from_utf8(digits).expect("base62 digits are ASCII"));
 }
 
 /// `prefix_` + 24 characters: a scrambled form of the counter (so ids look like Stripe's)
 /// then the counter itself (so they stay unique).
 pub fn make_id(prefix: &str, n: u64) -> String {
     let scrambled = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ 0x5DEE_CE66_D1CE_4E5B;
-    format!("{prefix}_{}{}", base62(scrambled, 12), base62(n, 12))
+    let mut out = String::with_capacity(prefix.len() + 25);
+    out.push_str(prefix);
+    out.push('_');
+    push_base62(&mut out, scrambled, 12);
+    push_base62(&mut out, n, 12);
+    out
 }
 
 // ---------------------------------------------------------------------------------------

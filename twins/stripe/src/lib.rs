@@ -267,7 +267,7 @@ impl World {
 
     /// [`World::update_text`] of a typed object: `before` is it as stored now.
     pub fn update_cut(&mut self, call: &mut Call, kind: &str, id: &str, before: &store::Cut, after: &store::Cut) {
-        if before.text == after.text {
+        if store::same(&before.text, &after.text) {
             return;
         }
         if let Some((b, a)) = after.changed_since(before) {
@@ -280,7 +280,7 @@ impl World {
     /// Replace a stored object by its new compact text, recording the top-level fields that
     /// changed from `before` (its text as stored now) as the tape row; nothing when none did.
     pub fn update_text(&mut self, call: &mut Call, kind: &str, id: &str, before: &str, after: String) {
-        if before == after {
+        if store::same(before, &after) {
             return;
         }
         if let Some((b, a)) = changed_text(before, &after) {
@@ -425,14 +425,14 @@ pub fn changed_text(before: &str, after: &str) -> Option<(String, String)> {
     };
     fn find<'a>(pairs: &[(&str, &'a str)], k: &str, hint: usize) -> Option<&'a str> {
         match pairs.get(hint) {
-            Some((pk, v)) if *pk == k => Some(*v),
-            _ => pairs.iter().find(|(pk, _)| *pk == k).map(|(_, v)| *v),
+            Some((pk, v)) if store::same(pk, k) => Some(*v),
+            _ => pairs.iter().find(|(pk, _)| store::same(pk, k)).map(|(_, v)| *v),
         }
     }
     let (mut any, mut id_in_b, mut id_in_a) = (false, false, false);
     for (i, (k, v)) in a.iter().enumerate() {
         let old = find(&b, k, i);
-        if old != Some(*v) {
+        if old.is_none_or(|old| !store::same(old, v)) {
             if let Some(old) = old {
                 push(&mut bo, k, old);
                 id_in_b |= *k == "id";

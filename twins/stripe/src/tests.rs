@@ -764,6 +764,39 @@ fn invoices_and_their_items_change_while_draft_and_subscription_items_change_the
 }
 
 #[test]
+fn base62_keeps_the_low_digits_of_any_width() {
+    let naive = |mut n: u64, width: usize| -> String {
+        let digits = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        let mut out = vec![b'0'; width];
+        for i in (0..width).rev() {
+            out[i] = digits[(n % 62) as usize];
+            n /= 62;
+        }
+        String::from_utf8(out).unwrap()
+    };
+    for n in [0, 1, 61, 62, 3843, 1_700_000_000, u64::MAX / 3, u64::MAX] {
+        for width in [1, 8, 10, 11, 12, 14, 16, 32] {
+            assert_eq!(crate::core::base62(n, width), naive(n, width), "{n} in {width}");
+        }
+    }
+}
+
+#[test]
+fn same_is_string_equality() {
+    let text = "{\"id\":\"pi_0123456789abcdef\",\"amount\":2000}";
+    for len in 0..text.len() {
+        let a = &text[..len];
+        assert!(crate::store::same(a, &a.to_string()));
+        for at in 0..len {
+            let mut b = a.as_bytes().to_vec();
+            b[at] = if b[at] == b'x' { b'y' } else { b'x' };
+            assert!(!crate::store::same(a, std::str::from_utf8(&b).unwrap()), "{a} at {at}");
+        }
+        assert!(!crate::store::same(a, &text[..len + 1]));
+    }
+}
+
+#[test]
 fn raw_text_serialises_verbatim() {
     let text = r#"{"id":"pi_1","metadata":{"k":"v \" }"},"n":[1,2.5,null]}"#;
     assert_eq!(serde_json::to_string(&crate::store::Raw(text)).unwrap(), text);

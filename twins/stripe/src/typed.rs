@@ -7,6 +7,7 @@
 //! tape rows are written once each. Free-form fields (metadata, shipping, …) stay `Value`.
 
 use pome_twin_sdk::Value;
+use serde_json::value::RawValue;
 use serde::{Deserialize, Serialize};
 
 use crate::store::{Cut, Raw};
@@ -214,8 +215,9 @@ pub struct PmView {
 pub struct CardView {
     #[serde(default)]
     pub brand: Value,
-    #[serde(default)]
-    pub checks: Value,
+    /// Copied into the charge as it is.
+    #[serde(default = "null_raw")]
+    pub checks: Box<RawValue>,
     #[serde(default)]
     pub country: Value,
     #[serde(default)]
@@ -230,12 +232,16 @@ pub struct CardView {
     pub last4: Value,
 }
 
+fn null_raw() -> Box<RawValue> {
+    RawValue::from_string("null".into()).expect("null is JSON")
+}
+
 /// `payment_method_details.card` of a charge.
 #[derive(Serialize)]
 pub struct CardDetails<'a> {
     pub amount_authorized: Value,
     pub brand: &'a Value,
-    pub checks: &'a Value,
+    pub checks: &'a RawValue,
     pub country: &'a Value,
     pub exp_month: &'a Value,
     pub exp_year: &'a Value,
