@@ -238,7 +238,7 @@ pub fn emit(w: &mut World, call: &mut Call, kind: &str, object: &Value, previous
 /// [`emit`] for the object as it is stored now: its stored text is the event's
 /// `data.object`, with nothing encoded again.
 pub fn emit_current(w: &mut World, call: &mut Call, kind: &str, obj_id: &str, previous: Option<Value>) {
-    let Some(s) = w.objects.get(obj_id) else { return };
+    let Some(s) = w.objects.get(&crate::store::Id::of(obj_id)) else { return };
     let obj_kind = s.kind.to_string();
     let inner = (s.text.to_string(), s.diff);
     emit_text(w, call, kind, obj_id, obj_kind, inner, previous)

@@ -371,7 +371,7 @@ pub fn list_ids(w: &World, url: &str, ids: Vec<&String>, p: &Params) -> Res {
         if i > 0 {
             out.push(',');
         }
-        if let Some(s) = w.objects.get(id.as_str()) {
+        if let Some(s) = w.objects.get(&crate::store::Id::of(id)) {
             crate::store::render_into(&mut out, &w.templates, s);
         }
     }

@@ -62,7 +62,7 @@ pub struct Data {
     pub seq: u64,
     pub request_seq: u64,
     /// Every object by id, as compact text (see [`store`]).
-    pub objects: BTreeMap<String, store::Stored>,
+    pub objects: BTreeMap<store::Id, store::Stored>,
     /// Each kind's template, the first object of the kind stored.
     #[serde(default)]
     pub templates: store::Templates,
@@ -188,7 +188,7 @@ impl<'de> Deserialize<'de> for World {
         if d.is_human_readable() {
             return Data::deserialize(d).map(World);
         }
-        let (json, objects, order): (String, BTreeMap<String, store::Stored>, BTreeMap<String, Vec<String>>) = Deserialize::deserialize(d)?;
+        let (json, objects, order): (String, BTreeMap<store::Id, store::Stored>, BTreeMap<String, Vec<String>>) = Deserialize::deserialize(d)?;
         let m: Meta = serde_json::from_str(&json).map_err(serde::de::Error::custom)?;
         Ok(World(Data {
             account_id: m.account_id,
@@ -274,7 +274,7 @@ impl World {
             call.updated(kind, id, &store::Raw(&b), &store::Raw(&a));
         }
         let stored = after.stored(&mut self.0.templates, kind);
-        self.0.objects.insert(id.to_string(), stored);
+        self.0.objects.insert(store::Id::of(id), stored);
     }
 
     /// Replace a stored object by its new compact text, recording the top-level fields that
@@ -287,13 +287,13 @@ impl World {
             call.updated(kind, id, &store::Raw(&b), &store::Raw(&a));
         }
         let stored = store::stored_text(&mut self.0.templates, kind, after);
-        self.0.objects.insert(id.to_string(), stored);
+        self.0.objects.insert(store::Id::of(id), stored);
     }
 
     /// Store an encoded object; a new one joins its kind's order (events beyond
     /// [`EVENTS_KEPT`] leave, oldest first).
     pub fn put(&mut self, id: &str, kind: &str, stored: store::Stored) {
-        if self.0.objects.insert(id.to_string(), stored).is_none() {
+        if self.0.objects.insert(store::Id::of(id), stored).is_none() {
             if !self.0.order.contains_key(kind) {
                 self.0.order.insert(kind.to_string(), Vec::new());
             }
@@ -303,32 +303,32 @@ impl World {
             if kind == "event" && ids.len() >= EVENTS_KEPT + EVENTS_KEPT / 10 {
                 let old: Vec<String> = ids.drain(..ids.len() - EVENTS_KEPT).collect();
                 for o in old {
-                    self.0.objects.remove(&o);
+                    self.0.objects.remove(&store::Id::from(o));
                 }
             }
         }
     }
 
     pub fn get(&self, id: &str) -> Option<Value> {
-        self.objects.get(id).map(|s| store::decode(&self.templates, s))
+        self.objects.get(&store::Id::of(id)).map(|s| store::decode(&self.templates, s))
     }
 
     pub fn exists(&self, id: &str) -> bool {
-        self.objects.contains_key(id)
+        self.objects.contains_key(&store::Id::of(id))
     }
 
     /// The object's compact JSON.
     pub fn render(&self, id: &str) -> Option<String> {
-        self.objects.get(id).map(|s| store::render(&self.templates, s))
+        self.objects.get(&store::Id::of(id)).map(|s| store::render(&self.templates, s))
     }
 
     /// An object of the given type by id.
     pub fn get_kind(&self, kind: &str, id: &str) -> Option<Value> {
-        self.objects.get(id).filter(|o| &*o.kind == kind).map(|s| store::decode(&self.templates, s))
+        self.objects.get(&store::Id::of(id)).filter(|o| &*o.kind == kind).map(|s| store::decode(&self.templates, s))
     }
 
     pub fn is_kind(&self, kind: &str, id: &str) -> bool {
-        self.objects.get(id).is_some_and(|o| &*o.kind == kind)
+        self.objects.get(&store::Id::of(id)).is_some_and(|o| &*o.kind == kind)
     }
 
     /// Change an object in place, recording the fields that changed (before and after);
@@ -354,7 +354,7 @@ impl World {
 
     pub fn remove(&mut self, call: &mut Call, id: &str) -> Option<Value> {
         let obj = self.get(id)?;
-        self.0.objects.remove(id);
+        self.0.objects.remove(&store::Id::of(id));
         let kind = obj["object"].as_str().unwrap_or_default().to_string();
         if let Some(ids) = self.order.get_mut(&kind) {
             ids.retain(|x| x != id);

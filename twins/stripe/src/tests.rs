@@ -797,6 +797,17 @@ fn same_is_string_equality() {
 }
 
 #[test]
+fn object_keys_are_ordered_as_their_text() {
+    use crate::store::Id;
+    let ids = ["", "a", "ab", "abcdefgh", "abcdefghi", "abcdefgi", "pi_0GuDdjaQFn5500000000000n", "pi_0GuDdjaQFn5500000000000o", "pi_0GuDdj", "evt_0GAUXz0LegiS00000000001M", "\u{e9}t\u{e9}", "zz", "ab\0", "abcdefghijklmnop", "abcdefghijklmnop\0", "abcdefghijklmnoq"];
+    for a in ids {
+        for b in ids {
+            assert_eq!(Id::of(a).cmp(&Id::of(b)), a.cmp(b), "{a:?} vs {b:?}");
+        }
+    }
+}
+
+#[test]
 fn raw_text_serialises_verbatim() {
     let text = r#"{"id":"pi_1","metadata":{"k":"v \" }"},"n":[1,2.5,null]}"#;
     assert_eq!(serde_json::to_string(&crate::store::Raw(text)).unwrap(), text);
