@@ -131,36 +131,3 @@ async fn a_component_that_is_not_a_twin_is_refused_at_load_naming_what_is_missin
     assert!(format!("{err:#}").contains("junk.wasm"));
 }
 
-/// A flood of clients costs bounded memory: past the connection cap the server stops
-/// accepting, and the client that waited is served once another connection closes.
-#[tokio::test]
-async fn connections_past_the_cap_wait_until_one_closes() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let server = Server::with(Opts { limits: pome::limits::Limits { max_connections: 2, max_stores: 8, ..Default::default() }, ..Opts::default() }).await;
-    let addr = server.url.trim_start_matches("http://").to_string();
-    let get = b"GET /healthz HTTP/1.1\r\nhost: pome\r\n\r\n";
-    async fn answer(conn: &mut tokio::net::TcpStream) -> String {
-        let mut buf = vec![0u8; 1024];
-        let n = conn.read(&mut buf).await.unwrap();
-        String::from_utf8_lossy(&buf[..n]).into_owned()
-    }
-
-    // Two connections, each served, each kept open.
-    let mut first = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    let mut second = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    for conn in [&mut first, &mut second] {
-        conn.write_all(get).await.unwrap();
-        assert!(answer(conn).await.starts_with("HTTP/1.1 200"));
-    }
-
-    // The third connects (the kernel's backlog takes it) but is not served...
-    let mut third = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    third.write_all(get).await.unwrap();
-    let waited = tokio::time::timeout(Duration::from_millis(300), answer(&mut third)).await;
-    assert!(waited.is_err(), "served past the cap: {waited:?}");
-
-    // ...until one of the first two goes away.
-    drop(first);
-    let served = tokio::time::timeout(Duration::from_secs(10), answer(&mut third)).await.expect("served once a slot freed");
-    assert!(served.starts_with("HTTP/1.1 200"), "{served}");
-}

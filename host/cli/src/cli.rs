@@ -167,9 +167,13 @@ pub struct LimitArgs {
     /// Twin stores that may exist at once (address space is reserved for them up front).
     #[arg(long, default_value_t = Limits::default().max_stores)]
     pub max_stores: u32,
-    /// Client connections served at once; more wait to be accepted.
+    /// Client connections held at once; past it a new client replaces the longest-idle one.
     #[arg(long, default_value_t = Limits::default().max_connections)]
     pub max_connections: usize,
+    /// Time a client has to send a request's headers (also the idle limit of a kept-alive
+    /// connection), e.g. 30s.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub header_timeout: Duration,
     /// Largest seed accepted at sandbox create, MiB.
     #[arg(long, default_value_t = Limits::default().seed_bytes >> 20)]
     pub seed_mib: usize,
@@ -214,6 +218,7 @@ impl LimitArgs {
             tape_bytes: self.tape_mib << 20,
             max_stores: self.max_stores,
             max_connections: self.max_connections,
+            header_timeout: self.header_timeout,
             seed_bytes: self.seed_mib << 20,
             store_queue: self.store_queue.max(1),
             seed_cache_entries: self.seed_cache_entries.max(1),

@@ -34,10 +34,14 @@ pub struct Limits {
     pub store_queue: usize,
     /// Seed snapshots kept in memory (one per distinct (twin, seed) pair).
     pub seed_cache_entries: usize,
-    /// Client connections served at once. At the cap the server stops accepting until one
-    /// closes (new clients wait in the kernel's backlog), so a flood of clients costs
-    /// bounded memory and file descriptors.
+    /// Client connections held at once, so a flood of clients costs bounded memory and file
+    /// descriptors. At the cap a new client takes the place of the connection that has been
+    /// idle longest; when none is idle, it waits until one closes.
     pub max_connections: usize,
+    /// Time a client has to send a request's headers, from when the connection is ready for
+    /// one (so also how long a kept-alive connection may sit idle); then it is closed. A slow
+    /// client (slowloris) holds a connection no longer than this.
+    pub header_timeout: Duration,
     /// Memory all twin stores' linear memories and all tapes may hold together. Past it, new
     /// sandboxes are refused with 503 and `Retry-After` (open ones keep working) rather than
     /// the machine running out. Default: three quarters of the machine's memory.
@@ -69,6 +73,7 @@ impl Default for Limits {
             store_queue: 256,
             seed_cache_entries: 256,
             max_connections: 10_000,
+            header_timeout: Duration::from_secs(30),
             memory_budget: default_memory_budget(),
         }
     }

@@ -1,16 +1,18 @@
-//! The hosted API, in the order a request meets it: [`server`] (listener, connection cap,
-//! graceful shutdown) → [`api`] (control plane) / [`proxy`] (twin traffic) → [`sandbox`]
-//! (lifetimes, quota, tokens) → the runtime's twin stores; at the end of a sandbox,
-//! finalize (collect → grade → persist → close) → [`storage`] (SQLite). Beside them:
-//! [`app`] (the state every handler shares), [`auth`] (keys and tokens), [`error`] (the one
-//! error envelope), [`task_api`] (tasks and grading at finalize) and [`twins`] (the twins
-//! this server has, and how they decide their checks).
+//! The hosted API, in the order a request meets it: [`server`] (start-up, shutdown) →
+//! [`listener`] (connections: cap, header timeout, graceful close) → [`api`] (control
+//! plane) / [`proxy`] (twin traffic) → [`sandbox`] (lifetimes, quota, tokens) → the
+//! runtime's twin stores; at the end of a sandbox, finalize (collect → grade → persist →
+//! close) → [`storage`] (SQLite). Beside them: [`app`] (the state every handler shares),
+//! [`auth`] (keys and tokens), [`error`] (the one error envelope), [`task_api`] (tasks and
+//! grading at finalize) and [`twins`] (the twins this server has, and how they decide their
+//! checks).
 
 pub mod api;
 pub mod app;
 pub mod auth;
 pub mod error;
 pub mod finalize;
+pub mod listener;
 pub mod live;
 pub mod mcp;
 pub mod proxy;

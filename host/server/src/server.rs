@@ -2,9 +2,7 @@
 //! and twin traffic, sweeps expired sandboxes, and shuts down gracefully.
 
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -13,12 +11,10 @@ use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
-use axum::serve::Listener;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tracing::Instrument as _;
 
 use crate::error::{ApiError, REQUEST_ID};
@@ -133,9 +129,15 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         }
     }
 
+    // Every connection is a file descriptor: take what the system allows, and say so when the
+    // cap cannot be reached.
+    let files = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0);
+    if files < cfg.limits.max_connections as u64 + 256 {
+        tracing::warn!(open_files = files, max_connections = cfg.limits.max_connections, "the open-file limit is below the connection cap; raise it (ulimit -n) or lower --max-connections");
+    }
     let listener = TcpListener::bind(cfg.listen).await.with_context(|| format!("binding {}", cfg.listen))?;
     let addr = listener.local_addr()?;
-    let (stop, mut stopped) = watch::channel(false);
+    let (stop, stopped) = watch::channel(false);
 
     // Expired sandboxes free their memory and slots even if nobody calls them again.
     let sweeper = {
@@ -154,16 +156,16 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
 
     let router = router(app.clone());
     let registry = app.sandboxes.clone();
-    let max_connections = cfg.limits.max_connections.max(1);
+    let (max_connections, header_timeout) = (cfg.limits.max_connections, cfg.limits.header_timeout);
     let task = tokio::spawn(async move {
-        let graceful = async move {
-            let _ = stopped.changed().await;
+        let mut stopping = stopped.clone();
+        let closing = tokio::spawn(async move {
+            // Long answers (the dashboard's live tape) end when the server stops.
+            let _ = stopping.changed().await;
             crate::ui::shutting_down();
-        };
-        let listener = CappedListener { inner: listener, permits: Arc::new(Semaphore::new(max_connections)) };
-        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(graceful).await {
-            tracing::error!(error = %e, "server stopped");
-        }
+        });
+        crate::listener::serve(listener, router, max_connections, header_timeout, stopped).await;
+        closing.abort();
         sweeper.abort();
         registry.close_all();
         // Every row written so far is on disk before the process may exit.
@@ -173,61 +175,6 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     });
     tracing::info!(%addr, twins = ?app.twins.keys().collect::<Vec<_>>(), "pome listening");
     Ok(Running { addr, new_api_key, app, stop, task })
-}
-
-/// The listener with the connection cap: a connection holds a permit until it closes, and
-/// at the cap `accept` waits for one rather than taking more work on. (mini-redis's
-/// server does the same.)
-struct CappedListener {
-    inner: TcpListener,
-    permits: Arc<Semaphore>,
-}
-
-impl Listener for CappedListener {
-    type Io = Capped;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Capped, SocketAddr) {
-        let permit = self.permits.clone().acquire_owned().await.expect("the semaphore is never closed");
-        let (io, addr) = Listener::accept(&mut self.inner).await;
-        // Answers are written whole; Nagle's algorithm would only hold small ones back.
-        let _ = io.set_nodelay(true);
-        (Capped { io, _permit: permit }, addr)
-    }
-
-    fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.inner.local_addr()
-    }
-}
-
-/// An accepted connection and its place under the cap, given back when it closes.
-struct Capped {
-    io: TcpStream,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl AsyncRead for Capped {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Capped {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
 }
 
 pub fn router(app: Arc<App>) -> Router {
