@@ -86,8 +86,10 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
             println!("token: {}", local.token);
             println!("tape:  http://{addr}/_pome/events");
             println!("mcp:   http://{addr}/mcp");
-            let app = Router::new().route("/{*path}", any(serve)).route("/", any(serve)).with_state(local);
-            axum::serve(listener, app).await?;
+            let app = Router::new().route("/{*path}", any(serve)).route("/", any(serve)).with_state(local.clone());
+            // Served until the process is stopped, with the hosted server's client bounds.
+            let (_never, stopped) = tokio::sync::watch::channel(false);
+            pome_server::listener::serve(listener, app, local.limits.max_connections, local.limits.header_timeout, stopped).await;
             Ok(())
         }
     }
