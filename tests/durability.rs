@@ -341,3 +341,81 @@ async fn request_headers_count_toward_the_tape_byte_cap() {
     }
     assert!((4..=6).contains(&served), "a 1 MiB tape holds about five 200 KB-header rows, not {served}");
 }
+
+/// A long-running busy sandbox keeps only its newest rows in memory once they are on disk:
+/// its memory does not grow with its tape, yet every row is still served by
+/// `/_pome/events`, replayed by trap recovery and graded at finalize.
+#[tokio::test]
+async fn a_busy_sandbox_keeps_its_newest_rows_in_memory_and_every_row_is_still_served_replayed_and_graded() {
+    use pome_e2e::{Opts, Server};
+    const ROWS: usize = 16;
+    const BYTES: usize = 48 << 10;
+    // The harness serves in the default mode (window): rows are durable in live.db.
+    let opts = Opts { limits: pome::limits::Limits { tape_memory_rows: ROWS, tape_memory_bytes: BYTES, max_stores: 16, ..Opts::default().limits }, ..Opts::default() };
+    let server = Server::with(opts).await;
+    let md = "# Keep notes\n\n## Prompt\nWrite notes.\n\n## Success Criteria\n\
+        - [code:hostile] `notes.create` was called\n\
+        - [code:hostile] `notes.create_huge` was never called\n\n## Config\ntwins: [hostile]\n";
+    let (s, task) = server.api("POST", "/v1/tasks", Some(json!({"id": "notes", "source": md}))).await;
+    assert_eq!(s, 201, "{task}");
+    let (s, created) = server.api("POST", "/v1/sandboxes", Some(json!({"task_id": "notes"}))).await;
+    assert_eq!(s, 201, "{created}");
+    let sb = pome_e2e::Sandbox {
+        id: created["id"].as_str().unwrap().into(),
+        token: created["agent_token"].as_str().unwrap().into(),
+        url: server.url.clone(),
+        http: server.http.clone(),
+        body: created.clone(),
+    };
+    let store = || match server.app().sandboxes.lookup(&sb.id) {
+        pome::sandbox::Lookup::Open(s) => s.twin("hostile").unwrap().store.clone(),
+        _ => panic!("the sandbox is open"),
+    };
+
+    // Row 1 is the first note; the other notes are spread over the tape, among reads.
+    let mut high_water = 0;
+    for i in 0..400 {
+        let r = if i % 50 == 0 {
+            sb.call("hostile", "POST", "/notes", Some(json!({"text": format!("note {i}")}))).await
+        } else {
+            sb.call("hostile", "GET", "/notes", None).await
+        };
+        assert!(r.status < 300, "{}", r.text);
+        if i % 20 == 19 {
+            // Rows leave memory once committed (within the 50 ms window).
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            high_water = high_water.max(store().memory().await.unwrap().bytes_in_memory);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(sb.call("hostile", "GET", "/notes", None).await.status, 200);
+    let m = store().memory().await.unwrap();
+    assert_eq!(m.rows, 401);
+    assert!(m.rows_in_memory <= ROWS && m.bytes_in_memory <= BYTES, "the tape's memory is bounded: {m:?}");
+    assert!(high_water <= BYTES + (8 << 10), "bounded all along, not only at the end: {high_water} bytes");
+    assert!(m.bytes > 4 * BYTES, "the tape itself is much larger than what stays in memory: {m:?}");
+    assert_eq!(server.app().rt.held.tapes.load(std::sync::atomic::Ordering::Relaxed), m.bytes_in_memory, "the memory budget counts what is in memory");
+
+    // Every row is served, in order, the old ones read back from disk.
+    let events = sb.events("hostile").await;
+    assert_eq!(events.iter().map(|r| r["seq"].as_u64().unwrap()).collect::<Vec<_>>(), (1..=401).collect::<Vec<_>>());
+    assert_eq!(events[0]["action"], "notes.create");
+    assert_eq!(events[100]["action"], "notes.create", "row 101 is the third note");
+
+    // A trap rebuilds the store from the whole tape, the rows on disk included.
+    let trapped = sb.call("hostile", "GET", "/trap", None).await;
+    assert!(trapped.status >= 500, "{}", trapped.text);
+    let notes = sb.call("hostile", "GET", "/notes", None).await.json();
+    let texts: Vec<&str> = notes["notes"].as_array().unwrap().iter().map(|n| n["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, (0..400).step_by(50).map(|i| format!("note {i}")).collect::<Vec<_>>(), "no note was lost by the rebuild");
+
+    // Finalize grades the whole tape: the only `notes.create` before row 101 is row 1.
+    let (s, fin) = server.api("POST", &format!("/v1/sandboxes/{}/finalize", sb.id), None).await;
+    assert_eq!(s, 200, "{fin}");
+    assert_eq!(fin["tape_rows"], 403, "{fin}");
+    let results = fin["criteria_results"].as_array().unwrap();
+    assert_eq!(results[0]["status"], "passed", "{fin}");
+    assert_eq!(results[0]["evidence"]["seq"], 1, "found on the row that left memory: {fin}");
+    assert_eq!(results[1]["status"], "passed", "{fin}");
+    assert!(results[1]["reason"].as_str().unwrap().contains("403 calls"), "the check read every row: {fin}");
+}
