@@ -67,6 +67,11 @@ impl std::fmt::Display for Durability {
 pub const WINDOW: Duration = Duration::from_millis(50);
 /// Rows in one transaction at most (a batch is committed when it is this big).
 pub const MAX_BATCH: usize = 4096;
+/// Rows written but not yet committed, at most, before `window` mode's answers wait for
+/// their commit like `sync`'s: when rows come faster than one writer commits them, the
+/// queue (and every row in it, held in memory) would otherwise grow without bound, and
+/// the window would stretch with it.
+pub const MAX_PENDING: usize = 2 * MAX_BATCH;
 
 /// Everything but the tape that an open sandbox needs to come back.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -154,6 +159,8 @@ pub struct SqliteLive {
     /// Reader connections kept for reading tapes back (WAL: readers never wait for the
     /// writer).
     readers: Mutex<Vec<Connection>>,
+    /// Rows sent to the writer and not yet committed (or failed).
+    pending: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 const SCHEMA: &str = "
@@ -193,11 +200,13 @@ impl SqliteLive {
         let conn = connect(path)?;
         conn.execute_batch(SCHEMA)?;
         let (tx, rx) = mpsc::channel();
+        let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let in_writer = pending.clone();
         std::thread::Builder::new()
             .name("pome-live-writer".into())
-            .spawn(move || writer(conn, rx, mode))
+            .spawn(move || writer(conn, rx, mode, &in_writer))
             .map_err(|e| StorageError::Corrupt(format!("starting the live-sandbox writer: {e}")))?;
-        Ok(Arc::new(SqliteLive { tx, mode, path: path.to_path_buf(), readers: Mutex::new(Vec::new()) }))
+        Ok(Arc::new(SqliteLive { tx, mode, path: path.to_path_buf(), readers: Mutex::new(Vec::new()), pending }))
     }
 
     /// The committed rows of one tape with `from <= seq < to`, at most `limit`.
@@ -256,13 +265,15 @@ struct RowJournal {
 impl Journal for RowJournal {
     fn append(&self, row: Arc<TapeRow>, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
         let op = Op::Row { sandbox: self.sandbox.clone(), row, committed: self.committed.clone() };
+        let backlog = self.live.pending.fetch_add(1, Ordering::AcqRel);
         match self.live.mode {
-            // The answer goes now; the row follows within the window.
-            Durability::Window | Durability::Memory => {
+            // The answer goes now; the row follows within the window — unless the writer is
+            // behind by more than MAX_PENDING rows, then the answer waits for the commit.
+            Durability::Window | Durability::Memory if backlog < MAX_PENDING => {
                 self.live.send(op, None);
                 done(Ok(()));
             }
-            Durability::Sync => self.live.send(op, Some(done)),
+            _ => self.live.send(op, Some(done)),
         }
     }
 
@@ -340,7 +351,7 @@ fn load(conn: &Connection) -> Result<Restored, StorageError> {
 
 /// The writer thread: take what is queued (waiting up to the window in `window` mode),
 /// write it in one transaction, commit (one fsync), then release the answers that waited.
-fn writer(mut conn: Connection, rx: mpsc::Receiver<Entry>, mode: Durability) {
+fn writer(mut conn: Connection, rx: mpsc::Receiver<Entry>, mode: Durability, pending: &std::sync::atomic::AtomicUsize) {
     let mut closed_seq: i64 = conn.query_row("SELECT COALESCE(MAX(closed_seq), 0) FROM sandboxes", [], |r| r.get(0)).unwrap_or(0);
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -360,6 +371,7 @@ fn writer(mut conn: Connection, rx: mpsc::Receiver<Entry>, mode: Durability) {
             }
         }
         let result = write_batch(&mut conn, &batch, &mut closed_seq).map_err(|e| e.to_string());
+        pending.fetch_sub(batch.iter().filter(|e| matches!(e.op, Op::Row { .. })).count(), Ordering::AcqRel);
         match &result {
             Ok(()) => {
                 for e in &batch {
