@@ -131,3 +131,41 @@ async fn a_component_that_is_not_a_twin_is_refused_at_load_naming_what_is_missin
     assert!(format!("{err:#}").contains("junk.wasm"));
 }
 
+/// Grading is bounded per criterion: a twin check that loops runs into the call deadline and
+/// a CEL expression too costly for the tape is refused before it runs; each is `errored`
+/// with its reason, the other criteria are still decided, and finalize answers.
+#[tokio::test]
+async fn a_criterion_past_its_bound_is_errored_and_the_others_are_still_graded() {
+    let server = Server::start().await;
+    let md = "# Spin\n\n## Prompt\nWrite a note.\n\n## Success Criteria\n\
+        - [code:hostile] A note says \"hello there\"\n\
+        - [code:hostile] The twin spins deciding this\n\
+        - [code:hostile] expr: tape.exists(a, tape.exists(b, tape.exists(c, tape.exists(d, a.seq + b.seq + c.seq == d.seq + 1000))))\n\
+        - [code:hostile] expr: tape.exists(r, r.action == 'notes.create')\n\n## Config\ntwins: [hostile]\n";
+    let (s, task) = server.api("POST", "/v1/tasks", Some(json!({"id": "spin", "source": md}))).await;
+    assert_eq!(s, 201, "{task}");
+    let bindings: Vec<&str> = task["criteria"].as_array().unwrap().iter().map(|c| c["binding"].as_str().unwrap_or("UNBOUND")).collect();
+    assert_eq!(bindings[..2], ["hostile.noted", "hostile.spins"], "{task}");
+    let (s, created) = server.api("POST", "/v1/sandboxes", Some(json!({"task_id": "spin"}))).await;
+    assert_eq!(s, 201, "{created}");
+    let (id, token) = (created["id"].as_str().unwrap(), created["agent_token"].as_str().unwrap());
+    let notes = format!("{}/s/{id}/hostile/notes", server.url);
+    let r = server.http.post(&notes).bearer_auth(token).json(&json!({"text": "hello there"})).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    // A tape of 80 rows: four nested macros over it are 40 million steps.
+    for _ in 0..79 {
+        assert_eq!(server.http.get(&notes).bearer_auth(token).send().await.unwrap().status().as_u16(), 200);
+    }
+    let started = Instant::now();
+    let path = format!("/v1/sandboxes/{id}/finalize");
+    let finalize = server.api("POST", &path, None);
+    let (s, fin) = tokio::time::timeout(Duration::from_secs(60), finalize).await.expect("finalize answers");
+    assert_eq!(s, 200, "{fin}");
+    let results = fin["criteria_results"].as_array().unwrap();
+    let status: Vec<&str> = results.iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(status, ["passed", "errored", "errored", "passed"], "{fin}");
+    assert!(results[1]["reason"].as_str().unwrap().contains("deadline"), "{fin}");
+    assert!(results[2]["reason"].as_str().unwrap().contains("over the bound"), "{fin}");
+    assert_eq!(fin["verdict"], "incomplete", "an errored criterion is never a pass");
+    assert!(started.elapsed() < Duration::from_secs(30), "bounded: {:?}", started.elapsed());
+}

@@ -341,3 +341,199 @@ async fn request_headers_count_toward_the_tape_byte_cap() {
     }
     assert!((4..=6).contains(&served), "a 1 MiB tape holds about five 200 KB-header rows, not {served}");
 }
+
+/// A long-running busy sandbox keeps only its newest rows in memory once they are on disk:
+/// its memory does not grow with its tape, yet every row is still served by
+/// `/_pome/events`, replayed by trap recovery and graded at finalize.
+#[tokio::test]
+async fn a_busy_sandbox_keeps_its_newest_rows_in_memory_and_every_row_is_still_served_replayed_and_graded() {
+    use pome_e2e::{Opts, Server};
+    const ROWS: usize = 16;
+    const BYTES: usize = 48 << 10;
+    // The harness serves in the default mode (window): rows are durable in live.db.
+    let opts = Opts { limits: pome::limits::Limits { tape_memory_rows: ROWS, tape_memory_bytes: BYTES, max_stores: 16, ..Opts::default().limits }, ..Opts::default() };
+    let server = Server::with(opts).await;
+    let md = "# Keep notes\n\n## Prompt\nWrite notes.\n\n## Success Criteria\n\
+        - [code:hostile] `notes.create` was called\n\
+        - [code:hostile] `notes.create_huge` was never called\n\n## Config\ntwins: [hostile]\n";
+    let (s, task) = server.api("POST", "/v1/tasks", Some(json!({"id": "notes", "source": md}))).await;
+    assert_eq!(s, 201, "{task}");
+    let (s, created) = server.api("POST", "/v1/sandboxes", Some(json!({"task_id": "notes"}))).await;
+    assert_eq!(s, 201, "{created}");
+    let sb = pome_e2e::Sandbox {
+        id: created["id"].as_str().unwrap().into(),
+        token: created["agent_token"].as_str().unwrap().into(),
+        url: server.url.clone(),
+        http: server.http.clone(),
+        body: created.clone(),
+    };
+    let store = || match server.app().sandboxes.lookup(&sb.id) {
+        pome::sandbox::Lookup::Open(s) => s.twin("hostile").unwrap().store.clone(),
+        _ => panic!("the sandbox is open"),
+    };
+
+    // Row 1 is the first note; the other notes are spread over the tape, among reads.
+    let mut high_water = 0;
+    for i in 0..400 {
+        let r = if i % 50 == 0 {
+            sb.call("hostile", "POST", "/notes", Some(json!({"text": format!("note {i}")}))).await
+        } else {
+            sb.call("hostile", "GET", "/notes", None).await
+        };
+        assert!(r.status < 300, "{}", r.text);
+        if i % 20 == 19 {
+            // Rows leave memory once committed (within the 50 ms window).
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            high_water = high_water.max(store().memory().await.unwrap().bytes_in_memory);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(sb.call("hostile", "GET", "/notes", None).await.status, 200);
+    let m = store().memory().await.unwrap();
+    assert_eq!(m.rows, 401);
+    assert!(m.rows_in_memory <= ROWS && m.bytes_in_memory <= BYTES, "the tape's memory is bounded: {m:?}");
+    assert!(high_water <= BYTES + (8 << 10), "bounded all along, not only at the end: {high_water} bytes");
+    assert!(m.bytes > 4 * BYTES, "the tape itself is much larger than what stays in memory: {m:?}");
+    assert_eq!(server.app().rt.held.tapes.load(std::sync::atomic::Ordering::Relaxed), m.bytes_in_memory, "the memory budget counts what is in memory");
+
+    // Every row is served, in order, the old ones read back from disk.
+    let events = sb.events("hostile").await;
+    assert_eq!(events.iter().map(|r| r["seq"].as_u64().unwrap()).collect::<Vec<_>>(), (1..=401).collect::<Vec<_>>());
+    assert_eq!(events[0]["action"], "notes.create");
+    assert_eq!(events[100]["action"], "notes.create", "row 101 is the third note");
+
+    // A trap rebuilds the store from the whole tape, the rows on disk included.
+    let trapped = sb.call("hostile", "GET", "/trap", None).await;
+    assert!(trapped.status >= 500, "{}", trapped.text);
+    let notes = sb.call("hostile", "GET", "/notes", None).await.json();
+    let texts: Vec<&str> = notes["notes"].as_array().unwrap().iter().map(|n| n["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, (0..400).step_by(50).map(|i| format!("note {i}")).collect::<Vec<_>>(), "no note was lost by the rebuild");
+
+    // Finalize grades the whole tape: the only `notes.create` before row 101 is row 1.
+    let (s, fin) = server.api("POST", &format!("/v1/sandboxes/{}/finalize", sb.id), None).await;
+    assert_eq!(s, 200, "{fin}");
+    assert_eq!(fin["tape_rows"], 403, "{fin}");
+    let results = fin["criteria_results"].as_array().unwrap();
+    assert_eq!(results[0]["status"], "passed", "{fin}");
+    assert_eq!(results[0]["evidence"]["seq"], 1, "found on the row that left memory: {fin}");
+    assert_eq!(results[1]["status"], "passed", "{fin}");
+    assert!(results[1]["reason"].as_str().unwrap().contains("403 calls"), "the check read every row: {fin}");
+}
+
+/// The WAL as a power cut at its last fsync leaves it: every frame up to the last complete
+/// commit (SQLite fsyncs each commit before the writer acknowledges it) and nothing after —
+/// a batch still being written was never synced — then half a frame of garbage, a sector
+/// torn mid-write. Frames of an older WAL generation (other salts) end the walk.
+fn cut_at_last_fsync(wal: &[u8]) -> Vec<u8> {
+    if wal.len() < 32 {
+        return Vec::new();
+    }
+    let page = u32::from_be_bytes(wal[8..12].try_into().unwrap()) as usize;
+    let frame = 24 + page;
+    let salt = &wal[16..24];
+    let (mut off, mut last_commit) = (32, 32);
+    while off + frame <= wal.len() {
+        let header = &wal[off..off + 24];
+        if &header[8..16] != salt {
+            break;
+        }
+        off += frame;
+        if u32::from_be_bytes(header[4..8].try_into().unwrap()) != 0 {
+            last_commit = off;
+        }
+    }
+    let mut out = wal[..last_commit].to_vec();
+    out.extend(std::iter::repeat_n(0xA5u8, frame / 2));
+    out
+}
+
+/// A simulated power cut: freeze the server mid-load (SIGSTOP), take its data directory as
+/// the disk would hold it after losing every unsynced write (`cut_at_last_fsync`; the
+/// shared-memory index is not on disk), kill it, and start a server on that copy. In `sync`
+/// mode every acknowledged call is back; in `window` mode what is lost was acknowledged
+/// within the window before the cut. In both, each world is a replay of its surviving tape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_power_cut_loses_no_synced_answer_and_every_world_is_its_surviving_tape() {
+    for mode in ["sync", "window"] {
+        let data = tempfile::tempdir().unwrap();
+        let http = reqwest::Client::new();
+        let serve = Serve::start(data.path(), mode).await;
+        let url = serve.url.clone();
+        let mut sandboxes = Vec::new();
+        for _ in 0..4 {
+            sandboxes.push(create(&http, &url, &["tickets"]).await);
+        }
+        let acked: Arc<Mutex<Vec<(usize, String, Instant)>>> = Arc::default();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut writers = Vec::new();
+        for w in 0..8 {
+            let (http, url, sandboxes, acked, stop) = (http.clone(), url.clone(), sandboxes.clone(), acked.clone(), stop.clone());
+            writers.push(tokio::spawn(async move {
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let i = (w + n) % sandboxes.len();
+                    let rid = format!("w{w}n{n}");
+                    match new_ticket(&http, &url, &sandboxes[i], &rid, &rid).await {
+                        Ok((201, _)) => acked.lock().unwrap().push((i, rid, Instant::now())),
+                        Ok((status, v)) => panic!("a write was refused with {status}: {v}"),
+                        Err(_) => break,
+                    }
+                    n += 1;
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let pid = serve.child.id().to_string();
+        assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+        let cut_at = Instant::now();
+        // Every answer the load holds now was sent before the freeze.
+        let acked_before: Vec<(usize, String, Instant)> = acked.lock().unwrap().clone();
+        let disk = tempfile::tempdir().unwrap();
+        for entry in std::fs::read_dir(data.path()).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name == "cache" || name == "serve.log" || name.ends_with("-shm") || !entry.file_type().unwrap().is_file() {
+                continue;
+            }
+            let bytes = std::fs::read(entry.path()).unwrap();
+            let bytes = if name.ends_with("-wal") { cut_at_last_fsync(&bytes) } else { bytes };
+            std::fs::write(disk.path().join(&name), bytes).unwrap();
+        }
+        serve.kill9();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for w in writers {
+            w.await.unwrap();
+        }
+        assert!(acked_before.len() > 50, "{mode}: the load got going ({} answers)", acked_before.len());
+
+        let serve = Serve::start(disk.path(), mode).await;
+        let url = serve.url.clone();
+        let (mut acked_n, mut recovered) = (0, 0);
+        for (i, s) in sandboxes.iter().enumerate() {
+            let (status, events) = get(&http, &url, s, "/_pome/events").await;
+            assert_eq!(status, 200, "{mode}: sandbox {i} came back after the power cut");
+            let rows = events.as_array().unwrap();
+            let on_tape: BTreeSet<&str> = rows.iter().map(|r| r["request_id"].as_str().unwrap()).collect();
+            for (_, rid, at) in acked_before.iter().filter(|a| a.0 == i) {
+                acked_n += 1;
+                if on_tape.contains(rid.as_str()) {
+                    recovered += 1;
+                } else {
+                    assert_eq!(mode, "window", "sync: answered request {rid} was lost by the power cut");
+                    // The window is 50 ms; the rest is this machine's scheduling slack.
+                    assert!(cut_at.duration_since(*at) < Duration::from_millis(500), "window: {rid}, answered {:?} before the cut, was lost", cut_at.duration_since(*at));
+                }
+            }
+            // The world is a replay of the surviving tape: one ticket per recorded create.
+            let (_, tickets) = get(&http, &url, s, "/tickets").await;
+            let titles: BTreeSet<&str> = tickets.as_array().unwrap().iter().skip(1).map(|t| t["title"].as_str().unwrap()).collect();
+            assert_eq!(titles, on_tape, "{mode}: sandbox {i}'s world is its tape");
+        }
+        if mode == "sync" {
+            assert_eq!(recovered, acked_n, "sync: requests acknowledged vs rows recovered");
+        }
+        eprintln!("{mode}: {acked_n} acknowledged before the power cut, {recovered} recovered");
+        assert_eq!(new_ticket(&http, &url, &sandboxes[0], "more", "more").await.unwrap().0, 201, "{mode}: the agent continues");
+        serve.stop();
+    }
+}

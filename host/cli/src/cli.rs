@@ -164,6 +164,13 @@ pub struct LimitArgs {
     /// Recorded bytes per twin tape, MiB.
     #[arg(long, default_value_t = Limits::default().tape_bytes >> 20)]
     pub tape_mib: usize,
+    /// Rows of one tape kept in memory once they are durable on disk (sync and window
+    /// modes); older rows are read back from live.db when a whole tape is read.
+    #[arg(long, default_value_t = Limits::default().tape_memory_rows)]
+    pub tape_memory_rows: usize,
+    /// Bytes of one tape kept in memory once durable on disk, KiB.
+    #[arg(long, default_value_t = Limits::default().tape_memory_bytes >> 10)]
+    pub tape_memory_kib: usize,
     /// Twin stores that may exist at once (address space is reserved for them up front).
     #[arg(long, default_value_t = Limits::default().max_stores)]
     pub max_stores: u32,
@@ -216,6 +223,8 @@ impl LimitArgs {
             host_call_bytes: self.host_call_mib << 20,
             tape_rows: self.tape_rows,
             tape_bytes: self.tape_mib << 20,
+            tape_memory_rows: self.tape_memory_rows,
+            tape_memory_bytes: self.tape_memory_kib << 10,
             max_stores: self.max_stores,
             max_connections: self.max_connections,
             header_timeout: self.header_timeout,

@@ -321,7 +321,7 @@ pub async fn grade(task: &Task, run: &RunData, catalog: &Catalog, decider: &impl
         if !seeded.is_empty() {
             let input = CheckInput { seed: seed_text.clone(), state: seed_text.clone(), tape: "[]".into() };
             let calls: Vec<(String, Params)> = seeded.iter().map(|(_, _, p, d)| (d.id.clone(), (*p).clone())).collect();
-            spread(&mut seed_answers, seeded.iter().map(|m| m.0), decider.decide(twin, &input, &calls).await);
+            spread(&mut seed_answers, seeded.iter().map(|m| m.0), decide_each(decider, twin, &input, &calls).await);
         }
         let input = CheckInput {
             seed: seed_text,
@@ -329,7 +329,7 @@ pub async fn grade(task: &Task, run: &RunData, catalog: &Catalog, decider: &impl
             tape: serde_json::to_string(&tr.tape).unwrap_or_else(|_| "[]".into()),
         };
         let calls: Vec<(String, Params)> = mine.iter().map(|(_, _, p, d)| (d.id.clone(), (*p).clone())).collect();
-        spread(&mut final_answers, mine.iter().map(|m| m.0), decider.decide(twin, &input, &calls).await);
+        spread(&mut final_answers, mine.iter().map(|m| m.0), decide_each(decider, twin, &input, &calls).await);
     }
 
     let mut results = Vec::with_capacity(task.criteria.len());
@@ -344,6 +344,27 @@ pub async fn grade(task: &Task, run: &RunData, catalog: &Catalog, decider: &impl
         });
     }
     verdict(results, task.config.pass_threshold)
+}
+
+/// Ask `twin` to decide a batch of checks. Each call to the twin is bounded (the host's call
+/// deadline, memory cap); when the batch fails as a whole — one check loops past the
+/// deadline, or traps — each check is asked again on its own, so only the checks that fail
+/// are `errored`, each with its own reason, and the others are decided.
+async fn decide_each(decider: &impl Decider, twin: &str, input: &CheckInput, calls: &[(String, Params)]) -> Result<Vec<Result<pome_contract::Outcome, String>>, String> {
+    match decider.decide(twin, input, calls).await {
+        Err(_) if calls.len() > 1 => {
+            let mut out = Vec::with_capacity(calls.len());
+            for call in calls {
+                out.push(match decider.decide(twin, input, std::slice::from_ref(call)).await {
+                    Ok(mut one) if one.len() == 1 => one.pop().expect("one answer"),
+                    Ok(one) => Err(format!("the twin answered {} checks for 1 asked", one.len())),
+                    Err(e) => Err(e),
+                });
+            }
+            Ok(out)
+        }
+        other => other,
+    }
 }
 
 /// Hand each criterion its answer from a batch (or the batch's error).

@@ -25,6 +25,13 @@ pub struct Limits {
     pub tape_rows: usize,
     /// Bytes of recorded bodies per twin tape, the same rule as `tape_rows`.
     pub tape_bytes: usize,
+    /// Rows of one tape kept in memory when its rows are durable on disk (`--durability`
+    /// sync or window): older rows leave memory once committed and are read back from disk
+    /// when a whole tape is read (events, finalize, recovery). In memory-only mode every
+    /// row stays in memory, bounded by `tape_rows`, `tape_bytes` and `memory_budget`.
+    pub tape_memory_rows: usize,
+    /// Bytes of one tape kept in memory, the same rule as `tape_memory_rows`.
+    pub tape_memory_bytes: usize,
     /// Largest seed accepted at sandbox create.
     pub seed_bytes: usize,
     /// Twin stores that may exist at once, across all sandboxes: the pooling allocator
@@ -68,6 +75,8 @@ impl Default for Limits {
             host_call_bytes: 16 << 20,
             tape_rows: 100_000,
             tape_bytes: 256 << 20,
+            tape_memory_rows: 256,
+            tape_memory_bytes: 1 << 20,
             seed_bytes: 16 << 20,
             max_stores: 12_000,
             store_queue: 256,

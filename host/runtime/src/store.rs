@@ -7,8 +7,16 @@
 //! restored from the seed snapshot, with the tape's successful requests replayed at their
 //! recorded times. Nothing the agent created is lost; the failed request is on the tape with
 //! its error.
+//!
+//! When the store writes its rows to a [`Journal`] (a durable server), a tape keeps only its
+//! newest rows in memory (bounded by `Limits::tape_memory_rows` and `tape_memory_bytes`):
+//! a row leaves memory once the journal has committed it, and whatever reads a whole tape
+//! (the events route, finalize, recovery, a restart) reads the older rows back from the
+//! journal. A busy sandbox's memory stays flat however long its tape grows.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -62,6 +70,8 @@ pub enum StoreError {
     Instantiate(String),
     #[error("the twin store is closed")]
     Closed,
+    #[error("reading the tape's older rows back: {0}")]
+    Journal(String),
 }
 
 /// Where a store's tape rows go to outlive the process (the server's write-ahead tape).
@@ -69,8 +79,53 @@ pub enum StoreError {
 /// mode promises (at once for a mode that does not wait), with the reason when it could
 /// not be made durable. The store does not wait for it: the next request is served
 /// meanwhile, and only the answer waits.
+///
+/// One journal holds one twin's tape of one sandbox. Rows it has committed may leave the
+/// store's memory: it must give them back from `read` for as long as the sandbox is open.
 pub trait Journal: Send + Sync {
     fn append(&self, row: Arc<TapeRow>, done: Box<dyn FnOnce(Result<(), String>) + Send>);
+    /// The sequence number up to which every row is committed (0 for none).
+    fn durable_through(&self) -> u64;
+    /// The committed rows with `from <= seq < to`, in order, at most `limit` of them.
+    fn read(&self, from: u64, to: u64, limit: usize, done: Box<dyn FnOnce(Result<Vec<TapeRow>, String>) + Send>);
+}
+
+/// Read committed rows back from `journal` (see [`Journal::read`]), checked to run on from
+/// `from` without a gap: a missing row is a lost row, never something to skip over.
+async fn read_rows(journal: &Arc<dyn Journal>, from: u64, to: u64, limit: usize) -> Result<Vec<TapeRow>, StoreError> {
+    let (tx, rx) = oneshot::channel();
+    journal.read(from, to, limit, Box::new(move |r| {
+        let _ = tx.send(r);
+    }));
+    let rows = rx.await.map_err(|_| StoreError::Journal("the journal stopped".into()))?.map_err(StoreError::Journal)?;
+    if let Some((r, seq)) = rows.iter().zip(from..).find(|(r, seq)| r.seq != *seq) {
+        return Err(StoreError::Journal(format!("row {seq} is missing on disk (found row {} in its place)", r.seq)));
+    }
+    Ok(rows)
+}
+
+/// Every row `from <= seq < to` (at most `limit`): rows that left memory must all be there.
+async fn read_all(journal: &Arc<dyn Journal>, from: u64, to: u64, limit: usize) -> Result<Vec<TapeRow>, StoreError> {
+    let rows = read_rows(journal, from, to, limit).await?;
+    let want = (to - from).min(limit as u64) as usize;
+    if rows.len() != want {
+        return Err(StoreError::Journal(format!("rows {from}..{to} are not all on disk ({} of {want} found)", rows.len())));
+    }
+    Ok(rows)
+}
+
+/// Rows read back from a journal at a time, when replaying or restoring a tape.
+const READ_PAGE: usize = 1024;
+
+/// How much of a tape a store holds (see [`TwinStore::memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TapeMemory {
+    /// Rows on the tape, and their weight (what the tape caps count).
+    pub rows: u64,
+    pub bytes: usize,
+    /// Rows held in memory, and their weight (what the memory budget counts).
+    pub rows_in_memory: usize,
+    pub bytes_in_memory: usize,
 }
 
 /// How many of the latest rows a new row may share bytes with.
@@ -79,7 +134,8 @@ const SHARE_WINDOW: usize = 64;
 enum Msg {
     Handle(TwinRequest, oneshot::Sender<TwinReply>),
     RenderError(HostErrorKind, String, oneshot::Sender<TwinReply>),
-    Tape(oneshot::Sender<Vec<Arc<TapeRow>>>),
+    Tape { after: u64, limit: usize, reply: oneshot::Sender<TapeView> },
+    Memory(oneshot::Sender<TapeMemory>),
     State(oneshot::Sender<Result<String, StoreError>>),
 }
 
@@ -98,13 +154,13 @@ impl TwinStore {
     /// Instantiate `image`, restore `seed` into it and start its task. Fails (and starts
     /// nothing) when the twin cannot come up.
     pub async fn start(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, metrics: Arc<Metrics>, outbound: Arc<crate::outbound::Policy>) -> Result<TwinStore, StoreError> {
-        Self::resume(rt, image, seed, metrics, outbound, None, Vec::new()).await
+        Self::resume(rt, image, seed, metrics, outbound, None, false).await
     }
 
-    /// Start a store that writes its rows to `journal`, continuing `tape` (rows recorded
-    /// before a restart): the world is rebuilt by replaying them on the seed snapshot, at
-    /// their recorded times, and the virtual clock continues after the last. Webhooks are
-    /// not sent again.
+    /// Start a store that writes its rows to `journal`. With `restore`, the store continues
+    /// the tape already in the journal (rows recorded before a restart): the world is
+    /// rebuilt by replaying them on the seed snapshot, at their recorded times, and the
+    /// virtual clock continues after the last. Webhooks are not sent again.
     pub async fn resume(
         rt: Arc<Runtime>,
         image: Arc<TwinImage>,
@@ -112,7 +168,7 @@ impl TwinStore {
         metrics: Arc<Metrics>,
         outbound: Arc<crate::outbound::Policy>,
         journal: Option<Arc<dyn Journal>>,
-        tape: Vec<TapeRow>,
+        restore: bool,
     ) -> Result<TwinStore, StoreError> {
         let (store, instance) = boot(&rt, &image, &seed).await?;
         let (tx, rx) = mpsc::channel(rt.limits.store_queue);
@@ -120,12 +176,22 @@ impl TwinStore {
         let credentials = image.description.credentials.clone().into();
         let served = metrics.twin_requests(&twin);
         let deliveries = crate::outbound::Log::default();
-        let last_us = tape.iter().map(|r| r.ts).max().unwrap_or(0);
-        let tape_bytes: usize = tape.iter().map(TapeRow::weight).sum();
-        rt.held.tapes.fetch_add(tape_bytes, std::sync::atomic::Ordering::Relaxed);
-        let tape = tape.into_iter().map(Arc::new).collect();
-        let mut worker = Worker { rt, image, seed, store, instance, tape, tape_bytes, last_us, metrics, served, outbound: Some((outbound, deliveries.clone())), journal };
-        worker.replay_tape().await?;
+        let mut worker = Worker {
+            rt,
+            image,
+            seed,
+            store,
+            instance,
+            tape: Tape::default(),
+            last_us: 0,
+            metrics,
+            served,
+            outbound: Some((outbound, deliveries.clone())),
+            journal,
+        };
+        if restore {
+            worker.restore().await?;
+        }
         tokio::spawn(worker.run(rx));
         Ok(TwinStore { twin, credentials, deliveries, tx })
     }
@@ -141,8 +207,26 @@ impl TwinStore {
         self.ask(|tx| Msg::RenderError(kind, message, tx)).await
     }
 
+    /// The whole tape, in order (older rows read back from the journal).
     pub async fn tape(&self) -> Result<Vec<Arc<TapeRow>>, StoreError> {
-        self.ask(Msg::Tape).await
+        self.rows_after(0, usize::MAX).await
+    }
+
+    /// At most `limit` rows with a sequence number above `after`, in order.
+    pub async fn rows_after(&self, after: u64, limit: usize) -> Result<Vec<Arc<TapeRow>>, StoreError> {
+        let view = self.ask(|reply| Msg::Tape { after, limit, reply }).await?;
+        let mut out = Vec::new();
+        if let Some((journal, from, to)) = view.older {
+            out = read_all(&journal, from, to, limit).await?.into_iter().map(Arc::new).collect();
+        }
+        let room = limit - out.len();
+        out.extend(view.recent.into_iter().take(room));
+        Ok(out)
+    }
+
+    /// How many rows and bytes the tape has, and how many of them are in memory.
+    pub async fn memory(&self) -> Result<TapeMemory, StoreError> {
+        self.ask(Msg::Memory).await
     }
 
     /// The twin's `state()` JSON.
@@ -166,14 +250,42 @@ async fn boot(rt: &Runtime, image: &TwinImage, seed: &SeedImage) -> Result<(Stor
     Ok((store, instance))
 }
 
+/// What a store answers to "rows after `after`": the rows still in memory, and where to
+/// read the older ones (the journal and the range `from..to`) when some left memory.
+struct TapeView {
+    older: Option<(Arc<dyn Journal>, u64, u64)>,
+    recent: Vec<Arc<TapeRow>>,
+}
+
+/// A tape as its store holds it: every row counted, the newest ones in memory.
+#[derive(Default)]
+struct Tape {
+    /// Rows recorded (the last sequence number: they run 1, 2, … without gaps), and their
+    /// weight, for the tape caps.
+    rows: u64,
+    bytes: usize,
+    /// The newest rows, `rows - recent.len() + 1 ..= rows`; older ones are in the journal.
+    recent: VecDeque<Arc<TapeRow>>,
+    /// The weight of `recent`, counted in `Held::tapes`.
+    recent_bytes: usize,
+    /// Rows known to be in the journal without asking it (those a restart read back).
+    durable: u64,
+}
+
+impl Tape {
+    /// The sequence number of the oldest row in memory (`rows + 1` when none is).
+    fn first_in_memory(&self) -> u64 {
+        self.rows + 1 - self.recent.len() as u64
+    }
+}
+
 struct Worker {
     rt: Arc<Runtime>,
     image: Arc<TwinImage>,
     seed: Arc<SeedImage>,
     store: Store<HostState>,
     instance: TwinInstance,
-    tape: Vec<Arc<TapeRow>>,
-    tape_bytes: usize,
+    tape: Tape,
     /// The last virtual time handed out, in Unix microseconds; times only move forward.
     last_us: u64,
     metrics: Arc<Metrics>,
@@ -187,7 +299,7 @@ struct Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        self.rt.held.tapes.fetch_sub(self.tape_bytes, std::sync::atomic::Ordering::Relaxed);
+        self.rt.held.tapes.fetch_sub(self.tape.recent_bytes, Relaxed);
     }
 }
 
@@ -217,8 +329,18 @@ impl Worker {
                 Msg::RenderError(kind, message, reply) => {
                     let _ = reply.send(self.render_error(kind, message).await);
                 }
-                Msg::Tape(reply) => {
-                    let _ = reply.send(self.tape.clone());
+                Msg::Tape { after, limit, reply } => {
+                    let first = self.tape.first_in_memory();
+                    let older = match &self.journal {
+                        Some(journal) if after + 1 < first => Some((journal.clone(), after + 1, first)),
+                        _ => None,
+                    };
+                    let recent = self.tape.recent.iter().filter(|r| r.seq > after).take(limit).cloned().collect();
+                    let _ = reply.send(TapeView { older, recent });
+                }
+                Msg::Memory(reply) => {
+                    let t = &self.tape;
+                    let _ = reply.send(TapeMemory { rows: t.rows, bytes: t.bytes, rows_in_memory: t.recent.len(), bytes_in_memory: t.recent_bytes });
                 }
                 Msg::State(reply) => {
                     let twin = &self.instance;
@@ -239,10 +361,10 @@ impl Worker {
     /// Serve one request: the answer, and the tape row it made (none for a refusal).
     async fn serve(&mut self, mut req: TwinRequest) -> (TwinReply, Option<Arc<TapeRow>>) {
         let twin = self.image.name.clone();
-        if self.tape.len() >= self.rt.limits.tape_rows || self.tape_bytes >= self.rt.limits.tape_bytes {
+        if self.tape.rows >= self.rt.limits.tape_rows as u64 || self.tape.bytes >= self.rt.limits.tape_bytes {
             let msg = format!(
                 "this sandbox's {twin} tape is full ({} rows, {} MiB cap); finalize the sandbox and start a new one",
-                self.tape.len(),
+                self.tape.rows,
                 self.rt.limits.tape_bytes >> 20
             );
             return (self.render_error(HostErrorKind::TapeFull, msg).await, None);
@@ -250,7 +372,7 @@ impl Worker {
 
         let started = Instant::now();
         let ts = self.next_time();
-        let seq = self.tape.len() as u64 + 1;
+        let seq = self.tape.rows + 1;
         let (reply, facts, error, applied) = match self.call_handle(&mut req, ts, seq).await {
             // Refused by the host and only rendered by the twin: not a tape row. (A twin
             // may serve a route without a credential, e.g. a pre-signed upload URL; that
@@ -309,16 +431,13 @@ impl Worker {
             error,
             applied,
         };
-        let weight = row.weight();
-        self.tape_bytes += weight;
-        self.rt.held.tapes.fetch_add(weight, std::sync::atomic::Ordering::Relaxed);
         if let Some((policy, log)) = &self.outbound {
             for (index, d) in row.deliveries.iter().enumerate() {
                 crate::outbound::send(policy.clone(), log.clone(), crate::outbound::Outgoing { seq, index, delivery: d.clone() });
             }
         }
         let row = Arc::new(row);
-        self.tape.push(row.clone());
+        self.push(row.clone());
         self.served.observe(started.elapsed());
         (reply, Some(row))
     }
@@ -348,9 +467,46 @@ impl Worker {
         Ok((result?.into(), facts))
     }
 
+    /// Add a row to the tape, then let rows the journal holds leave memory.
+    fn push(&mut self, row: Arc<TapeRow>) {
+        let weight = row.weight();
+        let t = &mut self.tape;
+        t.rows = row.seq;
+        t.bytes += weight;
+        t.recent_bytes += weight;
+        self.rt.held.tapes.fetch_add(weight, Relaxed);
+        t.recent.push_back(row);
+        self.trim();
+    }
+
+    /// Drop the oldest rows in memory past the tape's memory bounds, as far as the journal
+    /// has committed them. Without a journal every row stays.
+    fn trim(&mut self) {
+        let Some(journal) = &self.journal else { return };
+        let (max_rows, max_bytes) = (self.rt.limits.tape_memory_rows, self.rt.limits.tape_memory_bytes);
+        let t = &mut self.tape;
+        if t.recent.len() <= max_rows && t.recent_bytes <= max_bytes {
+            return;
+        }
+        let durable = t.durable.max(journal.durable_through());
+        let mut freed = 0;
+        while t.recent.len() > max_rows || t.recent_bytes > max_bytes {
+            match t.recent.front() {
+                Some(r) if r.seq <= durable => {
+                    let w = r.weight();
+                    t.recent.pop_front();
+                    t.recent_bytes -= w;
+                    freed += w;
+                }
+                _ => break,
+            }
+        }
+        self.rt.held.tapes.fetch_sub(freed, Relaxed);
+    }
+
     /// Rows recent enough to be worth sharing bytes with: clients repeat themselves.
     fn recent_rows(&self) -> impl Iterator<Item = &TapeRow> {
-        self.tape.iter().rev().take(SHARE_WINDOW).map(|r| &**r)
+        self.tape.recent.iter().rev().take(SHARE_WINDOW).map(|r| &**r)
     }
 
     /// A request body for the tape, sharing a recent row's copy when the bytes are the same.
@@ -408,14 +564,48 @@ impl Worker {
         Ok(())
     }
 
-    /// Apply the tape's applied rows to the current store, each at its recorded time.
+    /// Apply the tape's applied rows to the current store, each at its recorded time: the
+    /// older ones read back from the journal a page at a time, then those in memory.
     async fn replay_tape(&mut self) -> Result<(), StoreError> {
-        let rows: Vec<Arc<TapeRow>> = self.tape.iter().filter(|r| r.applied).cloned().collect();
-        for row in rows {
-            let mut req = replay_request(&row);
-            self.call_handle(&mut req, row.ts, row.seq).await?;
+        let first = self.tape.first_in_memory();
+        let recent: Vec<Arc<TapeRow>> = self.tape.recent.iter().filter(|r| r.applied).cloned().collect();
+        if first > 1 {
+            let journal = self.journal.clone().ok_or_else(|| StoreError::Journal("rows left memory without a journal".into()))?;
+            let mut from = 1;
+            while from < first {
+                let page = read_all(&journal, from, first, READ_PAGE).await?;
+                from += page.len() as u64;
+                for row in page.iter().filter(|r| r.applied) {
+                    self.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
+                }
+            }
+        }
+        for row in recent {
+            self.call_handle(&mut replay_request(&row), row.ts, row.seq).await?;
         }
         Ok(())
+    }
+
+    /// Continue the tape the journal holds from before a restart: replay its rows a page at
+    /// a time, keeping the newest in memory, and move the virtual clock past the last.
+    async fn restore(&mut self) -> Result<(), StoreError> {
+        let Some(journal) = self.journal.clone() else { return Ok(()) };
+        loop {
+            let from = self.tape.rows + 1;
+            let page = read_rows(&journal, from, u64::MAX, READ_PAGE).await?;
+            let last_page = page.len() < READ_PAGE;
+            for row in page {
+                if row.applied {
+                    self.call_handle(&mut replay_request(&row), row.ts, row.seq).await?;
+                }
+                self.last_us = self.last_us.max(row.ts);
+                self.tape.durable = row.seq;
+                self.push(Arc::new(row));
+            }
+            if last_page {
+                return Ok(());
+            }
+        }
     }
 
     fn next_time(&mut self) -> u64 {
@@ -480,7 +670,7 @@ pub async fn replay(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage
     let (store, instance) = boot(&rt, &image, &seed).await?;
     let metrics = Arc::new(Metrics::default());
     let served = metrics.twin_requests(&image.name);
-    let mut w = Worker { rt, image, seed, store, instance, tape: Vec::new(), tape_bytes: 0, last_us: 0, metrics, served, outbound: None, journal: None };
+    let mut w = Worker { rt, image, seed, store, instance, tape: Tape::default(), last_us: 0, metrics, served, outbound: None, journal: None };
     let mut out = Vec::new();
     for row in rows.iter().filter(|r| r.applied) {
         let (reply, facts) = w.call_handle(&mut replay_request(row), row.ts, row.seq).await?;

@@ -133,8 +133,8 @@ impl App {
                 pome_runtime::seeds::SeedError::Rejected(message) => CreateError::SeedRejected { twin: name.clone(), message },
                 other => CreateError::TwinFailed { twin: name.clone(), message: format!("loading its seed: {other}") },
             })?;
-            let journal = live.as_ref().map(|l| l.journal(&identity.id));
-            let store = pome_runtime::store::TwinStore::resume(self.rt.clone(), image, seed_image.clone(), self.metrics.clone(), self.outbound.clone(), journal, Vec::new())
+            let journal = live.as_ref().map(|l| l.journal(&identity.id, name));
+            let store = pome_runtime::store::TwinStore::resume(self.rt.clone(), image, seed_image.clone(), self.metrics.clone(), self.outbound.clone(), journal, false)
                 .await
                 .map_err(|e| CreateError::TwinFailed { twin: name.clone(), message: e.to_string() })?;
             twins.push(SandboxTwin { name: name.clone(), store, seed: seed_image });
@@ -175,12 +175,12 @@ impl App {
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get() * 2);
         let gate = Arc::new(tokio::sync::Semaphore::new(parallel));
         let mut jobs = tokio::task::JoinSet::new();
-        for (record, tapes) in restored.open {
+        for record in restored.open {
             let (app, gate) = (self.clone(), gate.clone());
             jobs.spawn(async move {
                 let _permit = gate.acquire().await;
                 let id = record.id.clone();
-                match app.restore_one(record, tapes).await {
+                match app.restore_one(record).await {
                     Ok(()) => true,
                     Err(e) => {
                         tracing::error!(sandbox = %id, error = %e, "a live sandbox could not be restored; its record stays on disk");
@@ -196,7 +196,7 @@ impl App {
         n
     }
 
-    async fn restore_one(&self, record: crate::live::SandboxRecord, mut tapes: std::collections::BTreeMap<String, Vec<pome_tape::TapeRow>>) -> anyhow::Result<()> {
+    async fn restore_one(&self, record: crate::live::SandboxRecord) -> anyhow::Result<()> {
         let live = self.sandboxes.live().cloned();
         let mut twins = Vec::with_capacity(record.twins.len());
         for (i, (name, seed)) in record.twins.iter().zip(&record.seeds).enumerate() {
@@ -205,9 +205,8 @@ impl App {
                 tracing::warn!(sandbox = %record.id, twin = %name, "the twin's component changed since the sandbox was created; replaying its tape on the new one");
             }
             let seed_image = self.seeds.get(&self.rt, &image, seed).await.map_err(|e| anyhow::anyhow!("the {name} seed: {e}"))?;
-            let journal = live.as_ref().map(|l| l.journal(&record.id));
-            let tape = tapes.remove(name).unwrap_or_default();
-            let store = pome_runtime::store::TwinStore::resume(self.rt.clone(), image, seed_image.clone(), self.metrics.clone(), self.outbound.clone(), journal, tape)
+            let journal = live.as_ref().map(|l| l.journal(&record.id, name));
+            let store = pome_runtime::store::TwinStore::resume(self.rt.clone(), image, seed_image.clone(), self.metrics.clone(), self.outbound.clone(), journal, true)
                 .await
                 .map_err(|e| anyhow::anyhow!("the {name} twin: {e}"))?;
             twins.push(SandboxTwin { name: name.clone(), store, seed: seed_image });

@@ -161,14 +161,14 @@ impl Tail {
         };
         for twin in &sandbox.twins {
             let last = self.sent.get(&twin.name).copied().unwrap_or(0);
-            let Ok(rows) = twin.store.tape().await else { continue };
+            // One more than is sent, to tell a backlog from a tape that has caught up.
+            let Ok(rows) = twin.store.rows_after(last, ROWS_PER_POLL + 1).await else { continue };
             let mut newest = last;
-            let fresh = rows.iter().filter(|r| r.seq > last);
-            if rows.iter().rev().take_while(|r| r.seq > last).count() > ROWS_PER_POLL {
+            if rows.len() > ROWS_PER_POLL {
                 // A backlog (a long tape, or a page opened late): send the rest without waiting.
                 self.first = true;
             }
-            for row in fresh.take(ROWS_PER_POLL) {
+            for row in rows.iter().take(ROWS_PER_POLL) {
                 match serde_json::to_string(&**row) {
                     Ok(text) => self.queue.push_back(Event::default().event("row").data(text)),
                     Err(e) => tracing::warn!(error = %e, "a tape row did not serialize"),

@@ -2,8 +2,11 @@
 //! component: `GET /loop` spins forever, `GET /trap` panics, `GET /balloon` grows memory
 //! without bound, `GET /huge` answers a 64 MiB body. `POST /notes` and `GET /notes` are a
 //! well-behaved counter so tests can see that state survives a rebuild.
+//!
+//! Checks: `A note says "{text}"` is decided honestly; deciding `The twin spins deciding
+//! this` loops forever, so grading's bound per criterion can be tested.
 
-use pome_twin_sdk::{Call, HostError, Response, Router, Twin, Value, json, time};
+use pome_twin_sdk::{Call, CheckDecl, CheckWorld, Evidence, HostError, Outcome, Params, Response, Router, Twin, Value, json, time};
 use serde::{Deserialize, Serialize};
 
 #[derive(Serialize, Deserialize, Default)]
@@ -86,6 +89,32 @@ impl Twin for Hostile {
 
     fn host_error(err: &HostError) -> Response {
         Response::json(err.kind.status(), &json!({"error": err.message}))
+    }
+
+    fn checks() -> Vec<CheckDecl> {
+        vec![
+            CheckDecl::new("hostile.noted", "A note says \"{text}\"", "final", "positive"),
+            CheckDecl::new("hostile.spins", "The twin spins deciding this", "final", "positive"),
+        ]
+    }
+
+    fn evaluate_check(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, String> {
+        match id {
+            "hostile.noted" => {
+                let notes = w.state["notes"].as_array().cloned().unwrap_or_default();
+                Ok(match notes.iter().position(|n| n["text"].as_str() == Some(p["text"].as_str())) {
+                    Some(i) => Outcome::new(true, format!("note {} says it", notes[i]["id"]), Evidence::state(format!("notes[{i}]"))),
+                    None => Outcome::new(false, format!("none of {} notes says it", notes.len()), Evidence::state("notes")),
+                })
+            }
+            "hostile.spins" => {
+                let mut x: u64 = 0;
+                loop {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+            other => Err(format!("the hostile twin has no check `{other}`")),
+        }
     }
 }
 
