@@ -175,14 +175,16 @@ CREATE TABLE IF NOT EXISTS sandboxes (
     closed TEXT,
     closed_seq INTEGER
 );
+-- A rowid table with the key in an index: rows are kilobytes, and a WITHOUT ROWID table
+-- would move them around its key's B-tree on every insert.
 CREATE TABLE IF NOT EXISTS tape_rows (
     sandbox_id TEXT NOT NULL,
     twin TEXT NOT NULL,
     seq INTEGER NOT NULL,
     -- The row in the tape's wire form (what GET /_pome/events serves).
-    row TEXT NOT NULL,
-    PRIMARY KEY (sandbox_id, twin, seq)
-) WITHOUT ROWID;
+    row TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS tape_rows_key ON tape_rows (sandbox_id, twin, seq);
 ";
 
 /// Closed sandboxes remembered across restarts (as tombstones), newest kept.
@@ -249,6 +251,10 @@ fn connect(path: &Path) -> Result<Connection, StorageError> {
     // a power cut, not only a crash.
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
+    // Room for a busy minute's pages (64 MiB) before SQLite spills them mid-transaction, and
+    // a larger log between checkpoints, which then write each hot page once.
+    conn.pragma_update(None, "cache_size", -65536)?;
+    conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
     conn.busy_timeout(Duration::from_secs(10))?;
     Ok(conn)
 }
