@@ -11,11 +11,13 @@
 //! [`render`] (Slack's JSON shapes), then one module per method family.
 
 pub mod args;
+pub mod canvases;
 pub mod chat;
 pub mod checks;
 pub mod conversations;
 pub mod files;
 pub mod items;
+pub mod mcp_tools;
 pub mod misc;
 pub mod model;
 pub mod render;
@@ -99,6 +101,11 @@ pub const METHODS: &[(&str, Fidelity, MethodFn)] = {
         ("conversations.setTopic", S, conversations::set_topic),
         ("conversations.setPurpose", S, conversations::set_purpose),
         ("conversations.mark", S, conversations::mark),
+        ("conversations.canvases.create", S, canvases::conversations_create),
+        ("canvases.create", S, canvases::create),
+        ("canvases.edit", S, canvases::edit),
+        ("canvases.delete", S, canvases::delete),
+        ("canvases.sections.lookup", S, canvases::sections_lookup),
         ("reactions.add", S, items::reactions_add),
         ("reactions.remove", S, items::reactions_remove),
         ("reactions.get", S, items::reactions_get),
@@ -160,6 +167,17 @@ fn method_route(w: &mut World, call: &mut Call) -> Response {
         return World::unsupported(call);
     };
     run(w, call, &name, *f)
+}
+
+/// The route of each tool of Slack's MCP server served by the twin itself
+/// ([`mcp_tools`]): the router has set `call.action` to `mcp.<tool>`.
+fn tool_route(w: &mut World, call: &mut Call) -> Response {
+    let action = call.action.clone().unwrap_or_default();
+    let name = action.strip_prefix("mcp.").unwrap_or(&action);
+    let Some((_, f)) = mcp_tools::TOOLS.iter().find(|(n, _)| *n == name) else {
+        return World::unsupported(call);
+    };
+    run(w, call, &action, *f)
 }
 
 /// Serve one method: post any scheduled messages that fell due, apply seeded rate limits,
@@ -282,6 +300,9 @@ impl Twin for World {
             let mut r = Router::new();
             for (name, fidelity, _) in METHODS {
                 r = r.route(None, &format!("/api/{name}"), name, *fidelity, method_route);
+            }
+            for (name, _) in mcp_tools::TOOLS {
+                r = r.route(Some(Method::Post), &format!("/mcp-tools/{name}"), &format!("mcp.{name}"), Fidelity::Semantic, tool_route);
             }
             r.route(Some(Method::Post), "/upload/v1/{file}", "files.upload_bytes", Fidelity::Semantic, files::upload_bytes)
                 .route(Some(Method::Get), "/files-pri/{team_file}/{name}", "files.download", Fidelity::Semantic, files::download)

@@ -31,6 +31,12 @@ pub struct World {
     pub ephemeral: Vec<Ephemeral>,
     /// Custom emoji: name → URL or `alias:other`.
     pub emoji: BTreeMap<String, String>,
+    /// Canvases (`canvases.create`, `conversations.canvases.create`), standalone or a
+    /// channel's own.
+    pub canvases: Vec<Canvas>,
+    /// Unsent message drafts (the MCP tool `slack_send_message_draft`), one per conversation
+    /// and thread; sending with `draft_id` removes one.
+    pub drafts: Vec<Draft>,
     /// Seeded rate-limit injection, with how many calls each rule has seen.
     pub rate_limits: Vec<RateLimit>,
     /// Source of generated ids; only ever grows.
@@ -305,6 +311,45 @@ pub struct Ephemeral {
     pub author: String,
 }
 
+/// A canvas: a title and a document of sections (a heading, a paragraph, a whole list, a
+/// table or a code block each), kept as Canvas-flavoured markdown so edits can address them.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Canvas {
+    /// `F…`: canvases are files in Slack.
+    pub id: String,
+    pub title: String,
+    pub creator: String,
+    pub created: i64,
+    pub updated: i64,
+    /// The conversation whose canvas this is (`conversations.canvases.create`), or the one it
+    /// was created tabbed in.
+    pub channel: Option<String>,
+    /// Set for a channel's own canvas (one per conversation).
+    pub is_channel_canvas: bool,
+    /// The id the title answers to when edits address it as a section.
+    pub title_section: String,
+    pub sections: Vec<CanvasSection>,
+    /// Source of section ids; only ever grows.
+    pub section_seq: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct CanvasSection {
+    /// `temp:C:…`, stable while the section lives.
+    pub id: String,
+    pub markdown: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Draft {
+    pub id: String,
+    pub channel: String,
+    pub thread_ts: Option<String>,
+    pub text: String,
+    pub user: String,
+    pub date_created: i64,
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]
 pub struct RateLimit {
     /// A method name, or `*` for every method.
@@ -387,6 +432,8 @@ impl World {
             || self.usergroups.iter().any(|g| g.id == id)
             || self.reminders.iter().any(|r| r.id == id)
             || self.scheduled.iter().any(|s| s.id == id)
+            || self.canvases.iter().any(|c| c.id == id)
+            || self.drafts.iter().any(|d| d.id == id)
     }
 
     pub fn user(&self, id: &str) -> Option<&User> {

@@ -273,6 +273,36 @@ fn iid(cid: &str, ts: &str) -> String {
     format!("{}-{}-{}-{}-{}", &s[0..8], &s[8..12], &s[12..16], &s[16..20], &s[20..32])
 }
 
+/// A message as search answers it.
+fn message_match(w: &World, base: &str, ci: usize, mi: usize) -> Value {
+    let c = &w.channels[ci];
+    let m = &c.messages[mi];
+    let mut v = json!({
+        "iid": iid(&c.id, &m.ts),
+        "team": w.team.id,
+        "channel": {
+            "id": c.id, "is_channel": c.kind == Kind::Public || c.kind == Kind::Private,
+            "is_group": false, "is_im": c.is_im(), "is_mpim": c.is_mpim(),
+            "is_shared": false, "is_org_shared": false, "is_ext_shared": false,
+            "is_private": c.is_restricted(), "name": c.name,
+            "pending_shared": [], "is_pending_ext_shared": false,
+        },
+        "type": "message",
+        "user": m.user,
+        "username": w.user(&m.user).map(|u| u.name.clone()).or_else(|| m.username.clone()).unwrap_or_default(),
+        "ts": m.ts,
+        "text": m.text,
+        "permalink": render::permalink(base, c, m),
+    });
+    if let Some(b) = &m.blocks {
+        v["blocks"] = serde_json::from_str(b).unwrap_or(Value::Null);
+    }
+    if let Some(t) = m.thread_ts.as_ref().filter(|_| m.is_reply()) {
+        v["thread_ts"] = json!(t);
+    }
+    v
+}
+
 fn messages_block(w: &World, base: &str, a: &Args, q: &Query) -> Value {
     let hits = message_hits(w, q);
     let keyed = hits.into_iter().map(|(ci, mi)| (ts_micros(&w.channels[ci].messages[mi].ts).unwrap_or(0), (ci, mi))).collect();
@@ -283,34 +313,7 @@ fn messages_block(w: &World, base: &str, a: &Args, q: &Query) -> Value {
         .into_iter()
         .skip((p.page - 1) * p.count)
         .take(p.count)
-        .map(|(ci, mi)| {
-            let c = &w.channels[ci];
-            let m = &c.messages[mi];
-            let mut v = json!({
-                "iid": iid(&c.id, &m.ts),
-                "team": w.team.id,
-                "channel": {
-                    "id": c.id, "is_channel": c.kind == Kind::Public || c.kind == Kind::Private,
-                    "is_group": false, "is_im": c.is_im(), "is_mpim": c.is_mpim(),
-                    "is_shared": false, "is_org_shared": false, "is_ext_shared": false,
-                    "is_private": c.is_restricted(), "name": c.name,
-                    "pending_shared": [], "is_pending_ext_shared": false,
-                },
-                "type": "message",
-                "user": m.user,
-                "username": w.user(&m.user).map(|u| u.name.clone()).or_else(|| m.username.clone()).unwrap_or_default(),
-                "ts": m.ts,
-                "text": m.text,
-                "permalink": render::permalink(base, c, m),
-            });
-            if let Some(b) = &m.blocks {
-                v["blocks"] = serde_json::from_str(b).unwrap_or(Value::Null);
-            }
-            if let Some(t) = m.thread_ts.as_ref().filter(|_| m.is_reply()) {
-                v["thread_ts"] = json!(t);
-            }
-            v
-        })
+        .map(|(ci, mi)| message_match(w, base, ci, mi))
         .collect();
     envelope(total, &p, matches)
 }
@@ -371,6 +374,162 @@ pub fn all(w: &mut World, call: &mut Call, a: &Args) -> Res {
         "files": files_block(w, &base, a, &q),
         "posts": {"total": 0, "matches": []},
     }))
+}
+
+/// The searches of Slack's MCP server (`slack_search_public`, `slack_search_public_and_private`):
+/// the same query language over messages and files (canvases among them), narrowed by
+/// conversation type (`channel_types`; only public channels when `public_only`), membership
+/// (`only_my_channels`), bots (left out unless `include_bots`) and `after`/`before` (unix
+/// seconds, inclusive). At most 20 results a page, with an opaque `cursor`.
+pub fn mcp_search(w: &World, base: &str, a: &Args, public_only: bool) -> Res {
+    let text = query(a)?;
+    let q = parse(w, &text);
+    let kinds: Vec<Kind> = if public_only {
+        vec![Kind::Public]
+    } else {
+        let listed = a.list("channel_types");
+        let names = if listed.is_empty() { vec!["public_channel".into(), "private_channel".into(), "mpim".into(), "im".into()] } else { listed };
+        let mut kinds = Vec::new();
+        for n in names {
+            kinds.push(match n.as_str() {
+                "public_channel" => Kind::Public,
+                "private_channel" => Kind::Private,
+                "mpim" => Kind::Mpim,
+                "im" => Kind::Im,
+                _ => return Err(fail("invalid_types")),
+            });
+        }
+        kinds
+    };
+    let contents = a.list("content_types");
+    let (want_messages, want_files) = if contents.is_empty() {
+        (true, true)
+    } else {
+        for c in &contents {
+            if c != "messages" && c != "files" {
+                return Err(fail("invalid_arguments").with("detail", json!("content_types: messages, files")));
+            }
+        }
+        (contents.iter().any(|c| c == "messages"), contents.iter().any(|c| c == "files"))
+    };
+    let bound = |key: &str| -> Result<Option<i64>, SlackError> {
+        match a.str(key) {
+            None => Ok(None),
+            Some(s) => ts_micros(s.trim()).map(|m| Some(m / 1_000_000)).ok_or_else(|| fail("invalid_arguments").with("detail", json!(format!("{key} must be a unix timestamp")))),
+        }
+    };
+    let (after, before) = (bound("after")?, bound("before")?);
+    let in_range = |secs: i64| after.is_none_or(|x| secs >= x) && before.is_none_or(|x| secs <= x);
+    let mine = a.flag("only_my_channels");
+    let bots = a.flag("include_bots");
+    let channel_ok = |c: &Channel| kinds.contains(&c.kind) && (!mine || c.has_member(&w.agent));
+
+    let mut messages = Vec::new();
+    if want_messages {
+        for (ci, mi) in message_hits(w, &q) {
+            let c = &w.channels[ci];
+            let m = &c.messages[mi];
+            let by_bot = m.bot_id.is_some() || w.user(&m.user).is_some_and(|u| u.is_bot);
+            if channel_ok(c) && (bots || !by_bot) && in_range(ts_micros(&m.ts).unwrap_or(0) / 1_000_000) {
+                messages.push((ts_micros(&m.ts).unwrap_or(0), (ci, mi)));
+            }
+        }
+    }
+    let shared_ok = |chs: &[String]| chs.iter().any(|id| w.channel_idx(id).is_some_and(|i| w.visible(&w.channels[i]) && channel_ok(&w.channels[i])));
+    let mut files: Vec<(i64, Value)> = Vec::new();
+    if want_files {
+        for f in w.files.iter().filter(|f| f.state == FileState::Complete) {
+            let ok_here = shared_ok(&f.channels) || (!public_only && !mine && f.user == w.agent);
+            if !ok_here || q.from.as_ref().is_some_and(|ids| !ids.contains(&f.user)) || !in_time(&q, f.created) || !in_range(f.created) {
+                continue;
+            }
+            let hay = format!("{} {} {}", f.name, f.title, if f.binary { "" } else { &f.content });
+            if text_matches(&q, &hay) {
+                files.push((f.created, render::file(w, f, base)));
+            }
+        }
+        for c in &w.canvases {
+            let chans: Vec<String> = c.channel.iter().cloned().collect();
+            let ok_here = shared_ok(&chans) || (!public_only && !mine && c.creator == w.agent);
+            if !ok_here || q.from.as_ref().is_some_and(|ids| !ids.contains(&c.creator)) || !in_time(&q, c.updated) || !in_range(c.updated) {
+                continue;
+            }
+            if text_matches(&q, &format!("{} {}", c.title, c.markdown())) {
+                files.push((c.updated, json!({
+                    "id": c.id, "title": c.title, "name": c.title, "filetype": "canvas", "user": c.creator,
+                    "created": c.created, "updated": c.updated, "permalink": crate::canvases::permalink(w, base, c),
+                })));
+            }
+        }
+    }
+    let by_time = a.str("sort").as_deref() == Some("timestamp");
+    let asc = a.str("sort_dir").as_deref() == Some("asc");
+    let messages: Vec<(usize, usize)> = ranked(messages, by_time && asc);
+    let files: Vec<Value> = ranked(files, by_time && asc);
+    let start = match crate::args::read_cursor(a, "search")? {
+        None => 0,
+        Some(p) => p.parse::<usize>().map_err(|_| fail("invalid_cursor"))?,
+    };
+    let limit = a.limit(20, 20);
+    let more = messages.len().max(files.len()) > start + limit;
+    let concise = a.str("response_format").as_deref() == Some("concise");
+    let max_len = a.int("max_context_length").filter(|n| *n > 0).map(|n| n as usize);
+    let msgs: Vec<Value> = messages
+        .into_iter()
+        .skip(start)
+        .take(limit)
+        .map(|(ci, mi)| {
+            let mut v = message_match(w, base, ci, mi);
+            if concise {
+                v = json!({"channel": v["channel"]["id"], "user": v["user"], "ts": v["ts"], "text": v["text"], "permalink": v["permalink"]});
+            }
+            if a.bool("include_context") != Some(false) {
+                v["context"] = json!(context(w, ci, mi, max_len));
+            }
+            v
+        })
+        .collect();
+    let files: Vec<Value> = files.into_iter().skip(start).take(limit).collect();
+    let mut out = json!({"query": text});
+    if want_messages {
+        out["messages"] = json!(msgs);
+    }
+    if want_files {
+        out["files"] = json!(files);
+    }
+    out["response_metadata"] = json!({"next_cursor": if more { crate::args::cursor("search", start + limit) } else { String::new() }});
+    ok(out)
+}
+
+/// Newest first (relevance is ranked by time too until scoring is modelled), or oldest first.
+fn ranked<T>(mut v: Vec<(i64, T)>, oldest_first: bool) -> Vec<T> {
+    v.sort_by_key(|x| std::cmp::Reverse(x.0));
+    if oldest_first {
+        v.reverse();
+    }
+    v.into_iter().map(|(_, x)| x).collect()
+}
+
+/// The messages either side of a hit in its conversation (or thread), texts cut to `max_len`.
+fn context(w: &World, ci: usize, mi: usize, max_len: Option<usize>) -> Vec<Value> {
+    let c = &w.channels[ci];
+    let m = &c.messages[mi];
+    let same_thread = |x: &Message| if m.is_reply() { x.thread_ts == m.thread_ts } else { x.in_history() };
+    let around: Vec<&Message> = c.messages.iter().filter(|x| same_thread(x)).collect();
+    let at = around.iter().position(|x| x.ts == m.ts).unwrap_or(0);
+    let lo = at.saturating_sub(1);
+    let hi = (at + 2).min(around.len());
+    around[lo..hi]
+        .iter()
+        .filter(|x| x.ts != m.ts)
+        .map(|x| {
+            let text: String = match max_len {
+                Some(n) => x.text.chars().take(n).collect(),
+                None => x.text.clone(),
+            };
+            json!({"user": x.user, "ts": x.ts, "text": text})
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -713,3 +713,130 @@ fn integration_messages_are_bot_messages_with_a_stable_bot_id() {
     assert_eq!(m[1]["bot_id"], m[2]["bot_id"]);
     assert_ne!(m[0]["bot_id"], m[2]["bot_id"]);
 }
+
+fn tool(w: &mut World, name: &str, args: Value) -> Value {
+    let mut req = Request::new(Method::Post, &format!("/mcp-tools/{name}")).with_json(&args);
+    req.headers = vec![("content-type".into(), "application/json;charset=utf-8".into())];
+    let mut c = Call::new(req);
+    World::router().dispatch(w, &mut c).json_body()
+}
+
+#[test]
+fn canvases_are_edited_by_section_and_looked_up() {
+    let mut w = world();
+    let md = "# Plan\nShip v2.\n\n## Risks\n- flaky tests\n- migration";
+    let id = ok(&mut w, "canvases.create", json!({"title": "Launch", "document_content": {"type": "markdown", "markdown": md}}))["canvas_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(id.starts_with('F'));
+    let risks = ok(&mut w, "canvases.sections.lookup", json!({"canvas_id": id, "criteria": {"section_types": ["h2"]}}))["sections"].clone();
+    assert_eq!(risks.as_array().unwrap().len(), 1);
+    let risks = risks[0]["id"].as_str().unwrap().to_string();
+    let list = ok(&mut w, "canvases.sections.lookup", json!({"canvas_id": id, "criteria": {"contains_text": "MIGRATION"}}))["sections"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A form sends `changes` as JSON text, as slack_sdk does.
+    let changes = json!([
+        {"operation": "insert_after", "section_id": risks, "document_content": {"type": "markdown", "markdown": "Owner: <@U0BOB00001>"}},
+        {"operation": "replace", "section_id": list, "document_content": {"type": "markdown", "markdown": "- none left"}},
+        {"operation": "rename", "title_content": {"type": "markdown", "markdown": "Launch v2"}},
+    ]);
+    ok(&mut w, "canvases.edit", json!({"canvas_id": id, "changes": changes.to_string()}));
+    let c = w.canvases.iter().find(|c| c.id == id).unwrap();
+    assert_eq!(c.title, "Launch v2");
+    assert_eq!(c.markdown(), "# Plan\n\nShip v2.\n\n## Risks\n\nOwner: <@U0BOB00001>\n\n- none left");
+    // A failing change leaves the canvas as it was.
+    let bad = json!([{"operation": "delete", "section_id": list}, {"operation": "delete", "section_id": "temp:C:nope"}]);
+    assert_eq!(err(&mut w, "canvases.edit", json!({"canvas_id": id, "changes": bad})), "canvas_editing_failed");
+    assert_eq!(w.canvases.iter().find(|c| c.id == id).unwrap().markdown().matches("none left").count(), 1);
+    assert_eq!(err(&mut w, "canvases.edit", json!({"canvas_id": "F0NOPE", "changes": changes})), "canvas_not_found");
+    ok(&mut w, "canvases.delete", json!({"canvas_id": id}));
+    assert!(w.canvases.is_empty());
+}
+
+#[test]
+fn a_channel_has_one_canvas() {
+    let mut w = world();
+    let body = json!({"channel_id": "C0ENG00001", "document_content": {"type": "markdown", "markdown": "Runbook"}});
+    ok(&mut w, "conversations.canvases.create", body.clone());
+    assert_eq!(err(&mut w, "conversations.canvases.create", body), "channel_canvas_already_exists");
+    // Not a member of #random: the agent (a bot) cannot add its canvas.
+    assert_eq!(err(&mut w, "conversations.canvases.create", json!({"channel_id": "C0RANDOM01"})), "not_in_channel");
+}
+
+#[test]
+fn drafts_are_kept_until_sent_with_their_id() {
+    let mut w = world();
+    let d = tool(&mut w, "slack_send_message_draft", json!({"channel_id": "C0ENG00001", "message": "LGTM"}));
+    assert_eq!(d["ok"], true, "{d}");
+    assert_eq!(tool(&mut w, "slack_send_message_draft", json!({"channel_id": "C0ENG00001", "message": "again"}))["error"], "draft_already_exists");
+    assert_eq!(w.drafts.len(), 1);
+    assert!(!w.channels.iter().any(|c| c.messages.iter().any(|m| m.text == "LGTM")), "a draft is not posted");
+    let sent = tool(&mut w, "slack_send_message", json!({"channel_id": "C0ENG00001", "message": "LGTM", "draft_id": d["draft_id"]}));
+    assert_eq!(sent["ok"], true, "{sent}");
+    assert!(sent["message_link"].as_str().unwrap().contains("/archives/C0ENG00001/p"));
+    assert!(w.drafts.is_empty());
+    assert_eq!(tool(&mut w, "slack_send_message", json!({"channel_id": "C0ENG00001", "message": "x", "draft_id": d["draft_id"]}))["error"], "draft_not_found");
+}
+
+#[test]
+fn create_conversation_makes_a_channel_with_members_or_a_group_dm() {
+    let mut w = world();
+    let ch = tool(&mut w, "slack_create_conversation", json!({"channel_name": "launch", "is_private": true, "user_ids": ["U0BOB00001", "U0CAROL001"]}));
+    assert_eq!(ch["ok"], true, "{ch}");
+    let c = w.channels.iter().find(|c| c.name == "launch").unwrap();
+    assert!(c.is_private);
+    assert_eq!(c.members, ["U0AGENT001", "U0BOB00001", "U0CAROL001"]);
+    // An unknown user refuses the whole call before any channel is made.
+    let bad = tool(&mut w, "slack_create_conversation", json!({"channel_name": "other", "user_ids": ["U0NOBODY"]}));
+    assert_eq!(bad["error"], "user_not_found");
+    assert!(!w.channels.iter().any(|c| c.name == "other"));
+    let g = tool(&mut w, "slack_create_conversation", json!({"user_ids": ["U0BOB00001", "U0CAROL001"]}));
+    assert_eq!(g["channel"]["is_mpim"], true, "{g}");
+}
+
+#[test]
+fn mcp_canvas_tools_read_and_update_by_section() {
+    let mut w = world();
+    let c = tool(&mut w, "slack_create_canvas", json!({"title": "Notes", "content": "# Agenda\n- one\n- two\n\nClosing words"}));
+    let id = c["canvas"]["canvas_id"].as_str().unwrap().to_string();
+    let map = tool(&mut w, "slack_read_canvas", json!({"canvas_id": id}))["canvas"]["section_id_mapping"].clone();
+    let ids: Vec<String> = map.as_array().unwrap().iter().map(|s| s["section_id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(map[0]["type"], "title");
+    assert_eq!(ids.len(), 4, "{map}");
+    let up = tool(
+        &mut w,
+        "slack_update_canvas",
+        json!({"canvas_id": id, "sections": [
+            {"edit_type": "replace", "section_id": ids[0], "content": "Meeting notes"},
+            {"edit_type": "append", "section_id": ids[2], "content": "- three"},
+            {"edit_type": "delete", "section_id": ids[3]},
+        ]}),
+    );
+    assert_eq!(up["ok"], true, "{up}");
+    assert_eq!(up["canvas"]["title"], "Meeting notes");
+    assert_eq!(up["canvas"]["markdown"], "# Agenda\n\n- one\n- two\n\n- three");
+    let legacy = tool(&mut w, "slack_update_canvas", json!({"canvas_id": id, "action": "prepend", "content": "Intro"}));
+    assert!(legacy["canvas"]["markdown"].as_str().unwrap().starts_with("Intro\n\n# Agenda"));
+}
+
+#[test]
+fn mcp_searches_cover_channels_users_emoji_and_messages() {
+    let mut w = world();
+    let ch = tool(&mut w, "slack_search_channels", json!({"query": "eng"}));
+    let names: Vec<&str> = ch["channels"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["eng", "eng-alerts"]);
+    let u = tool(&mut w, "slack_search_users", json!({"query": "engineer -manager"}));
+    let ids: Vec<&str> = u["users"].as_array().unwrap().iter().map(|u| u["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["U0BOB00001"]);
+    let all_emoji: Vec<String> = w.emoji.keys().cloned().collect();
+    let e = tool(&mut w, "slack_search_emojis", json!({"query": all_emoji[0].to_uppercase()}));
+    assert_eq!(e["emojis"][0]["name"], all_emoji[0].as_str(), "{e}");
+    let m = tool(&mut w, "slack_search_public", json!({"query": "deploy", "content_types": "messages", "limit": 1}));
+    assert_eq!(m["messages"].as_array().unwrap().len(), 1, "{m}");
+    assert_ne!(m["response_metadata"]["next_cursor"], "");
+    let next = tool(&mut w, "slack_search_public", json!({"query": "deploy", "content_types": "messages", "limit": 1, "cursor": m["response_metadata"]["next_cursor"]}));
+    assert_ne!(next["messages"][0]["ts"], m["messages"][0]["ts"]);
+}

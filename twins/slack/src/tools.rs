@@ -1,8 +1,10 @@
-//! The MCP tools: the names and argument names of Slack's MCP servers — the reference server
+//! The MCP tools: Slack's own hosted server (mcp.slack.com, all 19 tools with its names,
+//! descriptions, input schemas and read-only hints verbatim; the capture's own user id in five
+//! descriptions is replaced by where to find the caller's) and the reference server
 //! (`@modelcontextprotocol/server-slack`, MIT: `slack_post_message`, `slack_get_channel_history`,
-//! …) and Slack's own hosted server where a tool is one Web API method (`slack_send_message`,
-//! `slack_read_channel`, …) — each mapped onto a Web API method of this twin, sent as a form
-//! like Slack's own clients do. The table is `tools.json`.
+//! …). A tool that is one Web API method is sent to it as a form, like Slack's own clients do;
+//! the others go to the twin's `/mcp-tools/<tool>` routes ([`crate::mcp_tools`]) as JSON.
+//! The table is `tools.json`.
 
 use pome_twin_sdk::describe::ToolDecl;
 
