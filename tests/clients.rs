@@ -6,11 +6,9 @@
 //! - ten thousand idle connections, against the real `pome serve` with its default cap, do not
 //!   keep the next client out.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pome_e2e::{API_KEY, Opts, Server, workspace};
+use pome_e2e::{API_KEY, Opts, ServeProcess, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -127,22 +125,6 @@ async fn at_the_connection_cap_a_new_client_waits_while_every_connection_is_busy
 
 const IDLE: usize = 10_000;
 
-fn pome_bin() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace().join("target"));
-    let bin = target.join("release/pome");
-    assert!(bin.exists(), "{} is missing: build it with `cargo build --release -p pome`", bin.display());
-    bin
-}
-
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn ten_thousand_idle_connections_do_not_keep_out_the_next_client() {
     // This process holds ten thousand sockets and the server as many: both need the room.
@@ -153,27 +135,8 @@ async fn ten_thousand_idle_connections_do_not_keep_out_the_next_client() {
         rlimit::Resource::NOFILE.set(hard, hard).unwrap();
     }
     let data = tempfile::tempdir().unwrap();
-    let cache = workspace().join("target/pome-test-cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    std::os::unix::fs::symlink(&cache, data.path().join("cache")).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let _server = Process(
-        Command::new(pome_bin())
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--durability", "memory"])
-            .arg("--data")
-            .arg(data.path())
-            .env("POME_API_KEY", API_KEY)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("pome serve starts"),
-    );
-    let url = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while reqwest::get(format!("{url}/healthz")).await.is_err() {
-        assert!(Instant::now() < deadline, "pome serve did not come up");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let server = ServeProcess::start(data.path(), &["--durability", "memory"]).await;
+    let url = server.url.clone();
 
     // Half were served once and stay open; half connected and never said a word.
     let addr = addr(&url);

@@ -4,95 +4,80 @@
 //! the agent continues with its token.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pome_e2e::{API_KEY, hostile_dir, workspace};
+use pome_e2e::{API_KEY, ServeProcess, hostile_dir};
 use serde_json::{Value, json};
 
-/// The release `pome` binary the tests drive (built by `cargo build --release -p pome`).
-fn pome_bin() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace().join("target"));
-    let bin = target.join("release/pome");
-    assert!(bin.exists(), "{} is missing: build it with `cargo build --release -p pome`", bin.display());
-    bin
-}
-
-/// One `pome serve` process on a data directory that outlives it.
-struct Serve {
-    child: Child,
-    url: String,
-}
-
-impl Serve {
-    async fn start(data: &Path, durability: &str) -> Serve {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        // Compiled twins are shared with the other suites (a cold compile of every twin takes
-        // a while on a small machine); everything else in the data directory is this test's.
-        let cache = workspace().join("target/pome-test-cache");
-        std::fs::create_dir_all(&cache).unwrap();
-        if !data.join("cache").exists() {
-            std::os::unix::fs::symlink(&cache, data.join("cache")).unwrap();
-        }
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(data.join("serve.log")).unwrap();
-        let child = Command::new(pome_bin())
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--durability", durability, "--quota", "200"])
-            .arg("--data")
-            .arg(data)
-            .arg("--twins-dir")
-            .arg(hostile_dir())
-            .env("POME_API_KEY", API_KEY)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("pome serve starts");
-        let url = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(300);
-        loop {
-            if http.get(format!("{url}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
-                break;
-            }
-            assert!(Instant::now() < deadline, "pome serve did not come up; see {}", data.join("serve.log").display());
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Serve { child, url }
-    }
-
-    /// SIGTERM and wait: the graceful stop.
-    fn stop(mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "pome serve did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// SIGKILL: no chance to flush anything.
-    fn kill9(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `pome serve` on `data` in a durability mode, with the test twins.
+async fn serve_on(data: &Path, durability: &str) -> ServeProcess {
+    ServeProcess::start(data, &["--durability", durability, "--quota", "200", "--twins-dir", hostile_dir().to_str().unwrap()]).await
 }
 
 #[derive(Clone)]
 struct Sbx {
     id: String,
     token: String,
+}
+
+/// An answered write of the load: on which sandbox, its request id (also the ticket's title),
+/// the ticket's id and when the answer came.
+#[derive(Clone)]
+struct Ack {
+    sandbox: usize,
+    rid: String,
+    id: u64,
+    at: Instant,
+}
+
+/// 8 writers creating tickets round the sandboxes until the server stops answering.
+struct Load {
+    acked: Arc<Mutex<Vec<Ack>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    writers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(http: &reqwest::Client, url: &str, sandboxes: &[Sbx]) -> Load {
+        let acked: Arc<Mutex<Vec<Ack>>> = Arc::default();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writers = (0..8)
+            .map(|w| {
+                let (http, url, sandboxes, acked, stop) = (http.clone(), url.to_string(), sandboxes.to_vec(), acked.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let mut n = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let i = (w + n) % sandboxes.len();
+                        let rid = format!("w{w}n{n}");
+                        match new_ticket(&http, &url, &sandboxes[i], &rid, &rid).await {
+                            Ok((201, t)) => acked.lock().unwrap().push(Ack { sandbox: i, rid, id: t["id"].as_u64().unwrap(), at: Instant::now() }),
+                            Ok((status, v)) => panic!("a write was refused with {status}: {v}"),
+                            Err(_) => break, // the server died under us: this request was never answered
+                        }
+                        n += 1;
+                    }
+                })
+            })
+            .collect();
+        Load { acked, stop, writers }
+    }
+
+    /// The writes answered so far.
+    fn so_far(&self) -> Vec<Ack> {
+        self.acked.lock().unwrap().clone()
+    }
+
+    /// Stop the writers; every write that was answered.
+    async fn finish(self) -> Vec<Ack> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for w in self.writers {
+            w.await.unwrap();
+        }
+        self.acked.lock().unwrap().clone()
+    }
 }
 
 async fn create(http: &reqwest::Client, url: &str, twins: &[&str]) -> Sbx {
@@ -134,7 +119,7 @@ async fn list_ids(http: &reqwest::Client, url: &str) -> BTreeSet<String> {
 async fn a_clean_stop_and_restart_brings_back_every_open_sandbox_as_it_was() {
     let data = tempfile::tempdir().unwrap();
     let http = reqwest::Client::new();
-    let serve = Serve::start(data.path(), "sync").await;
+    let serve = serve_on(data.path(), "sync").await;
     let url = serve.url.clone();
     let mut open = Vec::new();
     for i in 0..3 {
@@ -153,7 +138,7 @@ async fn a_clean_stop_and_restart_brings_back_every_open_sandbox_as_it_was() {
     }
     serve.stop();
 
-    let serve = Serve::start(data.path(), "sync").await;
+    let serve = serve_on(data.path(), "sync").await;
     let url = serve.url.clone();
     assert_eq!(list_ids(&http, &url).await, open.iter().map(|s| s.id.clone()).collect(), "the same sandboxes are open, and only them");
     for (s, (tickets, events)) in open.iter().zip(&before) {
@@ -193,41 +178,19 @@ async fn a_clean_stop_and_restart_brings_back_every_open_sandbox_as_it_was() {
 async fn kill_9_mid_load_loses_no_answered_call_in_sync_mode() {
     let data = tempfile::tempdir().unwrap();
     let http = reqwest::Client::new();
-    let serve = Serve::start(data.path(), "sync").await;
+    let serve = serve_on(data.path(), "sync").await;
     let url = serve.url.clone();
     let mut sandboxes = Vec::new();
     for _ in 0..4 {
         sandboxes.push(create(&http, &url, &["tickets"]).await);
     }
-    let acked: Arc<Mutex<Vec<(usize, String, u64)>>> = Arc::default();
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for w in 0..8 {
-        let (http, url, sandboxes, acked, stop) = (http.clone(), url.clone(), sandboxes.clone(), acked.clone(), stop.clone());
-        writers.push(tokio::spawn(async move {
-            let mut n = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let i = (w + n) % sandboxes.len();
-                let rid = format!("w{w}n{n}");
-                match new_ticket(&http, &url, &sandboxes[i], &rid, &rid).await {
-                    Ok((201, t)) => acked.lock().unwrap().push((i, rid, t["id"].as_u64().unwrap())),
-                    Ok((status, v)) => panic!("a write was refused with {status}: {v}"),
-                    Err(_) => break, // the server died under us: this request was never answered
-                }
-                n += 1;
-            }
-        }));
-    }
+    let load = Load::start(&http, &url, &sandboxes);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     serve.kill9();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for w in writers {
-        w.await.unwrap();
-    }
-    let acked = acked.lock().unwrap().clone();
+    let acked = load.finish().await;
     assert!(acked.len() > 50, "the load got going ({} answers)", acked.len());
 
-    let serve = Serve::start(data.path(), "sync").await;
+    let serve = serve_on(data.path(), "sync").await;
     let url = serve.url.clone();
     let mut recovered = 0;
     for (i, s) in sandboxes.iter().enumerate() {
@@ -235,8 +198,8 @@ async fn kill_9_mid_load_loses_no_answered_call_in_sync_mode() {
         assert_eq!(status, 200, "sandbox {i} came back");
         let rows = events.as_array().unwrap();
         let on_tape: BTreeSet<&str> = rows.iter().map(|r| r["request_id"].as_str().unwrap()).collect();
-        let mine: Vec<&(usize, String, u64)> = acked.iter().filter(|a| a.0 == i).collect();
-        for (_, rid, _) in &mine {
+        let mine: Vec<&Ack> = acked.iter().filter(|a| a.sandbox == i).collect();
+        for Ack { rid, .. } in &mine {
             assert!(on_tape.contains(rid.as_str()), "answered request {rid} is on sandbox {i}'s tape");
         }
         recovered += mine.len();
@@ -244,7 +207,7 @@ async fn kill_9_mid_load_loses_no_answered_call_in_sync_mode() {
         let (_, tickets) = get(&http, &url, s, "/tickets").await;
         let titles: BTreeSet<&str> = tickets.as_array().unwrap().iter().skip(1).map(|t| t["title"].as_str().unwrap()).collect();
         assert_eq!(titles, on_tape, "sandbox {i}: every recorded create, and nothing else, is in the world");
-        for (_, rid, id) in &mine {
+        for Ack { rid, id, .. } in &mine {
             let (status, t) = get(&http, &url, s, &format!("/tickets/{id}")).await;
             assert_eq!((status, t["title"].as_str()), (200, Some(rid.as_str())), "the ticket answered as #{id} is #{id}");
         }
@@ -260,7 +223,7 @@ async fn window_mode_is_on_disk_a_window_after_the_answer_and_memory_mode_keeps_
     let http = reqwest::Client::new();
 
     let data = tempfile::tempdir().unwrap();
-    let serve = Serve::start(data.path(), "window").await;
+    let serve = serve_on(data.path(), "window").await;
     let s = create(&http, &serve.url, &["tickets"]).await;
     for n in 0..5 {
         assert_eq!(new_ticket(&http, &serve.url, &s, &format!("t{n}"), &format!("r{n}")).await.unwrap().0, 201);
@@ -268,18 +231,18 @@ async fn window_mode_is_on_disk_a_window_after_the_answer_and_memory_mode_keeps_
     // Well past the 50 ms window: every row is committed, even with no clean stop.
     tokio::time::sleep(Duration::from_millis(300)).await;
     serve.kill9();
-    let serve = Serve::start(data.path(), "window").await;
+    let serve = serve_on(data.path(), "window").await;
     let (status, events) = get(&http, &serve.url, &s, "/_pome/events").await;
     assert_eq!(status, 200);
     assert_eq!(events.as_array().unwrap().len(), 5);
     serve.stop();
 
     let data = tempfile::tempdir().unwrap();
-    let serve = Serve::start(data.path(), "memory").await;
+    let serve = serve_on(data.path(), "memory").await;
     let s = create(&http, &serve.url, &["tickets"]).await;
     assert_eq!(new_ticket(&http, &serve.url, &s, "t", "r").await.unwrap().0, 201);
     serve.kill9();
-    let serve = Serve::start(data.path(), "memory").await;
+    let serve = serve_on(data.path(), "memory").await;
     assert_eq!(get(&http, &serve.url, &s, "/tickets").await.0, 404, "memory mode: a restart ends every sandbox");
     serve.stop();
 }
@@ -457,37 +420,19 @@ async fn a_power_cut_loses_no_synced_answer_and_every_world_is_its_surviving_tap
     for mode in ["sync", "window"] {
         let data = tempfile::tempdir().unwrap();
         let http = reqwest::Client::new();
-        let serve = Serve::start(data.path(), mode).await;
+        let serve = serve_on(data.path(), mode).await;
         let url = serve.url.clone();
         let mut sandboxes = Vec::new();
         for _ in 0..4 {
             sandboxes.push(create(&http, &url, &["tickets"]).await);
         }
-        let acked: Arc<Mutex<Vec<(usize, String, Instant)>>> = Arc::default();
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let mut writers = Vec::new();
-        for w in 0..8 {
-            let (http, url, sandboxes, acked, stop) = (http.clone(), url.clone(), sandboxes.clone(), acked.clone(), stop.clone());
-            writers.push(tokio::spawn(async move {
-                let mut n = 0;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let i = (w + n) % sandboxes.len();
-                    let rid = format!("w{w}n{n}");
-                    match new_ticket(&http, &url, &sandboxes[i], &rid, &rid).await {
-                        Ok((201, _)) => acked.lock().unwrap().push((i, rid, Instant::now())),
-                        Ok((status, v)) => panic!("a write was refused with {status}: {v}"),
-                        Err(_) => break,
-                    }
-                    n += 1;
-                }
-            }));
-        }
+        let load = Load::start(&http, &url, &sandboxes);
         tokio::time::sleep(Duration::from_millis(1500)).await;
-        let pid = serve.child.id().to_string();
+        let pid = serve.pid().to_string();
         assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
         let cut_at = Instant::now();
         // Every answer the load holds now was sent before the freeze.
-        let acked_before: Vec<(usize, String, Instant)> = acked.lock().unwrap().clone();
+        let acked_before = load.so_far();
         let disk = tempfile::tempdir().unwrap();
         for entry in std::fs::read_dir(data.path()).unwrap() {
             let entry = entry.unwrap();
@@ -500,13 +445,10 @@ async fn a_power_cut_loses_no_synced_answer_and_every_world_is_its_surviving_tap
             std::fs::write(disk.path().join(&name), bytes).unwrap();
         }
         serve.kill9();
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        for w in writers {
-            w.await.unwrap();
-        }
+        load.finish().await;
         assert!(acked_before.len() > 50, "{mode}: the load got going ({} answers)", acked_before.len());
 
-        let serve = Serve::start(disk.path(), mode).await;
+        let serve = serve_on(disk.path(), mode).await;
         let url = serve.url.clone();
         let (mut acked_n, mut recovered) = (0, 0);
         for (i, s) in sandboxes.iter().enumerate() {
@@ -514,7 +456,7 @@ async fn a_power_cut_loses_no_synced_answer_and_every_world_is_its_surviving_tap
             assert_eq!(status, 200, "{mode}: sandbox {i} came back after the power cut");
             let rows = events.as_array().unwrap();
             let on_tape: BTreeSet<&str> = rows.iter().map(|r| r["request_id"].as_str().unwrap()).collect();
-            for (_, rid, at) in acked_before.iter().filter(|a| a.0 == i) {
+            for Ack { rid, at, .. } in acked_before.iter().filter(|a| a.sandbox == i) {
                 acked_n += 1;
                 if on_tape.contains(rid.as_str()) {
                     recovered += 1;

@@ -172,3 +172,85 @@ impl Sandbox {
         r.json()
     }
 }
+
+// --- the server as its own process ------------------------------------------------------------
+
+/// The release `pome` binary the process tests drive (built by `cargo build --release -p pome`).
+pub fn pome_bin() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace().join("target"));
+    let bin = target.join("release/pome");
+    assert!(bin.exists(), "{} is missing: build it with `cargo build --release -p pome`", bin.display());
+    bin
+}
+
+/// One `pome serve` process on a data directory that outlives it: for what only a real
+/// process shows (a restart, `kill -9`, its own file-descriptor limit). Killed when dropped.
+pub struct ServeProcess {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl ServeProcess {
+    /// Start `pome serve` on `data` with `args` besides the listen address and the data
+    /// directory, and wait until it answers `/healthz`. Its log is `data/serve.log`.
+    pub async fn start(data: &std::path::Path, args: &[&str]) -> ServeProcess {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        // Compiled twins are shared with the other suites (a cold compile of every twin takes
+        // a while on a small machine); everything else in the data directory is this test's.
+        let cache = workspace().join("target/pome-test-cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        if !data.join("cache").exists() {
+            std::os::unix::fs::symlink(&cache, data.join("cache")).unwrap();
+        }
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(data.join("serve.log")).unwrap();
+        let child = std::process::Command::new(pome_bin())
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .arg("--data")
+            .arg(data)
+            .args(args)
+            .env("POME_API_KEY", API_KEY)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("pome serve starts");
+        let url = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let deadline = std::time::Instant::now() + Duration::from_secs(300);
+        loop {
+            if http.get(format!("{url}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "pome serve did not come up; see {}", data.join("serve.log").display());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        ServeProcess { child, url }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM and wait: the graceful stop.
+    pub fn stop(mut self) {
+        let _ = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(std::time::Instant::now() < deadline, "pome serve did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL: no chance to flush anything.
+    pub fn kill9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
