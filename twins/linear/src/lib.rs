@@ -14,6 +14,7 @@ pub mod exec;
 pub mod fast;
 pub mod filter;
 pub mod gql;
+pub mod mcp;
 pub mod model;
 pub mod mutate;
 pub mod root;
@@ -331,7 +332,12 @@ impl Twin for World {
 
     fn router() -> &'static Router<Self> {
         static R: OnceLock<Router<World>> = OnceLock::new();
-        R.get_or_init(|| Router::new().route(Some(Method::Post), "/graphql", "graphql", Fidelity::Semantic, graphql).route(Some(Method::Get), "/graphql", "graphql", Fidelity::Semantic, graphql))
+        R.get_or_init(|| {
+            Router::new()
+                .route(Some(Method::Post), "/graphql", "graphql", Fidelity::Semantic, graphql)
+                .route(Some(Method::Get), "/graphql", "graphql", Fidelity::Semantic, graphql)
+                .route(Some(Method::Post), mcp::PATH, "mcp", Fidelity::Semantic, mcp::endpoint)
+        })
     }
 
     fn unsupported(call: &Call) -> Response {
@@ -415,3 +421,5 @@ pome_twin_sdk::export_twin!(World);
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_mcp;

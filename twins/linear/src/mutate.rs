@@ -28,7 +28,7 @@ pub const SPECIAL: &[&str] = &[
     "attachmentLinkGitHubIssue", "attachmentLinkGitHubPR", "attachmentLinkSlack", "attachmentLinkJiraIssue", "attachmentLinkZendesk",
     "attachmentLinkIntercom", "attachmentLinkFront", "attachmentLinkDiscord", "attachmentLinkGitLabMR", "attachmentLinkSalesforce",
     "issueToReleaseDeleteByIssueAndRelease", "userSettingsUpdate", "userChangeRole", "customerUpsert", "resendOrganizationInvite",
-    "resendOrganizationInviteByEmail",
+    "resendOrganizationInviteByEmail", "fileUpload",
 ];
 
 /// The viewer's settings record, made on first use (Linear has one per user).
@@ -204,6 +204,32 @@ impl Mut<'_, '_, '_> {
                 }
                 let id = self.create("Attachment", Value::Object(input))?;
                 return Ok(Done::one("Attachment", &id));
+            }
+            "fileUpload" => {
+                // A signed upload target: the bytes go to `uploadUrl` (PUT, served by the twin
+                // without keeping them); `assetUrl` is what attachments and markdown link to.
+                let filename = s(args, "filename").unwrap_or("file").to_string();
+                let size = args.get("size").and_then(Value::as_i64).unwrap_or(0);
+                let id = self.w.new_id();
+                let org = self.w.org.clone();
+                let enc: String = filename.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect();
+                let headers = vec![
+                    json!({"key": "x-goog-content-length-range", "value": format!("{size},{size}")}),
+                    json!({"key": "cache-control", "value": "public, max-age=31536000"}),
+                    json!({"key": "Content-Disposition", "value": format!("attachment; filename=\"{filename}\"")}),
+                ];
+                let upload = json!({
+                    "uploadUrl": format!("{}/uploads/{org}/{id}/{enc}", self.ctx.base_url),
+                    "assetUrl": format!("https://uploads.linear.app/{org}/{id}/{enc}"),
+                    "contentType": s(args, "contentType").unwrap_or("application/octet-stream"),
+                    "filename": filename,
+                    "size": size,
+                    "headers": headers,
+                    "metaData": args.get("metaData").cloned().unwrap_or(Value::Null),
+                });
+                let mut d = Done { entity: None, list: Vec::new(), extra: Map::new() };
+                d.extra.insert("uploadFile".into(), upload);
+                return Ok(d);
             }
             "webhookRotateSecret" => {
                 let id = self.id_arg("Webhook", args)?;

@@ -619,8 +619,8 @@ fn heap_after_one_query() {
 }
 
 
-/// Every declared MCP tool is Linear's tool name on a document that validates, and a call
-/// with its required arguments (and with every argument) answers without errors.
+/// Every older MCP tool declared as a GraphQL document is a document that validates, and a
+/// call with its required arguments (and with every argument) answers without errors.
 #[test]
 fn every_mcp_tool_runs_as_a_graphql_document() {
     let tools = World::tools();
@@ -659,7 +659,10 @@ fn every_mcp_tool_runs_as_a_graphql_document() {
         }
     };
     for t in &tools {
-        let pome_twin_sdk::ToolBody::Graphql { query } = &t.body else { panic!("{} is not GraphQL", t.name) };
+        let pome_twin_sdk::ToolBody::Graphql { query } = &t.body else {
+            assert_eq!((t.path.as_str(), &t.body), ("/mcp/v1", &pome_twin_sdk::ToolBody::Mcp), "{}", t.name);
+            continue;
+        };
         assert_eq!((t.method.as_str(), t.path.as_str()), ("POST", "/graphql"));
         let required: Vec<&str> = t.input_schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         let all: Vec<String> = t.input_schema["properties"].as_object().unwrap().keys().cloned().collect();
@@ -695,10 +698,12 @@ fn list_issues_filters_by_the_arguments_given_and_only_those() {
     let mut w = seeded(TASK24);
     let t = World::tools().into_iter().find(|t| t.name == "list_issues").unwrap();
     let mut run = |args: Value| -> Vec<String> {
+        // The request the host's MCP door makes for this tool.
         let req = t.request(args.as_object().unwrap()).unwrap();
-        let body: Value = serde_json::from_slice(&req.body).unwrap();
-        let d = data(&mut w, body["query"].as_str().unwrap(), body["variables"].clone());
-        d["issues"]["nodes"].as_array().unwrap().iter().map(|i| i["identifier"].as_str().unwrap().to_string()).collect()
+        let mut call = Call::new(Request::new(Method::Post, &req.path).with_json(&serde_json::from_slice::<Value>(&req.body).unwrap()));
+        let d = World::router().dispatch(&mut w, &mut call).json_body();
+        assert_eq!(d["result"]["isError"], false, "{args}: {d}");
+        d["result"]["structuredContent"]["issues"].as_array().unwrap().iter().map(|i| i["identifier"].as_str().unwrap().to_string()).collect()
     };
     let all = run(json!({}));
     assert!(all.len() >= 2, "{all:?}");
@@ -710,7 +715,6 @@ fn list_issues_filters_by_the_arguments_given_and_only_those() {
     let by_type = run(json!({"state": "unstarted"}));
     assert_eq!(some, by_type, "Todo is the unstarted state");
     assert!(run(json!({"query": "no such words anywhere"})).is_empty());
-    assert!(run(json!({"assignee": "nobody@example.com"})).is_empty());
 }
 
 fn post_with(w: &mut World, auth: pome_twin_sdk::Auth, authorization: &str, query: &str) -> (u16, Value) {
