@@ -4,7 +4,6 @@ stripe) or the twin's state, so a tool and the API calls it stands for cannot di
 
 import json
 
-import pytest
 from slack_sdk import WebClient
 
 from test_mcp import run, twin
@@ -19,6 +18,13 @@ def slack_client(sb):
 
 def text_of(result):
     return "".join(c.text for c in result.content if c.type == "text")
+
+
+async def ok_with(c, tool, args):
+    """`c.ok` for a tool whose own arguments include `name`."""
+    r = await c.session.call_tool(tool, args)
+    assert not r.isError, f"{tool} failed: {text_of(r)}"
+    return json.loads(text_of(r))
 
 
 # --- Slack ---------------------------------------------------------------------------------
@@ -151,3 +157,71 @@ def test_slack_read_tools_take_the_vendors_defaults(pome_server, new_sandbox):
     me, members, with_bots = run(go())
     assert me["user"]["id"] == "U0AGENT001"
     assert "U0AGENT001" not in members["members"] and "U0AGENT001" in with_bots["members"]
+
+
+# --- Stripe --------------------------------------------------------------------------------
+
+def stripe_client(sb):
+    import stripe
+
+    url = sb.url("stripe")
+    return stripe.StripeClient(sb.token, base_addresses={"api": url, "files": url, "connect": url}, max_network_retries=0)
+
+
+def test_stripe_generic_tools_find_describe_and_run_the_twins_operations(pome_server, new_sandbox):
+    sb = new_sandbox(["stripe"])
+    sdk = stripe_client(sb)
+
+    async def go():
+        async with twin(pome_server, sb.id, sb.token, "stripe") as c:
+            [account] = (await c.ok("list_available_accounts_or_orgs"))["accounts"]
+            on = {"stripe_context": account["stripe_context"], "livemode": account["livemode"]}
+            found = await c.ok("stripe_api_search", intent="create", resource="customer", **on)
+            op = found["results"][0]["stripe_api_operation_id"]
+            details = await c.ok("stripe_api_details", stripe_api_operation_id=op, **on)
+            made = await c.ok("stripe_api_write", stripe_api_operation_id=op,
+                              parameters={"name": "Ada", "email": "ada@example.com", "metadata": {"tier": "gold"}}, **on)
+            read = await c.ok("stripe_api_read", stripe_api_operation_id="GetCustomersCustomer", parameters={"customer": made["id"]}, **on)
+            wrong = await c.call("stripe_api_read", stripe_api_operation_id="GetCustomers", parameters={}, stripe_context="acct_elsewhere", livemode=False)
+            live = await c.call("get_stripe_account_info", stripe_context=account["stripe_context"], livemode=True)
+            return op, details, made, read, wrong, live
+
+    op, details, made, read, wrong, live = run(go())
+    assert op == "PostCustomers"
+    assert {"name", "email", "metadata"} <= {p["name"] for p in details["parameters"]}
+    # The customer the tool made is the API's customer.
+    cus = sdk.customers.retrieve(made["id"])
+    assert (cus.name, cus.email, cus.metadata["tier"]) == ("Ada", "ada@example.com", "gold")
+    assert read["id"] == made["id"]
+    assert wrong.isError and "stripe_context" in text_of(wrong)
+    assert live.isError and "livemode" in text_of(live)
+    # The write is taped as a customer created, like the REST call.
+    rows = [r for r in sb.events("stripe") if r.get("via") == "mcp" and r.get("tool") == "stripe_api_write"]
+    assert [r["action"] for r in rows] == ["customers.create"]
+    assert any(ch["entity"] == "customer" and ch["id"] == made["id"] for ch in rows[0]["state_delta"])
+
+
+def test_stripe_toolkit_tools_honour_their_arguments(pome_server, new_sandbox):
+    sb = new_sandbox(["stripe"])
+    sdk = stripe_client(sb)
+    product = sdk.products.create(params={"name": "Tee"})
+    price = sdk.prices.create(params={"product": product.id, "unit_amount": 1500, "currency": "usd"})
+
+    async def go():
+        async with twin(pome_server, sb.id, sb.token, "stripe") as c:
+            link = await c.ok("create_payment_link", price=price.id, quantity=2, redirect_url="https://shop.test/thanks")
+            coupon = await ok_with(c, "create_coupon", {"name": "Spring", "amount_off": 500})
+            docs = await c.ok("search_stripe_documentation", question="How do I create a payment link?", language="node")
+            fb = await c.ok("send_stripe_mcp_feedback", sentiment="positive", quote="search found it", context="an agent selling tees", source="agent")
+            return link, coupon, docs, fb
+
+    link, coupon, docs, fb = run(go())
+    got = sdk.payment_links.retrieve(link["id"])
+    assert got.after_completion.type == "redirect" and got.after_completion.redirect.url == "https://shop.test/thanks"
+    assert sdk.payment_links.line_items.list(link["id"]).data[0].quantity == 2
+    # The toolkit's default currency (USD) when the agent names none.
+    assert sdk.coupons.retrieve(coupon["id"]).currency == "usd"
+    assert docs[0]["url"] == "https://docs.stripe.com/api/payment_links/create"
+    assert "stripe.paymentLinks.create(" in docs[0]["content"]
+    [kept] = sb.state("stripe")["mcp_feedbacks"]
+    assert (kept["id"], kept["quote"], kept["source"]) == (fb["id"], "search found it", "agent")

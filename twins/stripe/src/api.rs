@@ -36,7 +36,7 @@ pub const TOOL_ALIASES: &[(&str, &str)] = &[
 ];
 
 pub fn routes(r: Router<World>) -> Router<World> {
-    crate::commerce::routes(crate::billing::routes(r))
+    crate::mcp_tools::routes(crate::commerce::routes(crate::billing::routes(r)))
         .post("/v1/customers", "customers.create", h!(customer_create))
         .get("/v1/customers", "customers.list", h!(customer_list))
         .get("/v1/customers/search", "customers.search", h!(customer_search))

@@ -241,11 +241,32 @@ fn cs_lines(w: &mut World, call: &mut Call, p: &Params) -> Res {
     list_object(&call.req.path, o["line_items"]["data"].as_array().cloned().unwrap_or_default(), p)
 }
 
+/// `after_completion`: Stripe's confirmation page (with an optional message) or a redirect.
+fn after_completion(p: &Params) -> Res {
+    let Some(ac) = p.get("after_completion") else {
+        return Ok(json!({"hosted_confirmation": {"custom_message": null}, "type": "hosted_confirmation"}));
+    };
+    match ac.get("type").and_then(Value::as_str) {
+        Some("redirect") => match ac.pointer("/redirect/url").and_then(Value::as_str).filter(|u| !u.is_empty()) {
+            Some(url) if url.starts_with("http://") || url.starts_with("https://") => Ok(json!({"redirect": {"url": url}, "type": "redirect"})),
+            Some(url) => Err(invalid(format!("Not a valid URL: {url}")).param("after_completion[redirect][url]")),
+            None => Err(missing("after_completion[redirect][url]")),
+        },
+        Some("hosted_confirmation") => {
+            let msg = ac.pointer("/hosted_confirmation/custom_message").and_then(Value::as_str);
+            Ok(json!({"hosted_confirmation": {"custom_message": msg}, "type": "hosted_confirmation"}))
+        }
+        Some(other) => Err(invalid(format!("Invalid after_completion[type]: must be one of hosted_confirmation or redirect (got {other})")).param("after_completion[type]")),
+        None => Err(missing("after_completion[type]")),
+    }
+}
+
 fn pl_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let (items, cur, _) = line_items(w, p)?;
+    let after = after_completion(p)?;
     let id = w.new_id("plink");
     let mut o = json!({
-        "id": id, "object": "payment_link", "active": true, "after_completion": {"hosted_confirmation": {"custom_message": null}, "type": "hosted_confirmation"},
+        "id": id, "object": "payment_link", "active": true, "after_completion": after,
         "allow_promotion_codes": false, "application": null, "application_fee_amount": null, "application_fee_percent": null,
         "automatic_tax": {"enabled": false, "liability": null}, "billing_address_collection": "auto", "consent_collection": null,
         "currency": cur, "custom_fields": [], "custom_text": {"after_submit": null, "shipping_address": null, "submit": null, "terms_of_service_acceptance": null},

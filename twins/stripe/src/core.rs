@@ -591,10 +591,16 @@ pub type Handler = fn(&mut World, &mut Call, &Params) -> Res;
 
 /// Serve one request through a handler: parameters, failure injection, idempotency,
 /// `expand[]`, and Stripe's headers on every answer.
-pub fn run(w: &mut World, call: &mut Call, f: Handler) -> Response {
+/// A new request id (`req_…`), made the current request's.
+pub fn next_request_id(w: &mut World) -> String {
     w.request_seq += 1;
     let request_id = format!("req_{}", base62(w.request_seq.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 8, 14));
     w.current_request = request_id.clone();
+    request_id
+}
+
+pub fn run(w: &mut World, call: &mut Call, f: Handler) -> Response {
+    let request_id = next_request_id(w);
     let version = call.req.header("stripe-version").unwrap_or(crate::API_VERSION).to_string();
     let finish = |mut r: Response| -> Response {
         r = r.with_header("request-id", request_id.clone()).with_header("stripe-version", version.clone());

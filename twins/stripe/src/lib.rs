@@ -17,6 +17,7 @@ pub mod billing;
 pub mod checks;
 pub mod commerce;
 pub mod core;
+pub mod mcp_tools;
 pub mod seed;
 pub mod store;
 pub mod tools;

@@ -858,3 +858,94 @@ fn create_confirm_cost() {
     let order: usize = w.order.values().flatten().map(|id| id.len() + 24).sum();
     println!("world: {} objects, about {} bytes per call kept (before allocator overhead)", w.objects.len(), (kept + order) / n);
 }
+
+/// A call of one of mcp.stripe.com's tools, aimed at the sandbox's account.
+fn tool_ctx(w: &mut World, name: &str, mut args: Value) -> (u16, Value) {
+    args["stripe_context"] = json!(w.account_id.clone());
+    args["livemode"] = json!(false);
+    tool(w, name, args)
+}
+
+#[test]
+fn stripe_api_write_and_read_are_the_operations_own_requests() {
+    let mut w = world();
+    let args = json!({"stripe_api_operation_id": "PostCustomers", "parameters": {"name": "Ada", "metadata": {"tier": "gold"}, "preferred_locales": ["en", "fr"]}});
+    let (s, c) = tool_ctx(&mut w, "stripe_api_write", args);
+    assert_eq!(s, 200, "{c}");
+    assert_eq!((c["object"].as_str(), c["metadata"]["tier"].as_str()), (Some("customer"), Some("gold")));
+    let id = c["id"].as_str().unwrap().to_string();
+    // The same customer over REST.
+    let (_, rest) = get(&mut w, &format!("/v1/customers/{id}"));
+    assert_eq!(rest["name"], "Ada");
+    let (s, read) = tool_ctx(&mut w, "stripe_api_read", json!({"stripe_api_operation_id": "GetCustomersCustomer", "parameters": {"customer": id}}));
+    assert_eq!((s, read["name"].as_str()), (200, Some("Ada")));
+    let (s, list) = tool_ctx(&mut w, "stripe_api_read", json!({"stripe_api_operation_id": "GetCustomers", "parameters": {"limit": 1}}));
+    assert_eq!((s, list["data"].as_array().unwrap().len()), (200, 1));
+    // Path parameters are required; reads and writes do not mix; the account must be this one.
+    let (s, e) = tool_ctx(&mut w, "stripe_api_read", json!({"stripe_api_operation_id": "GetCustomersCustomer", "parameters": {}}));
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("customer")));
+    let (s, e) = tool_ctx(&mut w, "stripe_api_read", json!({"stripe_api_operation_id": "PostCustomers", "parameters": {}}));
+    assert_eq!(s, 400, "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().contains("stripe_api_write"));
+    let (s, e) = tool(&mut w, "stripe_api_read", json!({"stripe_api_operation_id": "GetCustomers", "parameters": {}, "stripe_context": "acct_other", "livemode": false}));
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("stripe_context")));
+    let (s, _) = tool_ctx(&mut w, "stripe_api_write", json!({"stripe_api_operation_id": "DeleteCustomersCustomer", "parameters": {"customer": id}}));
+    assert_eq!(s, 200);
+    let (_, gone) = get(&mut w, &format!("/v1/customers/{id}"));
+    assert_eq!(gone["deleted"], true);
+}
+
+#[test]
+fn stripe_api_search_and_details_describe_served_operations() {
+    let mut w = world();
+    let (s, found) = tool_ctx(&mut w, "stripe_api_search", json!({"intent": "create", "resource": "payment intent", "limit": 2}));
+    assert_eq!(s, 200, "{found}");
+    assert_eq!(found["results"].as_array().unwrap().len(), 2);
+    assert_eq!(found["results"][0]["stripe_api_operation_id"], "PostPaymentIntents");
+    let (_, d) = tool_ctx(&mut w, "stripe_api_details", json!({"stripe_api_operation_id": "PostPaymentIntents"}));
+    let amount = d["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "amount").unwrap().clone();
+    assert_eq!((amount["required"].as_bool(), amount["in"].as_str()), (Some(true), Some("body")));
+    let (s, _) = tool_ctx(&mut w, "stripe_api_details", json!({"stripe_api_operation_id": "PostTreasuryOutboundPayments"}));
+    assert_eq!(s, 400, "an operation the twin does not serve is not offered");
+}
+
+#[test]
+fn documentation_search_answers_sources_with_a_snippet_in_the_language() {
+    let mut w = world();
+    let (s, v) = tool(&mut w, "search_stripe_documentation", json!({"question": "How do I refund a payment?", "language": "python"}));
+    assert_eq!(s, 200, "{v}");
+    let first = &v[0];
+    assert_eq!(first["type"], "api_reference");
+    assert_eq!(first["url"], "https://docs.stripe.com/api/refunds/create");
+    assert!(first["content"].as_str().unwrap().contains("client.v1.refunds.create("), "{first}");
+    let (_, none) = tool(&mut w, "search_stripe_documentation", json!({"question": "zzzz qqqq"}));
+    assert_eq!(none, json!([]));
+}
+
+#[test]
+fn feedback_is_kept_in_the_world_and_accounts_are_the_sandboxs_one() {
+    let mut w = world();
+    let (s, f) = tool(&mut w, "send_stripe_mcp_feedback", json!({"sentiment": "negative", "quote": "search missed refunds", "context": "agent", "source": "agent", "tool_name": "stripe_api_search"}));
+    assert_eq!(s, 200, "{f}");
+    let state = w.state();
+    assert_eq!(state["mcp_feedbacks"][0]["quote"], "search missed refunds");
+    let (_, a) = tool(&mut w, "list_available_accounts_or_orgs", json!({}));
+    assert_eq!(a["accounts"][0]["stripe_context"], w.account_id.as_str());
+    let acct = w.account_id.clone();
+    let (s, _) = tool(&mut w, "get_stripe_account_info", json!({"stripe_context": acct, "livemode": true}));
+    assert_eq!(s, 400, "a sandbox is test mode only");
+}
+
+#[test]
+fn the_toolkits_payment_link_redirects_after_completion() {
+    let mut w = world();
+    let (_, prod) = post(&mut w, "/v1/products", &[("name", "Tee")]);
+    let (_, price) = post(&mut w, "/v1/prices", &[("product", prod["id"].as_str().unwrap()), ("unit_amount", "1500"), ("currency", "usd")]);
+    let (s, link) = tool(&mut w, "create_payment_link", json!({"price": price["id"], "quantity": 2, "redirect_url": "https://shop.test/thanks"}));
+    assert_eq!(s, 200, "{link}");
+    assert_eq!(link["after_completion"], json!({"redirect": {"url": "https://shop.test/thanks"}, "type": "redirect"}));
+    let (s, plain) = tool(&mut w, "create_payment_link", json!({"price": price["id"], "quantity": 1}));
+    assert_eq!((s, plain["after_completion"]["type"].as_str()), (200, Some("hosted_confirmation")));
+    let (s, _) = post(&mut w, "/v1/payment_links", &[("line_items[0][price]", price["id"].as_str().unwrap()), ("line_items[0][quantity]", "1"), ("after_completion[type]", "redirect")]);
+    assert_eq!(s, 400);
+}
