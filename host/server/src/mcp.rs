@@ -92,6 +92,13 @@ pub fn api_result(is_error: bool, text: String, parsed: Option<Value>) -> CallTo
     r
 }
 
+/// Whether an API's answer is an error: a 4xx or 5xx status, or a body that says so with a
+/// success status: GraphQL's non-empty `errors`, or Slack's `ok: false` (Slack answers its
+/// errors with HTTP 200). `errors` and `ok` are the body's top-level fields, if any.
+pub fn answer_is_error(status: u16, errors: Option<&Value>, ok: Option<&Value>) -> bool {
+    status >= 400 || errors.and_then(Value::as_array).is_some_and(|a| !a.is_empty()) || ok == Some(&Value::Bool(false))
+}
+
 /// [`api_result`] for a value the host built itself.
 pub fn value_result(is_error: bool, v: Value) -> CallToolResult {
     api_result(is_error, v.to_string(), Some(v))

@@ -117,10 +117,7 @@ pub async fn tool_call(req: Request, t: &Target) -> Outcome {
     // Structured content is the answer itself when it is a JSON object.
     let object = reply.body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     let probe = if object { serde_json::from_slice::<Probe>(&reply.body).ok() } else { None };
-    let reports_error = probe.as_ref().is_some_and(|p| {
-        p.errors.as_ref().and_then(Value::as_array).is_some_and(|a| !a.is_empty()) || p.ok == Some(Value::Bool(false))
-    });
-    let is_error = reply.status >= 400 || reports_error;
+    let is_error = super::answer_is_error(reply.status, probe.as_ref().and_then(|p| p.errors.as_ref()), probe.as_ref().and_then(|p| p.ok.as_ref()));
     let text = String::from_utf8_lossy(&reply.body);
     let mut out = Vec::with_capacity(reply.body.len() * 2 + 128);
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");

@@ -120,7 +120,7 @@ impl ServerHandler for TwinServer {
             .into());
         }
         let parsed = serde_json::from_slice::<Value>(&reply.body).ok();
-        let is_error = reply.status >= 400 || parsed.as_ref().is_some_and(reports_error);
+        let is_error = super::answer_is_error(reply.status, parsed.as_ref().and_then(|v| v.get("errors")), parsed.as_ref().and_then(|v| v.get("ok")));
         Ok(super::api_result(is_error, String::from_utf8_lossy(&reply.body).into_owned(), parsed).into())
     }
 }
@@ -149,10 +149,4 @@ pub async fn call(t: &Target, tool: &str, req: ToolRequest) -> Result<pome_runti
         tool: Some(tool.to_string()),
     };
     t.store.handle(twin_req).await.map_err(|e| ErrorData::internal_error(format!("the {} twin is unavailable: {e}", t.tools.twin), None))
-}
-
-/// Whether an API's successful-status answer reports an error: GraphQL `errors`, or Slack's
-/// `ok: false` (Slack answers its errors with HTTP 200).
-fn reports_error(v: &Value) -> bool {
-    v.get("errors").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) || v.get("ok") == Some(&Value::Bool(false))
 }
