@@ -40,6 +40,21 @@ pub struct World {
     pub repos: BTreeMap<String, Repo>,
     /// Last id handed out; ids are unique across every kind of entity.
     pub next_id: u64,
+    /// Sub-issues: a parent issue's id → its sub-issues' ids, in priority order. An issue
+    /// has at most one parent (GitHub's rule), so the reverse lookup is a scan of this map.
+    pub sub_issues: BTreeMap<u64, Vec<u64>>,
+    /// Issue id → the name of its issue type (one of its organization's types).
+    pub issue_types: BTreeMap<u64, String>,
+    /// Resolved pull request review threads: the thread's first comment id → who resolved it.
+    pub resolved_threads: BTreeMap<u64, String>,
+    /// Teams: lower-cased `org/slug` → team.
+    pub teams: BTreeMap<String, model::Team>,
+    /// Custom issue fields: lower-cased organization login → its fields.
+    pub issue_fields: BTreeMap<String, Vec<model::IssueField>>,
+    /// Issue id → field id → the value set (text, a number's or date's text, an option name).
+    pub issue_field_values: BTreeMap<u64, BTreeMap<u64, String>>,
+    /// Reactions on pull request review comments: comment id → reactions.
+    pub review_comment_reactions: BTreeMap<u64, Vec<model::Reaction>>,
     /// Which world this is for the response cache (never serialised: a restored world is a
     /// new one to the cache).
     #[serde(skip)]
@@ -150,6 +165,10 @@ impl World {
                         "created_at": i.created_at, "updated_at": i.updated_at, "closed_at": i.closed_at,
                         "closed_by": i.closed_by,
                         "reactions": i.reactions.iter().map(|x| json!({"user": x.user, "content": x.content})).collect::<Vec<_>>(),
+                        "type": self.issue_types.get(&i.id),
+                        "field_values": handlers::mcp_vendor::field_values(self, r, i.id),
+                        "parent": handlers::mcp_vendor::parent_of(self, i.id).and_then(|p| handlers::mcp_vendor::issue_by_id(self, p)).map(|(k, n)| format!("{}#{n}", self.repos[&k].full_name())),
+                        "sub_issues": self.sub_issues.get(&i.id).into_iter().flatten().filter_map(|c| handlers::mcp_vendor::issue_by_id(self, *c)).map(|(k, n)| format!("{}#{n}", self.repos[&k].full_name())).collect::<Vec<_>>(),
                     })
                 };
                 let issues: Vec<Value> = r.issues.values().filter(|i| i.pull.is_none()).map(issue_view).collect();
@@ -188,7 +207,12 @@ impl World {
                     "issues": issues,
                     "pull_requests": pulls,
                     "comments": r.comments.values().collect::<Vec<_>>(),
-                    "review_comments": r.review_comments.values().collect::<Vec<_>>(),
+                    "review_comments": r.review_comments.values().map(|c| {
+                        let mut v = serde_json::to_value(c).unwrap();
+                        v["resolved"] = json!(c.in_reply_to.is_none() && self.resolved_threads.contains_key(&c.id));
+                        v["reactions"] = json!(self.review_comment_reactions.get(&c.id).into_iter().flatten().map(|x| json!({"user": x.user, "content": x.content})).collect::<Vec<_>>());
+                        v
+                    }).collect::<Vec<_>>(),
                     "events": r.events,
                     "statuses": r.statuses,
                     "check_runs": r.check_runs.values().collect::<Vec<_>>(),
@@ -202,6 +226,8 @@ impl World {
             "viewer": self.viewer,
             "users": self.users.values().collect::<Vec<_>>(),
             "repositories": repos,
+            "teams": self.teams.values().collect::<Vec<_>>(),
+            "issue_fields": self.issue_fields.iter().map(|(o, f)| (o.clone(), serde_json::to_value(f).unwrap())).collect::<serde_json::Map<_, _>>(),
         })
     }
 }

@@ -352,3 +352,38 @@ impl Repo {
         self.open_issues = open;
     }
 }
+
+/// A team of an organization (`GET /orgs/{org}/teams/{team_slug}`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Team {
+    pub id: u64,
+    /// The organization's login as spelled.
+    pub org: String,
+    pub slug: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// `closed` (visible to the organization) or `secret`.
+    pub privacy: String,
+    /// Member logins as spelled, in the order they joined.
+    pub members: Vec<String>,
+}
+
+/// The issue types every organization starts with on GitHub: name, description, colour.
+pub const DEFAULT_ISSUE_TYPES: [(&str, &str, &str); 3] = [
+    ("Task", "A specific piece of work", "yellow"),
+    ("Bug", "An unexpected problem or behavior", "red"),
+    ("Feature", "A request, idea, or new functionality", "blue"),
+];
+
+/// A custom issue field of an organization (`Priority`, `Due date`): every repository of the
+/// organization can set it on its issues.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IssueField {
+    pub id: u64,
+    pub name: String,
+    /// `text`, `number`, `date` or `single_select`.
+    pub data_type: String,
+    pub description: Option<String>,
+    /// A single-select field's options: id and name, in order.
+    pub options: Vec<(u64, String)>,
+}

@@ -22,7 +22,10 @@
 //!               draft, labels[], assignees[], requested_reviewers[],
 //!               reviews: [{author, state, body}], statuses: [{context, state, description,
 //!               target_url}], comments: [{author, body}]}],
-//!     releases: [{tag_name, name, body, draft, prerelease, target_commitish}] }] }
+//!     releases: [{tag_name, name, body, draft, prerelease, target_commitish}] }],
+//!   "teams": [{org, name, slug, description, privacy: closed|secret, members: [login]}],
+//!   "issue_fields": [{org, name, type: text|number|date|single_select, description,
+//!                     options: [name]}] }
 //! ```
 //!
 //! When `users` is absent, every login the seed mentions becomes a user. When it is
@@ -110,7 +113,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
         Some(s) => s,
         None => serde_json::from_str(DEFAULT_SEED).expect("the default seed is valid JSON"),
     };
-    let top = Obj::new(&seed, "", &["_meta", "viewer", "users", "repositories"])?;
+    let top = Obj::new(&seed, "", &["_meta", "viewer", "users", "repositories", "teams", "issue_fields"])?;
     if let Some(m) = top.get("_meta") {
         if !m.is_object() {
             return Err("_meta: expected an object".into());
@@ -121,7 +124,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
         return Err(format!("viewer: {viewer:?} is not a valid GitHub login"));
     }
     let now = time::now_iso();
-    let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0, cache: Default::default() };
+    let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0, sub_issues: BTreeMap::new(), issue_types: BTreeMap::new(), resolved_threads: BTreeMap::new(), teams: BTreeMap::new(), review_comment_reactions: BTreeMap::new(), issue_fields: BTreeMap::new(), issue_field_values: BTreeMap::new(), cache: Default::default() };
     let mut refs = Refs { explicit_users: top.get("users").is_some(), mentioned: Vec::new() };
 
     for (p, v) in top.items("users")? {
@@ -224,7 +227,94 @@ pub fn build(seed: Option<Value>) -> R<World> {
     for (p, v) in &repos {
         build_repo(&mut w, v, p, &now)?;
     }
+    for (p, v) in top.items("teams")? {
+        build_team(&mut w, v, &p)?;
+    }
+    for (p, v) in top.items("issue_fields")? {
+        build_issue_field(&mut w, v, &p)?;
+    }
     Ok(w)
+}
+
+/// An organization's custom issue field: `{org, name, type: text|number|date|single_select,
+/// description, options: [name]}` (options for single-select fields only, at least one).
+fn build_issue_field(w: &mut World, v: &Value, p: &str) -> R<()> {
+    let f = Obj::new(v, p, &["org", "name", "type", "description", "options"])?;
+    let org = f.nonempty_str("org")?;
+    match w.users.get(&org.to_ascii_lowercase()) {
+        Some(u) if u.kind == "Organization" => {}
+        _ => return Err(format!("{p}.org: {org:?} is not an organization of the world")),
+    }
+    let name = f.nonempty_str("name")?;
+    let data_type = f.one_of("type", &["text", "number", "date", "single_select"], "text")?;
+    let names = f.strs("options")?;
+    if (data_type == "single_select") == names.is_empty() {
+        return Err(format!("{p}.options: a single_select field needs options, and only it has them"));
+    }
+    let list = w.issue_fields.entry(org.to_ascii_lowercase()).or_default();
+    if list.iter().any(|x| x.name.eq_ignore_ascii_case(&name)) {
+        return Err(format!("{p}.name: duplicate issue field {name:?} in {org}"));
+    }
+    let id = w.next_id();
+    let mut options = Vec::new();
+    for o in names {
+        if options.iter().any(|(_, x): &(u64, String)| x.eq_ignore_ascii_case(&o)) {
+            return Err(format!("{p}.options: duplicate option {o:?}"));
+        }
+        options.push((w.next_id(), o));
+    }
+    let field = IssueField { id, name, data_type, description: f.str("description")?, options };
+    w.issue_fields.get_mut(&org.to_ascii_lowercase()).expect("inserted above").push(field);
+    Ok(())
+}
+
+/// A team: `{org, name, slug, description, privacy: closed|secret, members: [login]}`. The
+/// organization and every member must be users of the world; the slug defaults to GitHub's
+/// slug of the name (lower case, runs of other characters as `-`).
+fn build_team(w: &mut World, v: &Value, p: &str) -> R<()> {
+    let t = Obj::new(v, p, &["org", "name", "slug", "description", "privacy", "members"])?;
+    let org = t.nonempty_str("org")?;
+    let org = match w.users.get(&org.to_ascii_lowercase()) {
+        Some(u) if u.kind == "Organization" => u.login.clone(),
+        _ => return Err(format!("{p}.org: {org:?} is not an organization of the world")),
+    };
+    let name = t.nonempty_str("name")?;
+    let slug = match t.str("slug")? {
+        Some(s) => s,
+        None => team_slug(&name),
+    };
+    if slug.is_empty() || !slug.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(format!("{p}.slug: {slug:?} is not a valid team slug"));
+    }
+    let key = format!("{}/{}", org.to_ascii_lowercase(), slug.to_ascii_lowercase());
+    if w.teams.contains_key(&key) {
+        return Err(format!("{p}.slug: duplicate team {slug:?} in {org}"));
+    }
+    let mut members: Vec<String> = Vec::new();
+    for (i, m) in t.strs("members")?.into_iter().enumerate() {
+        let u = w.users.get(&m.to_ascii_lowercase()).filter(|u| u.kind != "Organization");
+        let Some(u) = u else { return Err(format!("{p}.members[{i}]: unknown user {m:?}")) };
+        if !members.iter().any(|x| x.eq_ignore_ascii_case(&u.login)) {
+            members.push(u.login.clone());
+        }
+    }
+    let privacy = t.one_of("privacy", &["closed", "secret"], "closed")?;
+    let id = w.next_id();
+    w.teams.insert(key, Team { id, org, slug, name, description: t.str("description")?, privacy, members });
+    Ok(())
+}
+
+/// GitHub's slug of a team name: `Platform Team` → `platform-team`.
+pub fn team_slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
 }
 
 fn login_of(v: &Value, p: &str) -> R<String> {

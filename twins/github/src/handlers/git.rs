@@ -900,7 +900,7 @@ pub struct CreateTag {
     pub tagger: Option<SigInput>,
 }
 
-fn tag_json(b: &str, r: &Repo, sha: &str, t: &Tag) -> Value {
+pub fn tag_json(b: &str, r: &Repo, sha: &str, t: &Tag) -> Value {
     let fname = r.full_name();
     let kind_path = match t.kind.as_str() {
         "tree" => "trees",

@@ -244,6 +244,35 @@ pub struct CreateIssue {
     pub milestone: Option<NumOrStr>,
     #[serde(default)]
     pub labels: Option<Vec<LabelArg>>,
+    /// The issue type's name (organizations' issue types).
+    #[serde(rename = "type")]
+    pub issue_type: Option<String>,
+}
+
+/// The canonical name of issue type `name` for repository `r` (its owner must be an
+/// organization: issue types are theirs).
+pub fn issue_type_name(w: &World, r: &Repo, name: &str) -> Result<String, ApiError> {
+    let org = w.users.get(&r.owner.to_ascii_lowercase()).is_some_and(|u| u.kind == "Organization");
+    DEFAULT_ISSUE_TYPES
+        .iter()
+        .find(|t| org && t.0.eq_ignore_ascii_case(name))
+        .map(|t| t.0.to_string())
+        .ok_or_else(|| ApiError::custom("Issue", "type", &format!("Issue type {name:?} does not exist for {}", r.owner)))
+}
+
+/// Set or clear an issue's type, recording the change.
+pub fn set_issue_type(w: &mut World, call: &mut Call, key: &str, number: u64, t: Option<String>) {
+    let r = &w.repos[key];
+    let id = r.issues[&number].id;
+    let before = w.issue_types.get(&id).cloned();
+    if before == t {
+        return;
+    }
+    call.record("issue_type", issue_ref(r, number), before.as_ref(), t.as_ref());
+    match t {
+        Some(x) => w.issue_types.insert(id, x),
+        None => w.issue_types.remove(&id),
+    };
 }
 
 /// A label given by name or as `{name}`.
@@ -337,6 +366,10 @@ pub fn create(w: &mut World, call: &mut Call) -> ApiResult {
         }
         _ => None,
     };
+    let issue_type = match (&inp.issue_type, triage) {
+        (Some(t), true) => Some(issue_type_name(w, &w.repos[&key], t)?),
+        _ => None,
+    };
     let labels = if triage {
         let names: Vec<String> = inp.labels.iter().flatten().map(|l| l.name().to_string()).collect();
         ensure_labels(w, &key, &names, call)
@@ -374,6 +407,9 @@ pub fn create(w: &mut World, call: &mut Call) -> ApiResult {
     call.created("issue", issue_ref(r, number), &issue);
     r.track(None, Some((true, milestone)));
     r.issues.insert(number, issue);
+    if issue_type.is_some() {
+        set_issue_type(w, call, &key, number, issue_type);
+    }
     let r = &w.repos[&key];
     let b = &call.req.base_url;
     let v = w.issue_out(b, r, &r.issues[&number]);
@@ -395,6 +431,9 @@ pub struct UpdateIssue {
     #[serde(default)]
     pub milestone: Patch<NumOrStr>,
     pub labels: Option<Vec<LabelArg>>,
+    /// The issue type's name; `null` clears it.
+    #[serde(rename = "type", default)]
+    pub issue_type: Patch<String>,
 }
 
 /// Close or reopen an issue/pull request, recording the event. Shared with pulls.
@@ -541,6 +580,11 @@ pub fn apply_update(w: &mut World, call: &mut Call, key: &str, number: u64, inp:
     } else {
         None
     };
+    let issue_type = match (&inp.issue_type, triage) {
+        (Patch::Set(t), true) => Some(Some(issue_type_name(w, r, t)?)),
+        (Patch::Null, true) => Some(None),
+        _ => None,
+    };
     let labels = match (&inp.labels, triage) {
         (Some(ls), true) => {
             let names: Vec<String> = ls.iter().map(|l| l.name().to_string()).collect();
@@ -564,6 +608,9 @@ pub fn apply_update(w: &mut World, call: &mut Call, key: &str, number: u64, inp:
     }
     if let Some(ls) = labels {
         set_labels(w, key, number, ls);
+    }
+    if let Some(t) = issue_type {
+        set_issue_type(w, call, key, number, t);
     }
     if let Some(a) = assignees {
         set_assignees(w, key, number, a);

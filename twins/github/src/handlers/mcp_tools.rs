@@ -50,6 +50,7 @@ struct CreateOrUpdateFile {
 /// through `PUT …/contents/{path}` with its `sha` guard; answers what that route answers.
 pub fn create_or_update_file(w: &mut World, call: &mut Call) -> ApiResult {
     let inp: CreateOrUpdateFile = input(call)?;
+    super::mcp_vendor::symlink_guard(w, call, &super::mcp_vendor::Args::of(call)?)?;
     let content = inp.content.ok_or_else(|| ApiError::invalid("Commit", "content", "missing_field"))?;
     let mut body = json!({"content": B64.encode(content.as_bytes()), "message": inp.message, "branch": inp.branch});
     if let Some(sha) = inp.sha {

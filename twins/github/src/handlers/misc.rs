@@ -76,7 +76,7 @@ pub fn list_workflow_runs(w: &mut World, call: &mut Call) -> ApiResult {
 
 /// Members of an organization: everyone with write access or more to one of its
 /// repositories (the twin models access per repository, not teams).
-fn members(w: &World, org: &str) -> Vec<String> {
+pub fn members(w: &World, org: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for r in w.repos.values().filter(|r| r.owner.eq_ignore_ascii_case(org)) {
         for (l, role) in &r.collaborators {

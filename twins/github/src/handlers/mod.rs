@@ -5,6 +5,7 @@ pub mod checks;
 pub mod git;
 pub mod issues;
 pub mod mcp_tools;
+pub mod mcp_vendor;
 pub mod misc;
 pub mod pulls;
 pub mod releases;

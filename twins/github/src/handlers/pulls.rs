@@ -440,7 +440,7 @@ pub struct MergeInput {
 
 /// Issues a merged pull request closes: `fixes #n`, `closes #n`, `resolves #n` in its body
 /// or title, when merged into the default branch.
-fn closing_refs(text: &str) -> Vec<u64> {
+pub fn closing_refs(text: &str) -> Vec<u64> {
     let lower = text.to_ascii_lowercase();
     let mut out = Vec::new();
     for kw in ["close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved"] {
