@@ -316,7 +316,9 @@ def test_an_agent_changes_code_with_github_mcp_servers_own_tools(pome_server, ne
             pushed = await gh.ok("push_files", owner="acme", repo="api", branch="docs", message="Two more",
                                  files=[{"path": "docs/a.md", "content": "a"}, {"path": "docs/b.md", "content": "b"}])
             assert pushed["object"]["sha"] != ref["object"]["sha"]
+            # GitHub's server answers a created pull request as {id, url} (its MinimalResponse).
             pr = await gh.ok("create_pull_request", owner="acme", repo="api", title="Docs", head="docs", base="main")
+            pr["number"] = int(pr["url"].rsplit("/", 1)[1])
             files = await gh.call("get_pull_request_files", owner="acme", repo="api", pullNumber=pr["number"])
             assert sorted(f["filename"] for f in json.loads(files.content[0].text)) == ["docs/a.md", "docs/b.md", "docs/intro.md"]
             status = await gh.ok("get_pull_request_status", owner="acme", repo="api", pullNumber=pr["number"])
