@@ -286,6 +286,22 @@ fn attachment_out(v: &Value) -> Value {
            "issue": if v["issue"].is_null() { Value::Null } else { json!({"id": v["issue"]["id"], "identifier": v["issue"]["identifier"]}) }})
 }
 
+const SKILL: &str = "id title description body slugId icon color shared createdAt updatedAt lastUsedAt creator { id name }";
+
+fn skill_out(v: &Value, body: bool) -> Value {
+    let mut o = json!({"id": v["id"], "title": v["title"], "description": v["description"], "slugId": v["slugId"], "icon": v["icon"], "color": v["color"],
+                       "shared": v["shared"], "createdAt": v["createdAt"], "updatedAt": v["updatedAt"], "lastUsedAt": v["lastUsedAt"], "creator": named(&v["creator"])});
+    if body {
+        o["body"] = v["body"].clone();
+    }
+    o
+}
+
+const PIPELINE: &str = "id name slugId type isProduction url createdAt updatedAt";
+
+const RELEASE: &str = "id name description version slugId url commitSha startDate targetDate startedAt completedAt canceledAt createdAt updatedAt \
+pipeline { id name } stage { id name type }";
+
 const TEAM: &str = "id key name description icon color private createdAt updatedAt cyclesEnabled";
 
 fn team_out(v: &Value) -> Value {
@@ -605,7 +621,42 @@ impl Mcp<'_> {
     }
 
     fn release(&self, key: &str) -> R<String> {
-        self.find("Release", key, &["slugId", "name"]).ok_or_else(|| format!("Release not found: {key}"))
+        self.find("Release", key, &["slugId"]).ok_or_else(|| format!("Release not found: {key}"))
+    }
+
+    fn pipeline(&self, key: &str) -> R<String> {
+        self.find("ReleasePipeline", key, &["slugId", "name"]).ok_or_else(|| format!("Release pipeline not found: {key}"))
+    }
+
+    fn release_note(&self, key: &str) -> R<String> {
+        self.find("ReleaseNote", key, &["slugId"]).ok_or_else(|| format!("Release notes not found: {key}"))
+    }
+
+    /// A stage of `pipeline` by id, exact name, or lifecycle type (its first of that type).
+    fn stage(&self, pipeline: &str, key: &str) -> R<String> {
+        let w = &self.w.0;
+        let of = |e: &crate::model::Entity| e.get("pipelineId").and_then(Value::as_str) == Some(pipeline);
+        if w.get("ReleaseStage", key).is_some_and(|e| of(e)) {
+            return Ok(key.to_string());
+        }
+        w.all("ReleaseStage")
+            .find(|(_, e)| of(e) && e.get("name").and_then(Value::as_str) == Some(key))
+            .or_else(|| w.all("ReleaseStage").filter(|(_, e)| of(e) && eq_ci(e.get("type"), key)).min_by(|x, y| pos(x.1).total_cmp(&pos(y.1))))
+            .map(|(id, _)| id.clone())
+            .ok_or_else(|| format!("Release stage not found in the pipeline: {key}"))
+    }
+
+    /// Release notes that cover `release` (listed, or within their range).
+    fn notes_of(&self, release: &str) -> Vec<String> {
+        self.w
+            .0
+            .all("ReleaseNote")
+            .filter(|(_, n)| {
+                n.get("releaseIds").and_then(Value::as_array).is_some_and(|l| l.iter().any(|x| x.as_str() == Some(release)))
+                    || [n.get("rangeFromReleaseId"), n.get("rangeToReleaseId")].into_iter().flatten().any(|x| x.as_str() == Some(release))
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     // --- tools ---------------------------------------------------------------------------------
@@ -909,6 +960,27 @@ impl Mcp<'_> {
                 }
                 self.tool("create_attachment_from_upload", &args)
             }
+            "list_agent_skills" => {
+                let (items, next) = self.page("agentSkills", Some("AgentSkillFilter"), json!({}), SKILL, a, false)?;
+                Ok(Self::listed("skills", items.iter().map(|k| skill_out(k, false)).collect(), next))
+            }
+            "get_agent_skill" => {
+                let id = self.find("AgentSkill", s(a, "id").unwrap_or(""), &["slugId"]).ok_or_else(|| format!("Agent skill not found: {}", s(a, "id").unwrap_or("")))?;
+                Ok(skill_out(&self.get("agentSkill", &id, SKILL)?, true))
+            }
+            "list_release_pipelines" => self.list_release_pipelines(a),
+            "list_releases" => self.list_releases(a),
+            "get_release" => {
+                let id = self.release(s(a, "id").unwrap_or(""))?;
+                self.release_full(&id, flag(a, "includeReleaseNotes", false))
+            }
+            "save_release" => self.save_release(a),
+            "list_release_notes" => self.list_release_notes(a),
+            "get_release_note" => {
+                let id = self.release_note(s(a, "id").unwrap_or(""))?;
+                self.release_note_full(&id, true, flag(a, "includeReleases", false))
+            }
+            "save_release_note" => self.save_release_note(a),
             other => Err(format!("Unknown tool: {other}")),
         }
     }
@@ -1143,13 +1215,18 @@ impl Mcp<'_> {
             let ids: R<Vec<String>> = r.iter().map(|x| self.release(x)).collect();
             input.insert("releaseIds".into(), json!(ids?));
         }
-        let mut added_releases = Vec::new();
-        for r in strs(a, "addReleases").unwrap_or_default() {
-            added_releases.push(self.release(&r)?);
-        }
-        let mut removed_releases = Vec::new();
-        for r in strs(a, "removeReleases").unwrap_or_default() {
-            removed_releases.push(self.release(&r)?);
+        for (arg, field) in [("addReleases", "addedReleaseIds"), ("removeReleases", "removedReleaseIds")] {
+            let Some(r) = strs(a, arg) else { continue };
+            let ids: R<Vec<String>> = r.iter().map(|x| self.release(x)).collect();
+            let ids = ids?;
+            if existing.is_some() {
+                input.insert(field.into(), json!(ids));
+            } else {
+                // A new issue starts with these releases (appended to any set ones).
+                let mut all: Vec<Value> = input.get("releaseIds").and_then(Value::as_array).cloned().unwrap_or_default();
+                all.extend(ids.into_iter().map(Value::String));
+                input.insert("releaseIds".into(), Value::Array(all));
+            }
         }
         // Every name resolves before anything is written.
         let mut relate: Vec<(String, bool, &str)> = Vec::new();
@@ -1181,15 +1258,6 @@ impl Mcp<'_> {
                 id.clone()
             }
         };
-        for r in added_releases {
-            let on = self.w.0.all("IssueToRelease").any(|(_, e)| e.get("issueId").and_then(Value::as_str) == Some(id.as_str()) && e.get("releaseId").and_then(Value::as_str) == Some(r.as_str()));
-            if !on {
-                self.gql("mutation($i: IssueToReleaseCreateInput!) { issueToReleaseCreate(input: $i) { success } }", json!({"i": {"issueId": id, "releaseId": r}}))?;
-            }
-        }
-        for r in removed_releases {
-            self.gql("mutation($i: String!, $r: String!) { issueToReleaseDeleteByIssueAndRelease(issueId: $i, releaseId: $r) { success } }", json!({"i": id, "r": r}))?;
-        }
         for (other, inverse, kind) in relate {
             let (from, to) = if inverse { (other.clone(), id.clone()) } else { (id.clone(), other.clone()) };
             if self.relation(&from, &to, kind).is_none() {
@@ -1727,6 +1795,248 @@ impl Mcp<'_> {
             }
         }
         self.initiative_full(&id, &json!({}))
+    }
+
+    fn list_release_pipelines(&mut self, a: &Value) -> R {
+        let mut f = Map::new();
+        if let Some(q) = s(a, "query") {
+            f.insert("name".into(), json!({"containsIgnoreCase": q}));
+        }
+        if let Some(ty) = s(a, "type") {
+            f.insert("type".into(), json!({"eq": ty}));
+        }
+        if let Some(p) = a.get("isProduction").and_then(Value::as_bool) {
+            f.insert("isProduction".into(), json!({"eq": p}));
+        }
+        if let Some(t) = s(a, "team") {
+            let team = self.team(t)?;
+            let ids: Vec<String> = self.w.0.all("ReleasePipeline").filter(|(_, e)| e.get("teamIds").and_then(Value::as_array).is_some_and(|l| l.iter().any(|x| x.as_str() == Some(team.as_str())))).map(|(id, _)| id.clone()).collect();
+            f.insert("id".into(), json!({"in": ids}));
+        }
+        self.dates(a, &mut f)?;
+        let (items, next) = self.page("releasePipelines", Some("ReleasePipelineFilter"), Value::Object(f), PIPELINE, a, false)?;
+        let mut out = Vec::new();
+        for p in &items {
+            let mut o = json!({"id": p["id"], "name": p["name"], "slugId": p["slugId"], "type": p["type"], "isProduction": p["isProduction"], "url": p["url"], "createdAt": p["createdAt"], "updatedAt": p["updatedAt"]});
+            let id = p["id"].as_str().unwrap_or("");
+            if flag(a, "includeStages", false) {
+                let mut stages: Vec<(f64, Value)> = self.w.0.all("ReleaseStage").filter(|(_, e)| e.get("pipelineId").and_then(Value::as_str) == Some(id)).map(|(sid, e)| (pos(e), json!({"id": sid, "name": e.get("name"), "type": e.get("type"), "position": e.get("position")}))).collect();
+                stages.sort_by(|x, y| x.0.total_cmp(&y.0));
+                o["stages"] = Value::Array(stages.into_iter().map(|(_, v)| v).collect());
+            }
+            if flag(a, "includeTeams", false) {
+                let teams: Vec<Value> = self.w.0.get("ReleasePipeline", id).and_then(|e| e.get("teamIds")).and_then(Value::as_array).into_iter().flatten().filter_map(|t| t.as_str()).filter_map(|t| self.w.0.get("Team", t).map(|e| json!({"id": t, "key": e.get("key"), "name": e.get("name")}))).collect();
+                o["teams"] = Value::Array(teams);
+            }
+            out.push(o);
+        }
+        Ok(Self::listed("releasePipelines", out, next))
+    }
+
+    fn list_releases(&mut self, a: &Value) -> R {
+        let mut f = Map::new();
+        if let Some(q) = s(a, "query") {
+            f.insert("or".into(), json!([{"name": {"containsIgnoreCase": q}}, {"version": {"containsIgnoreCase": q}}]));
+        }
+        let pipeline = match s(a, "pipeline") {
+            Some(p) => Some(self.pipeline(p)?),
+            None => None,
+        };
+        if let Some(p) = &pipeline {
+            f.insert("pipeline".into(), json!({"id": {"eq": p}}));
+        }
+        let mut stage_ids: Option<Vec<String>> = None;
+        if let Some(st) = s(a, "stage") {
+            let ids = self.w.0.all("ReleaseStage").filter(|(id, e)| pipeline.as_deref().is_none_or(|p| e.get("pipelineId").and_then(Value::as_str) == Some(p)) && (id.as_str() == st || e.get("name").and_then(Value::as_str) == Some(st))).map(|(id, _)| id.clone()).collect();
+            stage_ids = Some(ids);
+        }
+        if let Some(ty) = s(a, "stageType") {
+            let ids: Vec<String> = self.w.0.all("ReleaseStage").filter(|(_, e)| eq_ci(e.get("type"), ty)).map(|(id, _)| id.clone()).collect();
+            stage_ids = Some(match stage_ids {
+                Some(prev) => prev.into_iter().filter(|x| ids.contains(x)).collect(),
+                None => ids,
+            });
+        }
+        if let Some(ids) = stage_ids {
+            f.insert("stage".into(), json!({"id": {"in": ids}}));
+        }
+        if let Some(v) = s(a, "version") {
+            f.insert("version".into(), json!({"eq": v}));
+        }
+        if let Some(has) = a.get("hasReleaseNotes").and_then(Value::as_bool) {
+            let with: Vec<String> = self.w.0.all("Release").map(|(id, _)| id.clone()).filter(|id| !self.notes_of(id).is_empty()).collect();
+            f.insert("id".into(), if has { json!({"in": with}) } else { json!({"nin": with}) });
+        }
+        self.dates(a, &mut f)?;
+        let (items, next) = self.page("releases", Some("ReleaseFilter"), Value::Object(f), "id", a, false)?;
+        let mut out = Vec::new();
+        for r in items {
+            out.push(self.release_full(r["id"].as_str().unwrap_or(""), flag(a, "includeReleaseNotes", false))?);
+        }
+        Ok(Self::listed("releases", out, next))
+    }
+
+    fn release_full(&mut self, id: &str, notes: bool) -> R {
+        let v = self.get("release", id, RELEASE)?;
+        let mut o = json!({
+            "id": v["id"], "name": v["name"], "description": v["description"], "version": v["version"], "slugId": v["slugId"], "url": v["url"],
+            "commitSha": v["commitSha"], "startDate": v["startDate"], "targetDate": v["targetDate"], "startedAt": v["startedAt"],
+            "completedAt": v["completedAt"], "canceledAt": v["canceledAt"], "createdAt": v["createdAt"], "updatedAt": v["updatedAt"],
+            "pipeline": named(&v["pipeline"]),
+            "stage": if v["stage"].is_null() || v["stage"]["id"].as_str().unwrap_or("").is_empty() { Value::Null } else { json!({"id": v["stage"]["id"], "name": v["stage"]["name"], "type": v["stage"]["type"]}) },
+        });
+        if notes {
+            let list: Vec<Value> = self.notes_of(id).iter().filter_map(|n| self.w.0.get("ReleaseNote", n).map(|e| json!({"id": n, "title": e.get("title"), "slugId": e.get("slugId")}))).collect();
+            o["releaseNotes"] = Value::Array(list);
+        }
+        Ok(o)
+    }
+
+    fn save_release(&mut self, a: &Value) -> R {
+        let existing = match s(a, "id") {
+            Some(id) => Some(self.release(id)?),
+            None => None,
+        };
+        let pipeline = match s(a, "pipeline") {
+            Some(p) => Some(self.pipeline(p)?),
+            None => existing.as_ref().and_then(|id| self.w.0.str_field("Release", id, "pipelineId").map(str::to_string)),
+        };
+        let mut input = Map::new();
+        for k in ["name", "description", "version", "commitSha"] {
+            if let Some(v) = s(a, k) {
+                input.insert(k.into(), json!(v));
+            }
+        }
+        for k in ["startDate", "targetDate", "startedAt", "completedAt"] {
+            if let Some(v) = a.get(k) {
+                input.insert(k.into(), v.clone());
+            }
+        }
+        if let Some(st) = s(a, "stage") {
+            let p = pipeline.clone().ok_or("pipeline is required to resolve a stage")?;
+            input.insert("stageId".into(), json!(self.stage(&p, st)?));
+        }
+        let id = match existing {
+            None => {
+                if s(a, "name").is_none_or(str::is_empty) {
+                    return Err("name is required when creating a release".into());
+                }
+                let Some(p) = pipeline else { return Err("pipeline is required when creating a release".into()) };
+                input.insert("pipelineId".into(), json!(p));
+                if let Some(c) = s(a, "createdAt") {
+                    input.insert("createdAt".into(), json!(c));
+                }
+                let d = self.gql("mutation($i: ReleaseCreateInput!) { releaseCreate(input: $i) { release { id } } }", json!({"i": input}))?;
+                d["releaseCreate"]["release"]["id"].as_str().unwrap_or("").to_string()
+            }
+            Some(id) => {
+                if s(a, "pipeline").is_some_and(|_| pipeline.as_deref() != self.w.0.str_field("Release", &id, "pipelineId")) {
+                    return Err("a release cannot move to another pipeline".into());
+                }
+                if !input.is_empty() {
+                    self.gql("mutation($id: String!, $i: ReleaseUpdateInput!) { releaseUpdate(id: $id, input: $i) { success } }", json!({"id": id, "i": input}))?;
+                }
+                id
+            }
+        };
+        self.release_full(&id, false)
+    }
+
+    fn list_release_notes(&mut self, a: &Value) -> R {
+        let mut f = Map::new();
+        if let Some(q) = s(a, "query") {
+            f.insert("title".into(), json!({"containsIgnoreCase": q}));
+        }
+        if let Some(p) = s(a, "pipeline") {
+            let id = self.pipeline(p)?;
+            f.insert("pipeline".into(), json!({"id": {"eq": id}}));
+        }
+        if let Some(r) = s(a, "release") {
+            let id = self.release(r)?;
+            f.insert("id".into(), json!({"in": self.notes_of(&id)}));
+        }
+        self.dates(a, &mut f)?;
+        let (items, next) = self.page("releaseNotes", Some("ReleaseNoteFilter"), Value::Object(f), "id", a, false)?;
+        let mut out = Vec::new();
+        for n in items {
+            out.push(self.release_note_full(n["id"].as_str().unwrap_or(""), flag(a, "includeContent", false), flag(a, "includeReleases", false))?);
+        }
+        Ok(Self::listed("releaseNotes", out, next))
+    }
+
+    /// Release notes; their markdown is kept on the notes (Linear keeps it in a document
+    /// content, which the twin does not model).
+    fn release_note_full(&mut self, id: &str, content: bool, releases: bool) -> R {
+        let v = self.get("releaseNote", id, "id title slugId url createdAt updatedAt archivedAt pipeline { id name }")?;
+        let e = self.w.0.get("ReleaseNote", id).cloned().unwrap_or_default();
+        let mut o = json!({"id": v["id"], "title": v["title"], "slugId": v["slugId"], "url": v["url"], "createdAt": v["createdAt"], "updatedAt": v["updatedAt"],
+                           "archivedAt": v["archivedAt"], "pipeline": named(&v["pipeline"])});
+        if content {
+            o["content"] = e.get("content").cloned().unwrap_or(Value::Null);
+        }
+        if releases {
+            let mut ids: Vec<String> = e.get("releaseIds").and_then(Value::as_array).into_iter().flatten().filter_map(|x| x.as_str().map(str::to_string)).collect();
+            for k in ["rangeFromReleaseId", "rangeToReleaseId"] {
+                if let Some(r) = e.get(k).and_then(Value::as_str) {
+                    if !ids.iter().any(|x| x == r) {
+                        ids.push(r.to_string());
+                    }
+                }
+            }
+            o["releases"] = Value::Array(ids.iter().filter_map(|r| self.w.0.get("Release", r).map(|x| json!({"id": r, "name": x.get("name"), "version": x.get("version")}))).collect());
+        }
+        Ok(o)
+    }
+
+    fn save_release_note(&mut self, a: &Value) -> R {
+        let existing = match s(a, "id") {
+            Some(id) => Some(self.release_note(id)?),
+            None => None,
+        };
+        let mut input = Map::new();
+        if let Some(t) = s(a, "title") {
+            input.insert("title".into(), json!(t));
+        }
+        match (s(a, "content"), a.get("patch").and_then(Value::as_array)) {
+            (Some(_), Some(_)) => return Err("pass either content or patch, not both".into()),
+            (Some(c), None) => {
+                input.insert("content".into(), json!(c));
+            }
+            (None, Some(ops)) => {
+                let Some(id) = &existing else { return Err("patch is only valid when updating release notes".into()) };
+                let text = self.w.0.str_field("ReleaseNote", id, "content").unwrap_or("").to_string();
+                input.insert("content".into(), json!(apply_patch(&text, ops)?));
+            }
+            (None, None) => {}
+        }
+        if let Some(r) = strs(a, "releases") {
+            let ids: R<Vec<String>> = r.iter().map(|x| self.release(x)).collect();
+            input.insert("releaseIds".into(), json!(ids?));
+        }
+        for (arg, field) in [("rangeFromRelease", "rangeFromReleaseId"), ("rangeToRelease", "rangeToReleaseId")] {
+            if let Some(r) = s(a, arg) {
+                input.insert(field.into(), json!(self.release(r)?));
+            }
+        }
+        let id = match existing {
+            None => {
+                let Some(p) = s(a, "pipeline") else { return Err("pipeline is required when creating release notes".into()) };
+                let ranged = input.contains_key("rangeFromReleaseId") && input.contains_key("rangeToReleaseId");
+                if !input.contains_key("releaseIds") && !ranged {
+                    return Err("releases or a release range (rangeFromRelease and rangeToRelease) is required when creating release notes".into());
+                }
+                input.insert("pipelineId".into(), json!(self.pipeline(p)?));
+                let d = self.gql("mutation($i: ReleaseNoteCreateInput!) { releaseNoteCreate(input: $i) { releaseNote { id } } }", json!({"i": input}))?;
+                d["releaseNoteCreate"]["releaseNote"]["id"].as_str().unwrap_or("").to_string()
+            }
+            Some(id) => {
+                if !input.is_empty() {
+                    self.gql("mutation($id: String!, $i: ReleaseNoteUpdateInput!) { releaseNoteUpdate(id: $id, input: $i) { success } }", json!({"id": id, "i": input}))?;
+                }
+                id
+            }
+        };
+        self.release_note_full(&id, true, true)
     }
 
     fn get_status_updates(&mut self, a: &Value) -> R {

@@ -558,12 +558,16 @@ impl Mut<'_, '_, '_> {
         self.update_with(ty, id, |e| {
             let added = probe.remove("addedLabelIds");
             let removed = probe.remove("removedLabelIds");
+            let added_releases = probe.remove("addedReleaseIds");
+            let removed_releases = probe.remove("removedReleaseIds");
             for (k, v) in probe {
                 e.insert(k, v);
             }
             let ids = |v: Option<Value>| -> Vec<String> { v.and_then(|v| v.as_array().cloned()).unwrap_or_default().iter().filter_map(|x| x.as_str().map(String::from)).collect() };
             edit_ids(e, "labelIds", &ids(added), true);
             edit_ids(e, "labelIds", &ids(removed), false);
+            edit_ids(e, "releaseIds", &ids(added_releases), true);
+            edit_ids(e, "releaseIds", &ids(removed_releases), false);
             if let Some(t) = state_type {
                 for (field, when) in [("startedAt", "started"), ("completedAt", "completed"), ("canceledAt", "canceled")] {
                     if t == when {
@@ -749,6 +753,25 @@ impl Mut<'_, '_, '_> {
                     }
                 }
                 e.insert("slugId".into(), json!(slug(e.get("name").and_then(Value::as_str).unwrap_or(""))));
+            }
+            "Release" | "ReleasePipeline" | "ReleaseNote" | "AgentSkill" => {
+                if !e.contains_key("slugId") {
+                    let base = e.get("name").or_else(|| e.get("title")).and_then(Value::as_str).unwrap_or("").to_string();
+                    e.insert("slugId".into(), json!(slug(&base)));
+                }
+                // A release starts in its pipeline's first stage.
+                if ty == "Release" && e.get("stageId").is_none_or(Value::is_null) {
+                    let pipeline = e.get("pipelineId").and_then(Value::as_str).unwrap_or("").to_string();
+                    let first = self
+                        .w
+                        .all("ReleaseStage")
+                        .filter(|(_, s)| s.get("pipelineId").and_then(Value::as_str) == Some(pipeline.as_str()))
+                        .min_by(|a, b| a.1.get("position").and_then(Value::as_f64).unwrap_or(0.0).total_cmp(&b.1.get("position").and_then(Value::as_f64).unwrap_or(0.0)))
+                        .map(|(id, _)| id.clone());
+                    if let Some(s) = first {
+                        e.insert("stageId".into(), json!(s));
+                    }
+                }
             }
             "TeamMembership" => {
                 if !e.contains_key("userId") {

@@ -55,12 +55,12 @@ fn the_vendor_tools_are_listed_verbatim_and_served_by_the_twin() {
         assert_eq!(t.read_only, v["readOnly"].as_bool().unwrap(), "{}", t.name);
         assert_eq!((t.path.as_str(), &t.body), ("/mcp/v1", &pome_twin_sdk::ToolBody::Mcp), "{}", t.name);
     }
-    assert_eq!(served, 40);
+    assert_eq!(served, 49);
     let mut w = seeded();
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
     let mut call = Call::new(Request::new(Method::Post, "/mcp/v1").with_json(&body));
     let listed = World::router().dispatch(&mut w, &mut call).json_body();
-    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 40);
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 49);
 }
 
 /// save_issue makes the same world as the GraphQL mutation an SDK would send, resolving the
@@ -294,4 +294,52 @@ fn reads_change_nothing_and_unknown_tools_are_protocol_errors() {
     let mut call = Call::new(Request::new(Method::Post, "/mcp/v1").with_json(&body));
     let v = World::router().dispatch(&mut w, &mut call).json_body();
     assert_eq!(v["error"]["code"], -32602);
+}
+
+/// Releases, release pipelines, release notes and agent skills: pipelines and their stages and
+/// skills come from GraphQL (no MCP tool makes them); the tools find them by slug or name.
+#[test]
+fn releases_notes_and_agent_skills() {
+    let mut w = seeded();
+    let p = gql(&mut w, "mutation { releasePipelineCreate(input: {name: \"Mobile\", type: scheduled, teamIds: [\"team_eng\"], isProduction: true}) { releasePipeline { id } } }", json!({}))["releasePipelineCreate"]["releasePipeline"]["id"].as_str().unwrap().to_string();
+    for (i, (name, ty)) in [("Planned", "planned"), ("In QA", "started"), ("Shipped", "completed")].into_iter().enumerate() {
+        gql(&mut w, "mutation($i: ReleaseStageCreateInput!) { releaseStageCreate(input: $i) { success } }", json!({"i": {"name": name, "type": ty, "color": "#000000", "position": i, "pipelineId": p}}));
+    }
+    let pipes = ok(&mut w, "list_release_pipelines", json!({"team": "ENG", "includeStages": true, "includeTeams": true}));
+    assert_eq!(pipes["releasePipelines"][0]["stages"].as_array().unwrap().len(), 3);
+    assert_eq!(pipes["releasePipelines"][0]["teams"][0]["key"], "ENG");
+    assert!(tool(&mut w, "save_release", json!({"name": "4.2"})).0.unwrap_err().contains("pipeline"));
+    let (r, call) = tool(&mut w, "save_release", json!({"name": "Spring", "version": "4.2.0", "pipeline": "mobile"}));
+    let rel = r.unwrap();
+    assert_eq!(call.action.as_deref(), Some("releaseCreate"));
+    assert_eq!(rel["stage"]["name"], "Planned", "a release starts in its pipeline's first stage");
+    let moved = ok(&mut w, "save_release", json!({"id": rel["slugId"], "stage": "started", "targetDate": "2026-09-01"}));
+    assert_eq!((moved["stage"]["name"].as_str(), moved["targetDate"].as_str()), (Some("In QA"), Some("2026-09-01")));
+    assert_eq!(ok(&mut w, "list_releases", json!({"stageType": "started", "pipeline": p}))["releases"].as_array().unwrap().len(), 1);
+    assert!(ok(&mut w, "list_releases", json!({"version": "9.9"}))["releases"].as_array().unwrap().is_empty());
+    assert!(ok(&mut w, "list_releases", json!({"hasReleaseNotes": true}))["releases"].as_array().unwrap().is_empty());
+
+    assert!(tool(&mut w, "save_release_note", json!({"pipeline": "Mobile", "title": "Notes"})).0.unwrap_err().contains("releases"));
+    let note = ok(&mut w, "save_release_note", json!({"pipeline": "Mobile", "title": "Spring notes", "content": "- Faster sync", "releases": [rel["id"]]}));
+    assert_eq!(note["releases"][0]["version"], "4.2.0");
+    let edited = ok(&mut w, "save_release_note", json!({"id": note["slugId"], "patch": [{"op": "append", "text": "\n- Dark mode"}]}));
+    assert_eq!(edited["content"], "- Faster sync\n- Dark mode");
+    assert_eq!(ok(&mut w, "get_release_note", json!({"id": note["id"]}))["content"], "- Faster sync\n- Dark mode");
+    assert!(tool(&mut w, "list_release_notes", json!({"release": "never"})).0.unwrap_err().contains("Release not found"));
+    assert_eq!(ok(&mut w, "list_release_notes", json!({"release": rel["id"], "includeContent": true}))["releaseNotes"][0]["content"], "- Faster sync\n- Dark mode");
+    assert_eq!(ok(&mut w, "get_release", json!({"id": rel["id"], "includeReleaseNotes": true}))["releaseNotes"][0]["id"], note["id"]);
+    assert_eq!(ok(&mut w, "list_releases", json!({"hasReleaseNotes": true}))["releases"].as_array().unwrap().len(), 1);
+    let issue = ok(&mut w, "save_issue", json!({"id": "ENG-1", "addReleases": [rel["id"]]}));
+    assert_eq!(ok(&mut w, "list_issues", json!({"release": rel["slugId"]}))["issues"][0]["id"], issue["id"]);
+    let d = gql(&mut w, "{ issue(id: \"ENG-1\") { releases { nodes { id } } } }", json!({}));
+    assert_eq!(d["issue"]["releases"]["nodes"][0]["id"], rel["id"]);
+    ok(&mut w, "save_issue", json!({"id": "ENG-1", "removeReleases": [rel["slugId"]]}));
+    assert!(ok(&mut w, "list_issues", json!({"release": rel["id"]}))["issues"].as_array().unwrap().is_empty());
+    assert!(tool(&mut w, "save_issue", json!({"id": "ENG-1", "setReleases": [rel["id"]], "addReleases": [rel["id"]]})).0.is_err());
+
+    let skill = gql(&mut w, "mutation { agentSkillCreate(input: {title: \"Triage\", body: \"# How to triage\"}) { agentSkill { id } } }", json!({}))["agentSkillCreate"]["agentSkill"]["id"].as_str().unwrap().to_string();
+    let listed = ok(&mut w, "list_agent_skills", json!({}));
+    assert_eq!(listed["skills"][0]["id"], skill.as_str());
+    assert!(listed["skills"][0].get("body").is_none());
+    assert_eq!(ok(&mut w, "get_agent_skill", json!({"id": "triage"}))["body"], "# How to triage");
 }
