@@ -243,7 +243,8 @@ pub fn issue_read(w: &mut World, call: &mut Call) -> ApiResult {
     let p = [("issue_number", n.clone())];
     match a.req_str("method")?.as_str() {
         "get" => {
-            let mut v = rest_json(w, call, issues::get, &p, &[], None)?;
+            // The REST read first: it is what GitHub's server calls, and it answers 404/410.
+            rest_json(w, call, issues::get, &p, &[], None)?;
             let key = w.repo_key_for(call)?;
             let r = &w.repos[&key];
             let number: u64 = n.parse().map_err(|_| ApiError::not_found())?;
@@ -254,7 +255,7 @@ pub fn issue_read(w: &mut World, call: &mut Call) -> ApiResult {
                     .map(|(k, num)| {
                         let rr = &w.repos[&k];
                         let x = &rr.issues[&num];
-                        json!({"id": x.id, "number": x.number, "title": x.title, "state": x.state, "html_url": format!("{b}/{}/issues/{}", rr.full_name(), x.number)})
+                        json!({"number": x.number, "title": x.title, "state": x.state.to_ascii_uppercase(), "url": format!("{b}/{}/issues/{}", rr.full_name(), x.number), "repository": rr.full_name()})
                     })
                     .unwrap_or(Value::Null)
             };
@@ -266,11 +267,9 @@ pub fn issue_read(w: &mut World, call: &mut Call) -> ApiResult {
                 .values()
                 .filter(|x| x.pull.is_some() && x.state == "open")
                 .filter(|x| pulls::closing_refs(&format!("{}\n{}", x.title, x.body.clone().unwrap_or_default())).contains(&number))
-                .map(|x| json!({"number": x.number, "title": x.title, "state": x.state, "url": format!("{b}/{}/pull/{}", r.full_name(), x.number)}))
+                .map(|x| json!({"number": x.number, "title": x.title, "state": "OPEN", "url": format!("{b}/{}/pull/{}", r.full_name(), x.number), "repository": r.full_name()}))
                 .collect();
-            let m = v.as_object_mut().expect("an issue is an object");
-            m.insert("type".into(), w.issue_types.get(&i.id).map(|t| issue_type_json(w, &r.owner, t)).unwrap_or(Value::Null));
-            m.insert("field_values".into(), field_values(w, r, i.id));
+            let mut m = minimal_issue(w, b, r, i, false);
             m.insert("has_parent".into(), json!(parent.is_some()));
             m.insert("has_children".into(), json!(!kids.is_empty()));
             if let Some(p) = parent {
@@ -281,12 +280,38 @@ pub fn issue_read(w: &mut World, call: &mut Call) -> ApiResult {
                 m.insert("sub_issues_summary".into(), json!({"total": kids.len(), "completed": completed, "percent_completed": pct}));
             }
             m.insert("closed_by_pull_requests".into(), json!({"total_count": closing.len(), "references": closing.into_iter().take(5).collect::<Vec<_>>()}));
-            ok(v)
+            ok(Value::Object(m))
         }
         "get_comments" => ok(rest_json(w, call, issues::list_comments, &p, &q, None)?),
         "get_sub_issues" => ok(rest_json(w, call, list_sub_issues, &p, &q, None)?),
-        "get_parent" => ok(rest_json(w, call, get_parent, &p, &[], None)?),
-        "get_labels" => ok(rest_json(w, call, issues::list_labels_on_issue, &p, &q, None)?),
+        "get_parent" => {
+            let v = match rest(w, call, get_parent, &p, &[], None) {
+                Ok(r) => serde_json::from_slice::<Value>(&r.body).unwrap_or(Value::Null),
+                // No parent: `{"parent": null}`, unless the issue itself is missing.
+                Err(e) if e.status == 404 => {
+                    rest_json(w, call, issues::get, &p, &[], None)?;
+                    Value::Null
+                }
+                Err(e) => return Err(e),
+            };
+            let parent = if v.is_null() {
+                Value::Null
+            } else {
+                let repo = v["repository_url"].as_str().and_then(|u| u.split("/repos/").nth(1)).unwrap_or_default().to_string();
+                json!({"number": v["number"], "title": v["title"], "state": v["state"].as_str().unwrap_or_default().to_ascii_uppercase(), "url": v["html_url"], "repository": repo})
+            };
+            ok(json!({"parent": parent}))
+        }
+        "get_labels" => {
+            let v = rest_json(w, call, issues::list_labels_on_issue, &p, &[("per_page".into(), "100".into())], None)?;
+            let labels: Vec<Value> = v
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|l| json!({"id": l["node_id"], "name": l["name"], "color": l["color"], "description": l["description"].as_str().unwrap_or_default()}))
+                .collect();
+            ok(json!({"totalCount": labels.len(), "labels": labels}))
+        }
         m => Err(ApiError::new(422, format!("unknown method: {m}"))),
     }
 }
@@ -468,20 +493,12 @@ fn apply_field_changes(w: &mut World, call: &mut Call, number: u64, changes: Vec
     Ok(())
 }
 
-/// An issue's field values: `[{field_name, data_type, value}]`.
+/// An issue's field values as GitHub's MCP server shows them: `[{field, value}]`, in the
+/// organization's field order.
 pub fn field_values(w: &World, r: &Repo, issue: u64) -> Value {
     let Some(vals) = w.issue_field_values.get(&issue) else { return json!([]) };
     let fields = fields_of(w, &r.owner);
-    Value::Array(
-        fields
-            .iter()
-            .filter_map(|f| vals.get(&f.id).map(|v| (f, v)))
-            .map(|(f, v)| {
-                let value = if f.data_type == "number" { v.parse::<f64>().map(|n| json!(n)).unwrap_or(json!(v)) } else { json!(v) };
-                json!({"field_name": f.name, "data_type": f.data_type, "value": value})
-            })
-            .collect(),
-    )
+    Value::Array(fields.iter().filter_map(|f| vals.get(&f.id).map(|v| json!({"field": f.name, "value": v}))).collect())
 }
 
 /// `list_issue_fields`: the organization's custom issue fields (a repository's are its
@@ -537,17 +554,70 @@ pub fn org_issue_types(w: &mut World, call: &mut Call) -> ApiResult {
     ok(Value::Array(DEFAULT_ISSUE_TYPES.iter().map(|t| issue_type_json(w, &org, t.0)).collect()))
 }
 
-/// The issue a compact tool listing shows.
+/// GitHub's MCP server's `MinimalUser`.
+fn minimal_user(w: &World, b: &str, login: &str) -> Value {
+    let u = w.user_json(b, login);
+    json!({"login": u["login"], "id": u["id"], "profile_url": u["html_url"], "avatar_url": u["avatar_url"]})
+}
+
+/// GitHub's MCP server's `MinimalIssue`: empty fields left out as it leaves them out. The
+/// GraphQL listing (`list_issues`) spells states in capitals.
+fn minimal_issue(w: &World, b: &str, r: &Repo, i: &Issue, graphql: bool) -> Map<String, Value> {
+    let mut m = Map::new();
+    let case = |s: &str| if graphql { s.to_ascii_uppercase() } else { s.to_string() };
+    m.insert("number".into(), json!(i.number));
+    m.insert("title".into(), json!(i.title));
+    if let Some(body) = i.body.as_ref().filter(|b| !b.is_empty()) {
+        m.insert("body".into(), json!(body));
+    }
+    m.insert("state".into(), json!(case(&i.state)));
+    if let Some(reason) = &i.state_reason {
+        m.insert("state_reason".into(), json!(case(reason)));
+    }
+    if i.pull.as_ref().is_some_and(|p| p.draft) {
+        m.insert("draft".into(), json!(true));
+    }
+    if i.locked {
+        m.insert("locked".into(), json!(true));
+    }
+    let kind = if i.pull.is_some() { "pull" } else { "issues" };
+    m.insert("html_url".into(), json!(format!("{b}/{}/{kind}/{}", r.full_name(), i.number)));
+    m.insert("user".into(), minimal_user(w, b, &i.user));
+    m.insert("author_association".into(), json!(w.author_association(r, &i.user)));
+    if !i.labels.is_empty() {
+        m.insert("labels".into(), json!(i.labels));
+    }
+    m.insert("assignees".into(), json!(i.assignees));
+    if let Some(ms) = i.milestone.and_then(|n| r.milestones.get(&n)) {
+        m.insert("milestone".into(), json!(ms.title));
+    }
+    if i.comments > 0 {
+        m.insert("comments".into(), json!(i.comments));
+    }
+    let mut reactions = w.reactions_json(String::new(), &i.reactions);
+    reactions.as_object_mut().expect("reactions are an object").remove("url");
+    m.insert("reactions".into(), reactions);
+    m.insert("created_at".into(), json!(i.created_at));
+    m.insert("updated_at".into(), json!(i.updated_at));
+    if let Some(c) = &i.closed_at {
+        m.insert("closed_at".into(), json!(c));
+    }
+    if let Some(c) = &i.closed_by {
+        m.insert("closed_by".into(), json!(c));
+    }
+    if let Some(t) = w.issue_types.get(&i.id) {
+        m.insert("issue_type".into(), json!(t));
+    }
+    let fv = field_values(w, r, i.id);
+    if fv.as_array().is_some_and(|a| !a.is_empty()) {
+        m.insert("field_values".into(), fv);
+    }
+    m
+}
+
+/// The issue a `list_issues` page shows.
 fn issue_item(w: &World, b: &str, r: &Repo, i: &Issue) -> Value {
-    json!({
-        "id": i.id, "number": i.number, "title": i.title, "body": i.body, "state": i.state.to_ascii_uppercase(),
-        "state_reason": i.state_reason.as_ref().map(|s| s.to_ascii_uppercase()),
-        "user": {"login": w.users.get(&i.user.to_ascii_lowercase()).map(|u| u.login.clone()).unwrap_or_else(|| i.user.clone())},
-        "labels": i.labels, "assignees": i.assignees, "comments": i.comments,
-        "created_at": i.created_at, "updated_at": i.updated_at, "closed_at": i.closed_at,
-        "html_url": format!("{b}/{}/issues/{}", r.full_name(), i.number),
-        "field_values": field_values(w, r, i.id),
-    })
+    Value::Object(minimal_issue(w, b, r, i, true))
 }
 
 /// `list_issues`: the repository's issues (not pull requests) as GitHub's GraphQL
@@ -1530,29 +1600,43 @@ fn team_visible(w: &World, t: &Team) -> bool {
     member || (t.privacy == "closed" && in_org)
 }
 
-/// `get_teams`: the teams `user` (default: the viewer) belongs to, grouped by organization.
+/// `get_teams`: every organization `user` (default: the viewer) belongs to, each with the
+/// teams of it that the user is in (GitHub's GraphQL `organizations { teams(userLogins) }`).
 pub fn get_teams(w: &mut World, call: &mut Call) -> ApiResult {
     let a = Args::of(call)?;
     let user = a.str("user").filter(|u| !u.is_empty()).unwrap_or_else(|| w.viewer.clone());
     if !w.user_exists(&user) {
         return Err(ApiError::new(404, format!("Could not resolve to a User with the login of '{user}'.")));
     }
-    let mut orgs: Vec<(String, Vec<Value>)> = Vec::new();
-    for t in w.teams.values().filter(|t| t.members.iter().any(|m| m.eq_ignore_ascii_case(&user)) && team_visible(w, t)) {
-        let v = json!({"name": t.name, "slug": t.slug, "description": t.description});
-        match orgs.iter_mut().find(|(o, _)| o == &t.org) {
-            Some((_, list)) => list.push(v),
-            None => orgs.push((t.org.clone(), vec![v])),
+    let in_team = |t: &Team| t.members.iter().any(|m| m.eq_ignore_ascii_case(&user));
+    let mut orgs: Vec<String> = misc::orgs_of(w, &user).into_iter().map(|o| o.login.clone()).collect();
+    for t in w.teams.values().filter(|t| in_team(t)) {
+        if !orgs.iter().any(|o| o.eq_ignore_ascii_case(&t.org)) {
+            orgs.push(t.org.clone());
         }
     }
-    ok(Value::Array(orgs.into_iter().map(|(o, teams)| json!({"org": {"login": o}, "teams": teams})).collect()))
+    orgs.sort_by_key(|o| o.to_ascii_lowercase());
+    let out: Vec<Value> = orgs
+        .iter()
+        .map(|o| {
+            let teams: Vec<Value> = w
+                .teams
+                .values()
+                .filter(|t| t.org.eq_ignore_ascii_case(o) && in_team(t) && team_visible(w, t))
+                .map(|t| json!({"name": t.name, "slug": t.slug, "description": t.description.clone().unwrap_or_default()}))
+                .collect();
+            json!({"org": o, "teams": teams})
+        })
+        .collect();
+    // The server marshals an empty Go slice of organizations as `null`.
+    ok(if out.is_empty() { Value::Null } else { Value::Array(out) })
 }
 
 /// `get_team_members`: the member logins of `org`'s team `team_slug`.
 pub fn get_team_members(w: &mut World, call: &mut Call) -> ApiResult {
     let key = format!("{}/{}", call.param("org").to_ascii_lowercase(), call.param("team_slug").to_ascii_lowercase());
     let t = w.teams.get(&key).filter(|t| team_visible(w, t)).ok_or_else(ApiError::not_found)?;
-    ok(json!(t.members))
+    ok(if t.members.is_empty() { Value::Null } else { json!(t.members) })
 }
 
 /// `GET /orgs/{org}/teams/{team_slug}/members` (`teams.list_members_in_org`).

@@ -129,7 +129,7 @@ fn org_json(b: &str, u: &User) -> Value {
 }
 
 /// Organizations `login` is a member of.
-fn orgs_of<'a>(w: &'a World, login: &str) -> Vec<&'a User> {
+pub fn orgs_of<'a>(w: &'a World, login: &str) -> Vec<&'a User> {
     w.users
         .values()
         .filter(|u| u.kind == "Organization")
