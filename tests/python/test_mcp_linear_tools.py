@@ -124,3 +124,31 @@ def test_projects_milestones_initiatives_and_status_updates(pome_server, new_san
     assert d["projectUpdates"]["nodes"] == [{"id": update["id"], "body": "On track so far", "health": "onTrack", "project": {"id": project["id"]}}]
     actions = [r["action"] for r in sb.events("linear") if r.get("via") == "mcp"]
     assert actions[:2] == ["projectCreate", "projectMilestoneCreate"] and "initiativeCreate" in actions and "projectUpdateCreate" in actions
+
+
+def test_attachment_upload_flow_puts_bytes_to_the_signed_url_then_links_the_asset(pome_server, new_sandbox):
+    sb = new_sandbox(["linear"], seed=seed())
+    data = b"\x89PNG fake screenshot"
+
+    async def prepare():
+        async with twin(pome_server, sb.id, sb.token, "linear") as c:
+            return await ok(c, "prepare_attachment_upload", issue="ENG-2", filename="shot.png", contentType="image/png", size=len(data))
+
+    prepared = run(prepare())
+    up = prepared["uploadRequest"]
+    assert up["headers"]["x-goog-content-length-range"] == f"{len(data)},{len(data)}"
+    # As the tool's description says: PUT the raw bytes with the signed headers, outside MCP
+    # and without the agent token.
+    req = urllib.request.Request(up["url"], data=data, method=up["method"], headers=up["headers"])
+    with urllib.request.urlopen(req) as resp:
+        assert resp.status == 200
+
+    async def link():
+        async with twin(pome_server, sb.id, sb.token, "linear") as c:
+            return await ok(c, "create_attachment_from_upload", issue="ENG-2", assetUrl=prepared["assetUrl"], title="Screenshot")
+
+    attachment = run(link())
+    nodes = graphql(sb, '{ issue(id: "ENG-2") { attachments { nodes { id title url } } } }')["issue"]["attachments"]["nodes"]
+    assert nodes == [{"id": attachment["id"], "title": "Screenshot", "url": prepared["assetUrl"]}]
+    actions = [r["action"] for r in sb.events("linear")]
+    assert "fileUpload" in actions and "fileUpload.put" in actions and "attachmentCreate" in actions

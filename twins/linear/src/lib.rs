@@ -132,6 +132,14 @@ fn request_time(w: &mut World) -> chrono::DateTime<chrono::Utc> {
     start + chrono::Duration::microseconds(host_us.saturating_sub(anchor).max(0))
 }
 
+/// `PUT /uploads/…`: the signed upload target `fileUpload` answers (`uploadUrl`). The bytes
+/// are taken and not kept (the twin models attachments, not file storage); what an agent does
+/// with the file shows as `attachmentCreate` on the asset URL.
+fn upload(_w: &mut World, call: &mut Call) -> Response {
+    call.action = Some("fileUpload.put".into());
+    Response::empty(200)
+}
+
 /// Serve one GraphQL request.
 pub fn graphql(w: &mut World, call: &mut Call) -> Response {
     // The host knows only the sandbox's agent token; a key from the seed is the twin's to
@@ -337,6 +345,7 @@ impl Twin for World {
                 .route(Some(Method::Post), "/graphql", "graphql", Fidelity::Semantic, graphql)
                 .route(Some(Method::Get), "/graphql", "graphql", Fidelity::Semantic, graphql)
                 .route(Some(Method::Post), mcp::PATH, "mcp", Fidelity::Semantic, mcp::endpoint)
+                .route(Some(Method::Put), "/uploads/{org}/{id}/{name}", "fileUpload.put", Fidelity::Shape, upload)
         })
     }
 
@@ -346,9 +355,10 @@ impl Twin for World {
 
     /// A request with a credential the host does not know may carry an API key from the
     /// seed: the GraphQL route decides ([`graphql`]), answering Linear's authentication error
-    /// for anything else.
+    /// for anything else. An upload's PUT carries no credential: its URL is its signature, as
+    /// with the signed URL Linear answers.
     fn serves_without_auth(req: &pome_twin_sdk::Request) -> bool {
-        req.auth == Auth::Invalid && req.path == "/graphql"
+        (req.auth == Auth::Invalid && req.path == "/graphql") || (req.method == Method::Put && req.path.starts_with("/uploads/"))
     }
 
     fn auth_error(_call: &Call) -> Response {
@@ -385,6 +395,11 @@ impl Twin for World {
 
     fn agent_env() -> Vec<(&'static str, &'static str)> {
         vec![("POME_LINEAR_TOKEN", "{token}"), ("POME_LINEAR_API_URL", "{api_url}")]
+    }
+
+    /// The routes' actions, but the upload target: raw file bytes are no MCP tool's argument.
+    fn actions() -> Vec<pome_twin_sdk::ActionDecl> {
+        pome_twin_sdk::describe::actions_from_surface(&Self::router().surface()).into_iter().filter(|a| a.name != "fileUpload.put").collect()
     }
 
     fn tools() -> Vec<pome_twin_sdk::ToolDecl> {

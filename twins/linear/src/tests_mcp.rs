@@ -250,6 +250,14 @@ fn documents_attachments_teams_users_and_the_workspace() {
     let prep = ok(&mut w, "prepare_attachment_upload", json!({"issue": "ENG-2", "filename": "shot.png", "contentType": "image/png", "size": 10}));
     assert!(prep["uploadRequest"]["url"].as_str().unwrap().starts_with("http://twin.test/s/ses_1/linear/uploads/"));
     assert_eq!(prep["uploadRequest"]["headers"]["x-goog-content-length-range"], "10,10");
+    // The upload target takes the bytes (a PUT outside MCP) and is no MCP tool.
+    let put = prep["uploadRequest"]["url"].as_str().unwrap().strip_prefix("http://twin.test/s/ses_1/linear").unwrap().to_string();
+    let mut req = Request::new(Method::Put, &put);
+    req.auth = pome_twin_sdk::Auth::Missing;
+    assert!(World::serves_without_auth(&req), "a signed upload URL needs no token");
+    let mut upload = Call::new(req);
+    assert_eq!(World::router().dispatch(&mut w, &mut upload).status, 200);
+    assert!(World::actions().iter().all(|a| a.method != "PUT"));
     let (r, call) = tool(&mut w, "create_attachment_from_upload", json!({"issue": "ENG-2", "assetUrl": prep["assetUrl"], "title": "Screenshot"}));
     let att = r.unwrap();
     assert_eq!(call.action.as_deref(), Some("attachmentCreate"));
