@@ -217,7 +217,12 @@ fn pending_reviews_comments_threads_and_replies() {
     let cid = t["comments"][0]["id"].as_u64().unwrap();
     let (s, v, _) = tool(&mut w, "add_reply_to_pull_request_comment", json!({"owner": "acme", "repo": "api", "pullNumber": 3, "commentId": cid, "body": "Yes", "reaction": "+1"}));
     assert_eq!(s, 201, "{v}");
-    assert_eq!((v["reply"]["in_reply_to_id"].as_u64(), v["reaction"]["content"].as_str()), (Some(cid), Some("+1")));
+    let reply_id: u64 = v["comment"]["id"].as_str().unwrap().parse().unwrap();
+    assert_eq!(w.repos["acme/api"].review_comments[&reply_id].in_reply_to, Some(cid));
+    assert!(v["reaction"]["url"].as_str().unwrap().ends_with(&format!("/repos/acme/api/pulls/comments/{cid}/reactions/{}", v["reaction"]["id"].as_str().unwrap())));
+    assert_eq!(w.state_json()["repositories"][0]["review_comments"][0]["reactions"], json!([{"user": "pome-agent", "content": "+1"}]));
+    let (s, _, _) = tool(&mut w, "add_reply_to_pull_request_comment", json!({"owner": "acme", "repo": "api", "commentId": cid, "body": "no pull number"}));
+    assert_eq!(s, 422);
     let (_, threads, _) = tool(&mut w, "pull_request_read", pr("get_review_comments"));
     assert_eq!(threads["reviewThreads"][0]["totalCount"], 2);
     let mut resolve = pr("resolve_thread");
@@ -360,7 +365,10 @@ fn pull_requests_with_reviewers_drafts_and_search() {
     assert!(pr.pull.as_ref().unwrap().draft);
     let (s, v, _) = tool(&mut w, "update_pull_request", json!({"owner": "acme", "repo": "api", "pullNumber": 4, "draft": false, "reviewers": ["bob"], "title": "Docs!"}));
     assert_eq!(s, 200, "{v}");
-    assert_eq!((v["draft"].as_bool(), v["title"].as_str(), v["requested_reviewers"].as_array().unwrap().len()), (Some(false), Some("Docs!"), 2));
+    assert_eq!(v["url"], "http://h/s/ses_1/github/acme/api/pull/4");
+    let pr = &w.repos["acme/api"].issues[&4];
+    assert_eq!((pr.title.as_str(), pr.pull.as_ref().unwrap().draft), ("Docs!", false));
+    assert_eq!(pr.pull.as_ref().unwrap().requested_reviewers, ["alice", "bob"]);
     assert_eq!(tool(&mut w, "update_pull_request", json!({"owner": "acme", "repo": "api", "pullNumber": 4})).0, 422);
     let (_, found, _) = tool(&mut w, "search_pull_requests", json!({"query": "Docs", "owner": "acme", "repo": "api", "fields": ["number", "title"]}));
     assert_eq!(found["items"], json!([{"number": 4, "title": "Docs!"}]));
@@ -379,9 +387,16 @@ fn pull_requests_with_reviewers_drafts_and_search() {
     assert_eq!(users["items"][0]["login"], "alice");
     // add_issue_comment: a comment, a reaction on it, never both on a comment id.
     let (s, c, _) = tool(&mut w, "add_issue_comment", json!({"owner": "acme", "repo": "api", "issue_number": 1, "body": "On it"}));
-    assert_eq!(s, 201);
-    let (s, r, _) = tool(&mut w, "add_issue_comment", json!({"owner": "acme", "repo": "api", "issue_number": 1, "comment_id": c["id"], "reaction": "rocket"}));
-    assert_eq!((s, r["content"].as_str()), (201, Some("rocket")));
-    assert_eq!(tool(&mut w, "add_issue_comment", json!({"owner": "acme", "repo": "api", "issue_number": 1, "comment_id": c["id"], "body": "x"})).0, 422);
+    assert_eq!(s, 200);
+    let cid: u64 = c["id"].as_str().unwrap().parse().unwrap();
+    assert_eq!(c["url"], format!("http://h/s/ses_1/github/acme/api/issues/1#issuecomment-{cid}"));
+    let (s, r, _) = tool(&mut w, "add_issue_comment", json!({"owner": "acme", "repo": "api", "issue_number": 1, "comment_id": cid, "reaction": "rocket"}));
+    assert_eq!(s, 200);
+    assert_eq!(r["url"], format!("http://h/s/ses_1/github/repos/acme/api/issues/comments/{cid}/reactions/{}", r["id"].as_str().unwrap()));
+    assert_eq!(tool(&mut w, "add_issue_comment", json!({"owner": "acme", "repo": "api", "issue_number": 1, "comment_id": cid, "body": "x"})).0, 422);
+    assert_eq!(tool(&mut w, "add_issue_comment", json!({"owner": "acme", "repo": "api", "issue_number": 2, "comment_id": cid, "reaction": "eyes"})).0, 422, "the comment is not issue 2's");
+    let (_, both, changes) = tool(&mut w, "add_issue_comment", json!({"owner": "acme", "repo": "api", "issue_number": 1, "body": "Done", "reaction": "hooray"}));
+    assert_eq!((both["comment"]["url"].is_string(), both["reaction"]["url"].is_string()), (true, true));
+    assert_eq!(changes.first().map(String::as_str), Some("reaction"), "the reaction is made first");
     assert_eq!(w.repos["acme/api"].comments.values().next().unwrap().reactions.len(), 1);
 }

@@ -217,19 +217,32 @@ pub fn add_issue_comment(w: &mut World, call: &mut Call) -> ApiResult {
     if comment_id.is_some() && reaction.is_none() {
         return Err(ApiError::new(422, "comment_id needs a reaction"));
     }
-    let comment = match body {
-        Some(b) => Some(rest_json(w, call, issues::create_comment, &[("issue_number", n.clone())], &[], Some(json!({"body": b})))?),
-        None => None,
-    };
+    // As GitHub's server: the reaction first (on a comment only if it is this issue's), then
+    // the comment; each answered as `{id, url}`.
+    let api = format!("{}/repos/{}/{}", call.req.base_url, call.param("owner"), call.param("repo"));
     let reaction = match (reaction, comment_id) {
-        (Some(r), Some(c)) => Some(rest_json(w, call, issues::create_reaction_comment, &[("comment_id", c.to_string())], &[], Some(json!({"content": r})))?),
-        (Some(r), None) => Some(rest_json(w, call, issues::create_reaction_issue, &[("issue_number", n)], &[], Some(json!({"content": r})))?),
+        (Some(r), Some(c)) => {
+            let comment = rest_json(w, call, issues::get_comment, &[("comment_id", c.to_string())], &[], None)?;
+            if !comment["issue_url"].as_str().is_some_and(|u| u.ends_with(&format!("/issues/{n}"))) {
+                return Err(ApiError::new(422, format!("comment_id does not belong to issue_number {n}")));
+            }
+            let x = rest_json(w, call, issues::create_reaction_comment, &[("comment_id", c.to_string())], &[], Some(json!({"content": r})))?;
+            Some(json!({"id": x["id"].to_string(), "url": format!("{api}/issues/comments/{c}/reactions/{}", x["id"])}))
+        }
+        (Some(r), None) => {
+            let x = rest_json(w, call, issues::create_reaction_issue, &[("issue_number", n.clone())], &[], Some(json!({"content": r})))?;
+            Some(json!({"id": x["id"].to_string(), "url": format!("{api}/issues/{n}/reactions/{}", x["id"])}))
+        }
         _ => None,
     };
+    let comment = match body {
+        Some(b) => Some(minimal(&rest_json(w, call, issues::create_comment, &[("issue_number", n)], &[], Some(json!({"body": b})))?)),
+        None => None,
+    };
     match (comment, reaction) {
-        (Some(c), None) => json(201, &c),
-        (None, Some(r)) => json(201, &r),
-        (c, r) => json(201, &json!({"comment": c, "reaction": r})),
+        (Some(c), Some(r)) => ok(json!({"comment": c, "reaction": r})),
+        (Some(c), None) => ok(c),
+        (None, r) => ok(r.unwrap_or(Value::Null)),
     }
 }
 
@@ -1034,7 +1047,7 @@ pub fn update_pull_request(w: &mut World, call: &mut Call) -> ApiResult {
     if !reviewers.is_empty() {
         rest_json(w, call, pulls::request_reviewers, &p, &[], Some(reviewer_body(reviewers)))?;
     }
-    ok(rest_json(w, call, pulls::get, &p, &[], None)?)
+    ok(minimal(&rest_json(w, call, pulls::get, &p, &[], None)?))
 }
 
 /// `list_pull_requests`: `GET …/pulls` with the `fields` projection.
@@ -1283,21 +1296,27 @@ pub fn add_reply_to_pull_request_comment(w: &mut World, call: &mut Call) -> ApiR
     if body.is_none() && reaction.is_none() {
         return Err(ApiError::new(422, "at least one of body or reaction is required"));
     }
-    let reply = match body {
-        Some(b) => {
-            let n = a.num("pullNumber")?.ok_or_else(|| ApiError::new(422, "pullNumber is required when body is provided"))?;
-            Some(rest_json(w, call, pulls::reply_review_comment, &[("pull_number", n.to_string()), ("comment_id", cid.clone())], &[], Some(json!({"body": b})))?)
+    let pull = match body {
+        Some(_) => Some(a.num("pullNumber")?.ok_or_else(|| ApiError::new(422, "missing required parameter: pullNumber"))?),
+        None => None,
+    };
+    // As GitHub's server: the reaction first, then the reply; each answered as `{id, url}`.
+    let api = format!("{}/repos/{}/{}", call.req.base_url, call.param("owner"), call.param("repo"));
+    let reaction = match reaction {
+        Some(r) => {
+            let x = rest_json(w, call, create_review_comment_reaction, &[("comment_id", cid.clone())], &[], Some(json!({"content": r})))?;
+            Some(json!({"id": x["id"].to_string(), "url": format!("{api}/pulls/comments/{cid}/reactions/{}", x["id"])}))
         }
         None => None,
     };
-    let reaction = match reaction {
-        Some(r) => Some(rest_json(w, call, create_review_comment_reaction, &[("comment_id", cid)], &[], Some(json!({"content": r})))?),
-        None => None,
+    let reply = match (body, pull) {
+        (Some(b), Some(n)) => Some(minimal(&rest_json(w, call, pulls::reply_review_comment, &[("pull_number", n.to_string()), ("comment_id", cid)], &[], Some(json!({"body": b})))?)),
+        _ => None,
     };
     match (reply, reaction) {
+        (Some(c), Some(r)) => json(201, &json!({"comment": c, "reaction": r})),
         (Some(c), None) => json(201, &c),
-        (None, Some(r)) => json(201, &r),
-        (c, r) => json(201, &json!({"reply": c, "reaction": r})),
+        (None, r) => json(201, &r.unwrap_or(Value::Null)),
     }
 }
 
