@@ -148,23 +148,21 @@ fn document_markdown(v: Option<&Value>) -> Result<Option<String>, SlackError> {
     }
 }
 
+impl Canvas {
+    /// A canvas with its document split into sections.
+    pub fn new(id: String, title: String, creator: String, created: i64, channel: Option<String>, is_channel_canvas: bool, markdown: &str) -> Canvas {
+        let mut c = Canvas { id, title, creator, created, updated: created, channel, is_channel_canvas, ..Canvas::default() };
+        c.section_seq += 1;
+        c.title_section = format!("temp:C:{}{:06}", &c.id[1..], c.section_seq);
+        c.sections = c.new_sections(markdown);
+        c
+    }
+}
+
 /// Make a canvas; `channel` is set for a channel canvas or the conversation it is tabbed in.
 pub fn create_canvas(w: &mut World, call: &mut Call, title: String, markdown: &str, channel: Option<String>, is_channel_canvas: bool) -> String {
     let id = w.new_id("F");
-    let now = now_secs();
-    let mut c = Canvas {
-        id: id.clone(),
-        title,
-        creator: w.agent.clone(),
-        created: now,
-        updated: now,
-        channel,
-        is_channel_canvas,
-        ..Canvas::default()
-    };
-    c.section_seq += 1;
-    c.title_section = format!("temp:C:{}{:06}", &id[1..], c.section_seq);
-    c.sections = c.new_sections(markdown);
+    let c = Canvas::new(id.clone(), title, w.agent.clone(), now_secs(), channel, is_channel_canvas, markdown);
     call.created("canvas", &id, &canvas_entity(&c));
     w.canvases.push(c);
     id

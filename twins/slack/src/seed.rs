@@ -18,6 +18,7 @@
 //!              "channels"?, "created"?}],
 //!   "usergroups": [{"id"?, "name", "handle", "description"?, "users"?, "channels"?}],
 //!   "reminders": [{"id"?, "user"?, "text", "time"}],
+//!   "canvases": [{"id"?, "title", "markdown"?, "channel"?, "is_channel_canvas"?, "creator"?}],
 //!   "emoji": {"name": "url" | "/path" | "alias:other"},     // paths are served under the base
 //!   "rate_limits": [{"method", "after"?, "count"?, "retry_after"?}] }
 //! ```
@@ -41,7 +42,7 @@ const SEED_STEP: i64 = 300;
 
 /// Build a world from a seed (see the module docs).
 pub fn from_seed(seed: &Value) -> Result<World, String> {
-    let top = Obj::new(seed, "", &["_meta", "team", "agent", "users", "channels", "dms", "files", "usergroups", "reminders", "emoji", "rate_limits"])?;
+    let top = Obj::new(seed, "", &["_meta", "team", "agent", "users", "channels", "dms", "files", "usergroups", "reminders", "canvases", "emoji", "rate_limits"])?;
     let mut w = World::default();
     let mut clock = SeedClock(SEED_EPOCH * 1_000_000, BTreeMap::new());
 
@@ -186,6 +187,36 @@ pub fn from_seed(seed: &Value) -> Result<World, String> {
         let time = o.int("time")?.ok_or_else(|| format!("{path}.time: required unix time is missing"))?;
         check_user(&w, &user, &format!("{path}.user"))?;
         w.reminders.push(Reminder { id, creator: user.clone(), user, text, time, complete_ts: 0 });
+    }
+
+    for (i, c) in top.arr("canvases")?.iter().enumerate() {
+        let path = format!("canvases[{i}]");
+        let o = Obj::new(c, &path, &["id", "title", "markdown", "channel", "is_channel_canvas", "creator"])?;
+        let id = match o.str("id")? {
+            Some(id) if id.starts_with('F') && id.len() > 1 => id,
+            Some(id) => return Err(format!("{path}.id: canvas ids are file ids starting with F, found {id:?}")),
+            None => w.new_id("F"),
+        };
+        if w.canvases.iter().any(|x| x.id == id) || w.file_idx(&id).is_some() {
+            return Err(format!("{path}.id: duplicate id {id:?}"));
+        }
+        let creator = o.str("creator")?.unwrap_or_else(|| w.agent.clone());
+        check_user(&w, &creator, &format!("{path}.creator"))?;
+        let channel = o.str("channel")?;
+        if let Some(ch) = &channel
+            && w.channel_idx(ch).is_none() {
+                return Err(format!("{path}.channel: unknown channel {ch:?}"));
+            }
+        let is_channel_canvas = o.bool("is_channel_canvas")?.unwrap_or(false);
+        if is_channel_canvas && channel.is_none() {
+            return Err(format!("{path}.is_channel_canvas: a channel canvas needs its channel"));
+        }
+        if is_channel_canvas && w.canvases.iter().any(|x| x.is_channel_canvas && x.channel == channel) {
+            return Err(format!("{path}: the channel already has its canvas"));
+        }
+        let title = o.req_str("title")?;
+        let markdown = o.str("markdown")?.unwrap_or_default();
+        w.canvases.push(Canvas::new(id, title, creator, SEED_EPOCH, channel, is_channel_canvas, &markdown));
     }
 
     if let Some(e) = top.get("emoji") {

@@ -840,3 +840,17 @@ fn mcp_searches_cover_channels_users_emoji_and_messages() {
     let next = tool(&mut w, "slack_search_public", json!({"query": "deploy", "content_types": "messages", "limit": 1, "cursor": m["response_metadata"]["next_cursor"]}));
     assert_ne!(next["messages"][0]["ts"], m["messages"][0]["ts"]);
 }
+
+#[test]
+fn seeded_canvases_are_read_and_edited_like_made_ones() {
+    let seed = json!({"canvases": [{"id": "F0SPEC0001", "title": "Spec", "markdown": "# Scope\nAll of it\n\n## Out\n- nothing"}]});
+    let mut w = crate::seed::from_seed(&seed).unwrap();
+    let h2 = ok(&mut w, "canvases.sections.lookup", json!({"canvas_id": "F0SPEC0001", "criteria": {"section_types": ["h2"]}}));
+    assert_eq!(h2["sections"].as_array().unwrap().len(), 1);
+    let read = tool(&mut w, "slack_read_canvas", json!({"canvas_id": "F0SPEC0001"}));
+    assert_eq!(read["canvas"]["markdown"], "# Scope\n\nAll of it\n\n## Out\n\n- nothing");
+    let bad = json!({"canvases": [{"id": "C0NOTAFILE", "title": "x"}]});
+    assert!(crate::seed::from_seed(&bad).unwrap_err().contains("canvases[0].id"));
+    let lonely = json!({"canvases": [{"title": "x", "is_channel_canvas": true}]});
+    assert!(crate::seed::from_seed(&lonely).is_err());
+}
