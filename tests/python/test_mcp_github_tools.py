@@ -125,22 +125,26 @@ def test_a_pending_review_with_a_comment_submitted_then_its_thread_resolved(pome
 
     async def go():
         async with twin(pome_server, sb.id, sb.token, "github") as gh:
-            pending = await gh.ok("pull_request_review_write", method="create", **pr)
-            comment = await gh.ok("add_comment_to_pending_review", path="src/app.py", body="Name it healthz?",
-                                  subjectType="LINE", line=5, side="RIGHT", **pr)
-            submitted = await gh.ok("pull_request_review_write", method="submit_pending", event="COMMENT", body="One nit", **pr)
+            pending = await gh.call("pull_request_review_write", method="create", **pr)
+            comment = await gh.call("add_comment_to_pending_review", path="src/app.py", body="Name it healthz?",
+                                    subjectType="LINE", line=5, side="RIGHT", **pr)
+            submitted = await gh.call("pull_request_review_write", method="submit_pending", event="COMMENT", body="One nit", **pr)
             threads = await gh.ok("pull_request_read", method="get_review_comments", **pr)
-            reply = await gh.ok("add_reply_to_pull_request_comment", commentId=comment["id"], body="Done", **pr)
+            comment_id = threads["reviewThreads"][0]["comments"][0]["id"]
+            reply = await gh.ok("add_reply_to_pull_request_comment", commentId=comment_id, body="Done", **pr)
             thread = threads["reviewThreads"][0]["id"]
-            await gh.ok("pull_request_review_write", method="resolve_thread", threadId=thread, **pr)
+            resolved = await gh.call("pull_request_review_write", method="resolve_thread", threadId=thread, **pr)
+            assert text_of(resolved) == "review thread resolved successfully"
             after = await gh.ok("pull_request_read", method="get_review_comments", **pr)
             reviews = await gh.ok("pull_request_read", method="get_reviews", **pr)
             diff = await gh.call("pull_request_read", method="get_diff", **pr)
             status = await gh.ok("pull_request_read", method="get_status", **pr)
-            return pending, submitted, threads, reply, after, reviews, diff, status
+            return pending, comment, submitted, threads, reply, after, reviews, diff, status
 
-    pending, submitted, threads, reply, after, reviews, diff, status = run(go())
-    assert pending["state"] == "PENDING" and submitted["state"] == "COMMENTED" and submitted["body"] == "One nit"
+    pending, comment, submitted, threads, reply, after, reviews, diff, status = run(go())
+    assert text_of(pending) == "pending pull request created"
+    assert text_of(comment) == "pull request review comment successfully added to pending review"
+    assert text_of(submitted) == "pending pull request review successfully submitted"
     assert threads["totalCount"] == 1 and threads["reviewThreads"][0]["isResolved"] is False
     assert set(reply) == {"id", "url"} and reply["url"].endswith(f"#discussion_r{reply['id']}")
     t = after["reviewThreads"][0]
@@ -166,7 +170,9 @@ def test_search_pull_requests_list_issues_cursors_and_copilot(pome_server, new_s
             second = await gh.ok("list_issues", owner="acme", repo="api", perPage=1, fields=["number"], orderBy="CREATED_AT",
                                  direction="ASC", after=first["pageInfo"]["endCursor"])
             assigned = await gh.ok("assign_copilot_to_issue", owner="acme", repo="api", issue_number=1)
-            review = await gh.ok("request_copilot_review", owner="acme", repo="api", pullNumber=3)
+            requested = await gh.call("request_copilot_review", owner="acme", repo="api", pullNumber=3)
+            assert not requested.isError and text_of(requested) == "", "GitHub's server answers nothing"
+            review = await gh.ok("pull_request_read", method="get", owner="acme", repo="api", pullNumber=3)
             return prs, issues, first, second, assigned, review
 
     prs, issues, first, second, assigned, review = run(go())
@@ -174,7 +180,7 @@ def test_search_pull_requests_list_issues_cursors_and_copilot(pome_server, new_s
     assert issues["total_count"] == 0, "search_issues never finds pull requests"
     assert first["issues"] == [{"number": 1}] and first["totalCount"] == 2 and first["pageInfo"]["hasNextPage"] is True
     assert second["issues"] == [{"number": 2}] and second["pageInfo"]["hasNextPage"] is False
-    assert assigned["issue_number"] == 1
+    assert assigned["issue_number"] == 1 and assigned["message"].startswith("successfully assigned copilot to issue")
     assert [u["login"] for u in review["requested_reviewers"]] == ["Copilot"]
     issues, repo = issues_of(sb.state("github"))
     assert issues[1]["assignees"] == ["Copilot"]

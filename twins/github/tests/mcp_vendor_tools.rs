@@ -196,16 +196,22 @@ fn pending_reviews_comments_threads_and_replies() {
     let (s, _, _) = tool(&mut w, "add_comment_to_pending_review", json!({"owner": "acme", "repo": "api", "pullNumber": 3, "path": "src/app.py", "body": "x", "subjectType": "FILE"}));
     assert_eq!(s, 422, "no pending review yet");
     let (s, rv, _) = tool(&mut w, "pull_request_review_write", pr("create"));
-    assert_eq!((s, rv["state"].as_str()), (200, Some("PENDING")));
+    assert_eq!((s, rv.as_str()), (200, Some("pending pull request created")));
+    let reviews = |w: &World| w.repos["acme/api"].issues[&3].pull.as_ref().unwrap().reviews.iter().map(|r| (r.state.clone(), r.body.clone())).collect::<Vec<_>>();
+    assert_eq!(reviews(&w), [("PENDING".to_string(), String::new())]);
     let (s, c, changes) = tool(&mut w, "add_comment_to_pending_review", json!({"owner": "acme", "repo": "api", "pullNumber": 3, "path": "src/app.py", "body": "Return a dict?", "subjectType": "LINE", "line": 6, "side": "RIGHT"}));
-    assert_eq!((s, changes), (201, vec!["review_comment".to_string()]), "{c}");
+    assert_eq!((s, changes), (200, vec!["review_comment".to_string()]), "{c}");
+    assert_eq!(c, "pull request review comment successfully added to pending review");
+    // A pending review's comments are the viewer's own until it is submitted.
+    assert_eq!(w.repos["acme/api"].review_comments.values().next().unwrap().review_id, w.repos["acme/api"].issues[&3].pull.as_ref().unwrap().reviews[0].id.into());
     let (s, _, _) = tool(&mut w, "add_comment_to_pending_review", json!({"owner": "acme", "repo": "api", "pullNumber": 3, "path": "README.md", "body": "x", "subjectType": "FILE"}));
     assert_eq!(s, 422, "README.md is not changed by the pull request");
     let mut submit = pr("submit_pending");
     submit["event"] = json!("COMMENT");
     submit["body"] = json!("One question");
     let (s, rv, _) = tool(&mut w, "pull_request_review_write", submit.clone());
-    assert_eq!((s, rv["state"].as_str()), (200, Some("COMMENTED")), "{rv}");
+    assert_eq!((s, rv.as_str()), (200, Some("pending pull request review successfully submitted")), "{rv}");
+    assert_eq!(reviews(&w), [("COMMENTED".to_string(), "One question".to_string())]);
     let (s, _, _) = tool(&mut w, "pull_request_review_write", submit);
     assert_eq!(s, 422, "nothing is pending any more");
     let (_, threads, _) = tool(&mut w, "pull_request_read", pr("get_review_comments"));
@@ -304,10 +310,10 @@ fn teams_and_copilot() {
     assert_eq!(w.repos["acme/api"].issues[&1].assignees, ["Copilot"]);
     assert_eq!(tool(&mut w, "assign_copilot_to_issue", json!({"owner": "acme", "repo": "api", "issue_number": 1, "base_ref": "nope"})).0, 422);
     let (s, v, changes) = tool(&mut w, "request_copilot_review", json!({"owner": "acme", "repo": "api", "pullNumber": 3}));
-    assert_eq!(s, 201, "{v}");
+    assert_eq!((s, v), (200, json!("")), "GitHub's server answers nothing");
     assert_eq!(changes, ["pull_request"], "the bot exists now");
-    assert_eq!(v["requested_reviewers"][0]["login"], "Copilot");
-    assert_eq!(v["requested_reviewers"][0]["type"], "Bot");
+    let (_, pr) = get(&mut w, "/repos/acme/api/pulls/3");
+    assert_eq!((pr["requested_reviewers"][0]["login"].as_str(), pr["requested_reviewers"][0]["type"].as_str()), (Some("Copilot"), Some("Bot")));
 }
 
 #[test]

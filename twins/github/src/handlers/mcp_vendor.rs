@@ -159,6 +159,11 @@ fn ok(v: Value) -> ApiResult {
     json(200, &v)
 }
 
+/// A plain-text answer, where GitHub's server answers with a sentence.
+fn text(s: &str) -> ApiResult {
+    Ok(pome_twin_sdk::Response { status: 200, headers: vec![("content-type".into(), "text/plain; charset=utf-8".into())], body: s.as_bytes().to_vec() })
+}
+
 /// The vendor's `MinimalResponse` for a created or updated object: its id and web address.
 fn minimal(v: &Value) -> Value {
     json!({"id": v.get("id").map(|i| i.to_string()).unwrap_or_default(), "url": v.get("html_url").cloned().unwrap_or(Value::Null)})
@@ -936,11 +941,12 @@ pub fn assign_copilot_to_issue(w: &mut World, call: &mut Call) -> ApiResult {
     }
     let r = &w.repos[&key];
     let b = &call.req.base_url;
+    // No agent runs in the twin, so no pull request follows: GitHub's "pending" answer.
     ok(json!({
-        "message": "successfully assigned copilot to issue",
+        "message": "successfully assigned copilot to issue - pull request pending",
         "issue_number": n, "issue_url": format!("{b}/{}/issues/{n}", r.full_name()),
-        "owner": r.owner, "repo": r.name, "base_ref": base,
-        "custom_instructions": a.str("custom_instructions"),
+        "owner": call.param("owner"), "repo": call.param("repo"),
+        "note": "The pull request may still be in progress. Once created, the PR number can be used to check job status, or check the issue timeline for updates.",
     }))
 }
 
@@ -971,8 +977,8 @@ pub fn request_copilot_review(w: &mut World, call: &mut Call) -> ApiResult {
     if added {
         push_event(w, &key, n, "review_requested", Some(bot), None);
     }
-    let r = &w.repos[&key];
-    json(201, &w.pull_json(&call.req.base_url, r, &r.issues[&n], false))
+    // GitHub's server answers nothing on success.
+    text("")
 }
 
 // ---- pull requests -----------------------------------------------------------------------
@@ -1192,21 +1198,24 @@ pub fn pull_request_review_write(w: &mut World, call: &mut Call) -> ApiResult {
             if let Some(c) = a.str("commitID") {
                 body.insert("commit_id".into(), json!(c));
             }
-            ok(rest_json(w, call, pulls::create_review, &p, &[], Some(Value::Object(body)))?)
+            rest_json(w, call, pulls::create_review, &p, &[], Some(Value::Object(body)))?;
+            text(if a.str("event").is_some() { "pull request review submitted successfully" } else { "pending pull request created" })
         }
         m @ ("submit_pending" | "delete_pending") => {
             let key = w.repo_key_for(call)?;
             let id = pending_review(w, &w.repos[&key], number).ok_or_else(|| ApiError::new(422, "No pending review found for the viewer"))?;
             let ps = [("pull_number", n), ("review_id", id.to_string())];
             if m == "delete_pending" {
-                return ok(rest_json(w, call, pulls::delete_pending_review, &ps, &[], None)?);
+                rest_json(w, call, pulls::delete_pending_review, &ps, &[], None)?;
+                return text("pending pull request review successfully deleted");
             }
             let event = a.req_str("event")?;
             let mut body = json!({"event": event});
             if let Some(b) = a.str("body") {
                 body["body"] = json!(b);
             }
-            ok(rest_json(w, call, pulls::submit_review, &ps, &[], Some(body))?)
+            rest_json(w, call, pulls::submit_review, &ps, &[], Some(body))?;
+            text("pending pull request review successfully submitted")
         }
         m @ ("resolve_thread" | "unresolve_thread") => {
             let thread = a.req_str("threadId")?;
@@ -1225,7 +1234,7 @@ pub fn pull_request_review_write(w: &mut World, call: &mut Call) -> ApiResult {
                 call.deleted("review_thread_resolution", &thread, &json!({"thread": thread, "resolved_by": was}));
                 w.resolved_threads.remove(&root);
             }
-            ok(json!({"id": thread, "isResolved": resolve}))
+            text(if resolve { "review thread resolved successfully" } else { "review thread unresolved successfully" })
         }
         m => Err(ApiError::new(422, format!("unknown method: {m}"))),
     }
@@ -1281,9 +1290,8 @@ pub fn add_comment_to_pending_review(w: &mut World, call: &mut Call) -> ApiResul
     };
     call.created("review_comment", id, &c);
     let r = w.repos.get_mut(&key).unwrap();
-    r.review_comments.insert(id, c.clone());
-    let r = &w.repos[&key];
-    json(201, &pulls::review_comment_json(w, &call.req.base_url, r, &c))
+    r.review_comments.insert(id, c);
+    text("pull request review comment successfully added to pending review")
 }
 
 /// `add_reply_to_pull_request_comment`: a reply (`POST …/comments/{id}/replies`) and/or a
