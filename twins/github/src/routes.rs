@@ -175,6 +175,7 @@ pub fn router() -> Router<World> {
         .get(&p("/issues/{issue_number}/sub_issues"), "issues.list_sub_issues", h!(mcp_vendor::list_sub_issues))
         .get(&p("/issues/{issue_number}/parent"), "issues.get_parent", h!(mcp_vendor::get_parent))
         .get("/orgs/{org}/issue-types", "orgs.list_issue_types", h!(mcp_vendor::org_issue_types))
+        .get(&p("/issue-types"), "issues.list_issue_types_for_repo", h!(mcp_vendor::repo_issue_types))
         .get("/orgs/{org}/teams", "teams.list", h!(mcp_vendor::list_org_teams))
         .get("/orgs/{org}/teams/{team_slug}", "teams.get_by_name", h!(mcp_vendor::get_org_team))
         .get("/orgs/{org}/teams/{team_slug}/members", "teams.list_members_in_org", h!(mcp_vendor::list_team_members))

@@ -136,6 +136,8 @@ fn issue_fields_are_validated_set_cleared_listed_and_filtered() {
     let (s, types, _) = tool(&mut w, "list_issue_types", json!({"owner": "acme"}));
     assert_eq!(s, 200);
     assert_eq!(types.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect::<Vec<_>>(), ["Task", "Bug", "Feature"]);
+    assert_eq!(tool(&mut w, "list_issue_types", json!({"owner": "acme", "repo": "api"})).1, types);
+    assert_eq!(tool(&mut w, "list_issue_types", json!({"owner": "alice"})).0, 404, "a user has no organization issue types");
 }
 
 #[test]

@@ -554,12 +554,25 @@ fn org_for_types<'a>(w: &'a World, call: &Call, owner: &str, repo: Option<String
     }
 }
 
-/// `list_issue_types`: the owner organization's issue types.
+/// `list_issue_types`: `GET /repos/{owner}/{repo}/issue-types` when a repository is named,
+/// else `GET /orgs/{owner}/issue-types`, as GitHub's server calls them.
 pub fn list_issue_types(w: &mut World, call: &mut Call) -> ApiResult {
     let a = Args::of(call)?;
     let owner = call.param("owner").to_string();
-    let org = org_for_types(w, call, &owner, a.str("repo"))?.login.clone();
-    ok(Value::Array(DEFAULT_ISSUE_TYPES.iter().map(|t| issue_type_json(w, &org, t.0)).collect()))
+    match a.str("repo").filter(|r| !r.is_empty()) {
+        Some(repo) => rest(w, call, repo_issue_types, &[("owner", owner), ("repo", repo)], &[], None),
+        None => rest(w, call, org_issue_types, &[("org", owner)], &[], None),
+    }
+}
+
+/// `GET /repos/{owner}/{repo}/issue-types` (`issues.list_issue_types_for_repo`): the types its
+/// issues can take, its owner organization's (none for a user's repository).
+pub fn repo_issue_types(w: &mut World, call: &mut Call) -> ApiResult {
+    let r = w.repo(call)?;
+    let owner = r.owner.clone();
+    let org = w.users.get(&owner.to_ascii_lowercase()).is_some_and(|u| u.kind == "Organization");
+    let list: Vec<Value> = if org { DEFAULT_ISSUE_TYPES.iter().map(|t| issue_type_json(w, &owner, t.0)).collect() } else { Vec::new() };
+    ok(Value::Array(list))
 }
 
 /// `GET /orgs/{org}/issue-types` (`orgs.list_issue_types`).
