@@ -15,8 +15,8 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use pome_runtime::store::Journal;
 use pome_tape::TapeRow;
@@ -33,10 +33,10 @@ pub enum Durability {
     /// Before its answer is sent.
     Sync,
     /// Within [`WINDOW`] of its answer. The default: `sync` makes every answer wait for a
-    /// commit, which cost 77-79 % of the throughput at 64 connections on the development
-    /// machine. The window cost 15 % while its queue could grow without bound; bounded
-    /// (see [`MAX_PENDING`]) it costs 69 % under that sustained load, where one writer
-    /// thread is the limit, and a crash loses at most the pending rows.
+    /// commit, which costs 40-50 % of the throughput of the mixed bench at 64 connections on
+    /// the development machine; the window costs 23-26 %, and a crash loses at most the
+    /// rows of the last window (more only when the writer is behind by [`MAX_PENDING`]
+    /// rows, when answers wait for their commit instead).
     #[default]
     Window,
     /// Never: live sandboxes end with the process.
@@ -67,13 +67,11 @@ impl std::fmt::Display for Durability {
 
 /// The longest a row waits to be committed in `window` mode.
 pub const WINDOW: Duration = Duration::from_millis(50);
-/// Rows in one transaction at most (a batch is committed when it is this big).
-pub const MAX_BATCH: usize = 4096;
 /// Rows written but not yet committed, at most, before `window` mode's answers wait for
 /// their commit like `sync`'s: when rows come faster than one writer commits them, the
 /// queue (and every row in it, held in memory) would otherwise grow without bound, and
 /// the window would stretch with it.
-pub const MAX_PENDING: usize = 2 * MAX_BATCH;
+pub const MAX_PENDING: usize = 8192;
 
 /// Everything but the tape that an open sandbox needs to come back.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -140,8 +138,9 @@ pub async fn wait(f: impl FnOnce(Done)) -> Result<(), String> {
 
 enum Op {
     Put(SandboxRecord),
-    /// `committed` is moved to the row's seq once its transaction commits.
-    Row { sandbox: Arc<str>, row: Arc<TapeRow>, committed: Arc<AtomicU64> },
+    /// A row in its stored form ([`encode_row`]); `committed` is moved to `seq` once its
+    /// transaction commits.
+    Row { sandbox: Arc<str>, twin: Arc<str>, seq: u64, stored: Vec<u8>, committed: Arc<AtomicU64> },
     Touch { sandbox: String, idle_deadline_ms: u64 },
     Close { sandbox: String, tombstone: Tombstone },
     Flush,
@@ -155,7 +154,7 @@ struct Entry {
 /// Live sandboxes in their own SQLite database (`live.db`), apart from teams and runs so the
 /// tape's write rate never contends with the control plane's.
 pub struct SqliteLive {
-    tx: mpsc::Sender<Entry>,
+    queue: Arc<Queue>,
     mode: Durability,
     path: std::path::PathBuf,
     /// Reader connections kept for reading tapes back (WAL: readers never wait for the
@@ -181,8 +180,9 @@ CREATE TABLE IF NOT EXISTS tape_rows (
     sandbox_id TEXT NOT NULL,
     twin TEXT NOT NULL,
     seq INTEGER NOT NULL,
-    -- The row in the tape's wire form (what GET /_pome/events serves).
-    row TEXT NOT NULL
+    -- The row in the tape's wire form (what GET /_pome/events serves), LZ4-compressed
+    -- (`encode_row`); TEXT as it is in a database written before rows were compressed.
+    row BLOB NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS tape_rows_key ON tape_rows (sandbox_id, twin, seq);
 ";
@@ -203,14 +203,14 @@ impl SqliteLive {
     pub fn open(path: &Path, mode: Durability) -> Result<Arc<SqliteLive>, StorageError> {
         let conn = connect(path)?;
         conn.execute_batch(SCHEMA)?;
-        let (tx, rx) = mpsc::channel();
+        let queue = Arc::new(Queue::default());
         let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let in_writer = pending.clone();
+        let (in_writer, pending_in_writer) = (queue.clone(), pending.clone());
         std::thread::Builder::new()
             .name("pome-live-writer".into())
-            .spawn(move || writer(conn, rx, mode, &in_writer))
+            .spawn(move || writer(conn, &in_writer, mode, &pending_in_writer))
             .map_err(|e| StorageError::Corrupt(format!("starting the live-sandbox writer: {e}")))?;
-        Ok(Arc::new(SqliteLive { tx, mode, path: path.to_path_buf(), readers: Mutex::new(Vec::new()), pending }))
+        Ok(Arc::new(SqliteLive { queue, mode, path: path.to_path_buf(), readers: Mutex::new(Vec::new()), pending }))
     }
 
     /// The committed rows of one tape with `from <= seq < to`, at most `limit`.
@@ -222,10 +222,10 @@ impl SqliteLive {
         let rows = (|| {
             let mut st = conn.prepare_cached("SELECT row FROM tape_rows WHERE sandbox_id = ?1 AND twin = ?2 AND seq >= ?3 AND seq < ?4 ORDER BY seq LIMIT ?5")?;
             let clamp = |n: u64| n.min(i64::MAX as u64) as i64;
-            let texts = st.query_map(params![sandbox, twin, clamp(from), clamp(to), clamp(limit as u64)], |r| r.get::<_, String>(0))?;
+            let mut rows = st.query(params![sandbox, twin, clamp(from), clamp(to), clamp(limit as u64)])?;
             let mut out = Vec::new();
-            for text in texts {
-                out.push(serde_json::from_str::<TapeRow>(&text?).map_err(|e| StorageError::Corrupt(format!("a tape row of sandbox {sandbox}: {e}")))?);
+            while let Some(r) = rows.next()? {
+                out.push(decode_row(r.get_ref(0)?).map_err(|e| StorageError::Corrupt(format!("a tape row of sandbox {sandbox}: {e}")))?);
             }
             Ok::<_, StorageError>(out)
         })();
@@ -237,12 +237,46 @@ impl SqliteLive {
     }
 
     fn send(&self, op: Op, done: Option<Done>) {
-        if let Err(mpsc::SendError(e)) = self.tx.send(Entry { op, done }) {
-            if let Some(done) = e.done {
+        let mut q = self.queue.state.lock().unwrap();
+        if q.stopped {
+            drop(q);
+            if let Some(done) = done {
                 done(Err("the live-sandbox writer stopped".into()));
             }
+            return;
+        }
+        let was_empty = q.entries.is_empty();
+        q.entries.push(Entry { op, done });
+        drop(q);
+        // Only the first entry of a batch wakes the writer: under load a wake-up (a futex
+        // call and a context switch) per row cost more than writing the row.
+        if was_empty {
+            self.queue.ready.notify_one();
         }
     }
+}
+
+impl Drop for SqliteLive {
+    fn drop(&mut self) {
+        // The writer writes what is queued, then ends.
+        self.queue.state.lock().unwrap().stopped = true;
+        self.queue.ready.notify_one();
+    }
+}
+
+/// What the writer thread is given to write: filled by every sandbox, emptied a batch at
+/// a time.
+#[derive(Default)]
+struct Queue {
+    state: Mutex<QueueState>,
+    /// Signalled when the queue stops being empty, and when the store is dropped.
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct QueueState {
+    entries: Vec<Entry>,
+    stopped: bool,
 }
 
 fn connect(path: &Path) -> Result<Connection, StorageError> {
@@ -262,9 +296,29 @@ fn connect(path: &Path) -> Result<Connection, StorageError> {
 /// Reader connections kept open between reads.
 const MAX_READERS: usize = 4;
 
+/// A row as `tape_rows` stores it: its wire form, LZ4-compressed. Rows are mostly JSON
+/// bodies, which shrink several times over, and the writer thread — one for every sandbox —
+/// then copies, logs and checkpoints that much less. Encoded by whoever appends the row, so
+/// the work spreads over the async workers instead of queueing on the writer.
+fn encode_row(row: &TapeRow) -> Vec<u8> {
+    let json = serde_json::to_vec(row).expect("a tape row serializes");
+    lz4_flex::compress_prepend_size(&json)
+}
+
+fn decode_row(stored: rusqlite::types::ValueRef<'_>) -> Result<TapeRow, String> {
+    match stored {
+        rusqlite::types::ValueRef::Blob(b) => {
+            let json = lz4_flex::decompress_size_prepended(b).map_err(|e| e.to_string())?;
+            serde_json::from_slice(&json).map_err(|e| e.to_string())
+        }
+        rusqlite::types::ValueRef::Text(t) => serde_json::from_slice(t).map_err(|e| e.to_string()),
+        other => Err(format!("a stored row of type {:?}", other.data_type())),
+    }
+}
+
 struct RowJournal {
     sandbox: Arc<str>,
-    twin: String,
+    twin: Arc<str>,
     live: Arc<SqliteLive>,
     /// The last seq of this tape committed by the writer.
     committed: Arc<AtomicU64>,
@@ -272,7 +326,7 @@ struct RowJournal {
 
 impl Journal for RowJournal {
     fn append(&self, row: Arc<TapeRow>, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
-        let op = Op::Row { sandbox: self.sandbox.clone(), row, committed: self.committed.clone() };
+        let op = Op::Row { sandbox: self.sandbox.clone(), twin: self.twin.clone(), seq: row.seq, stored: encode_row(&row), committed: self.committed.clone() };
         let backlog = self.live.pending.fetch_add(1, Ordering::AcqRel);
         match self.live.mode {
             // The answer goes now; the row follows within the window — unless the writer is
@@ -305,7 +359,7 @@ impl LiveStore for Live {
     }
 
     fn journal(&self, sandbox: &str, twin: &str) -> Arc<dyn Journal> {
-        Arc::new(RowJournal { sandbox: sandbox.into(), twin: twin.to_string(), live: self.0.clone(), committed: Arc::default() })
+        Arc::new(RowJournal { sandbox: sandbox.into(), twin: twin.into(), live: self.0.clone(), committed: Arc::default() })
     }
 
     fn touch(&self, sandbox: &str, idle_deadline_ms: u64) {
@@ -357,34 +411,34 @@ fn load(conn: &Connection) -> Result<Restored, StorageError> {
     Ok(out)
 }
 
-/// The writer thread: take what is queued (waiting up to the window in `window` mode),
-/// write it in one transaction, commit (one fsync), then release the answers that waited.
-fn writer(mut conn: Connection, rx: mpsc::Receiver<Entry>, mode: Durability, pending: &std::sync::atomic::AtomicUsize) {
+/// The writer thread: wait for an entry, let the window fill (in `window` mode), take
+/// everything queued, write it in one transaction, commit (one fsync), then release the
+/// answers that waited. In `sync` mode there is no wait: what arrives while a batch commits
+/// forms the next one.
+fn writer(mut conn: Connection, queue: &Queue, mode: Durability, pending: &std::sync::atomic::AtomicUsize) {
     let mut closed_seq: i64 = conn.query_row("SELECT COALESCE(MAX(closed_seq), 0) FROM sandboxes", [], |r| r.get(0)).unwrap_or(0);
-    while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        let until = Instant::now() + WINDOW;
-        while batch.len() < MAX_BATCH {
-            let next = match mode {
-                Durability::Window => match until.checked_duration_since(Instant::now()) {
-                    Some(left) => rx.recv_timeout(left).ok(),
-                    None => None,
-                },
-                // Sync: no waiting; rows that arrive while this batch commits form the next.
-                _ => rx.try_recv().ok(),
-            };
-            match next {
-                Some(e) => batch.push(e),
-                None => break,
+    loop {
+        {
+            let mut q = queue.state.lock().unwrap();
+            while q.entries.is_empty() && !q.stopped {
+                q = queue.ready.wait(q).unwrap();
+            }
+            if q.entries.is_empty() {
+                return;
+            }
+            if mode == Durability::Window && !q.stopped {
+                drop(q);
+                std::thread::sleep(WINDOW);
             }
         }
+        let batch = std::mem::take(&mut queue.state.lock().unwrap().entries);
         let result = write_batch(&mut conn, &batch, &mut closed_seq).map_err(|e| e.to_string());
         pending.fetch_sub(batch.iter().filter(|e| matches!(e.op, Op::Row { .. })).count(), Ordering::AcqRel);
         match &result {
             Ok(()) => {
                 for e in &batch {
-                    if let Op::Row { row, committed, .. } = &e.op {
-                        committed.fetch_max(row.seq, Ordering::Release);
+                    if let Op::Row { seq, committed, .. } = &e.op {
+                        committed.fetch_max(*seq, Ordering::Release);
                     }
                 }
             }
@@ -404,9 +458,8 @@ fn write_batch(conn: &mut Connection, batch: &[Entry], closed_seq: &mut i64) -> 
         let mut put_row = tx.prepare_cached("INSERT OR REPLACE INTO tape_rows (sandbox_id, twin, seq, row) VALUES (?1, ?2, ?3, ?4)")?;
         for e in batch {
             match &e.op {
-                Op::Row { sandbox, row, .. } => {
-                    let text = serde_json::to_string(&**row).map_err(|e| StorageError::Corrupt(e.to_string()))?;
-                    put_row.execute(params![&**sandbox, row.twin, row.seq as i64, text])?;
+                Op::Row { sandbox, twin, seq, stored, .. } => {
+                    put_row.execute(params![&**sandbox, &**twin, *seq as i64, stored])?;
                 }
                 Op::Put(record) => {
                     let text = serde_json::to_string(record).map_err(|e| StorageError::Corrupt(e.to_string()))?;
@@ -515,6 +568,24 @@ mod tests {
             assert_eq!(back.closed[0].0, "sbx_b");
             assert_eq!(back.closed[0].1.run_id.as_deref(), Some("run_1"));
         }
+    }
+
+    #[tokio::test]
+    async fn rows_are_stored_compressed_and_rows_an_older_pome_stored_as_text_still_read() {
+        let path = tempfile_dir().join("live.db");
+        let live = Live(SqliteLive::open(&path, Durability::Sync).unwrap());
+        wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+        let (tx, rx) = oneshot::channel();
+        live.journal("sbx_a", "acme").append(row(1), Box::new(move |r| tx.send(r).unwrap()));
+        rx.await.unwrap().unwrap();
+        let raw = Connection::open(&path).unwrap();
+        let kind: String = raw.query_row("SELECT typeof(row) FROM tape_rows WHERE seq = 1", [], |r| r.get(0)).unwrap();
+        assert_eq!(kind, "blob");
+        raw.execute("INSERT INTO tape_rows (sandbox_id, twin, seq, row) VALUES ('sbx_a', 'acme', 2, ?1)", [serde_json::to_string(&*row(2)).unwrap()]).unwrap();
+        let (tx, rx) = oneshot::channel();
+        live.journal("sbx_a", "acme").read(1, u64::MAX, 10, Box::new(move |r| tx.send(r).unwrap()));
+        let rows = rx.await.unwrap().unwrap();
+        assert_eq!(rows, vec![(*row(1)).clone(), (*row(2)).clone()]);
     }
 
     fn tempfile_dir() -> std::path::PathBuf {
