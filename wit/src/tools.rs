@@ -235,8 +235,9 @@ fn query_string(fields: &Map<String, Value>) -> String {
     join_pairs(&pairs)
 }
 
-/// `metadata[tier]=gold`, `items[0][price]=p`: Stripe's nesting of objects and arrays.
-fn flatten_form(key: &str, v: &Value, out: &mut Vec<(String, String)>) {
+/// `metadata[tier]=gold`, `items[0][price]=p`: Stripe's nesting of objects and arrays, as
+/// `(key, value)` pairs for [`join_pairs`].
+pub fn flatten_form(key: &str, v: &Value, out: &mut Vec<(String, String)>) {
     match v {
         Value::Object(m) => {
             for (k, v) in m {
@@ -253,7 +254,8 @@ fn flatten_form(key: &str, v: &Value, out: &mut Vec<(String, String)>) {
     }
 }
 
-fn join_pairs(pairs: &[(String, String)]) -> String {
+/// `k=v&k2=v2`, each side percent-encoded.
+pub fn join_pairs(pairs: &[(String, String)]) -> String {
     let mut s = String::new();
     for (k, v) in pairs {
         if !s.is_empty() {

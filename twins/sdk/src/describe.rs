@@ -2,7 +2,7 @@
 //! contract crate's (`pome-contract`), shared with the host, so the two cannot drift.
 
 pub use pome_contract::describe::{ActionDecl, CheckDecl, Credential, Description, EnvVar, Fidelity, ParamKind, RouteDecl};
-pub use pome_contract::tools::{ToolBody, ToolDecl};
+pub use pome_contract::tools::{ToolBody, ToolDecl, flatten_form, join_pairs, percent_encode};
 use serde_json::{Value, json};
 
 use crate::Twin;

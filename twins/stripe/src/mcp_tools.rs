@@ -17,6 +17,7 @@
 
 use std::sync::OnceLock;
 
+use pome_twin_sdk::describe::{flatten_form, join_pairs, percent_encode};
 use pome_twin_sdk::{Call, Method, Response, Router, Twin, Value, json};
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
@@ -310,7 +311,7 @@ fn operation_request(w: &World, a: &Map<String, Value>, read: bool) -> Result<Ta
     }
     let mut pairs = Vec::new();
     for (k, v) in &params {
-        flatten(k, v, &mut pairs);
+        flatten_form(k, v, &mut pairs);
     }
     let method = match op.method.as_str() {
         "GET" => Method::Get,
@@ -342,40 +343,6 @@ fn scalar_text(v: &Value) -> Option<String> {
         Value::Bool(b) => Some(b.to_string()),
         _ => None,
     }
-}
-
-/// Stripe's form nesting: `metadata[tier]=gold`, `items[0][price]=p`.
-fn flatten(key: &str, v: &Value, out: &mut Vec<(String, String)>) {
-    match v {
-        Value::Object(m) => {
-            for (k, v) in m {
-                flatten(&format!("{key}[{k}]"), v, out);
-            }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                flatten(&format!("{key}[{i}]"), v, out);
-            }
-        }
-        Value::Null => {}
-        other => out.extend(scalar_text(other).map(|s| (key.to_string(), s))),
-    }
-}
-
-fn join_pairs(pairs: &[(String, String)]) -> String {
-    pairs.iter().map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v))).collect::<Vec<_>>().join("&")
-}
-
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------
