@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
-use pome_twin_sdk::{Call, Method, Request, Response, Twin, Value, json};
+use pome_twin_sdk::{Call, Method, Request, Response, Twin, Value, json, mcp};
 use serde_json::Map;
 
 use crate::mime::{self, Compose};
@@ -16,76 +16,15 @@ use crate::search;
 
 const TOOLS: &str = include_str!("../mcp/tools.json");
 
-fn tools() -> &'static Value {
-    static T: OnceLock<Value> = OnceLock::new();
-    T.get_or_init(|| serde_json::from_str::<Value>(TOOLS).map(|v| v["tools"].clone()).unwrap_or(Value::Null))
-}
-
-fn rpc_result(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
-
-fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+fn tools() -> &'static [Value] {
+    static T: OnceLock<Vec<Value>> = OnceLock::new();
+    T.get_or_init(|| serde_json::from_str::<Value>(TOOLS).ok().and_then(|v| v["tools"].as_array().cloned()).unwrap_or_default())
 }
 
 /// `POST /mcp/v1`: one JSON-RPC message or a batch of them.
 pub fn endpoint(w: &mut World, call: &mut Call) -> Response {
-    if call.req.method != Method::Post {
-        return Response::empty(405).with_header("allow", "POST");
-    }
-    let body: Value = match serde_json::from_slice(&call.req.body) {
-        Ok(v) => v,
-        Err(e) => return Response::json(400, &rpc_error(&Value::Null, -32700, &format!("Parse error: {e}"))),
-    };
-    call.action = Some("mcp".into());
-    let answer = match body {
-        Value::Array(items) => {
-            let out: Vec<Value> = items.iter().filter_map(|m| one(w, call, m)).collect();
-            if out.is_empty() { None } else { Some(Value::Array(out)) }
-        }
-        m => one(w, call, &m),
-    };
-    match answer {
-        Some(v) => Response::json(200, &v),
-        None => Response::empty(202),
-    }
-}
-
-fn one(w: &mut World, call: &mut Call, m: &Value) -> Option<Value> {
-    let id = m.get("id").cloned();
-    let method = m.get("method").and_then(Value::as_str).unwrap_or("");
-    let params = m.get("params").cloned().unwrap_or(json!({}));
-    let id = id?; // notifications get no answer
-    Some(match method {
-        "initialize" => rpc_result(
-            &id,
-            json!({
-                "protocolVersion": params.get("protocolVersion").and_then(Value::as_str).unwrap_or("2025-03-26"),
-                "capabilities": {"tools": {"listChanged": false}},
-                "serverInfo": {"name": "gmailmcp.googleapis.com", "version": "v1"}
-            }),
-        ),
-        "ping" => rpc_result(&id, json!({})),
-        "tools/list" => {
-            call.action = Some("mcp.tools.list".into());
-            rpc_result(&id, json!({"tools": tools()}))
-        }
-        "tools/call" => {
-            let name = params.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-            let args = params.get("arguments").cloned().unwrap_or(json!({}));
-            if !tools().as_array().is_some_and(|t| t.iter().any(|x| x["name"] == name.as_str())) {
-                return Some(rpc_error(&id, -32602, &format!("Unknown tool: {name}")));
-            }
-            call.action = Some(name.clone());
-            let result = match tool(w, call, &name, &args) {
-                Ok(v) => json!({"content": [{"type": "text", "text": v.to_string()}], "structuredContent": v, "isError": false}),
-                Err(msg) => json!({"content": [{"type": "text", "text": msg}], "isError": true}),
-            };
-            rpc_result(&id, result)
-        }
-        other => rpc_error(&id, -32601, &format!("Method not found: {other}")),
-    })
+    let server = mcp::Server { name: "gmailmcp.googleapis.com", version: "v1", protocol_version: "2025-03-26", tools: tools() };
+    mcp::serve(&server, w, call, tool)
 }
 
 /// Serve `method path` through the REST router as part of this call: its changes join the

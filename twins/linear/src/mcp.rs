@@ -29,69 +29,10 @@ pub fn listing() -> &'static [Value] {
     })
 }
 
-fn rpc_result(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
-
-fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-}
-
 /// `POST /mcp/v1`: one JSON-RPC message or a batch.
 pub fn endpoint(w: &mut World, call: &mut Call) -> Response {
-    if call.req.method != Method::Post {
-        return Response::empty(405).with_header("allow", "POST");
-    }
-    let body: Value = match serde_json::from_slice(&call.req.body) {
-        Ok(v) => v,
-        Err(e) => return Response::json(400, &rpc_error(&Value::Null, -32700, &format!("Parse error: {e}"))),
-    };
-    call.action = Some("mcp".into());
-    let answer = match body {
-        Value::Array(items) => {
-            let out: Vec<Value> = items.iter().filter_map(|m| one(w, call, m)).collect();
-            if out.is_empty() { None } else { Some(Value::Array(out)) }
-        }
-        m => one(w, call, &m),
-    };
-    match answer {
-        Some(v) => Response::json(200, &v),
-        None => Response::empty(202),
-    }
-}
-
-fn one(w: &mut World, call: &mut Call, m: &Value) -> Option<Value> {
-    let id = m.get("id").cloned()?;
-    let method = m.get("method").and_then(Value::as_str).unwrap_or("");
-    let params = m.get("params").cloned().unwrap_or(json!({}));
-    Some(match method {
-        "initialize" => rpc_result(
-            &id,
-            json!({
-                "protocolVersion": params.get("protocolVersion").and_then(Value::as_str).unwrap_or("2025-06-18"),
-                "capabilities": {"tools": {"listChanged": false}},
-                "serverInfo": {"name": "Linear", "version": "1.0.0"}
-            }),
-        ),
-        "ping" => rpc_result(&id, json!({})),
-        "tools/list" => {
-            call.action = Some("mcp.tools.list".into());
-            rpc_result(&id, json!({"tools": listing()}))
-        }
-        "tools/call" => {
-            let name = params.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-            let args = params.get("arguments").cloned().filter(Value::is_object).unwrap_or(json!({}));
-            if !listing().iter().any(|t| t["name"] == name.as_str()) {
-                return Some(rpc_error(&id, -32602, &format!("Unknown tool: {name}")));
-            }
-            let result = match call_tool(w, call, &name, &args) {
-                Ok(v) => json!({"content": [{"type": "text", "text": v.to_string()}], "structuredContent": v, "isError": false}),
-                Err(msg) => json!({"content": [{"type": "text", "text": msg}], "isError": true}),
-            };
-            rpc_result(&id, result)
-        }
-        other => rpc_error(&id, -32601, &format!("Method not found: {other}")),
-    })
+    let server = pome_twin_sdk::mcp::Server { name: "Linear", version: "1.0.0", protocol_version: "2025-06-18", tools: listing() };
+    pome_twin_sdk::mcp::serve(&server, w, call, call_tool)
 }
 
 /// Run tool `name` as part of `call`: its GraphQL requests' changes and deliveries join the
@@ -136,6 +77,35 @@ fn names(v: &Value) -> Value {
 
 fn nodes(v: &Value) -> Vec<Value> {
     v["nodes"].as_array().cloned().unwrap_or_default()
+}
+
+/// A text given whole as `arg`, or as `patch` edits of the entity's `current` text (`None`
+/// when creating, where there is nothing to edit): the new text, when either was given.
+fn text_or_patch(a: &Value, arg: &str, current: Option<&str>, what: &str) -> R<Option<String>> {
+    match (s(a, arg), a.get("patch").and_then(Value::as_array)) {
+        (Some(_), Some(_)) => Err(format!("pass either {arg} or patch, not both")),
+        (Some(t), None) => Ok(Some(t.to_string())),
+        (None, Some(ops)) => {
+            let text = current.ok_or_else(|| format!("patch is only valid when updating {what}"))?;
+            apply_patch(text, ops).map(Some)
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// A reference the tool may set (`arg` a name or id, which `resolve` turns into the id) or
+/// clear (`arg` null), written to `input` as `field`.
+fn set_ref(input: &mut Map<String, Value>, a: &Value, arg: &str, field: &str, resolve: impl FnOnce(&str) -> R<String>) -> R<()> {
+    match a.get(arg) {
+        Some(Value::Null) => {
+            input.insert(field.into(), Value::Null);
+        }
+        Some(Value::String(v)) => {
+            input.insert(field.into(), json!(resolve(v)?));
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Keep `id` and the fields asked for, when `fields` names any.
@@ -1133,17 +1103,9 @@ impl Mcp<'_> {
         if s(a, "team").is_some() {
             input.insert("teamId".into(), json!(team));
         }
-        match (s(a, "description"), a.get("patch").and_then(Value::as_array)) {
-            (Some(_), Some(_)) => return Err("pass either description or patch, not both".into()),
-            (Some(d), None) => {
-                input.insert("description".into(), json!(d));
-            }
-            (None, Some(ops)) => {
-                let Some(c) = &current else { return Err("patch is only valid when updating an issue".into()) };
-                let text = c.get("description").and_then(Value::as_str).unwrap_or("");
-                input.insert("description".into(), json!(apply_patch(text, ops)?));
-            }
-            (None, None) => {}
+        let text = current.as_ref().map(|c| c.get("description").and_then(Value::as_str).unwrap_or(""));
+        if let Some(t) = text_or_patch(a, "description", text, "an issue")? {
+            input.insert("description".into(), json!(t));
         }
         if let Some(p) = a.get("priority").and_then(Value::as_f64) {
             input.insert("priority".into(), json!(p as i64));
@@ -1161,47 +1123,15 @@ impl Mcp<'_> {
             input.insert("stateId".into(), json!(self.state(&t, st)?));
         }
         for (arg, field) in [("assignee", "assigneeId"), ("delegate", "delegateId")] {
-            match a.get(arg) {
-                Some(Value::Null) => {
-                    input.insert(field.into(), Value::Null);
-                }
-                Some(Value::String(u)) => {
-                    input.insert(field.into(), json!(self.user(u)?));
-                }
-                _ => {}
-            }
+            set_ref(&mut input, a, arg, field, |u| self.user(u))?;
         }
-        match a.get("project") {
-            Some(Value::Null) => {
-                input.insert("projectId".into(), Value::Null);
-            }
-            Some(Value::String(p)) => {
-                input.insert("projectId".into(), json!(self.project(p)?));
-            }
-            _ => {}
-        }
-        match a.get("cycle") {
-            Some(Value::Null) => {
-                input.insert("cycleId".into(), Value::Null);
-            }
-            Some(Value::String(c)) => {
-                input.insert("cycleId".into(), json!(self.cycle(team.as_deref(), c)?));
-            }
-            _ => {}
-        }
+        set_ref(&mut input, a, "project", "projectId", |p| self.project(p))?;
+        set_ref(&mut input, a, "cycle", "cycleId", |c| self.cycle(team.as_deref(), c))?;
         if let Some(m) = s(a, "milestone") {
             let project = input.get("projectId").and_then(Value::as_str).map(str::to_string).or_else(|| current.as_ref().and_then(|c| c.get("projectId").and_then(Value::as_str).map(str::to_string)));
             input.insert("projectMilestoneId".into(), json!(self.milestone(project.as_deref(), m)?));
         }
-        match a.get("parentId") {
-            Some(Value::Null) => {
-                input.insert("parentId".into(), Value::Null);
-            }
-            Some(Value::String(p)) => {
-                input.insert("parentId".into(), json!(self.issue(p)?));
-            }
-            _ => {}
-        }
+        set_ref(&mut input, a, "parentId", "parentId", |p| self.issue(p))?;
         if let Some(l) = strs(a, "labels") {
             input.insert("labelIds".into(), json!(self.issue_labels(team.as_deref(), &l)?));
         }
@@ -1385,17 +1315,9 @@ impl Mcp<'_> {
                 input.insert(k.into(), json!(v));
             }
         }
-        match (s(a, "content"), a.get("patch").and_then(Value::as_array)) {
-            (Some(_), Some(_)) => return Err("pass either content or patch, not both".into()),
-            (Some(c), None) => {
-                input.insert("content".into(), json!(c));
-            }
-            (None, Some(ops)) => {
-                let Some(id) = &existing else { return Err("patch is only valid when updating a document".into()) };
-                let text = self.w.0.str_field("Document", id, "content").unwrap_or("").to_string();
-                input.insert("content".into(), json!(apply_patch(&text, ops)?));
-            }
-            (None, None) => {}
+        let text = existing.as_ref().map(|id| self.w.0.str_field("Document", id, "content").unwrap_or(""));
+        if let Some(t) = text_or_patch(a, "content", text, "a document")? {
+            input.insert("content".into(), json!(t));
         }
         let team = match s(a, "team") {
             Some(t) => Some(self.team(t)?),
@@ -1528,17 +1450,9 @@ impl Mcp<'_> {
             }
             input.insert("description".into(), json!(v));
         }
-        match (s(a, "description"), a.get("patch").and_then(Value::as_array)) {
-            (Some(_), Some(_)) => return Err("pass either description or patch, not both".into()),
-            (Some(d), None) => {
-                input.insert("content".into(), json!(d));
-            }
-            (None, Some(ops)) => {
-                let Some(c) = &current else { return Err("patch is only valid when updating a project".into()) };
-                let text = c.get("content").and_then(Value::as_str).unwrap_or("");
-                input.insert("content".into(), json!(apply_patch(text, ops)?));
-            }
-            (None, None) => {}
+        let text = current.as_ref().map(|c| c.get("content").and_then(Value::as_str).unwrap_or(""));
+        if let Some(t) = text_or_patch(a, "description", text, "a project")? {
+            input.insert("content".into(), json!(t));
         }
         if let Some(p) = a.get("priority").and_then(Value::as_i64) {
             input.insert("priority".into(), json!(p));
@@ -1552,15 +1466,7 @@ impl Mcp<'_> {
                 None => return Err(format!("Project status not found: {st}")),
             }
         }
-        match a.get("lead") {
-            Some(Value::Null) => {
-                input.insert("leadId".into(), Value::Null);
-            }
-            Some(Value::String(u)) => {
-                input.insert("leadId".into(), json!(self.user(u)?));
-            }
-            _ => {}
-        }
+        set_ref(&mut input, a, "lead", "leadId", |u| self.user(u))?;
         if let Some(l) = strs(a, "labels") {
             input.insert("labelIds".into(), json!(self.labels_of("ProjectLabel", &l)?));
         }
@@ -1741,17 +1647,9 @@ impl Mcp<'_> {
             }
             input.insert("description".into(), json!(v));
         }
-        match (s(a, "description"), a.get("patch").and_then(Value::as_array)) {
-            (Some(_), Some(_)) => return Err("pass either description or patch, not both".into()),
-            (Some(d), None) => {
-                input.insert("content".into(), json!(d));
-            }
-            (None, Some(ops)) => {
-                let Some(id) = &existing else { return Err("patch is only valid when updating an initiative".into()) };
-                let text = self.w.0.str_field("Initiative", id, "content").unwrap_or("").to_string();
-                input.insert("content".into(), json!(apply_patch(&text, ops)?));
-            }
-            (None, None) => {}
+        let text = existing.as_ref().map(|id| self.w.0.str_field("Initiative", id, "content").unwrap_or(""));
+        if let Some(t) = text_or_patch(a, "description", text, "an initiative")? {
+            input.insert("content".into(), json!(t));
         }
         if let Some(st) = s(a, "status") {
             let canonical = ["Planned", "Active", "Completed"].into_iter().find(|c| c.eq_ignore_ascii_case(st)).ok_or_else(|| format!("Unknown initiative status: {st} (Planned, Active or Completed)"))?;
@@ -1760,15 +1658,7 @@ impl Mcp<'_> {
         if let Some(p) = a.get("priority").and_then(Value::as_i64) {
             input.insert("priority".into(), json!(p));
         }
-        match a.get("owner") {
-            Some(Value::Null) => {
-                input.insert("ownerId".into(), Value::Null);
-            }
-            Some(Value::String(u)) => {
-                input.insert("ownerId".into(), json!(self.user(u)?));
-            }
-            _ => {}
-        }
+        set_ref(&mut input, a, "owner", "ownerId", |u| self.user(u))?;
         if let Some(l) = strs(a, "labels") {
             input.insert("labelIds".into(), json!(self.labels_of("InitiativeLabel", &l)?));
         }
@@ -1997,17 +1887,9 @@ impl Mcp<'_> {
         if let Some(t) = s(a, "title") {
             input.insert("title".into(), json!(t));
         }
-        match (s(a, "content"), a.get("patch").and_then(Value::as_array)) {
-            (Some(_), Some(_)) => return Err("pass either content or patch, not both".into()),
-            (Some(c), None) => {
-                input.insert("content".into(), json!(c));
-            }
-            (None, Some(ops)) => {
-                let Some(id) = &existing else { return Err("patch is only valid when updating release notes".into()) };
-                let text = self.w.0.str_field("ReleaseNote", id, "content").unwrap_or("").to_string();
-                input.insert("content".into(), json!(apply_patch(&text, ops)?));
-            }
-            (None, None) => {}
+        let text = existing.as_ref().map(|id| self.w.0.str_field("ReleaseNote", id, "content").unwrap_or(""));
+        if let Some(t) = text_or_patch(a, "content", text, "release notes")? {
+            input.insert("content".into(), json!(t));
         }
         if let Some(r) = strs(a, "releases") {
             let ids: R<Vec<String>> = r.iter().map(|x| self.release(x)).collect();

@@ -18,6 +18,7 @@ pub mod checks;
 pub mod describe;
 pub mod generation;
 pub mod http;
+pub mod mcp;
 pub mod page;
 pub mod router;
 pub mod seed;
