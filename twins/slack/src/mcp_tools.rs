@@ -235,13 +235,9 @@ fn matches(terms: &(Vec<String>, Vec<String>), hay: &str) -> bool {
     terms.0.iter().all(|t| hay.contains(t.as_str())) && !terms.1.iter().any(|t| hay.contains(t.as_str()))
 }
 
-fn query(a: &Args) -> Result<String, SlackError> {
-    a.str("query").filter(|q| !q.trim().is_empty()).ok_or_else(|| fail("no_query"))
-}
-
 /// `slack_search_channels`: channels whose name, topic or purpose hold every term.
 fn search_channels(w: &mut World, _call: &mut Call, a: &Args) -> Res {
-    let t = terms(&query(a)?);
+    let t = terms(&search::query(a)?);
     let types = a.list("channel_types");
     let want = |k: Kind| {
         let name = if k == Kind::Private { "private_channel" } else { "public_channel" };
@@ -291,7 +287,7 @@ fn user_view(w: &World, u: &User, concise: bool) -> Value {
 /// `slack_search_users`: people whose names, email or title hold every term (deactivated
 /// accounts left out).
 fn search_users(w: &mut World, _call: &mut Call, a: &Args) -> Res {
-    let t = terms(&query(a)?);
+    let t = terms(&search::query(a)?);
     let hits: Vec<usize> = (0..w.users.len())
         .filter(|&i| {
             let u = &w.users[i];
@@ -307,7 +303,7 @@ fn search_users(w: &mut World, _call: &mut Call, a: &Args) -> Res {
 /// `slack_search_emojis`: the workspace's custom emoji whose names contain any of the
 /// comma-separated terms, up to 200; an alias says what it points to.
 fn search_emojis(w: &mut World, call: &mut Call, a: &Args) -> Res {
-    let q = query(a)?;
+    let q = search::query(a)?;
     let wanted: Vec<String> = q.split(',').map(|s| s.trim().trim_matches(':').to_lowercase()).filter(|s| !s.is_empty()).collect();
     let list: Vec<Value> = w
         .emoji

@@ -255,12 +255,8 @@ fn envelope(total: usize, p: &Paging, matches: Vec<Value>) -> Value {
     })
 }
 
-fn ordered<T>(mut hits: Vec<(i64, T)>, a: &Args) -> Vec<T> {
-    hits.sort_by_key(|x| std::cmp::Reverse(x.0));
-    if a.str("sort").as_deref() == Some("timestamp") && a.str("sort_dir").as_deref() == Some("asc") {
-        hits.reverse();
-    }
-    hits.into_iter().map(|(_, t)| t).collect()
+fn ordered<T>(hits: Vec<(i64, T)>, a: &Args) -> Vec<T> {
+    ranked(hits, a.str("sort").as_deref() == Some("timestamp") && a.str("sort_dir").as_deref() == Some("asc"))
 }
 
 fn iid(cid: &str, ts: &str) -> String {
@@ -348,7 +344,8 @@ fn files_block(w: &World, base: &str, a: &Args, q: &Query) -> Value {
     envelope(total, &p, matches)
 }
 
-fn query(a: &Args) -> Result<String, SlackError> {
+/// The search's `query`, which every search needs.
+pub fn query(a: &Args) -> Result<String, SlackError> {
     a.str("query").filter(|q| !q.trim().is_empty()).ok_or_else(|| fail("no_query"))
 }
 

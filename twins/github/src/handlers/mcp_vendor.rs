@@ -12,6 +12,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
+use pome_twin_sdk::describe::join_pairs;
 use pome_twin_sdk::{Call, Method, Value, json, time};
 use serde_json::Map;
 
@@ -20,7 +21,7 @@ use crate::api::{ApiError, ApiResult, json};
 use crate::handlers::issues::{self, issue_ref, push_event};
 use crate::handlers::{checks, git, misc, pulls, releases, repos, search};
 use crate::model::*;
-use crate::render::{enc, node_id};
+use crate::render::node_id;
 
 /// A tool's arguments: the query of a read, the JSON body of a write.
 pub struct Args(Map<String, Value>);
@@ -104,10 +105,6 @@ impl Args {
     }
 }
 
-fn qs(pairs: &[(String, String)]) -> String {
-    pairs.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect::<Vec<_>>().join("&")
-}
-
 /// Run the REST handler `f` on this call as if it were that REST request: its path
 /// parameters (`owner`/`repo` kept), query and body replaced; headers, changes and
 /// deliveries shared. The call is restored afterwards.
@@ -121,7 +118,7 @@ pub fn rest(w: &mut World, call: &mut Call, f: fn(&mut World, &mut Call) -> ApiR
         ps.push((k.to_string(), v.clone()));
     }
     call.params = ps;
-    call.req.query = qs(query);
+    call.req.query = join_pairs(query);
     call.req.body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
     let out = f(w, call);
     call.params = saved_params;
