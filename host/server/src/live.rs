@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use pome_runtime::store::Journal;
-use pome_tape::TapeRow;
+use pome_tape::{Body, TapeRow};
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
@@ -33,8 +33,9 @@ pub enum Durability {
     /// Before its answer is sent.
     Sync,
     /// Within [`WINDOW`] of its answer. The default: `sync` makes every answer wait for a
-    /// commit, which costs 40-50 % of the throughput of the mixed bench at 64 connections on
-    /// the development machine; the window costs 23-26 %, and a crash loses at most the
+    /// commit, which costs 30-40 % of the throughput of the mixed bench at 64 connections on
+    /// the development machine; the window costs within the run-to-run noise (a few %), and
+    /// a crash loses at most the
     /// rows of the last window (more only when the writer is behind by [`MAX_PENDING`]
     /// rows, when answers wait for their commit instead).
     #[default]
@@ -138,9 +139,10 @@ pub async fn wait(f: impl FnOnce(Done)) -> Result<(), String> {
 
 enum Op {
     Put(SandboxRecord),
-    /// A row in its stored form ([`encode_row`]); `committed` is moved to `seq` once its
+    /// A row, with its JSON minus the bodies made by whoever appended it (the bodies are
+    /// shared with the tape in memory, not copied); `committed` is moved to `seq` once its
     /// transaction commits.
-    Row { sandbox: Arc<str>, twin: Arc<str>, seq: u64, stored: Vec<u8>, committed: Arc<AtomicU64> },
+    Row { sandbox: Arc<str>, twin: Arc<str>, seq: u64, row: Arc<TapeRow>, meta: Vec<u8>, committed: Arc<AtomicU64> },
     Touch { sandbox: String, idle_deadline_ms: u64 },
     Close { sandbox: String, tombstone: Tombstone },
     Flush,
@@ -174,17 +176,19 @@ CREATE TABLE IF NOT EXISTS sandboxes (
     closed TEXT,
     closed_seq INTEGER
 );
--- A rowid table with the key in an index: rows are kilobytes, and a WITHOUT ROWID table
--- would move them around its key's B-tree on every insert.
-CREATE TABLE IF NOT EXISTS tape_rows (
+-- The rows of one tape that one commit wrote, first_seq..=last_seq, as one LZ4-compressed
+-- segment (`Segment`): under load a commit carries several rows of each busy tape, which
+-- then cost one insert and compress against each other (a polled list repeats itself).
+-- A rowid table with the key in an index: segments are kilobytes, and a WITHOUT ROWID
+-- table would move them around its key's B-tree on every insert.
+CREATE TABLE IF NOT EXISTS tape_segments (
     sandbox_id TEXT NOT NULL,
     twin TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    -- The row in the tape's wire form (what GET /_pome/events serves), LZ4-compressed
-    -- (`encode_row`); TEXT as it is in a database written before rows were compressed.
-    row BLOB NOT NULL
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    rows BLOB NOT NULL
 );
-CREATE UNIQUE INDEX IF NOT EXISTS tape_rows_key ON tape_rows (sandbox_id, twin, seq);
+CREATE INDEX IF NOT EXISTS tape_segments_key ON tape_segments (sandbox_id, twin, last_seq);
 ";
 
 /// Closed sandboxes remembered across restarts (as tombstones), newest kept.
@@ -201,8 +205,9 @@ struct StoredTombstone {
 impl SqliteLive {
     /// Open `path` (creating it) and start the writer thread.
     pub fn open(path: &Path, mode: Durability) -> Result<Arc<SqliteLive>, StorageError> {
-        let conn = connect(path)?;
+        let mut conn = connect(path)?;
         conn.execute_batch(SCHEMA)?;
+        migrate_rows_table(&mut conn)?;
         let queue = Arc::new(Queue::default());
         let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (in_writer, pending_in_writer) = (queue.clone(), pending.clone());
@@ -220,14 +225,22 @@ impl SqliteLive {
             None => connect(&self.path)?,
         };
         let rows = (|| {
-            let mut st = conn.prepare_cached("SELECT row FROM tape_rows WHERE sandbox_id = ?1 AND twin = ?2 AND seq >= ?3 AND seq < ?4 ORDER BY seq LIMIT ?5")?;
-            let clamp = |n: u64| n.min(i64::MAX as u64) as i64;
-            let mut rows = st.query(params![sandbox, twin, clamp(from), clamp(to), clamp(limit as u64)])?;
-            let mut out = Vec::new();
+            // Segments in the order they end: one tape's segments never overlap, so the
+            // first that starts at `to` or later ends the range.
+            let mut st = conn.prepare_cached("SELECT first_seq, rows FROM tape_segments WHERE sandbox_id = ?1 AND twin = ?2 AND last_seq >= ?3 ORDER BY last_seq, rowid")?;
+            let mut rows = st.query(params![sandbox, twin, from.min(i64::MAX as u64) as i64])?;
+            // By seq; a row written twice (never expected) reads as the later write.
+            let mut out = std::collections::BTreeMap::new();
             while let Some(r) = rows.next()? {
-                out.push(decode_row(r.get_ref(0)?).map_err(|e| StorageError::Corrupt(format!("a tape row of sandbox {sandbox}: {e}")))?);
+                let first = r.get::<_, i64>(0)?.max(0) as u64;
+                let enough = out.len() >= limit && out.last_key_value().is_some_and(|(last, _)| *last < first);
+                if first >= to || enough {
+                    break;
+                }
+                let segment = Segment::decode(r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?).map_err(|e| StorageError::Corrupt(format!("a tape segment of sandbox {sandbox}: {e}")))?;
+                out.extend(segment.into_iter().filter(|row| (from..to).contains(&row.seq)).map(|row| (row.seq, row)));
             }
-            Ok::<_, StorageError>(out)
+            Ok::<_, StorageError>(out.into_values().take(limit).collect())
         })();
         let mut readers = self.readers.lock().unwrap();
         if readers.len() < MAX_READERS {
@@ -296,24 +309,73 @@ fn connect(path: &Path) -> Result<Connection, StorageError> {
 /// Reader connections kept open between reads.
 const MAX_READERS: usize = 4;
 
-/// A row as `tape_rows` stores it: its wire form, LZ4-compressed. Rows are mostly JSON
-/// bodies, which shrink several times over, and the writer thread — one for every sandbox —
-/// then copies, logs and checkpoints that much less. Encoded by whoever appends the row, so
-/// the work spreads over the async workers instead of queueing on the writer.
-fn encode_row(row: &TapeRow) -> Vec<u8> {
-    let json = serde_json::to_vec(row).expect("a tape row serializes");
-    lz4_flex::compress_prepend_size(&json)
+/// The rows of one tape written by one commit, as `tape_segments` stores them: for each row,
+/// its JSON without the bodies, the request body and the response body, each after its
+/// length (u32, little-endian); the whole LZ4-compressed. The bodies are most of a row and
+/// are kept as they are, not escaped into JSON strings.
+struct Segment;
+
+impl Segment {
+    fn push(out: &mut Vec<u8>, meta: &[u8], row: &TapeRow) {
+        for part in [meta, &row.request_body.0[..], &row.response_body.0[..]] {
+            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            out.extend_from_slice(part);
+        }
+    }
+
+    fn decode(stored: &[u8]) -> Result<Vec<TapeRow>, String> {
+        let payload = bytes::Bytes::from(lz4_flex::decompress_size_prepended(stored).map_err(|e| e.to_string())?);
+        // The next length-prefixed part of `rest`, shared with the payload, not copied.
+        fn part(rest: &mut bytes::Bytes) -> Result<bytes::Bytes, String> {
+            let len = rest.get(..4).ok_or("a segment ends mid-row")?;
+            let len = u32::from_le_bytes(len.try_into().expect("four bytes")) as usize;
+            if rest.len() < 4 + len {
+                return Err("a segment ends mid-row".into());
+            }
+            let part = rest.slice(4..4 + len);
+            *rest = rest.slice(4 + len..);
+            Ok(part)
+        }
+        let mut rest = payload;
+        let mut rows = Vec::new();
+        while !rest.is_empty() {
+            let mut row: TapeRow = serde_json::from_slice(&part(&mut rest)?).map_err(|e| e.to_string())?;
+            row.request_body = Body(part(&mut rest)?);
+            row.response_body = Body(part(&mut rest)?);
+            rows.push(row);
+        }
+        Ok(rows)
+    }
 }
 
-fn decode_row(stored: rusqlite::types::ValueRef<'_>) -> Result<TapeRow, String> {
-    match stored {
-        rusqlite::types::ValueRef::Blob(b) => {
-            let json = lz4_flex::decompress_size_prepended(b).map_err(|e| e.to_string())?;
-            serde_json::from_slice(&json).map_err(|e| e.to_string())
-        }
-        rusqlite::types::ValueRef::Text(t) => serde_json::from_slice(t).map_err(|e| e.to_string()),
-        other => Err(format!("a stored row of type {:?}", other.data_type())),
+/// Move rows a pome before segments stored (`tape_rows`, a row each: its wire form as text,
+/// or LZ4-compressed) into one-row segments, once, at open.
+fn migrate_rows_table(conn: &mut Connection) -> Result<(), StorageError> {
+    let old: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tape_rows')", [], |r| r.get(0))?;
+    if !old {
+        return Ok(());
     }
+    let tx = conn.transaction()?;
+    {
+        let mut read = tx.prepare("SELECT sandbox_id, twin, seq, row FROM tape_rows ORDER BY sandbox_id, twin, seq")?;
+        let mut write = tx.prepare("INSERT INTO tape_segments (sandbox_id, twin, first_seq, last_seq, rows) VALUES (?1, ?2, ?3, ?3, ?4)")?;
+        let mut rows = read.query([])?;
+        while let Some(r) = rows.next()? {
+            let (sandbox, twin, seq) = (r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?);
+            let row: TapeRow = match r.get_ref(3)? {
+                rusqlite::types::ValueRef::Blob(b) => lz4_flex::decompress_size_prepended(b).map_err(|e| e.to_string()).and_then(|j| serde_json::from_slice(&j).map_err(|e| e.to_string())),
+                rusqlite::types::ValueRef::Text(t) => serde_json::from_slice(t).map_err(|e| e.to_string()),
+                other => Err(format!("a stored row of type {:?}", other.data_type())),
+            }
+            .map_err(|e| StorageError::Corrupt(format!("row {seq} of sandbox {sandbox}: {e}")))?;
+            let mut payload = Vec::new();
+            Segment::push(&mut payload, &row.json_without_bodies(), &row);
+            write.execute(params![sandbox, twin, seq, lz4_flex::compress_prepend_size(&payload)])?;
+        }
+    }
+    tx.execute_batch("DROP TABLE tape_rows")?;
+    tx.commit()?;
+    Ok(())
 }
 
 struct RowJournal {
@@ -326,7 +388,8 @@ struct RowJournal {
 
 impl Journal for RowJournal {
     fn append(&self, row: Arc<TapeRow>, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
-        let op = Op::Row { sandbox: self.sandbox.clone(), twin: self.twin.clone(), seq: row.seq, stored: encode_row(&row), committed: self.committed.clone() };
+        let meta = row.json_without_bodies();
+        let op = Op::Row { sandbox: self.sandbox.clone(), twin: self.twin.clone(), seq: row.seq, row, meta, committed: self.committed.clone() };
         let backlog = self.live.pending.fetch_add(1, Ordering::AcqRel);
         match self.live.mode {
             // The answer goes now; the row follows within the window — unless the writer is
@@ -453,13 +516,33 @@ fn writer(mut conn: Connection, queue: &Queue, mode: Durability, pending: &std::
 }
 
 fn write_batch(conn: &mut Connection, batch: &[Entry], closed_seq: &mut i64) -> Result<(), StorageError> {
+    // The rows of each tape in the batch make one segment, written where the first of them
+    // is in the batch: after the sandbox's `Put`, before its `Close`.
+    struct Open {
+        at: usize,
+        first: u64,
+        last: u64,
+        payload: Vec<u8>,
+    }
+    let mut segments: std::collections::HashMap<(&str, &str), Open> = std::collections::HashMap::new();
+    for (at, e) in batch.iter().enumerate() {
+        if let Op::Row { sandbox, twin, seq, row, meta, .. } = &e.op {
+            let s = segments.entry((&**sandbox, &**twin)).or_insert_with(|| Open { at, first: *seq, last: *seq, payload: Vec::new() });
+            (s.first, s.last) = (s.first.min(*seq), s.last.max(*seq));
+            Segment::push(&mut s.payload, meta, row);
+        }
+    }
+    let mut segments: std::collections::HashMap<usize, Open> = segments.into_values().map(|s| (s.at, s)).collect();
     let tx = conn.transaction()?;
     {
-        let mut put_row = tx.prepare_cached("INSERT OR REPLACE INTO tape_rows (sandbox_id, twin, seq, row) VALUES (?1, ?2, ?3, ?4)")?;
-        for e in batch {
+        let mut put_segment = tx.prepare_cached("INSERT INTO tape_segments (sandbox_id, twin, first_seq, last_seq, rows) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+        for (at, e) in batch.iter().enumerate() {
             match &e.op {
-                Op::Row { sandbox, twin, seq, stored, .. } => {
-                    put_row.execute(params![&**sandbox, &**twin, *seq as i64, stored])?;
+                Op::Row { sandbox, twin, .. } => {
+                    if let Some(s) = segments.remove(&at) {
+                        let stored = lz4_flex::compress_prepend_size(&s.payload);
+                        put_segment.execute(params![&**sandbox, &**twin, s.first as i64, s.last as i64, stored])?;
+                    }
                 }
                 Op::Put(record) => {
                     let text = serde_json::to_string(record).map_err(|e| StorageError::Corrupt(e.to_string()))?;
@@ -483,7 +566,7 @@ fn write_batch(conn: &mut Connection, batch: &[Entry], closed_seq: &mut i64) -> 
                         run_id: tombstone.run_id.clone(),
                     };
                     let text = serde_json::to_string(&t).map_err(|e| StorageError::Corrupt(e.to_string()))?;
-                    tx.execute("DELETE FROM tape_rows WHERE sandbox_id = ?1", [sandbox])?;
+                    tx.execute("DELETE FROM tape_segments WHERE sandbox_id = ?1", [sandbox])?;
                     tx.execute(
                         "INSERT INTO sandboxes (id, record, closed, closed_seq) VALUES (?1, NULL, ?2, ?3)
                          ON CONFLICT(id) DO UPDATE SET record = NULL, closed = excluded.closed, closed_seq = excluded.closed_seq",
@@ -570,22 +653,64 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn rows_are_stored_compressed_and_rows_an_older_pome_stored_as_text_still_read() {
-        let path = tempfile_dir().join("live.db");
-        let live = Live(SqliteLive::open(&path, Durability::Sync).unwrap());
-        wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+    async fn append(journal: &Arc<dyn Journal>, row: Arc<TapeRow>) {
         let (tx, rx) = oneshot::channel();
-        live.journal("sbx_a", "acme").append(row(1), Box::new(move |r| tx.send(r).unwrap()));
+        journal.append(row, Box::new(move |r| tx.send(r).unwrap()));
         rx.await.unwrap().unwrap();
-        let raw = Connection::open(&path).unwrap();
-        let kind: String = raw.query_row("SELECT typeof(row) FROM tape_rows WHERE seq = 1", [], |r| r.get(0)).unwrap();
-        assert_eq!(kind, "blob");
-        raw.execute("INSERT INTO tape_rows (sandbox_id, twin, seq, row) VALUES ('sbx_a', 'acme', 2, ?1)", [serde_json::to_string(&*row(2)).unwrap()]).unwrap();
+    }
+
+    async fn read(journal: &Arc<dyn Journal>, from: u64, to: u64, limit: usize) -> Vec<TapeRow> {
         let (tx, rx) = oneshot::channel();
-        live.journal("sbx_a", "acme").read(1, u64::MAX, 10, Box::new(move |r| tx.send(r).unwrap()));
-        let rows = rx.await.unwrap().unwrap();
-        assert_eq!(rows, vec![(*row(1)).clone(), (*row(2)).clone()]);
+        journal.read(from, to, limit, Box::new(move |r| tx.send(r).unwrap()));
+        rx.await.unwrap().unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_rows_of_a_tape_committed_together_are_one_segment_and_read_back_by_range() {
+        let path = tempfile_dir().join("live.db");
+        let live = Live(SqliteLive::open(&path, Durability::Window).unwrap());
+        wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+        let (ja, jb) = (live.journal("sbx_a", "acme"), live.journal("sbx_a", "other"));
+        for seq in 1..=10 {
+            let mut a = (*row(seq)).clone();
+            // Bodies are stored as bytes: any bytes, including text that looks base64-encoded.
+            a.response_body = Body(bytes::Bytes::from(vec![0xff, seq as u8, 0x00]));
+            a.request_body = Body(bytes::Bytes::from(format!("base64:{seq}")));
+            append(&ja, Arc::new(a)).await;
+            append(&jb, row(seq)).await;
+        }
+        wait(|d| live.flush(d)).await.unwrap();
+        let segments: i64 = Connection::open(&path).unwrap().query_row("SELECT COUNT(*) FROM tape_segments", [], |r| r.get(0)).unwrap();
+        assert!(segments < 20, "rows committed together share segments ({segments} for 20 rows)");
+
+        let seqs = |rows: Vec<TapeRow>| rows.iter().map(|r| r.seq).collect::<Vec<_>>();
+        let all = read(&ja, 1, u64::MAX, usize::MAX).await;
+        assert_eq!(seqs(all.clone()), (1..=10).collect::<Vec<_>>());
+        assert_eq!(all[4].response_body.0[..], [0xff, 5, 0x00]);
+        assert_eq!(all[4].request_body.0[..], *b"base64:5");
+        assert_eq!(read(&jb, 1, u64::MAX, usize::MAX).await, (1..=10).map(|s| (*row(s)).clone()).collect::<Vec<_>>());
+        assert_eq!(seqs(read(&ja, 3, 8, 100).await), vec![3, 4, 5, 6, 7], "a range inside a segment");
+        assert_eq!(seqs(read(&ja, 9, 20, 1).await), vec![9], "a page");
+    }
+
+    #[tokio::test]
+    async fn rows_an_older_pome_stored_a_row_at_a_time_move_into_segments_at_open() {
+        let path = tempfile_dir().join("live.db");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch("CREATE TABLE tape_rows (sandbox_id TEXT NOT NULL, twin TEXT NOT NULL, seq INTEGER NOT NULL, row BLOB NOT NULL)").unwrap();
+            // Compressed (the last format) and text (the one before).
+            let compressed = lz4_flex::compress_prepend_size(&serde_json::to_vec(&*row(1)).unwrap());
+            old.execute("INSERT INTO tape_rows VALUES ('sbx_a', 'acme', 1, ?1)", [compressed]).unwrap();
+            old.execute("INSERT INTO tape_rows VALUES ('sbx_a', 'acme', 2, ?1)", [serde_json::to_string(&*row(2)).unwrap()]).unwrap();
+        }
+        let live = Live(SqliteLive::open(&path, Durability::Sync).unwrap());
+        let journal = live.journal("sbx_a", "acme");
+        assert_eq!(read(&journal, 1, u64::MAX, 10).await, vec![(*row(1)).clone(), (*row(2)).clone()]);
+        append(&journal, row(3)).await;
+        assert_eq!(read(&journal, 1, u64::MAX, 10).await.len(), 3);
+        let left: i64 = Connection::open(&path).unwrap().query_row("SELECT COUNT(*) FROM sqlite_master WHERE name = 'tape_rows'", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 0, "the old table is gone");
     }
 
     fn tempfile_dir() -> std::path::PathBuf {
