@@ -47,14 +47,13 @@ pub async fn run(server: &Server) {
     let body = json!({"twins": ["gmail"]});
     let warm = server.create(&body).await;
     server.discard(warm["id"].as_str().unwrap()).await;
-    let base = server.rss_kib();
+    let base = server.memory();
     let mut made = Vec::with_capacity(1000);
     for _ in 0..1000 {
         made.push(server.create(&body).await["id"].as_str().unwrap().to_string());
     }
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let rss = server.rss_kib();
-    println!("memory   1000 idle gmail sandboxes: {:>6.1} KiB per sandbox", rss.saturating_sub(base) as f64 / 1000.0);
+    println!("memory   1000 idle gmail sandboxes: {}", server.memory().per_sandbox(base, 1000));
     // Closed again, so the next measurement starts from an empty server.
     for id in made {
         server.discard(&id).await;

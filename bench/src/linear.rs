@@ -115,13 +115,14 @@ async fn same_answer(server: &Server, sb: &Value) {
 }
 
 /// Resident memory per idle sandbox on the default world, over 1,000 sandboxes: untouched,
-/// or after each answered one GraphQL query (the twin's schema and caches are then in use).
+/// or after each answered one GraphQL query (each instance has then read the twin's schema
+/// tables: pages shared by all, which RSS counts once per sandbox and PSS once in all).
 async fn memory(server: &Server, touched: bool) {
     let body = json!({"twins": ["linear"]});
     let query = json!({"query": "{ viewer { id name } issues(first: 5) { nodes { identifier title state { name } } } }"});
     let warm = server.create(&body).await;
     server.discard(warm["id"].as_str().unwrap()).await;
-    let base = server.rss_kib();
+    let base = server.memory();
     let mut made = Vec::with_capacity(1000);
     for _ in 0..1000 {
         let sb = server.create(&body).await;
@@ -139,9 +140,8 @@ async fn memory(server: &Server, touched: bool) {
         made.push(sb["id"].as_str().unwrap().to_string());
     }
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let rss = server.rss_kib();
     let what = if touched { "after one query" } else { "untouched" };
-    println!("memory   1000 idle linear sandboxes ({what}): {:>7.1} KiB per sandbox", rss.saturating_sub(base) as f64 / 1000.0);
+    println!("memory   1000 idle linear sandboxes ({what}): {}", server.memory().per_sandbox(base, 1000));
     for id in made {
         server.discard(&id).await;
     }

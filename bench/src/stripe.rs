@@ -39,11 +39,10 @@ pub async fn run(server: &Server) {
     }
     let warm = server.create(&default).await;
     server.discard(warm["id"].as_str().unwrap()).await;
-    let base = server.rss_kib();
+    let base = server.memory();
     for _ in 0..1000 {
         server.create(&default).await;
     }
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let rss = server.rss_kib();
-    println!("memory   1000 idle stripe sandboxes: {:>6.1} KiB per sandbox", rss.saturating_sub(base) as f64 / 1000.0);
+    println!("memory   1000 idle stripe sandboxes: {}", server.memory().per_sandbox(base, 1000));
 }
