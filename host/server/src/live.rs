@@ -35,9 +35,8 @@ pub enum Durability {
     /// Within [`WINDOW`] of its answer. The default: `sync` makes every answer wait for a
     /// commit, which costs 30-40 % of the throughput of the mixed bench at 64 connections on
     /// the development machine; the window costs within the run-to-run noise (a few %), and
-    /// a crash loses at most the
-    /// rows of the last window (more only when the writer is behind by [`MAX_PENDING`]
-    /// rows, when answers wait for their commit instead).
+    /// a crash loses at most the rows of the last window (more only when the writer is
+    /// behind by [`MAX_PENDING`] rows, when answers wait for their commit instead).
     #[default]
     Window,
     /// Never: live sandboxes end with the process.
@@ -140,9 +139,9 @@ pub async fn wait(f: impl FnOnce(Done)) -> Result<(), String> {
 enum Op {
     Put(SandboxRecord),
     /// A row, with its JSON minus the bodies made by whoever appended it (the bodies are
-    /// shared with the tape in memory, not copied); `committed` is moved to `seq` once its
+    /// shared with the tape in memory, not copied); `committed` is moved to its seq once its
     /// transaction commits.
-    Row { sandbox: Arc<str>, twin: Arc<str>, seq: u64, row: Arc<TapeRow>, meta: Vec<u8>, committed: Arc<AtomicU64> },
+    Row { sandbox: Arc<str>, twin: Arc<str>, row: Arc<TapeRow>, meta: Vec<u8>, committed: Arc<AtomicU64> },
     Touch { sandbox: String, idle_deadline_ms: u64 },
     Close { sandbox: String, tombstone: Tombstone },
     Flush,
@@ -313,14 +312,29 @@ const MAX_READERS: usize = 4;
 /// its JSON without the bodies, the request body and the response body, each after its
 /// length (u32, little-endian); the whole LZ4-compressed. The bodies are most of a row and
 /// are kept as they are, not escaped into JSON strings.
-struct Segment;
+#[derive(Default)]
+struct Segment {
+    first: u64,
+    last: u64,
+    payload: Vec<u8>,
+}
 
 impl Segment {
-    fn push(out: &mut Vec<u8>, meta: &[u8], row: &TapeRow) {
+    /// Add a row, with its JSON without the bodies (`TapeRow::json_without_bodies`).
+    fn push(&mut self, meta: &[u8], row: &TapeRow) {
+        let seq = row.seq;
+        (self.first, self.last) = if self.payload.is_empty() { (seq, seq) } else { (self.first.min(seq), self.last.max(seq)) };
         for part in [meta, &row.request_body.0[..], &row.response_body.0[..]] {
-            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
-            out.extend_from_slice(part);
+            self.payload.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            self.payload.extend_from_slice(part);
         }
+    }
+
+    fn insert(&self, conn: &Connection, sandbox: &str, twin: &str) -> Result<(), StorageError> {
+        let stored = lz4_flex::compress_prepend_size(&self.payload);
+        conn.prepare_cached("INSERT INTO tape_segments (sandbox_id, twin, first_seq, last_seq, rows) VALUES (?1, ?2, ?3, ?4, ?5)")?
+            .execute(params![sandbox, twin, self.first as i64, self.last as i64, stored])?;
+        Ok(())
     }
 
     fn decode(stored: &[u8]) -> Result<Vec<TapeRow>, String> {
@@ -358,7 +372,6 @@ fn migrate_rows_table(conn: &mut Connection) -> Result<(), StorageError> {
     let tx = conn.transaction()?;
     {
         let mut read = tx.prepare("SELECT sandbox_id, twin, seq, row FROM tape_rows ORDER BY sandbox_id, twin, seq")?;
-        let mut write = tx.prepare("INSERT INTO tape_segments (sandbox_id, twin, first_seq, last_seq, rows) VALUES (?1, ?2, ?3, ?3, ?4)")?;
         let mut rows = read.query([])?;
         while let Some(r) = rows.next()? {
             let (sandbox, twin, seq) = (r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?);
@@ -368,9 +381,9 @@ fn migrate_rows_table(conn: &mut Connection) -> Result<(), StorageError> {
                 other => Err(format!("a stored row of type {:?}", other.data_type())),
             }
             .map_err(|e| StorageError::Corrupt(format!("row {seq} of sandbox {sandbox}: {e}")))?;
-            let mut payload = Vec::new();
-            Segment::push(&mut payload, &row.json_without_bodies(), &row);
-            write.execute(params![sandbox, twin, seq, lz4_flex::compress_prepend_size(&payload)])?;
+            let mut segment = Segment::default();
+            segment.push(&row.json_without_bodies(), &row);
+            segment.insert(&tx, &sandbox, &twin)?;
         }
     }
     tx.execute_batch("DROP TABLE tape_rows")?;
@@ -389,7 +402,7 @@ struct RowJournal {
 impl Journal for RowJournal {
     fn append(&self, row: Arc<TapeRow>, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
         let meta = row.json_without_bodies();
-        let op = Op::Row { sandbox: self.sandbox.clone(), twin: self.twin.clone(), seq: row.seq, row, meta, committed: self.committed.clone() };
+        let op = Op::Row { sandbox: self.sandbox.clone(), twin: self.twin.clone(), row, meta, committed: self.committed.clone() };
         let backlog = self.live.pending.fetch_add(1, Ordering::AcqRel);
         match self.live.mode {
             // The answer goes now; the row follows within the window — unless the writer is
@@ -500,8 +513,8 @@ fn writer(mut conn: Connection, queue: &Queue, mode: Durability, pending: &std::
         match &result {
             Ok(()) => {
                 for e in &batch {
-                    if let Op::Row { seq, committed, .. } = &e.op {
-                        committed.fetch_max(*seq, Ordering::Release);
+                    if let Op::Row { row, committed, .. } = &e.op {
+                        committed.fetch_max(row.seq, Ordering::Release);
                     }
                 }
             }
@@ -517,31 +530,22 @@ fn writer(mut conn: Connection, queue: &Queue, mode: Durability, pending: &std::
 
 fn write_batch(conn: &mut Connection, batch: &[Entry], closed_seq: &mut i64) -> Result<(), StorageError> {
     // The rows of each tape in the batch make one segment, written where the first of them
-    // is in the batch: after the sandbox's `Put`, before its `Close`.
-    struct Open {
-        at: usize,
-        first: u64,
-        last: u64,
-        payload: Vec<u8>,
-    }
-    let mut segments: std::collections::HashMap<(&str, &str), Open> = std::collections::HashMap::new();
+    // is in the batch (after the sandbox's `Put`, before its `Close`): keyed by that place.
+    let mut first_at: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    let mut segments: std::collections::HashMap<usize, Segment> = std::collections::HashMap::new();
     for (at, e) in batch.iter().enumerate() {
-        if let Op::Row { sandbox, twin, seq, row, meta, .. } = &e.op {
-            let s = segments.entry((&**sandbox, &**twin)).or_insert_with(|| Open { at, first: *seq, last: *seq, payload: Vec::new() });
-            (s.first, s.last) = (s.first.min(*seq), s.last.max(*seq));
-            Segment::push(&mut s.payload, meta, row);
+        if let Op::Row { sandbox, twin, row, meta, .. } = &e.op {
+            let at = *first_at.entry((&**sandbox, &**twin)).or_insert(at);
+            segments.entry(at).or_default().push(meta, row);
         }
     }
-    let mut segments: std::collections::HashMap<usize, Open> = segments.into_values().map(|s| (s.at, s)).collect();
     let tx = conn.transaction()?;
     {
-        let mut put_segment = tx.prepare_cached("INSERT INTO tape_segments (sandbox_id, twin, first_seq, last_seq, rows) VALUES (?1, ?2, ?3, ?4, ?5)")?;
         for (at, e) in batch.iter().enumerate() {
             match &e.op {
                 Op::Row { sandbox, twin, .. } => {
                     if let Some(s) = segments.remove(&at) {
-                        let stored = lz4_flex::compress_prepend_size(&s.payload);
-                        put_segment.execute(params![&**sandbox, &**twin, s.first as i64, s.last as i64, stored])?;
+                        s.insert(&tx, sandbox, twin)?;
                     }
                 }
                 Op::Put(record) => {
