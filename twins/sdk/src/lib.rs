@@ -26,6 +26,8 @@ pub mod time;
 
 #[doc(hidden)]
 pub mod glue;
+#[doc(hidden)]
+pub mod mem;
 
 pub use call::{Call, Change, Delivery};
 pub use describe::{ActionDecl, CheckDecl, Credential, Description, Fidelity, ParamKind, RouteDecl, ToolBody, ToolDecl};
