@@ -64,6 +64,9 @@ def test_manual_capture_holds_funds_and_captures_part(stripe_sandbox):
     ("pm_card_chargeDeclined", "card_declined", "generic_decline"),
     ("pm_card_chargeDeclinedInsufficientFunds", "card_declined", "insufficient_funds"),
     ("pm_card_chargeDeclinedExpiredCard", "expired_card", "expired_card"),
+    # The names Stripe's test-card tables give visa declines.
+    ("pm_card_visa_chargeDeclinedInsufficientFunds", "card_declined", "insufficient_funds"),
+    ("pm_card_visa_chargeDeclinedVelocityLimitExceeded", "card_declined", "card_velocity_exceeded"),
 ])
 def test_declines_raise_card_error_with_the_decline_code(stripe_sandbox, pm, code, decline):
     sb, s = stripe_sandbox()
@@ -240,6 +243,23 @@ def test_a_checkout_session_completes_into_a_paid_payment_intent(stripe_sandbox)
     pi = s.payment_intents.retrieve(done["payment_intent"])
     assert (pi.status, pi.amount) == ("succeeded", 2500)
     assert s.events.list(params={"type": "checkout.session.completed"}).data[0].data.object.id == cs.id
+
+
+def test_a_checkout_session_with_an_inline_price_and_product_charges_their_total(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    cs = s.checkout.sessions.create(params={
+        "mode": "payment", "success_url": "https://shop.test/ok", "cancel_url": "https://shop.test/no",
+        "line_items": [{"price_data": {"currency": "usd", "unit_amount": 500, "product_data": {"name": "T-shirt"}}, "quantity": 2}],
+    })
+    assert (cs.amount_total, cs.currency) == (1000, "usd")
+    line = s.checkout.sessions.line_items.list(cs.id).data[0]
+    assert (line.description, line.quantity, line.price.unit_amount, line.price.active) == ("T-shirt", 2, 500, False)
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        s.checkout.sessions.create(params={"mode": "payment", "success_url": "https://shop.test/ok", "line_items": [{"price_data": {"unit_amount": 500, "product_data": {"name": "T"}}, "quantity": 1}]})
+    assert e.value.param == "line_items[0][price_data][currency]"
+    status, done = _raw(sb, "POST", f"/v1/test_helpers/checkout/sessions/{cs.id}/complete")
+    assert (status, done["payment_status"]) == (200, "paid")
+    assert s.payment_intents.retrieve(done["payment_intent"]).amount == 1000
 
 
 # ---------------------------------------------------------------------------------------

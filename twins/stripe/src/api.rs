@@ -513,14 +513,25 @@ pub const CARDS: &[(&str, &str, &str, Behaviour)] = &[
     ("4000000000000119", "visa", "chargeDeclinedProcessingError", Behaviour::Decline("processing_error", "processing_error")),
     // Attaches to a customer fine; every charge on it is declined.
     ("4000000000000341", "visa", "chargeCustomerFail", Behaviour::Decline("card_declined", "generic_decline")),
+    ("4000000000006975", "visa", "chargeDeclinedVelocityLimitExceeded", Behaviour::Decline("card_declined", "card_velocity_exceeded")),
+    ("4100000000000019", "visa", "chargeDeclinedFraudulent", Behaviour::Decline("card_declined", "fraudulent")),
     ("4000002500003155", "visa", "authenticationRequired", Behaviour::ThreeDS),
     ("4000002760003184", "visa", "authenticationRequiredOnSetup", Behaviour::ThreeDS),
+    ("4000000000003220", "visa", "threeDSecure2Required", Behaviour::ThreeDS),
     ("4000000000000259", "visa", "createDispute", Behaviour::Dispute),
 ];
+
+/// The test card a test token or payment method names: `pm_card_chargeDeclined` and the
+/// `pm_card_visa_chargeDeclined…` forms Stripe's tables give for visa cards alike.
+fn test_card(name: &str) -> Option<&'static (&'static str, &'static str, &'static str, Behaviour)> {
+    let find = |n: &str| CARDS.iter().find(|c| c.2.eq_ignore_ascii_case(n));
+    find(name).or_else(|| name.strip_prefix("visa_").and_then(find).filter(|c| c.1 == "visa"))
+}
 
 fn decline_message(code: &str, decline: &str) -> &'static str {
     match (code, decline) {
         ("card_declined", "insufficient_funds") => "Your card has insufficient funds.",
+        ("card_declined", "card_velocity_exceeded") => "Your card was declined for making repeated attempts too frequently or exceeding its amount limit.",
         ("card_declined", _) => "Your card was declined.",
         ("expired_card", _) => "Your card has expired.",
         ("incorrect_cvc", _) => "Your card's security code is incorrect.",
@@ -587,9 +598,7 @@ fn pm_from_data(w: &mut World, data: &Value, prefix: &str) -> Result<Value, Stri
             let card = &data["card"];
             if let Some(tok) = card["token"].as_str() {
                 let name = tok.strip_prefix("tok_").ok_or_else(|| invalid(format!("No such token: '{tok}'")).code("resource_missing").param(&format!("{prefix}card[token]")))?;
-                let (num, brand) = CARDS
-                    .iter()
-                    .find(|c| c.2.eq_ignore_ascii_case(name))
+                let (num, brand) = test_card(name)
                     .map(|c| (c.0, c.1))
                     .ok_or_else(|| invalid(format!("No such token: '{tok}'")).code("resource_missing").param(&format!("{prefix}card[token]")))?;
                 card_pm(w, num, brand, 12, 2034)
@@ -642,7 +651,7 @@ pub(crate) fn resolve_pm(w: &mut World, call: &mut Call, id: &str, param: &str) 
         return Ok(id.to_string());
     }
     if let Some(name) = id.strip_prefix("pm_card_").or_else(|| id.strip_prefix("tok_")) {
-        if let Some(c) = CARDS.iter().find(|c| c.2.eq_ignore_ascii_case(name)) {
+        if let Some(c) = test_card(name) {
             return Ok(insert_card_pm(w, call, c.0, c.1));
         }
     }
@@ -1496,9 +1505,11 @@ fn refund_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if ch["disputed"] == true && w.all("dispute").any(|d| d["charge"] == ch_id.as_str() && d["is_charge_refundable"] == false) {
         return Err(invalid(format!("Charge {ch_id} has been charged back; cannot issue a refund.")).code("charge_disputed").param("charge"));
     }
-    let captured = ch["amount_captured"].as_i64().unwrap_or(0);
+    // A partial capture counts the amount it released as refunded: what is left to refund
+    // is the charge's amount less everything refunded.
+    let charged = ch["amount"].as_i64().unwrap_or(0);
     let refunded = ch["amount_refunded"].as_i64().unwrap_or(0);
-    let remaining = captured - refunded;
+    let remaining = charged - refunded;
     let cur = ch["currency"].as_str().unwrap_or("usd").to_string();
     if remaining <= 0 {
         return Err(invalid(format!("Charge {ch_id} has already been refunded.")).code("charge_already_refunded").param("charge"));
@@ -1534,7 +1545,7 @@ fn refund_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let re = w.insert(Some(call), re);
     let ch = w.modify(call, &ch_id, |c| {
         c["amount_refunded"] = json!(refunded + amount);
-        c["refunded"] = json!(refunded + amount >= captured);
+        c["refunded"] = json!(refunded + amount >= charged);
     });
     let ch = with_refunds(w, ch);
     emit(w, call, "charge.refunded", &ch, Some(json!({"amount_refunded": refunded, "refunded": false})));
@@ -1783,7 +1794,7 @@ fn product_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     Ok(json!({"id": id, "object": "product", "deleted": true}))
 }
 
-fn price_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+pub(crate) fn price_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cur = currency(p)?;
     let product = match (p.str("product"), p.get("product_data")) {
         (Some(pr), _) => {

@@ -30,15 +30,32 @@ pub fn routes(r: Router<World>) -> Router<World> {
         .post("/v1/promotion_codes/{id}", "promotion_codes.update", h!(promo_update))
 }
 
-/// Line items (`line_items[i][price]` + `quantity`) as Stripe's `item` objects.
-fn line_items(w: &mut World, p: &Params) -> Result<(Vec<Value>, String, bool), StripeError> {
+/// Where line items may name their price: by id only (payment links), or inline as
+/// `price_data` too (checkout sessions).
+#[derive(Clone, Copy, PartialEq)]
+enum Prices {
+    ById,
+    OrInline,
+}
+
+/// Line items (`line_items[i][price]`, or `[price_data]`, + `quantity`) as Stripe's `item`
+/// objects. An inline price is created as Stripe creates it: a price of its own, inactive
+/// (it is not offered again), with a new product when it gives `product_data`.
+fn line_items(w: &mut World, call: &mut Call, p: &Params, prices: Prices) -> Result<(Vec<Value>, String, bool), StripeError> {
     let Some(Value::Array(items)) = p.get("line_items") else { return Err(missing("line_items")) };
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut recurring = false;
     for (i, it) in items.iter().enumerate() {
-        let pid = it["price"].as_str().ok_or_else(|| missing(&format!("line_items[{i}][price]")))?;
-        let price = w.get_kind("price", pid).ok_or_else(|| no_such("price", pid, &format!("line_items[{i}][price]")))?;
+        let price = match (it["price"].as_str(), it.get("price_data")) {
+            (Some(pid), _) => w.get_kind("price", pid).ok_or_else(|| no_such("price", pid, &format!("line_items[{i}][price]")))?,
+            (None, Some(Value::Object(data))) if prices == Prices::OrInline => {
+                let mut data = data.clone();
+                data.insert("active".into(), json!("false"));
+                crate::api::price_create(w, call, &Params(data)).map_err(|e| inline_param(e, &format!("line_items[{i}][price_data]")))?
+            }
+            _ => return Err(missing(&format!("line_items[{i}][price]"))),
+        };
         let qty: i64 = it["quantity"].as_str().and_then(|s| s.parse().ok()).ok_or_else(|| missing(&format!("line_items[{i}][quantity]")))?;
         let amount = price["unit_amount"].as_i64().unwrap_or(0) * qty;
         cur = price["currency"].as_str().unwrap_or("usd").to_string();
@@ -53,12 +70,24 @@ fn line_items(w: &mut World, p: &Params) -> Result<(Vec<Value>, String, bool), S
     Ok((out, cur, recurring))
 }
 
+/// An error about a parameter of an inline object, named where the request gave it:
+/// `currency` of `line_items[0][price_data]` is `line_items[0][price_data][currency]`.
+fn inline_param(mut e: StripeError, at: &str) -> StripeError {
+    if let Some(param) = e.param.take() {
+        let (head, rest) = param.split_at(param.find('[').unwrap_or(param.len()));
+        let full = format!("{at}[{head}]{rest}");
+        e.message = e.message.replace(&param, &full);
+        e.param = Some(full);
+    }
+    e
+}
+
 fn cs_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let mode = p.str("mode").ok_or_else(|| missing("mode"))?.to_string();
     if !["payment", "subscription", "setup"].contains(&mode.as_str()) {
         return Err(invalid("Invalid mode: must be one of payment, setup, or subscription").param("mode"));
     }
-    let (items, cur, recurring) = if mode == "setup" { (vec![], p.str("currency").unwrap_or("usd").to_string(), false) } else { line_items(w, p)? };
+    let (items, cur, recurring) = if mode == "setup" { (vec![], p.str("currency").unwrap_or("usd").to_string(), false) } else { line_items(w, call, p, Prices::OrInline)? };
     if mode == "payment" && recurring {
         return Err(invalid("You specified `payment` mode but passed a recurring price. Either switch to `subscription` mode or use only one-time prices.").param("line_items"));
     }
@@ -262,7 +291,7 @@ fn after_completion(p: &Params) -> Res {
 }
 
 fn pl_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let (items, cur, _) = line_items(w, p)?;
+    let (items, cur, _) = line_items(w, call, p, Prices::ById)?;
     let after = after_completion(p)?;
     let id = w.new_id("plink");
     let mut o = json!({

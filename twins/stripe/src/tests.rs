@@ -146,6 +146,89 @@ fn refunds_add_up_to_the_charge_and_no_further() {
 }
 
 #[test]
+fn the_visa_forms_of_stripes_test_cards_behave_as_their_cards() {
+    let mut w = world();
+    for (pm, code, decline) in [
+        ("pm_card_visa_chargeDeclined", "card_declined", "generic_decline"),
+        ("pm_card_visa_chargeDeclinedInsufficientFunds", "card_declined", "insufficient_funds"),
+        ("pm_card_visa_chargeDeclinedLostCard", "card_declined", "lost_card"),
+        ("pm_card_visa_chargeDeclinedStolenCard", "card_declined", "stolen_card"),
+        ("pm_card_visa_chargeDeclinedVelocityLimitExceeded", "card_declined", "card_velocity_exceeded"),
+        ("pm_card_chargeDeclinedFraudulent", "card_declined", "fraudulent"),
+        ("tok_visa_chargeDeclinedInsufficientFunds", "card_declined", "insufficient_funds"),
+    ] {
+        let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("payment_method", pm), ("confirm", "true")]);
+        assert_eq!((s, e["error"]["code"].as_str(), e["error"]["decline_code"].as_str()), (402, Some(code), Some(decline)), "{pm}: {e}");
+    }
+    let (s, pm) = post(&mut w, "/v1/payment_methods", &[("type", "card"), ("card[token]", "tok_visa_chargeDeclined")]);
+    assert_eq!((s, pm["card"]["last4"].as_str()), (200, Some("0002")));
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("payment_method", "pm_card_threeDSecure2Required"), ("confirm", "true")]);
+    assert_eq!(pi["status"], "requires_action");
+    // A visa form only names visa cards.
+    let (_, e) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("payment_method", "pm_card_visa_mastercard"), ("confirm", "true")]);
+    assert_eq!(e["error"]["code"], "resource_missing");
+}
+
+#[test]
+fn after_a_partial_capture_the_captured_amount_can_be_refunded_and_no_more() {
+    let mut w = world();
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "5000"), ("currency", "usd"), ("payment_method", "pm_card_visa"), ("confirm", "true"), ("capture_method", "manual")]);
+    let id = pi["id"].as_str().unwrap().to_string();
+    let (_, pi) = post(&mut w, &format!("/v1/payment_intents/{id}/capture"), &[("amount_to_capture", "3000")]);
+    let ch = pi["latest_charge"].as_str().unwrap().to_string();
+    let (_, c) = get(&mut w, &format!("/v1/charges/{ch}"));
+    // The released 2,000 count as refunded.
+    assert_eq!((c["amount_captured"].as_i64(), c["amount_refunded"].as_i64(), c["refunded"].as_bool()), (Some(3000), Some(2000), Some(false)));
+    let (s, _) = post(&mut w, "/v1/refunds", &[("payment_intent", &id), ("amount", "1000")]);
+    assert_eq!(s, 200);
+    let (s, e) = post(&mut w, "/v1/refunds", &[("payment_intent", &id), ("amount", "5000")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("amount_too_large")));
+    assert_eq!(e["error"]["message"], "Refund amount ($50.00) is greater than unrefunded amount on charge ($20.00)");
+    let (s, r) = post(&mut w, "/v1/refunds", &[("payment_intent", &id)]);
+    assert_eq!((s, r["amount"].as_i64()), (200, Some(2000)));
+    let (_, c) = get(&mut w, &format!("/v1/charges/{ch}"));
+    assert_eq!((c["amount_refunded"].as_i64(), c["refunded"].as_bool()), (Some(5000), Some(true)));
+    let (s, e) = post(&mut w, "/v1/refunds", &[("payment_intent", &id), ("amount", "1")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("charge_already_refunded")));
+}
+
+#[test]
+fn a_checkout_session_takes_inline_prices_and_names_their_bad_parameters_in_place() {
+    let mut w = world();
+    let (s, cs) = post(
+        &mut w,
+        "/v1/checkout/sessions",
+        &[
+            ("mode", "payment"),
+            ("success_url", "https://shop.test/ok"),
+            ("line_items[0][price_data][currency]", "usd"),
+            ("line_items[0][price_data][unit_amount]", "500"),
+            ("line_items[0][price_data][product_data][name]", "T-shirt"),
+            ("line_items[0][quantity]", "2"),
+        ],
+    );
+    assert_eq!(s, 200, "{cs}");
+    assert_eq!(cs["amount_total"], 1000);
+    let id = cs["id"].as_str().unwrap().to_string();
+    let (_, lines) = get(&mut w, &format!("/v1/checkout/sessions/{id}/line_items"));
+    let line = &lines["data"][0];
+    assert_eq!((line["description"].as_str(), line["quantity"].as_i64()), (Some("T-shirt"), Some(2)));
+    // The inline price is a price of its own, not offered again.
+    let price = line["price"]["id"].as_str().unwrap().to_string();
+    let (_, p) = get(&mut w, &format!("/v1/prices/{price}"));
+    assert_eq!((p["active"].as_bool(), p["unit_amount"].as_i64()), (Some(false), Some(500)));
+    let (s, e) = post(
+        &mut w,
+        "/v1/checkout/sessions",
+        &[("mode", "payment"), ("success_url", "https://shop.test/ok"), ("line_items[0][price_data][unit_amount]", "500"), ("line_items[0][price_data][product_data][name]", "T"), ("line_items[0][quantity]", "1")],
+    );
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("line_items[0][price_data][currency]")), "{e}");
+    // Payment links take prices by id only.
+    let (s, e) = post(&mut w, "/v1/payment_links", &[("line_items[0][price_data][currency]", "usd"), ("line_items[0][price_data][unit_amount]", "500"), ("line_items[0][quantity]", "1")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("line_items[0][price]")));
+}
+
+#[test]
 fn the_same_idempotency_key_replays_and_different_parameters_are_refused() {
     let mut w = world();
     let form = [("amount", "1000"), ("currency", "usd")];
