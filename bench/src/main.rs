@@ -177,13 +177,23 @@ struct WrkResult {
     p50_ms: f64,
     p99_ms: f64,
     non_2xx: u64,
+    /// Requests that got no answer at all: connections refused or reset, timeouts.
+    socket_errors: u64,
 }
 
-/// One throughput line. Only answers that succeeded count: with any non-2xx answer the line
-/// says how many and prints no figure (a refusal is cheaper than an answer).
+impl WrkResult {
+    /// Every request got a 2xx answer, so its figures count.
+    fn all_succeeded(&self) -> bool {
+        self.non_2xx == 0 && self.socket_errors == 0
+    }
+}
+
+/// One throughput line. Only answers that succeeded count: with any non-2xx answer, or any
+/// request that got no answer, the line says how many and prints no figure (a refusal is
+/// cheaper than an answer, and a dropped connection cheaper still).
 fn report(label: &str, conns: u32, r: &WrkResult) {
-    if r.non_2xx > 0 {
-        println!("{label:<52} c={conns:<3} NO FIGURE: {} non-2xx answers", r.non_2xx);
+    if !r.all_succeeded() {
+        println!("{label:<52} c={conns:<3} NO FIGURE: {} non-2xx answers, {} requests unanswered", r.non_2xx, r.socket_errors);
     } else {
         println!("{label:<52} c={conns:<3} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms", r.rps, r.p50_ms, r.p99_ms);
     }
@@ -213,7 +223,14 @@ fn wrk(url: &str, token: &str, conns: u32, script: Option<&Path>) -> WrkResult {
         p50_ms: ms(field("50%")),
         p99_ms: ms(field("99%")),
         non_2xx: field("Non-2xx or 3xx responses:").and_then(|v| v.parse().ok()).unwrap_or(0),
+        socket_errors: socket_errors(&text),
     }
+}
+
+/// The sum of wrk's `Socket errors: connect 0, read 0, write 0, timeout 0` (absent when none).
+fn socket_errors(wrk_output: &str) -> u64 {
+    let Some(line) = wrk_output.lines().find_map(|l| l.trim_start().strip_prefix("Socket errors:")) else { return 0 };
+    line.split(',').filter_map(|part| part.split_whitespace().last()?.parse::<u64>().ok()).sum()
 }
 
 /// What one throughput case asks of the twin.
@@ -333,4 +350,14 @@ async fn main() {
     // Last: the Stripe lines leave busy sandboxes with thousands of objects behind, whose
     // memory must not be counted against the idle sandboxes measured above.
     stripe::run(&server).await;
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_wrk_run_with_unanswered_requests_counts_every_kind_and_one_without_counts_none() {
+        let with = "  2 threads and 64 connections\n  Socket errors: connect 3, read 2, write 0, timeout 7\nRequests/sec:   1234.50\n";
+        assert_eq!(super::socket_errors(with), 12);
+        assert_eq!(super::socket_errors("Requests/sec:   1234.50\n"), 0);
+    }
 }

@@ -42,7 +42,7 @@ pub async fn run(server: &Server) {
         crate::report("mcp    github get_issue over REST (same read)", conns, &rest);
         let mcp = wrk(&format!("{}/s/{id}/github/mcp", server.url), token, conns, Some(&script));
         crate::report("mcp    github get_issue as an MCP tools/call", conns, &mcp);
-        if rest.rps > 0.0 && mcp.rps > 0.0 {
+        if rest.all_succeeded() && mcp.all_succeeded() && rest.rps > 0.0 && mcp.rps > 0.0 {
             println!("mcp    c={conns:<3} MCP throughput is {:.2}x REST's; p50 {:.2}x (floor: within 1.5x)", mcp.rps / rest.rps, mcp.p50_ms / rest.p50_ms.max(1e-6));
         }
         server.discard(id).await;
