@@ -191,11 +191,22 @@ pub(crate) fn search_of(w: &World, call: &Call, kind: &str, p: &Params) -> Res {
 
 pub fn currency(p: &Params) -> Result<String, StripeError> {
     let c = p.req_str("currency")?.to_ascii_lowercase();
-    if c.len() != 3 || !c.bytes().all(|b| b.is_ascii_lowercase()) {
-        return Err(invalid(format!("Invalid currency: {c}. Stripe currently supports these currencies: usd, eur, gbp, jpy, ...")).param("currency"));
+    if !CURRENCIES.contains(&c.as_str()) {
+        return Err(invalid(format!("Invalid currency: {c}. Stripe currently supports these currencies: {}", CURRENCIES.join(", "))).param("currency"));
     }
     Ok(c)
 }
+
+/// The currencies Stripe accepts for a charge, in the order its error lists them.
+pub const CURRENCIES: &[&str] = &[
+    "usd", "aed", "afn", "all", "amd", "ang", "aoa", "ars", "aud", "awg", "azn", "bam", "bbd", "bdt", "bgn", "bhd", "bif", "bmd", "bnd", "bob", "brl",
+    "bsd", "bwp", "byn", "bzd", "cad", "cdf", "chf", "clp", "cny", "cop", "crc", "cve", "czk", "djf", "dkk", "dop", "dzd", "egp", "etb", "eur", "fjd",
+    "fkp", "gbp", "gel", "gip", "gmd", "gnf", "gtq", "gyd", "hkd", "hnl", "htg", "huf", "idr", "ils", "inr", "isk", "jmd", "jod", "jpy", "kes", "kgs",
+    "khr", "kmf", "krw", "kwd", "kyd", "kzt", "lak", "lbp", "lkr", "lrd", "lsl", "mad", "mdl", "mga", "mkd", "mmk", "mnt", "mop", "mur", "mvr", "mwk",
+    "mxn", "myr", "mzn", "nad", "ngn", "nio", "nok", "npr", "nzd", "omr", "pab", "pen", "pgk", "php", "pkr", "pln", "pyg", "qar", "ron", "rsd", "rub",
+    "rwf", "sar", "sbd", "scr", "sek", "sgd", "shp", "sle", "sos", "srd", "std", "szl", "thb", "tjs", "tnd", "top", "try", "ttd", "twd", "tzs", "uah",
+    "ugx", "uyu", "uzs", "vnd", "vuv", "wst", "xaf", "xcd", "xof", "xpf", "yer", "zar", "zmw",
+];
 
 pub const ZERO_DECIMAL: &[&str] = &["bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga", "pyg", "rwf", "ugx", "vnd", "vuv", "xaf", "xof", "xpf"];
 
@@ -650,9 +661,14 @@ pub(crate) fn resolve_pm(w: &mut World, call: &mut Call, id: &str, param: &str) 
     if w.is_kind("payment_method", id) {
         return Ok(id.to_string());
     }
+    if let Some(made) = w.test_pms.get(id) {
+        return Ok(made.clone());
+    }
     if let Some(name) = id.strip_prefix("pm_card_").or_else(|| id.strip_prefix("tok_")) {
         if let Some(c) = test_card(name) {
-            return Ok(insert_card_pm(w, call, c.0, c.1));
+            let pm = insert_card_pm(w, call, c.0, c.1);
+            w.test_pms.insert(id.to_string(), pm.clone());
+            return Ok(pm);
         }
     }
     Err(no_such("PaymentMethod", id, param))

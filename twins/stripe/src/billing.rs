@@ -304,9 +304,29 @@ fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end:
     let inv = new_invoice(w, &inv_id, &cus, &cur, lines, Some(sub_id), reason, start, end);
     let inv = w.insert(Some(call), inv);
     emit(w, call, "invoice.created", &inv, None);
-    finalize(w, call, &inv_id);
-    let paid = pay(w, call, &inv_id);
-    (inv_id, paid)
+    let paused = sub["pause_collection"]["behavior"].as_str().map(str::to_string);
+    match paused.as_deref() {
+        None => {
+            finalize(w, call, &inv_id);
+            let paid = pay(w, call, &inv_id);
+            (inv_id, paid)
+        }
+        // Collection paused: the invoice is made, then kept as a draft, voided or written
+        // off as the pause says, and the subscription stays as it is.
+        Some(behavior) => {
+            if behavior != "keep_as_draft" {
+                finalize(w, call, &inv_id);
+                let now = now_for(w, &cus);
+                let (status, at, event) = if behavior == "void" { ("void", "voided_at", "invoice.voided") } else { ("uncollectible", "marked_uncollectible_at", "invoice.marked_uncollectible") };
+                let inv = w.modify(call, &inv_id, |i| {
+                    i["status"] = json!(status);
+                    i["status_transitions"][at] = json!(now);
+                });
+                emit(w, call, event, &inv, None);
+            }
+            (inv_id, true)
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -446,6 +466,10 @@ fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
             }
             _ => {}
         }
+    }
+    if sub["pause_collection"]["resumes_at"].as_i64().is_some_and(|r| r <= at) {
+        let s = w.modify(call, sub_id, |s| s["pause_collection"] = Value::Null);
+        emit(w, call, "customer.subscription.updated", &s, Some(json!({"pause_collection": sub["pause_collection"]})));
     }
     let (interval, count) = interval_of(&sub);
     let end = add_interval(at, &interval, count);
@@ -721,6 +745,24 @@ fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
         sub["default_payment_method"] = json!(pm);
     }
     p.copy(&mut sub, &["description"]);
+    // Read raw: an empty value, which `Params::get` treats as absent, clears it (how the
+    // SDKs send `pause_collection=""`).
+    match p.0.get("pause_collection") {
+        Some(Value::String(s)) if s.is_empty() => sub["pause_collection"] = Value::Null,
+        Some(Value::Object(pc)) => {
+            let behavior = pc.get("behavior").and_then(Value::as_str).ok_or_else(|| missing("pause_collection[behavior]"))?;
+            if !["keep_as_draft", "mark_uncollectible", "void"].contains(&behavior) {
+                return Err(invalid(format!("Invalid pause_collection[behavior]: must be one of keep_as_draft, mark_uncollectible, or void")).param("pause_collection[behavior]"));
+            }
+            let resumes_at = match pc.get("resumes_at").and_then(Value::as_str) {
+                Some(r) => Some(r.parse::<i64>().map_err(|_| invalid(format!("Invalid integer: {r}")).param("pause_collection[resumes_at]"))?),
+                None => None,
+            };
+            sub["pause_collection"] = json!({"behavior": behavior, "resumes_at": resumes_at});
+        }
+        Some(_) => return Err(invalid("Invalid pause_collection: must be an object or an empty string").param("pause_collection")),
+        None => {}
+    }
     if let Some(Value::Array(items)) = p.get("items") {
         for (i, it) in items.iter().enumerate() {
             let price = match it["price"].as_str() {

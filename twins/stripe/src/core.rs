@@ -589,8 +589,6 @@ fn expand_one(w: &World, v: &mut Value, parts: &[&str], full: &str) -> Result<()
 
 pub type Handler = fn(&mut World, &mut Call, &Params) -> Res;
 
-/// Serve one request through a handler: parameters, failure injection, idempotency,
-/// `expand[]`, and Stripe's headers on every answer.
 /// A new request id (`req_…`), made the current request's.
 pub fn next_request_id(w: &mut World) -> String {
     w.request_seq += 1;
@@ -599,7 +597,16 @@ pub fn next_request_id(w: &mut World) -> String {
     request_id
 }
 
+/// Serve one request through a handler: parameters, failure injection, idempotency,
+/// `expand[]`, and Stripe's headers on every answer.
 pub fn run(w: &mut World, call: &mut Call, f: Handler) -> Response {
+    let answer = serve(w, call, f);
+    // Scratch of this request only: the next starts without it, and snapshots never hold it.
+    w.test_pms.clear();
+    answer
+}
+
+fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
     let request_id = next_request_id(w);
     let version = call.req.header("stripe-version").unwrap_or(crate::API_VERSION).to_string();
     let finish = |mut r: Response| -> Response {

@@ -85,6 +85,12 @@ pub struct Data {
     pub current_request: String,
     #[serde(default)]
     pub current_idempotency_key: Option<String>,
+    /// The payment methods the current request made from test names (`pm_card_visa`), by
+    /// name: a request naming the same test card twice (`payment_method` and
+    /// `invoice_settings[default_payment_method]`) gets one payment method, as from Stripe.
+    /// Emptied when each request ends ([`core::run`]).
+    #[serde(skip)]
+    pub test_pms: BTreeMap<String, String>,
 }
 
 /// Events kept in the world: Stripe serves events of the last 30 days only, and a sandbox
@@ -207,6 +213,7 @@ impl<'de> Deserialize<'de> for World {
             deleted: m.deleted,
             current_request: m.current_request,
             current_idempotency_key: m.current_idempotency_key,
+            test_pms: BTreeMap::new(),
         }))
     }
 }

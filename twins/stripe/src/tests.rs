@@ -690,6 +690,61 @@ fn billing_world(with_card: bool) -> (World, String, String, String) {
 }
 
 #[test]
+fn a_subscription_with_collection_paused_voids_its_renewals_until_the_pause_ends() {
+    let (mut w, clock, cus, price) = billing_world(true);
+    let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
+    let sub_id = sub["id"].as_str().unwrap().to_string();
+    let (s, e) = post(&mut w, &format!("/v1/subscriptions/{sub_id}"), &[("pause_collection[behavior]", "skip")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("pause_collection[behavior]")));
+    // Paused until 2026-03-15: the February renewal is voided, the March one is collected.
+    let (_, sub) = post(&mut w, &format!("/v1/subscriptions/{sub_id}"), &[("pause_collection[behavior]", "void"), ("pause_collection[resumes_at]", "1773532800")]);
+    assert_eq!(sub["pause_collection"], json!({"behavior": "void", "resumes_at": 1773532800}));
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1772323200")]); // 2026-03-01
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{sub_id}"));
+    assert_eq!(sub["status"], "active");
+    let (_, invs) = get(&mut w, &format!("/v1/invoices?subscription={sub_id}"));
+    let statuses: Vec<&str> = invs["data"].as_array().unwrap().iter().map(|i| i["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["void", "void", "paid"]);
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1775001600")]); // 2026-04-01
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{sub_id}"));
+    assert_eq!(sub["pause_collection"], Value::Null);
+    let (_, invs) = get(&mut w, &format!("/v1/invoices?subscription={sub_id}&limit=1"));
+    assert_eq!(invs["data"][0]["status"], "paid");
+    // Paused again, keeping drafts; an empty value clears it.
+    let (_, sub) = post(&mut w, &format!("/v1/subscriptions/{sub_id}"), &[("pause_collection[behavior]", "keep_as_draft")]);
+    assert_eq!(sub["pause_collection"]["behavior"], "keep_as_draft");
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1777593600")]); // 2026-05-01
+    let (_, invs) = get(&mut w, &format!("/v1/invoices?subscription={sub_id}&limit=1"));
+    assert_eq!(invs["data"][0]["status"], "draft");
+    let (_, sub) = post(&mut w, &format!("/v1/subscriptions/{sub_id}"), &[("pause_collection", "")]);
+    assert_eq!(sub["pause_collection"], Value::Null);
+}
+
+#[test]
+fn one_request_naming_a_test_card_twice_makes_one_payment_method() {
+    let mut w = world();
+    let (s, cus) = post(&mut w, "/v1/customers", &[("email", "c@x.test"), ("payment_method", "pm_card_visa"), ("invoice_settings[default_payment_method]", "pm_card_visa")]);
+    assert_eq!(s, 200, "{cus}");
+    let id = cus["id"].as_str().unwrap();
+    let (_, pms) = get(&mut w, &format!("/v1/customers/{id}/payment_methods"));
+    let attached: Vec<&str> = pms["data"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    assert_eq!(attached, [cus["invoice_settings"]["default_payment_method"].as_str().unwrap()]);
+    // The next request naming it gets a new one, as every use of a test name does.
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("payment_method", "pm_card_visa")]);
+    assert_ne!(pi["payment_method"].as_str(), Some(attached[0]));
+}
+
+#[test]
+fn an_unknown_currency_is_refused_with_the_currencies_stripe_takes() {
+    let mut w = world();
+    let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "zzz")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("currency")));
+    assert!(e["error"]["message"].as_str().unwrap().starts_with("Invalid currency: zzz. Stripe currently supports these currencies: usd, aed, afn,"));
+    let (s, _) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "EUR")]);
+    assert_eq!(s, 200);
+}
+
+#[test]
 fn the_world_keeps_the_newest_events_and_forgets_older_ones_in_batches() {
     let mut w = world();
     for _ in 0..(crate::EVENTS_KEPT + crate::EVENTS_KEPT / 10) {
