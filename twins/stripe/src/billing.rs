@@ -316,13 +316,7 @@ fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end:
         Some(behavior) => {
             if behavior != "keep_as_draft" {
                 finalize(w, call, &inv_id);
-                let now = now_for(w, &cus);
-                let (status, at, event) = if behavior == "void" { ("void", "voided_at", "invoice.voided") } else { ("uncollectible", "marked_uncollectible_at", "invoice.marked_uncollectible") };
-                let inv = w.modify(call, &inv_id, |i| {
-                    i["status"] = json!(status);
-                    i["status_transitions"][at] = json!(now);
-                });
-                emit(w, call, event, &inv, None);
+                close_unpaid(w, call, &inv_id, if behavior == "void" { Unpaid::Void } else { Unpaid::Uncollectible });
             }
             (inv_id, true)
         }
@@ -1242,18 +1236,35 @@ fn inv_pay(w: &mut World, call: &mut Call, p: &Params) -> Res {
     }
 }
 
+/// How an invoice ends without being paid.
+#[derive(Clone, Copy)]
+enum Unpaid {
+    Void,
+    Uncollectible,
+}
+
+/// End invoice `id` unpaid, at its customer's time, with its event.
+fn close_unpaid(w: &mut World, call: &mut Call, id: &str, how: Unpaid) -> Value {
+    let (status, at, event) = match how {
+        Unpaid::Void => ("void", "voided_at", "invoice.voided"),
+        Unpaid::Uncollectible => ("uncollectible", "marked_uncollectible_at", "invoice.marked_uncollectible"),
+    };
+    let cus = w.get(id).unwrap()["customer"].as_str().unwrap_or_default().to_string();
+    let now = now_for(w, &cus);
+    let inv = w.modify(call, id, |i| {
+        i["status"] = json!(status);
+        i["status_transitions"][at] = json!(now);
+    });
+    emit(w, call, event, &inv, None);
+    inv
+}
+
 fn inv_void(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     let (id, inv) = inv_get(w, call)?;
     if inv["status"] != "open" && inv["status"] != "uncollectible" {
         return Err(invalid(format!("You can only void an open or uncollectible invoice; this one is {}.", inv["status"].as_str().unwrap_or(""))).code("invoice_not_editable"));
     }
-    let now = now_for(w, inv["customer"].as_str().unwrap_or_default());
-    let inv = w.modify(call, &id, |i| {
-        i["status"] = json!("void");
-        i["status_transitions"]["voided_at"] = json!(now);
-    });
-    emit(w, call, "invoice.voided", &inv, None);
-    Ok(inv)
+    Ok(close_unpaid(w, call, &id, Unpaid::Void))
 }
 
 fn inv_uncollectible(w: &mut World, call: &mut Call, _p: &Params) -> Res {
@@ -1261,11 +1272,5 @@ fn inv_uncollectible(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     if inv["status"] != "open" {
         return Err(invalid("You can only mark an open invoice as uncollectible.").code("invoice_not_editable"));
     }
-    let now = now_for(w, inv["customer"].as_str().unwrap_or_default());
-    let inv = w.modify(call, &id, |i| {
-        i["status"] = json!("uncollectible");
-        i["status_transitions"]["marked_uncollectible_at"] = json!(now);
-    });
-    emit(w, call, "invoice.marked_uncollectible", &inv, None);
-    Ok(inv)
+    Ok(close_unpaid(w, call, &id, Unpaid::Uncollectible))
 }

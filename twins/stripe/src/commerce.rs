@@ -71,12 +71,15 @@ fn line_items(w: &mut World, call: &mut Call, p: &Params, prices: Prices) -> Res
 }
 
 /// An error about a parameter of an inline object, named where the request gave it:
-/// `currency` of `line_items[0][price_data]` is `line_items[0][price_data][currency]`.
+/// `currency` of `line_items[0][price_data]` is `line_items[0][price_data][currency]`. Only
+/// the missing-parameter message names the parameter; any other message stays as it is.
 fn inline_param(mut e: StripeError, at: &str) -> StripeError {
     if let Some(param) = e.param.take() {
         let (head, rest) = param.split_at(param.find('[').unwrap_or(param.len()));
         let full = format!("{at}[{head}]{rest}");
-        e.message = e.message.replace(&param, &full);
+        if e.message == missing(&param).message {
+            e.message = missing(&full).message;
+        }
         e.param = Some(full);
     }
     e

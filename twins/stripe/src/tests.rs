@@ -223,6 +223,15 @@ fn a_checkout_session_takes_inline_prices_and_names_their_bad_parameters_in_plac
         &[("mode", "payment"), ("success_url", "https://shop.test/ok"), ("line_items[0][price_data][unit_amount]", "500"), ("line_items[0][price_data][product_data][name]", "T"), ("line_items[0][quantity]", "1")],
     );
     assert_eq!((s, e["error"]["param"].as_str()), (400, Some("line_items[0][price_data][currency]")), "{e}");
+    assert_eq!(e["error"]["message"], "Missing required param: line_items[0][price_data][currency].");
+    // Other messages keep their words; only the parameter is named in place.
+    let (s, e) = post(
+        &mut w,
+        "/v1/checkout/sessions",
+        &[("mode", "payment"), ("success_url", "https://shop.test/ok"), ("line_items[0][price_data][currency]", "zzz"), ("line_items[0][price_data][unit_amount]", "500"), ("line_items[0][price_data][product_data][name]", "T"), ("line_items[0][quantity]", "1")],
+    );
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("line_items[0][price_data][currency]")), "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().starts_with("Invalid currency: zzz."), "{e}");
     // Payment links take prices by id only.
     let (s, e) = post(&mut w, "/v1/payment_links", &[("line_items[0][price_data][currency]", "usd"), ("line_items[0][price_data][unit_amount]", "500"), ("line_items[0][quantity]", "1")]);
     assert_eq!((s, e["error"]["param"].as_str()), (400, Some("line_items[0][price]")));
