@@ -7,7 +7,7 @@ use pome_twin_sdk::{Call, Delivery, Router, Value, json};
 use crate::World;
 use crate::store::Cut;
 use crate::typed::{BalanceTransaction, CardPaymentMethod, Charge, ChargeFrom, FeeDetail, PaymentIntent, PmView};
-use crate::core::{Params, Res, StripeError, invalid, missing, no_such, run, search_matches, search_object};
+use crate::core::{Params, Res, StripeError, invalid, missing, no_such, no_such_ref, run, search_matches, search_object};
 
 macro_rules! h {
     ($f:path) => {
@@ -382,7 +382,7 @@ pub(crate) fn customer_create(w: &mut World, call: &mut Call, p: &Params) -> Res
     p.metadata_into(&mut c)?;
     if let Some(tc) = p.str("test_clock") {
         if w.get_kind("test_helpers.test_clock", tc).is_none() {
-            return Err(no_such("test_clock", tc, "test_clock"));
+            return Err(no_such_ref("test_clock", tc, "test_clock"));
         }
         c["test_clock"] = json!(tc);
     }
@@ -427,7 +427,7 @@ fn customer_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     p.metadata_into(&mut probe)?;
     let dpm = match p.get("invoice_settings").and_then(|v| v["default_payment_method"].as_str()) {
         Some(pm) => {
-            let pm_obj = w.get_kind("payment_method", pm).ok_or_else(|| no_such("PaymentMethod", pm, "invoice_settings[default_payment_method]"))?;
+            let pm_obj = w.get_kind("payment_method", pm).ok_or_else(|| no_such_ref("PaymentMethod", pm, "invoice_settings[default_payment_method]"))?;
             if pm_obj["customer"] != id.as_str() {
                 return Err(invalid(format!("The customer does not have a payment method with the ID {pm}. The payment method must be attached to the customer.")).param("invoice_settings[default_payment_method]"));
             }
@@ -671,7 +671,8 @@ pub(crate) fn resolve_pm(w: &mut World, call: &mut Call, id: &str, param: &str) 
             return Ok(pm);
         }
     }
-    Err(no_such("PaymentMethod", id, param))
+    // `id` is the path's own object (a 404); any other name is a parameter (a 400).
+    Err(if param == "id" { no_such("PaymentMethod", id, param) } else { no_such_ref("PaymentMethod", id, param) })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -824,7 +825,7 @@ fn create_pi(w: &mut World, call: &mut Call, p: &Params) -> Result<String, Strip
     }
     if let Some(c) = p.str("customer") {
         if !w.is_kind("customer", c) {
-            return Err(no_such("customer", c, "id").param("customer"));
+            return Err(no_such_ref("customer", c, "customer"));
         }
     }
     let id = w.new_id("pi");
@@ -1377,7 +1378,7 @@ fn charge_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let source = p.str("source").map(str::to_string);
     let cus = p.str("customer").map(str::to_string);
     let pm_id = match (&source, &cus) {
-        (Some(s), _) => resolve_pm(w, call, s, "source").map_err(|_| no_such("source", s, "source"))?,
+        (Some(s), _) => resolve_pm(w, call, s, "source").map_err(|_| no_such_ref("source", s, "source"))?,
         (None, Some(c)) => {
             get_or_404(w, "customer", c, "customer")?;
             let c = w.get(c).unwrap();

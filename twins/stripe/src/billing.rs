@@ -7,7 +7,7 @@ use pome_twin_sdk::{Call, Router, Value, json};
 
 use crate::World;
 use crate::api::{self, emit};
-use crate::core::{Params, Res, StripeError, invalid, list_object, missing, no_such, run};
+use crate::core::{Params, Res, StripeError, invalid, list_object, missing, no_such, no_such_ref, run};
 
 macro_rules! h {
     ($f:path) => {
@@ -181,7 +181,7 @@ fn clock_advance(w: &mut World, call: &mut Call, p: &Params) -> Res {
 // Subscriptions.
 
 fn price_of(w: &World, id: &str, param: &str) -> Result<Value, StripeError> {
-    let p = w.get_kind("price", id).ok_or_else(|| no_such("price", id, param))?;
+    let p = w.get_kind("price", id).ok_or_else(|| no_such_ref("price", id, param))?;
     if p["recurring"].is_null() {
         return Err(invalid(format!("The price specified is set to `type=one_time` but this field only accepts prices with `type=recurring`.")).param(param));
     }
@@ -202,7 +202,7 @@ fn items_list(sub: &str, items: Vec<Value>) -> Value {
 
 pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.req_str("customer")?.to_string();
-    w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
+    w.get_kind("customer", &cus).ok_or_else(|| no_such_ref("customer", &cus, "customer"))?;
     let items = match p.get("items") {
         Some(Value::Array(a)) if !a.is_empty() => a.clone(),
         _ => return Err(missing("items")),
@@ -220,7 +220,7 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     }
     let dpm = match p.str("default_payment_method") {
         Some(pm) => {
-            w.get_kind("payment_method", pm).ok_or_else(|| no_such("PaymentMethod", pm, "default_payment_method"))?;
+            w.get_kind("payment_method", pm).ok_or_else(|| no_such_ref("PaymentMethod", pm, "default_payment_method"))?;
             Some(pm.to_string())
         }
         None => None,
@@ -556,7 +556,7 @@ fn sub_resume(w: &mut World, call: &mut Call, p: &Params) -> Res {
 fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with_id: bool) -> Res {
     let sub_id = p.str("subscription").map(str::to_string);
     let sub = match &sub_id {
-        Some(s) => Some(w.get_kind("subscription", s).ok_or_else(|| no_such("subscription", s, "subscription"))?),
+        Some(s) => Some(w.get_kind("subscription", s).ok_or_else(|| no_such_ref("subscription", s, "subscription"))?),
         None => None,
     };
     let cus = match (p.str("customer"), &sub) {
@@ -564,7 +564,7 @@ fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with
         (None, Some(s)) => s["customer"].as_str().unwrap_or_default().to_string(),
         (None, None) => return Err(invalid("Missing required param: customer. Provide a customer or a subscription.").code("parameter_missing").param("customer")),
     };
-    let c = w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
+    let c = w.get_kind("customer", &cus).ok_or_else(|| no_such_ref("customer", &cus, "customer"))?;
     // Named by its customer alone, the preview is of the customer's live subscription.
     let (sub_id, sub) = match sub {
         Some(s) => (sub_id, Some(s)),
@@ -597,7 +597,7 @@ fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with
                 let qty = ch["quantity"].as_str().and_then(|q| q.parse::<i64>().ok());
                 match ch["id"].as_str() {
                     Some(si) => {
-                        let Some(pos) = items.iter().position(|x| x.0 == si) else { return Err(no_such("subscription_item", si, &format!("subscription_items[{i}][id]"))) };
+                        let Some(pos) = items.iter().position(|x| x.0 == si) else { return Err(no_such_ref("subscription_item", si, &format!("subscription_items[{i}][id]"))) };
                         if ch["deleted"] == "true" {
                             items.remove(pos);
                             continue;
@@ -735,7 +735,7 @@ fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
         sub["cancel_at"] = if c { sub["current_period_end"].clone() } else { Value::Null };
     }
     if let Some(pm) = p.str("default_payment_method") {
-        w.get_kind("payment_method", pm).ok_or_else(|| no_such("PaymentMethod", pm, "default_payment_method"))?;
+        w.get_kind("payment_method", pm).ok_or_else(|| no_such_ref("PaymentMethod", pm, "default_payment_method"))?;
         sub["default_payment_method"] = json!(pm);
     }
     p.copy(&mut sub, &["description"]);
@@ -768,7 +768,7 @@ fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
             match it["id"].as_str() {
                 Some(si) => {
                     let Some(existing) = data.iter_mut().find(|x| x["id"] == si) else {
-                        return Err(no_such("subscription_item", si, &format!("items[{i}][id]")));
+                        return Err(no_such_ref("subscription_item", si, &format!("items[{i}][id]")));
                     };
                     if it["deleted"] == "true" {
                         let si = si.to_string();
@@ -843,7 +843,7 @@ fn via_update(w: &mut World, call: &mut Call, sub: &str, item: Vec<(String, Stri
 
 fn sitem_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let sub = p.req_str("subscription")?.to_string();
-    w.get_kind("subscription", &sub).ok_or_else(|| no_such("subscription", &sub, "subscription"))?;
+    w.get_kind("subscription", &sub).ok_or_else(|| no_such_ref("subscription", &sub, "subscription"))?;
     let price = p.req_str("price")?.to_string();
     let mut item = vec![("price".to_string(), price)];
     if let Some(q) = p.int("quantity")? {
@@ -884,7 +884,7 @@ fn sitem_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 
 fn si_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let sub = p.req_str("subscription")?.to_string();
-    let s = w.get_kind("subscription", &sub).ok_or_else(|| no_such("subscription", &sub, "subscription"))?;
+    let s = w.get_kind("subscription", &sub).ok_or_else(|| no_such_ref("subscription", &sub, "subscription"))?;
     let items = s["items"]["data"].as_array().cloned().unwrap_or_default();
     list_object(&call.req.path, items, p)
 }
@@ -894,10 +894,10 @@ fn si_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.req_str("customer")?.to_string();
-    w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
+    w.get_kind("customer", &cus).ok_or_else(|| no_such_ref("customer", &cus, "customer"))?;
     let (amount, cur, price) = match p.str("price") {
         Some(pid) => {
-            let pr = w.get_kind("price", pid).ok_or_else(|| no_such("price", pid, "price"))?;
+            let pr = w.get_kind("price", pid).ok_or_else(|| no_such_ref("price", pid, "price"))?;
             let q = p.int("quantity")?.unwrap_or(1);
             (pr["unit_amount"].as_i64().unwrap_or(0) * q, pr["currency"].as_str().unwrap_or("usd").to_string(), pr)
         }
@@ -905,7 +905,7 @@ fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     };
     let target = match p.str("invoice") {
         Some(inv_id) => {
-            let inv = w.get_kind("invoice", inv_id).ok_or_else(|| no_such("invoice", inv_id, "invoice"))?;
+            let inv = w.get_kind("invoice", inv_id).ok_or_else(|| no_such_ref("invoice", inv_id, "invoice"))?;
             if inv["status"] != "draft" {
                 return Err(invalid(format!("You can only add invoice items to draft invoices. The invoice {inv_id} has status {}.", inv["status"].as_str().unwrap_or(""))).code("invoice_not_editable").param("invoice"));
             }
@@ -975,7 +975,7 @@ fn retotal(i: &mut Value) {
 
 fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.req_str("customer")?.to_string();
-    w.get_kind("customer", &cus).ok_or_else(|| no_such("customer", &cus, "customer"))?;
+    w.get_kind("customer", &cus).ok_or_else(|| no_such_ref("customer", &cus, "customer"))?;
     let pending: Vec<Value> = w.all("invoiceitem").filter(|i| i["customer"] == cus.as_str() && i["invoice"].is_null()).collect();
     let id = w.new_id("in");
     let cur = pending.first().and_then(|i| i["currency"].as_str()).unwrap_or("usd").to_string();
@@ -1094,7 +1094,7 @@ fn inv_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
         return Err(invalid("This invoice can no longer be changed.").code("invoice_not_editable"));
     }
     if let Some(pm) = p.str("default_payment_method") {
-        w.get_kind("payment_method", pm).ok_or_else(|| no_such("PaymentMethod", pm, "default_payment_method"))?;
+        w.get_kind("payment_method", pm).ok_or_else(|| no_such_ref("PaymentMethod", pm, "default_payment_method"))?;
     }
     let method = p.str("collection_method").map(str::to_string);
     if let Some(m) = &method {

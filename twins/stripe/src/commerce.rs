@@ -4,7 +4,7 @@ use pome_twin_sdk::{Call, Router, Value, json};
 
 use crate::World;
 use crate::api::emit;
-use crate::core::{Params, Res, StripeError, invalid, list_object, missing, no_such, run};
+use crate::core::{Params, Res, StripeError, invalid, list_object, missing, no_such, no_such_ref, run};
 
 macro_rules! h {
     ($f:path) => {
@@ -48,7 +48,7 @@ fn line_items(w: &mut World, call: &mut Call, p: &Params, prices: Prices) -> Res
     let mut recurring = false;
     for (i, it) in items.iter().enumerate() {
         let price = match (it["price"].as_str(), it.get("price_data")) {
-            (Some(pid), _) => w.get_kind("price", pid).ok_or_else(|| no_such("price", pid, &format!("line_items[{i}][price]")))?,
+            (Some(pid), _) => w.get_kind("price", pid).ok_or_else(|| no_such_ref("price", pid, &format!("line_items[{i}][price]")))?,
             (None, Some(Value::Object(data))) if prices == Prices::OrInline => {
                 let mut data = data.clone();
                 data.insert("active".into(), json!("false"));
@@ -101,7 +101,7 @@ fn cs_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         return Err(missing("success_url"));
     }
     if let Some(c) = p.str("customer") {
-        w.get_kind("customer", c).ok_or_else(|| no_such("customer", c, "customer"))?;
+        w.get_kind("customer", c).ok_or_else(|| no_such_ref("customer", c, "customer"))?;
     }
     let total: i64 = items.iter().map(|i| i["amount_total"].as_i64().unwrap_or(0)).sum();
     let id = format!("cs_test_{}", &w.new_id("x")[2..]);
@@ -349,7 +349,7 @@ fn pl_lines(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn promo_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let coupon = p.req_str("coupon")?.to_string();
-    let c = w.get_kind("coupon", &coupon).ok_or_else(|| no_such("coupon", &coupon, "coupon"))?;
+    let c = w.get_kind("coupon", &coupon).ok_or_else(|| no_such_ref("coupon", &coupon, "coupon"))?;
     let id = w.new_id("promo");
     let code = match p.str("code") {
         Some(code) => {

@@ -71,8 +71,15 @@ pub fn missing(param: &str) -> StripeError {
     invalid(format!("Missing required param: {param}.")).code("parameter_missing").param(param)
 }
 
+/// The object the request's path names does not exist: 404.
 pub fn no_such(kind: &str, id: &str, param: &str) -> StripeError {
     StripeError::new(404, "invalid_request_error", format!("No such {kind}: '{id}'")).code("resource_missing").param(param)
+}
+
+/// A parameter names an object that does not exist: the same error as [`no_such`], but a
+/// 400, as Stripe answers a bad reference in the body rather than a missing resource.
+pub fn no_such_ref(kind: &str, id: &str, param: &str) -> StripeError {
+    StripeError { status: 400, ..no_such(kind, id, param) }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1096,3 +1096,17 @@ fn the_toolkits_payment_link_redirects_after_completion() {
     let (s, _) = post(&mut w, "/v1/payment_links", &[("line_items[0][price]", price["id"].as_str().unwrap()), ("line_items[0][quantity]", "1"), ("after_completion[type]", "redirect")]);
     assert_eq!(s, 400);
 }
+
+#[test]
+fn a_missing_object_is_a_404_in_the_path_and_a_400_naming_its_parameter_in_the_body() {
+    let mut w = world();
+    let (s, e) = get(&mut w, "/v1/payment_methods/pm_missing");
+    assert_eq!((s, e["error"]["code"].as_str(), e["error"]["param"].as_str()), (404, Some("resource_missing"), Some("id")));
+    let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("payment_method", "pm_missing")]);
+    assert_eq!((s, e["error"]["code"].as_str(), e["error"]["param"].as_str()), (400, Some("resource_missing"), Some("payment_method")));
+    assert_eq!(e["error"]["message"], "No such PaymentMethod: 'pm_missing'");
+    let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("customer", "cus_missing")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("customer")));
+    let (s, e) = post(&mut w, "/v1/subscriptions", &[("customer", "cus_missing"), ("items[0][price]", "price_x")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("customer")));
+}
