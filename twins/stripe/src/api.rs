@@ -451,6 +451,7 @@ fn customer_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
 fn customer_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     let id = call.param("id").to_string();
     let c = get_or_404(w, "customer", &id, "customer")?;
+    crate::billing::end_customer_subscriptions(w, call, &id);
     w.remove(call, &id);
     w.0.tombstone(&id);
     emit(w, call, "customer.deleted", &c, None);
@@ -526,8 +527,10 @@ pub const CARDS: &[(&str, &str, &str, Behaviour)] = &[
     ("4000000000000341", "visa", "chargeCustomerFail", Behaviour::Decline("card_declined", "generic_decline")),
     ("4000000000006975", "visa", "chargeDeclinedVelocityLimitExceeded", Behaviour::Decline("card_declined", "card_velocity_exceeded")),
     ("4100000000000019", "visa", "chargeDeclinedFraudulent", Behaviour::Decline("card_declined", "fraudulent")),
-    ("4000002500003155", "visa", "authenticationRequired", Behaviour::ThreeDS),
-    ("4000002760003184", "visa", "authenticationRequiredOnSetup", Behaviour::ThreeDS),
+    // "Authenticate unless set up": once a SetupIntent saved it, off-session payments pass.
+    ("4000002500003155", "visa", "authenticationRequiredOnSetup", Behaviour::ThreeDS),
+    // "Always authenticate".
+    ("4000002760003184", "visa", "authenticationRequired", Behaviour::ThreeDS),
     ("4000000000003220", "visa", "threeDSecure2Required", Behaviour::ThreeDS),
     ("4000000000000259", "visa", "createDispute", Behaviour::Dispute),
 ];
@@ -653,6 +656,11 @@ fn pm_from_data(w: &mut World, data: &Value, prefix: &str) -> Result<Value, Stri
         pm["metadata"] = Value::Object(md.clone());
     }
     Ok(pm)
+}
+
+/// Whether a SetupIntent saved this payment method for later (off-session) payments.
+fn set_up(w: &World, pm_id: &str) -> bool {
+    w.all("setup_intent").any(|si| si["status"] == "succeeded" && si["payment_method"] == pm_id)
 }
 
 /// A payment method id as given to an endpoint: a stored `pm_…`, or a test token
@@ -1013,7 +1021,7 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent,
     }
     let (last4, brand) = pm.card.as_ref().map_or(("", ""), |c| (c.last4.as_str().unwrap_or(""), c.brand.as_str().unwrap_or("")));
     match behaviour(last4, brand) {
-        Behaviour::ThreeDS if !was_action => {
+        Behaviour::ThreeDS if !was_action && !(off_session && last4 == "3155" && set_up(w, &pm_id)) => {
             if off_session {
                 let pm = w.get(&pm_id).unwrap();
                 return fail_payment(w, call, id, &pm, "authentication_required", "authentication_required", "Your card was declined. This transaction requires authentication.").map(|v| v.to_string());
@@ -2060,7 +2068,8 @@ fn si_do_confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
             e.decline_code = Some(decline.to_string());
             Err(e)
         }
-        Behaviour::ThreeDS if status != "requires_action" && pm["card"]["last4"] == "3184" => {
+        // Every card that asks for 3-D Secure asks for it when it is set up.
+        Behaviour::ThreeDS if status != "requires_action" => {
             let si = w.modify(call, id, |o| {
                 o["status"] = json!("requires_action");
                 o["payment_method"] = json!(pm_id);

@@ -431,12 +431,7 @@ fn pay(w: &mut World, call: &mut Call, id: &str) -> bool {
 fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
     let sub = w.get(sub_id).unwrap();
     if sub["cancel_at_period_end"] == true {
-        let s = w.modify(call, sub_id, |s| {
-            s["status"] = json!("canceled");
-            s["canceled_at"] = json!(at);
-            s["ended_at"] = json!(at);
-        });
-        emit(w, call, "customer.subscription.deleted", &s, None);
+        end_subscription(w, call, sub_id, at, None);
         return;
     }
     if sub["status"] == "trialing" && payment_method_for(w, &sub).is_none() {
@@ -449,13 +444,7 @@ fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
                 return;
             }
             Some("cancel") => {
-                let s = w.modify(call, sub_id, |s| {
-                    s["status"] = json!("canceled");
-                    s["canceled_at"] = json!(at);
-                    s["ended_at"] = json!(at);
-                    s["cancellation_details"]["reason"] = json!("cancellation_requested");
-                });
-                emit(w, call, "customer.subscription.deleted", &s, None);
+                end_subscription(w, call, sub_id, at, Some("cancellation_requested"));
                 return;
             }
             _ => {}
@@ -811,14 +800,35 @@ fn sub_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res {
         return Err(invalid(format!("No such subscription: '{id}'. It has been canceled.")).code("resource_missing"));
     }
     let now = now_for(w, sub["customer"].as_str().unwrap_or_default());
-    let s = w.modify(call, &id, |s| {
+    Ok(end_subscription(w, call, &id, now, Some("cancellation_requested")))
+}
+
+/// End subscription `id` at `at` (canceled, with its `customer.subscription.deleted`),
+/// with the cancellation reason when one was asked for.
+fn end_subscription(w: &mut World, call: &mut Call, id: &str, at: i64, reason: Option<&str>) -> Value {
+    let s = w.modify(call, id, |s| {
         s["status"] = json!("canceled");
-        s["canceled_at"] = json!(now);
-        s["ended_at"] = json!(now);
-        s["cancellation_details"]["reason"] = json!("cancellation_requested");
+        s["canceled_at"] = json!(at);
+        s["ended_at"] = json!(at);
+        if let Some(r) = reason {
+            s["cancellation_details"]["reason"] = json!(r);
+        }
     });
     emit(w, call, "customer.subscription.deleted", &s, None);
-    Ok(s)
+    s
+}
+
+/// A deleted customer's subscriptions end with it, as Stripe cancels them at once.
+pub(crate) fn end_customer_subscriptions(w: &mut World, call: &mut Call, customer: &str) {
+    let live: Vec<String> = w
+        .all("subscription")
+        .filter(|s| s["customer"] == customer && !matches!(s["status"].as_str(), Some("canceled" | "incomplete_expired")))
+        .filter_map(|s| s["id"].as_str().map(str::to_string))
+        .collect();
+    let now = now_for(w, customer);
+    for id in live {
+        end_subscription(w, call, &id, now, Some("cancellation_requested"));
+    }
 }
 
 /// The subscription holding item `id`, and the item.

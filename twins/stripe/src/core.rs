@@ -606,6 +606,20 @@ pub fn next_request_id(w: &mut World) -> String {
 
 /// Serve one request through a handler: parameters, failure injection, idempotency,
 /// `expand[]`, and Stripe's headers on every answer.
+mod known {
+    include!(concat!(env!("OUT_DIR"), "/known_params.rs"));
+}
+
+/// A top-level parameter of the request that Stripe's description of the operation does not
+/// have, which Stripe refuses rather than ignores: an agent must not believe a misspelt field
+/// was saved. Routes Stripe does not describe (the twin's own helpers) are not checked.
+fn unknown_param<'p>(action: Option<&str>, params: &'p Params) -> Option<&'p str> {
+    let action = action?;
+    let at = known::KNOWN_PARAMS.binary_search_by(|(a, _)| (*a).cmp(action)).ok()?;
+    let names = known::KNOWN_PARAMS[at].1;
+    params.0.keys().map(String::as_str).find(|k| *k != "expand" && names.binary_search(k).is_err())
+}
+
 pub fn run(w: &mut World, call: &mut Call, f: Handler) -> Response {
     let answer = serve(w, call, f);
     // Scratch of this request only: the next starts without it, and snapshots never hold it.
@@ -645,6 +659,11 @@ fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
                 }
             }
         }
+    }
+
+    if let Some(name) = unknown_param(call.action.as_deref(), &params) {
+        let e = invalid(format!("Received unknown parameter: {name}")).code("parameter_unknown").param(name);
+        return finish(error_response(&e, &request_id));
     }
 
     // Failure injection: the Nth attempt of a method and path.

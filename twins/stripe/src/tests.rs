@@ -1110,3 +1110,62 @@ fn a_missing_object_is_a_404_in_the_path_and_a_400_naming_its_parameter_in_the_b
     let (s, e) = post(&mut w, "/v1/subscriptions", &[("customer", "cus_missing"), ("items[0][price]", "price_x")]);
     assert_eq!((s, e["error"]["param"].as_str()), (400, Some("customer")));
 }
+
+#[test]
+fn a_parameter_stripe_does_not_have_is_refused_not_ignored() {
+    let mut w = world();
+    let (s, e) = post(&mut w, "/v1/customers", &[("email", "a@x.test"), ("foo", "bar")]);
+    assert_eq!((s, e["error"]["code"].as_str(), e["error"]["param"].as_str()), (400, Some("parameter_unknown"), Some("foo")));
+    assert_eq!(e["error"]["message"], "Received unknown parameter: foo");
+    let (_, list) = get(&mut w, "/v1/customers");
+    assert_eq!(list["data"].as_array().unwrap().len(), 0, "nothing was created");
+    let (s, c) = post(&mut w, "/v1/customers", &[("email", "a@x.test"), ("metadata[foo]", "bar"), ("expand[]", "test_clock")]);
+    assert_eq!(s, 200, "{c}");
+    let (s, e) = post(&mut w, &format!("/v1/customers/{}", c["id"].as_str().unwrap()), &[("emial", "b@x.test")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("emial")));
+    let (s, e) = get(&mut w, "/v1/customers?limit=2&colour=red");
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("colour")));
+}
+
+#[test]
+fn a_card_that_authenticates_unless_set_up_pays_off_session_once_a_setup_intent_saved_it() {
+    let mut w = world();
+    let (_, pm) = get(&mut w, "/v1/payment_methods/pm_card_authenticationRequired");
+    assert_eq!(pm["card"]["last4"], "3184", "always authenticate");
+    let (_, cus) = post(&mut w, "/v1/customers", &[("email", "sca@x.test")]);
+    let cus = cus["id"].as_str().unwrap().to_string();
+    // Not set up: an off-session payment needs the customer.
+    let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "700"), ("currency", "usd"), ("payment_method", "pm_card_authenticationRequiredOnSetup"), ("confirm", "true"), ("off_session", "true")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (402, Some("authentication_required")));
+    // Setting it up asks for authentication once.
+    let (s, si) = post(&mut w, "/v1/setup_intents", &[("customer", &cus), ("payment_method", "pm_card_authenticationRequiredOnSetup"), ("confirm", "true")]);
+    assert_eq!((s, si["status"].as_str()), (200, Some("requires_action")), "{si}");
+    let (_, si) = post(&mut w, &format!("/v1/setup_intents/{}/confirm", si["id"].as_str().unwrap()), &[]);
+    assert_eq!(si["status"], "succeeded");
+    let pm = si["payment_method"].as_str().unwrap().to_string();
+    let (s, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "700"), ("currency", "usd"), ("customer", &cus), ("payment_method", &pm), ("confirm", "true"), ("off_session", "true")]);
+    assert_eq!((s, pi["status"].as_str()), (200, Some("succeeded")), "{pi}");
+    // The always-authenticate card still needs the customer off session, saved or not.
+    let (_, si) = post(&mut w, "/v1/setup_intents", &[("customer", &cus), ("payment_method", "pm_card_authenticationRequired"), ("confirm", "true")]);
+    let (_, si) = post(&mut w, &format!("/v1/setup_intents/{}/confirm", si["id"].as_str().unwrap()), &[]);
+    let pm = si["payment_method"].as_str().unwrap().to_string();
+    let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "700"), ("currency", "usd"), ("customer", &cus), ("payment_method", &pm), ("confirm", "true"), ("off_session", "true")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (402, Some("authentication_required")));
+}
+
+#[test]
+fn deleting_a_customer_cancels_their_subscriptions_at_once() {
+    let mut w = world();
+    let (_, cus) = post(&mut w, "/v1/customers", &[("email", "gone@x.test"), ("payment_method", "pm_card_visa"), ("invoice_settings[default_payment_method]", "pm_card_visa")]);
+    let cus = cus["id"].as_str().unwrap().to_string();
+    let (_, price) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "900"), ("recurring[interval]", "month"), ("product_data[name]", "Basic")]);
+    let (s, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", price["id"].as_str().unwrap())]);
+    assert_eq!((s, sub["status"].as_str()), (200, Some("active")), "{sub}");
+    let (r, gone) = call(&mut w, Method::Delete, &format!("/v1/customers/{cus}"), &[]);
+    assert_eq!((r.status, gone["deleted"].as_bool()), (200, Some(true)));
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{}", sub["id"].as_str().unwrap()));
+    assert_eq!(sub["status"], "canceled");
+    assert_eq!(sub["cancellation_details"]["reason"], "cancellation_requested");
+    let (_, events) = get(&mut w, "/v1/events?type=customer.subscription.deleted");
+    assert_eq!(events["data"].as_array().unwrap().len(), 1);
+}
