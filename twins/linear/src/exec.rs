@@ -238,6 +238,7 @@ fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, nam
         ("Document", "url") => Some(Value::String(format!("{base_url}/{}/document/{}", w.org_url_key(), slug(&s("title"))))),
         ("User", "isMe") => Some(Value::Bool(id == w.viewer)),
         ("User", "url") => Some(Value::String(format!("{base_url}/{}/profiles/{}", w.org_url_key(), s("displayName")))),
+        ("Team", "displayName") => Some(Value::String(s("name"))),
         ("Team", "issueCount") => Some(json!(w.all("Issue").filter(|(_, i)| i.get("teamId").and_then(Value::as_str) == Some(id)).count())),
         ("Organization", "userCount") => Some(json!(w.all("User").count())),
         _ => None,

@@ -516,7 +516,8 @@ impl Mut<'_, '_, '_> {
         if has_field(ty, "creator") && !e.contains_key("creatorId") {
             e.insert("creatorId".into(), json!(viewer));
         }
-        if has_field(ty, "user") && !e.contains_key("userId") && ty != "TeamMembership" {
+        // (A favorite's `user` is the user it points at; its owner is set in `on_create`.)
+        if has_field(ty, "user") && !e.contains_key("userId") && ty != "TeamMembership" && ty != "Favorite" {
             e.insert("userId".into(), json!(viewer));
         }
         self.on_create(ty, &id, &mut e)?;
@@ -547,6 +548,10 @@ impl Mut<'_, '_, '_> {
         if ty == "Comment" && probe.contains_key("body") {
             probe.insert("editedAt".into(), json!(now));
         }
+        if ty == "Issue" {
+            self.check_issue_update(id, &probe)?;
+        }
+        let new_assignee = if ty == "Issue" { probe.get("assigneeId").and_then(Value::as_str).map(String::from) } else { None };
         if ty == "IssueLabel" {
             if let Some(name) = probe.get("name").and_then(Value::as_str) {
                 let team = self.w.get(ty, id).and_then(|e| e.get("teamId")).cloned().unwrap_or(Value::Null);
@@ -568,6 +573,9 @@ impl Mut<'_, '_, '_> {
             edit_ids(e, "labelIds", &ids(removed), false);
             edit_ids(e, "releaseIds", &ids(added_releases), true);
             edit_ids(e, "releaseIds", &ids(removed_releases), false);
+            if let Some(a) = &new_assignee {
+                edit_ids(e, "subscriberIds", std::slice::from_ref(a), true);
+            }
             if let Some(t) = state_type {
                 for (field, when) in [("startedAt", "started"), ("completedAt", "completed"), ("canceledAt", "canceled")] {
                     if t == when {
@@ -583,6 +591,34 @@ impl Mut<'_, '_, '_> {
                 e.insert("branchName".into(), json!(branch(&who, &identifier, &t)));
             }
         })
+    }
+
+    /// What Linear refuses in an issue update that the schema's types allow: a priority
+    /// outside 0-4, a state of another team, an issue as its own parent or ancestor.
+    fn check_issue_update(&self, id: &str, probe: &Entity) -> Result<(), FieldError> {
+        check_priority(self.ctx, probe)?;
+        let team = probe.get("teamId").and_then(Value::as_str).or_else(|| self.w.str_field("Issue", id, "teamId")).unwrap_or("");
+        if let Some(st) = probe.get("stateId").and_then(Value::as_str) {
+            if self.w.str_field("WorkflowState", st, "teamId") != Some(team) {
+                return Err(self.ctx.invalid_input("Argument Validation Error - the state does not belong to the issue's team".into(), "The workflow state does not belong to the issue's team."));
+            }
+        }
+        if let Some(parent) = probe.get("parentId").and_then(Value::as_str) {
+            // Walk up from the new parent: meeting the issue itself would close a loop.
+            let mut at = Some(parent.to_string());
+            let mut steps = 0;
+            while let Some(p) = at {
+                if p == id {
+                    return Err(self.ctx.invalid_input("Argument Validation Error - an issue cannot be its own parent or ancestor".into(), "An issue cannot be its own parent or a parent of its own parent."));
+                }
+                steps += 1;
+                if steps > 10_000 {
+                    break;
+                }
+                at = self.w.str_field("Issue", &p, "parentId").map(String::from);
+            }
+        }
+        Ok(())
     }
 
     /// Relations given by identifier or key become ids, and every referenced entity must exist.
@@ -663,11 +699,19 @@ impl Mut<'_, '_, '_> {
                 e.entry("priority").or_insert(json!(0));
                 e.entry("labelIds").or_insert(json!([]));
                 e.entry("description").or_insert(Value::Null);
-                e.insert("sortOrder".into(), json!(-(number as f64)));
-                e.insert("boardOrder".into(), json!(0));
-                e.insert("prioritySortOrder".into(), json!(0));
+                e.entry("sortOrder").or_insert(json!(-(number as f64)));
+                e.entry("boardOrder").or_insert(json!(0));
+                e.entry("prioritySortOrder").or_insert(json!(0));
+                check_priority(self.ctx, e)?;
+                // The creator and the assignee follow the issue, with anyone the input names.
                 let creator = e.get("creatorId").and_then(Value::as_str).unwrap_or("").to_string();
-                e.insert("subscriberIds".into(), json!([creator]));
+                let assignee = e.get("assigneeId").and_then(Value::as_str).map(String::from);
+                let mut subscribers: Vec<String> = vec![creator.clone()];
+                subscribers.extend(assignee);
+                subscribers.extend(e.get("subscriberIds").and_then(Value::as_array).into_iter().flatten().filter_map(|v| v.as_str().map(String::from)));
+                let mut seen = std::collections::BTreeSet::new();
+                subscribers.retain(|s| !s.is_empty() && seen.insert(s.clone()));
+                e.insert("subscriberIds".into(), json!(subscribers));
                 let who = e.get("assigneeId").and_then(Value::as_str).and_then(|a| self.w.str_field("User", a, "displayName")).or_else(|| self.w.str_field("User", &creator, "displayName")).unwrap_or("").to_string();
                 e.insert("_branchUser".into(), json!(who));
                 e.insert("branchName".into(), json!(branch(&who, &identifier, &title)));
@@ -683,6 +727,15 @@ impl Mut<'_, '_, '_> {
                         e.insert("canceledAt".into(), json!(now));
                     }
                     _ => {}
+                }
+            }
+            "Favorite" => {
+                // The viewer's own favorite, typed by what it points at.
+                e.insert("ownerId".into(), json!(self.w.viewer));
+                let kinds = [("issueId", "issue"), ("projectId", "project"), ("cycleId", "cycle"), ("labelId", "label"), ("projectLabelId", "projectLabel"), ("customViewId", "customView"), ("documentId", "document"), ("initiativeId", "initiative"), ("roadmapId", "roadmap"), ("userId", "user"), ("predefinedViewType", "predefinedView")];
+                if !e.contains_key("type") {
+                    let kind = kinds.iter().find(|(k, _)| e.get(*k).is_some_and(|v| !v.is_null())).map_or("folder", |(_, t)| t);
+                    e.insert("type".into(), json!(kind));
                 }
             }
             "Comment" => {
@@ -954,6 +1007,17 @@ pub fn relation_type(ty: &str, rel: &str) -> Option<String> {
         return Some(node);
     }
     gql::is_composite(&named).then_some(named)
+}
+
+/// Linear's priorities are 0 (none) to 4 (low).
+fn check_priority(ctx: &Ctx<'_>, e: &Entity) -> Result<(), FieldError> {
+    match e.get("priority").and_then(Value::as_f64) {
+        Some(p) if !(0.0..=4.0).contains(&p) => Err(ctx.invalid_input(
+            format!("Argument Validation Error - priority must not be greater than 4 or less than 0, got {p}"),
+            "Priority must be 0 (no priority), 1 (urgent), 2 (high), 3 (medium) or 4 (low).",
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn edit_ids(e: &mut Entity, field: &str, ids: &[String], add: bool) {

@@ -163,6 +163,16 @@ impl ObjectValue for Root<'_, '_> {
                 let items: Vec<(String, String)> = ctx.w.borrow().all("Attachment").filter(|(_, a)| a.get("url").and_then(Value::as_str) == Some(url.as_str())).map(|(id, _)| ("Attachment".to_string(), id.clone())).collect();
                 return exec::connection(ctx, named, items, &args);
             }
+            // The viewer's own inbox, not everyone's.
+            "notifications" => {
+                let w = ctx.w.borrow();
+                let items: Vec<(String, String)> = gql::possible_types("Notification")
+                    .iter()
+                    .flat_map(|t| w.all(t).filter(|(_, n)| n.get("userId").and_then(Value::as_str) == Some(w.viewer.as_str())).map(|(id, _)| (t.clone(), id.clone())).collect::<Vec<_>>())
+                    .collect();
+                drop(w);
+                return exec::connection(ctx, named, items, &args);
+            }
             "issueSearch" | "searchIssues" | "searchDocuments" | "searchProjects" => {
                 let term = args.get("term").or_else(|| args.get("query")).and_then(Value::as_str).unwrap_or("").to_lowercase();
                 let ty = match name {

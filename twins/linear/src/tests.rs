@@ -856,3 +856,59 @@ fn dump_answers() {
     }
     std::fs::write(std::env::var("DUMP").unwrap_or_else(|_| "/dev/null".into()), out).unwrap();
 }
+
+fn error_of(w: &mut World, query: &str, vars: Value) -> String {
+    let (_, body, _) = post(w, query, vars);
+    assert!(body["errors"][0]["message"].is_string(), "expected an error: {body}");
+    body["errors"][0]["extensions"]["userPresentableMessage"].as_str().or(body["errors"][0]["message"].as_str()).unwrap().to_string()
+}
+
+#[test]
+fn an_issue_update_refuses_what_linear_refuses_and_keeps_what_it_was_given() {
+    let mut w = World::init(None).unwrap();
+    let d = data(&mut w, "mutation { issueCreate(input: {teamId: \"team_eng\", title: \"Ordered\", sortOrder: 5.5, subscriberIds: [\"user_dev\"]}) { issue { id sortOrder subscribers { nodes { id } } } } }", json!({}));
+    let issue = &d["issueCreate"]["issue"];
+    assert_eq!(issue["sortOrder"], 5.5);
+    let mut subs: Vec<&str> = issue["subscribers"]["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+    subs.sort();
+    assert_eq!(subs, ["user_admin", "user_dev"], "the creator and the named subscriber");
+    let id = issue["id"].as_str().unwrap().to_string();
+    let child = data(&mut w, "mutation($p: String!) { issueCreate(input: {teamId: \"team_eng\", title: \"Child\", parentId: $p}) { issue { id } } }", json!({"p": id}));
+    let child = child["issueCreate"]["issue"]["id"].as_str().unwrap().to_string();
+
+    let update = "mutation($id: String!, $i: IssueUpdateInput!) { issueUpdate(id: $id, input: $i) { success } }";
+    assert!(error_of(&mut w, update, json!({"id": id, "i": {"parentId": id}})).contains("own parent"));
+    assert!(error_of(&mut w, update, json!({"id": id, "i": {"parentId": child}})).contains("own parent"), "a loop through a child");
+    assert!(error_of(&mut w, update, json!({"id": id, "i": {"priority": 7}})).contains("Priority"));
+    data(&mut w, "mutation { teamCreate(input: {name: \"Design\", key: \"DES\"}) { success } }", json!({}));
+    let other = data(&mut w, "{ team(id: \"DES\") { displayName states { nodes { id } } } }", json!({}));
+    assert_eq!(other["team"]["displayName"], "Design");
+    let foreign = other["team"]["states"]["nodes"][0]["id"].as_str().unwrap().to_string();
+    assert!(error_of(&mut w, update, json!({"id": id, "i": {"stateId": foreign}})).contains("does not belong"));
+
+    // Assigning subscribes the assignee.
+    data(&mut w, update, json!({"id": child, "i": {"assigneeId": "user_dev"}}));
+    let c = data(&mut w, "query($id: String!) { issue(id: $id) { subscribers { nodes { id } } } }", json!({"id": child}));
+    let subs: Vec<&str> = c["issue"]["subscribers"]["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+    assert!(subs.contains(&"user_dev"), "{subs:?}");
+}
+
+#[test]
+fn notifications_are_the_viewers_own_and_a_favorite_is_the_viewers() {
+    let mut seed = crate::seed::default_seed();
+    seed["notifications"] = json!([{"id": "n_admin", "user": "user_admin", "issue": "issue_welcome"}]);
+    let mut w = World::init(Some(seed)).unwrap();
+    let update = "mutation($id: String!, $i: IssueUpdateInput!) { issueUpdate(id: $id, input: $i) { success } }";
+    // The developer is notified of the assignment; the admin (the viewer) does not see it.
+    data(&mut w, update, json!({"id": "issue_welcome", "i": {"assigneeId": "user_dev"}}));
+    let n = data(&mut w, "{ notifications { nodes { id } } notificationsUnreadCount }", json!({}));
+    let ids: Vec<&str> = n["notifications"]["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["n_admin"], "{n}");
+    assert_eq!(n["notificationsUnreadCount"], 1);
+    let for_dev = crate::gql::possible_types("Notification").iter().flat_map(|t| w.0.all(t).map(|(_, n)| n["userId"].clone()).collect::<Vec<_>>()).filter(|u| u == "user_dev").count();
+    assert_eq!(for_dev, 1, "the developer's notification exists, in the developer's inbox");
+
+    let f = data(&mut w, "mutation { favoriteCreate(input: {issueId: \"issue_welcome\"}) { favorite { type owner { id } issue { id } } } }", json!({}));
+    let fav = &f["favoriteCreate"]["favorite"];
+    assert_eq!((fav["type"].as_str(), fav["owner"]["id"].as_str(), fav["issue"]["id"].as_str()), (Some("issue"), Some("user_admin"), Some("issue_welcome")));
+}
