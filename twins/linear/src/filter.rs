@@ -29,6 +29,72 @@ fn vacuous(f: &Value) -> bool {
     }
 }
 
+/// Whether a filter holds anything written as a duration (`-P1W`): only those are rewritten.
+pub fn has_duration(f: &Value) -> bool {
+    match f {
+        Value::String(s) => s.starts_with('P') || s.starts_with("-P"),
+        Value::Array(a) => a.iter().any(has_duration),
+        Value::Object(m) => m.values().any(has_duration),
+        _ => false,
+    }
+}
+
+/// `filter` over entities of type `ty` with each relative date on a `DateTime` or
+/// `TimelessDate` field made absolute at `now`, so it compares with the stored values; done
+/// once per request, before any entity is tested. Strings on other fields stay as written.
+pub fn absolute_dates(ty: &str, filter: &Value, now: chrono::DateTime<chrono::Utc>) -> Value {
+    let Some(m) = filter.as_object() else { return filter.clone() };
+    let mut out = serde_json::Map::new();
+    for (k, f) in m {
+        let v = match k.as_str() {
+            "and" | "or" => match f.as_array() {
+                Some(a) => Value::Array(a.iter().map(|x| absolute_dates(ty, x, now)).collect()),
+                None => f.clone(),
+            },
+            _ => {
+                let def = crate::tables::field(ty, k).filter(|_| gql::is_object(ty));
+                let named = def.map(|d| d.ty).unwrap_or("");
+                match named {
+                    "DateTime" | "TimelessDate" => dates_in(f, now, named == "TimelessDate"),
+                    _ if gql::is_connection(named) || def.is_some_and(|d| d.list) => {
+                        let node = gql::connection_node(named).unwrap_or_else(|| named.to_string());
+                        match f.as_object() {
+                            Some(ops) => Value::Object(
+                                ops.iter()
+                                    .map(|(op, sub)| {
+                                        let sub = match op.as_str() {
+                                            "some" | "every" | "none" => absolute_dates(&node, sub, now),
+                                            "length" => sub.clone(),
+                                            "and" | "or" => absolute_dates(ty, &serde_json::json!({ k.clone(): sub.clone() }), now)[k.as_str()].clone(),
+                                            _ => absolute_dates(&node, &serde_json::json!({ op.clone(): sub.clone() }), now)[op.as_str()].clone(),
+                                        };
+                                        (op.clone(), sub)
+                                    })
+                                    .collect(),
+                            ),
+                            None => f.clone(),
+                        }
+                    }
+                    _ if gql::is_composite(named) => absolute_dates(named, f, now),
+                    _ => f.clone(),
+                }
+            }
+        };
+        out.insert(k.clone(), v);
+    }
+    Value::Object(out)
+}
+
+/// A comparator's operands with durations made dates.
+fn dates_in(f: &Value, now: chrono::DateTime<chrono::Utc>, date_only: bool) -> Value {
+    match f {
+        Value::String(s) => crate::dates::relative(now, s, date_only).map_or_else(|| f.clone(), Value::String),
+        Value::Array(a) => Value::Array(a.iter().map(|x| dates_in(x, now, date_only)).collect()),
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), dates_in(v, now, date_only))).collect()),
+        _ => f.clone(),
+    }
+}
+
 /// A filter compiled for one entity type, once per connection: each key's field looked up in
 /// the schema once rather than once per entity, and a relation's nested filter tested once
 /// per related entity (fifty issues of one team test the team once). It answers exactly what

@@ -10,6 +10,7 @@
 
 pub mod cache;
 pub mod checks;
+pub mod dates;
 pub mod exec;
 pub mod fast;
 pub mod filter;

@@ -383,36 +383,14 @@ pub fn images(markdown: &str) -> Vec<(String, String)> {
     out
 }
 
-/// `-P1D`, `P2W`, `-PT12H` (before now), or a date or timestamp as given.
+/// `-P1D`, `P2W`, `-PT12H` (before now, whichever the sign), or a date or timestamp as given.
 fn since(now: chrono::DateTime<chrono::Utc>, s: &str) -> R<String> {
     let t = s.trim();
-    let Some(d) = t.strip_prefix("-P").or_else(|| t.strip_prefix('P')) else {
-        if t.len() == 10 {
-            return Ok(format!("{t}T00:00:00.000Z"));
-        }
-        return Ok(t.to_string());
-    };
-    let (date, time) = match d.split_once('T') {
-        Some((a, b)) => (a, b),
-        None => (d, ""),
-    };
-    let mut secs: i64 = 0;
-    for (part, units) in [(date, [('Y', 365 * 86400), ('M', 30 * 86400), ('W', 7 * 86400), ('D', 86400)]), (time, [('H', 3600), ('M', 60), ('S', 1), ('\0', 0)])] {
-        let mut num = String::new();
-        for c in part.chars() {
-            if c.is_ascii_digit() || c == '.' {
-                num.push(c);
-                continue;
-            }
-            let unit = units.iter().find(|(u, _)| *u == c).map(|(_, n)| *n).ok_or_else(|| format!("{s:?} is not an ISO-8601 date or duration"))?;
-            secs += (num.parse::<f64>().map_err(|_| format!("{s:?} is not an ISO-8601 duration"))? * unit as f64) as i64;
-            num.clear();
-        }
-        if !num.is_empty() {
-            return Err(format!("{s:?} is not an ISO-8601 duration"));
-        }
+    match crate::dates::duration_secs(t) {
+        Some(secs) => Ok((now - chrono::Duration::seconds(secs?.abs())).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        None if t.len() == 10 => Ok(format!("{t}T00:00:00.000Z")),
+        None => Ok(t.to_string()),
     }
-    Ok((now - chrono::Duration::seconds(secs)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
 }
 
 impl Mcp<'_> {

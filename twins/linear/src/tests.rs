@@ -912,3 +912,23 @@ fn notifications_are_the_viewers_own_and_a_favorite_is_the_viewers() {
     let fav = &f["favoriteCreate"]["favorite"];
     assert_eq!((fav["type"].as_str(), fav["owner"]["id"].as_str(), fav["issue"]["id"].as_str()), (Some("issue"), Some("user_admin"), Some("issue_welcome")));
 }
+
+#[test]
+fn date_filters_take_relative_durations_and_other_strings_stay_as_written() {
+    let mut w = World::init(None).unwrap();
+    data(&mut w, "mutation { issueCreate(input: {teamId: \"team_eng\", title: \"P1W\", dueDate: \"2999-01-01\"}) { success } }", json!({}));
+    data(&mut w, "mutation { issueCreate(input: {teamId: \"team_eng\", title: \"Old\", dueDate: \"2020-01-05\", createdAt: \"2020-01-01T00:00:00.000Z\"}) { success } }", json!({}));
+    let titles = |w: &mut World, filter: Value| -> Vec<String> {
+        let mine = json!({"and": [filter, {"title": {"in": ["P1W", "Old"]}}]});
+        let d = data(w, "query($f: IssueFilter) { issues(filter: $f) { nodes { title } } }", json!({"f": mine}));
+        let mut t: Vec<String> = d["issues"]["nodes"].as_array().unwrap().iter().map(|n| n["title"].as_str().unwrap().to_string()).collect();
+        t.sort();
+        t
+    };
+    assert_eq!(titles(&mut w, json!({"dueDate": {"lt": "P1W"}})), ["Old"], "due before a week from now");
+    assert_eq!(titles(&mut w, json!({"dueDate": {"gt": "P1W"}})), ["P1W"]);
+    assert_eq!(titles(&mut w, json!({"createdAt": {"gt": "-P1D"}})), ["P1W"], "created within the last day");
+    assert_eq!(titles(&mut w, json!({"createdAt": {"lt": "-P1D"}})), ["Old"]);
+    assert_eq!(titles(&mut w, json!({"title": {"eq": "P1W"}})), ["P1W"], "a title is compared as written");
+    assert_eq!(titles(&mut w, json!({"team": {"issues": {"some": {"createdAt": {"lt": "-P1W"}}}}})).len(), 2, "nested filters too");
+}
