@@ -107,7 +107,11 @@ impl Inner {
             return Some(key.to_string());
         }
         let upper = key.to_ascii_uppercase();
-        self.all("Issue").find(|(_, e)| e.get("identifier").and_then(Value::as_str) == Some(upper.as_str())).map(|(id, _)| id.clone())
+        let was = |e: &Entity| e.get("previousIdentifiers").and_then(Value::as_array).is_some_and(|p| p.iter().any(|x| x.as_str() == Some(upper.as_str())));
+        self.all("Issue")
+            .find(|(_, e)| e.get("identifier").and_then(Value::as_str) == Some(upper.as_str()))
+            .or_else(|| self.all("Issue").find(|(_, e)| was(e)))
+            .map(|(id, _)| id.clone())
     }
 
     /// Find a team by id or key.

@@ -536,10 +536,14 @@ impl Mut<'_, '_, '_> {
         patch.remove("id");
         let mut probe = patch.clone();
         self.normalize_refs(ty, &mut probe)?;
+        if ty == "Issue" {
+            self.check_issue_update(id, &probe)?;
+            self.move_team(id, &mut probe)?;
+        }
         let now = self.now();
         let state_type = probe.get("stateId").and_then(Value::as_str).and_then(|s| self.w.str_field("WorkflowState", s, "type")).map(String::from);
         let title_changed = probe.contains_key("title");
-        let identifier = self.w.str_field(ty, id, "identifier").unwrap_or("").to_string();
+        let identifier = probe.get("identifier").and_then(Value::as_str).or_else(|| self.w.str_field(ty, id, "identifier")).unwrap_or("").to_string();
         let assignee_name = probe
             .get("assigneeId")
             .and_then(Value::as_str)
@@ -547,9 +551,6 @@ impl Mut<'_, '_, '_> {
             .map(String::from);
         if ty == "Comment" && probe.contains_key("body") {
             probe.insert("editedAt".into(), json!(now));
-        }
-        if ty == "Issue" {
-            self.check_issue_update(id, &probe)?;
         }
         let new_assignee = if ty == "Issue" { probe.get("assigneeId").and_then(Value::as_str).map(String::from) } else { None };
         if ty == "IssueLabel" {
@@ -617,6 +618,55 @@ impl Mut<'_, '_, '_> {
                 }
                 at = self.w.str_field("Issue", &p, "parentId").map(String::from);
             }
+        }
+        Ok(())
+    }
+
+    /// An issue moving to another team is renumbered in it (its old identifier kept in
+    /// `previousIdentifiers`, still found), takes the new team's state of the same type unless
+    /// the update names one, and leaves its old team's cycle.
+    fn move_team(&mut self, id: &str, probe: &mut Entity) -> Result<(), FieldError> {
+        let Some(team) = probe.get("teamId").and_then(Value::as_str).map(String::from) else { return Ok(()) };
+        let Some(issue) = self.w.get("Issue", id) else { return Ok(()) };
+        if issue.get("teamId").and_then(Value::as_str) == Some(team.as_str()) {
+            return Ok(());
+        }
+        let old_ident = issue.get("identifier").and_then(Value::as_str).unwrap_or("").to_string();
+        let mut previous: Vec<Value> = issue.get("previousIdentifiers").and_then(Value::as_array).cloned().unwrap_or_default();
+        let state_type = issue.get("stateId").and_then(Value::as_str).and_then(|s| self.w.str_field("WorkflowState", s, "type")).unwrap_or("").to_string();
+        let title = probe.get("title").or_else(|| issue.get("title")).and_then(Value::as_str).unwrap_or("").to_string();
+        let who = issue.get("_branchUser").and_then(Value::as_str).unwrap_or("").to_string();
+        let in_cycle = issue.get("cycleId").is_some_and(|c| !c.is_null());
+        let key = self.w.str_field("Team", &team, "key").unwrap_or("").to_string();
+        let number = {
+            let t = self.w.get_mut("Team", &team).ok_or_else(|| self.ctx.not_found("Team"))?;
+            let n = t.get("_seq").and_then(Value::as_u64).unwrap_or(0) + 1;
+            t.insert("_seq".into(), json!(n));
+            n
+        };
+        let ident = format!("{key}-{number}");
+        if !old_ident.is_empty() {
+            previous.push(json!(old_ident));
+        }
+        if !probe.contains_key("stateId") {
+            let same_type = self
+                .w
+                .all("WorkflowState")
+                .filter(|(_, s)| s.get("teamId").and_then(Value::as_str) == Some(team.as_str()) && s.get("type").and_then(Value::as_str) == Some(state_type.as_str()) && s.get("archivedAt").is_none_or(Value::is_null))
+                .min_by(|(a, x), (b, y)| {
+                    let pos = |s: &Entity| s.get("position").and_then(Value::as_f64).unwrap_or(0.0);
+                    pos(x).total_cmp(&pos(y)).then_with(|| a.cmp(b))
+                })
+                .map(|(sid, _)| sid.clone());
+            let state = same_type.or_else(|| default_state(self.w, &team)).ok_or_else(|| self.ctx.not_found("WorkflowState"))?;
+            probe.insert("stateId".into(), json!(state));
+        }
+        probe.insert("number".into(), json!(number));
+        probe.insert("identifier".into(), json!(ident));
+        probe.insert("previousIdentifiers".into(), Value::Array(previous));
+        probe.insert("branchName".into(), json!(branch(&who, &ident, &title)));
+        if in_cycle && !probe.contains_key("cycleId") {
+            probe.insert("cycleId".into(), Value::Null);
         }
         Ok(())
     }

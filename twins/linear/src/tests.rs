@@ -932,3 +932,20 @@ fn date_filters_take_relative_durations_and_other_strings_stay_as_written() {
     assert_eq!(titles(&mut w, json!({"title": {"eq": "P1W"}})), ["P1W"], "a title is compared as written");
     assert_eq!(titles(&mut w, json!({"team": {"issues": {"some": {"createdAt": {"lt": "-P1W"}}}}})).len(), 2, "nested filters too");
 }
+
+#[test]
+fn an_issue_moved_to_another_team_is_renumbered_there_and_keeps_its_old_identifier() {
+    let mut w = World::init(None).unwrap();
+    data(&mut w, "mutation { teamCreate(input: {name: \"Design\", key: \"DES\"}) { success } }", json!({}));
+    let update = "mutation($id: String!, $i: IssueUpdateInput!) { issueUpdate(id: $id, input: $i) { issue { identifier number previousIdentifiers branchName team { key } state { name type team { key } } } } }";
+    let d = data(&mut w, update, json!({"id": "ENG-1", "i": {"teamId": "DES"}}));
+    let i = &d["issueUpdate"]["issue"];
+    assert_eq!((i["identifier"].as_str(), i["number"].as_f64(), i["team"]["key"].as_str()), (Some("DES-1"), Some(1.0), Some("DES")));
+    assert_eq!(i["previousIdentifiers"], json!(["ENG-1"]));
+    assert_eq!((i["state"]["type"].as_str(), i["state"]["team"]["key"].as_str()), (Some("unstarted"), Some("DES")), "the new team's state of the same type");
+    assert!(i["branchName"].as_str().unwrap().contains("des-1"), "{i}");
+    let old = data(&mut w, "{ issue(id: \"ENG-1\") { identifier } }", json!({}));
+    assert_eq!(old["issue"]["identifier"], "DES-1", "the old identifier still finds it");
+    let next = data(&mut w, "mutation { issueCreate(input: {teamId: \"team_eng\", title: \"Next\"}) { issue { identifier } } }", json!({}));
+    assert_eq!(next["issueCreate"]["issue"]["identifier"], "ENG-2", "numbers are never reused");
+}
