@@ -87,6 +87,49 @@ def param(name, where, schema, required, description):
     return p
 
 
+# Parameters of API version 2024-06-20 (what stripe-python and stripe-node send) that this
+# OpenAPI snapshot does not describe: accepted, and described here.
+DISCOUNT_FIELDS = [{"name": "coupon", "type": "string"}, {"name": "discount", "type": "string"}, {"name": "promotion_code", "type": "string"}]
+EXTRA = {
+    "subscriptions.create": [("discounts", "array of object", "The coupons or promotion codes to redeem into discounts for the subscription.", DISCOUNT_FIELDS)],
+    "subscriptions.update": [("discounts", "array of object | empty string", "The coupons or promotion codes to redeem into discounts for the subscription; an empty value removes them.", DISCOUNT_FIELDS)],
+}
+
+# Parameters Stripe added after this mid-2023 snapshot, as stripe-python 12.5.2's typed
+# parameters name them. The twin refuses a parameter its operation does not have, so these
+# must be known or a client following today's documentation would be refused; the twin takes
+# them and does not act on them.
+NEWER = {
+    "customers.create": ["validate"],
+    "customers.update": ["validate"],
+    "payment_methods.create": ["allow_redisplay", "alma", "amazon_pay", "billie", "crypto", "kakao_pay", "kr_card", "mobilepay", "multibanco", "naver_pay", "nz_bank_account", "pay_by_bank", "payco", "paypal", "revolut_pay", "samsung_pay", "satispay", "swish", "twint", "zip"],
+    "payment_methods.update": ["allow_redisplay", "pay_by_bank"],
+    "payment_intents.create": ["confirmation_token", "excluded_payment_method_types", "payment_method_configuration"],
+    "payment_intents.update": ["payment_method_configuration"],
+    "payment_intents.confirm": ["confirmation_token"],
+    "payment_intents.capture": ["final_capture"],
+    "payouts.create": ["payout_method"],
+    "products.create": ["marketing_features", "type"],
+    "products.list": ["type"],
+    "products.update": ["marketing_features"],
+    "setup_intents.create": ["confirmation_token", "payment_method_configuration", "use_stripe_sdk"],
+    "setup_intents.update": ["payment_method_configuration"],
+    "setup_intents.confirm": ["confirmation_token", "use_stripe_sdk"],
+    "subscriptions.create": ["billing_cycle_anchor_config", "billing_mode", "invoice_settings"],
+    "subscriptions.list": ["automatic_tax", "plan"],
+    "subscriptions.update": ["invoice_settings"],
+    "subscription_items.create": ["discounts", "plan"],
+    "subscription_items.update": ["discounts", "plan"],
+    "invoiceitems.create": ["pricing"],
+    "invoiceitems.update": ["pricing"],
+    "invoices.create": ["automatically_finalizes_at", "effective_at", "issuer", "number", "rendering"],
+    "invoices.update": ["automatically_finalizes_at", "effective_at", "issuer", "number", "rendering"],
+    "checkout.sessions.create": ["adaptive_pricing", "optional_items", "origin_context", "payment_method_configuration", "payment_method_data", "permissions", "redirect_on_completion", "return_url", "saved_payment_method_options", "ui_mode", "wallet_options"],
+    "checkout.sessions.list": ["created", "status"],
+    "payment_links.create": ["inactive_message", "optional_items", "restrictions"],
+    "payment_links.update": ["inactive_message", "payment_intent_data", "phone_number_collection", "restrictions", "submit_type", "subscription_data", "tax_id_collection"],
+}
+
 routes = []
 for f in sorted(SRC.glob("*.rs")):
     for m in re.finditer(r'\.(get|post|delete)\("(/v1/[^"]+)", "([^"]+)"', f.read_text()):
@@ -117,6 +160,14 @@ for method, path, action in routes:
         req = set(body.get("required", []))
         for name, s in (body.get("properties") or {}).items():
             params.append(param(name, "body", s, name in req, None))
+    where = "query" if method == "get" else "body"
+    extra = EXTRA.get(action, []) + [(n, "any", "A parameter of Stripe's current API, newer than this description; accepted, not acted on.", None) for n in NEWER.get(action, [])]
+    for name, kind, text, fields in extra:
+        if not any(p["name"] == name for p in params):
+            p = {"name": name, "in": where, "type": kind, "required": False, "description": text}
+            if fields:
+                p["fields"] = fields
+            params.append(p)
     ops.append({
         "operation_id": op["operationId"],
         "method": method.upper(),

@@ -386,13 +386,19 @@ pub(crate) fn customer_create(w: &mut World, call: &mut Call, p: &Params) -> Res
         }
         c["test_clock"] = json!(tc);
     }
-    let c = w.insert(Some(call), c);
+    let asked = crate::billing::discount_params(w, p, None, &[])?;
+    let mut c = w.insert(Some(call), c);
     if let Some(pm) = p.str("payment_method") {
         attach(w, call, pm, &id)?;
     }
     if let Some(d) = p.get("invoice_settings").and_then(|v| v["default_payment_method"].as_str()).map(str::to_string) {
         let pm = resolve_pm(w, call, &d, "invoice_settings[default_payment_method]")?;
         w.modify(call, &id, |c| c["invoice_settings"]["default_payment_method"] = json!(pm));
+    }
+    if let Some(r) = asked.as_ref().and_then(|l| l.first()) {
+        let now = crate::billing::now_for(w, &id);
+        let d = crate::billing::redeem(w, call, r, &id, None, None, now);
+        c = w.modify(call, &id, |c| c["discount"] = d);
     }
     emit(w, call, "customer.created", &c, None);
     Ok(w.get(&id).unwrap_or(c))
@@ -435,7 +441,22 @@ fn customer_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
         }
         None => None,
     };
+    let old = probe["discount"].clone();
+    let discount = match crate::billing::discount_params(w, p, Some(&id), &[])?.as_ref().and_then(|l| l.first()) {
+        Some(r) => {
+            let now = crate::billing::now_for(w, &id);
+            let d = crate::billing::redeem(w, call, r, &id, None, None, now);
+            if old.is_object() {
+                emit(w, call, "customer.discount.deleted", &crate::billing::deleted_discount(&old), None);
+            }
+            Some(d)
+        }
+        None => None,
+    };
     let c = modify_emit(w, call, &id, "customer.updated", |c| {
+        if let Some(d) = discount {
+            c["discount"] = d;
+        }
         p.copy(c, &["email", "name", "phone", "description", "address", "shipping"]);
         c["metadata"] = probe["metadata"].clone();
         if let Some(pm) = dpm {

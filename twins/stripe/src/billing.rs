@@ -28,6 +28,8 @@ pub fn routes(r: Router<World>) -> Router<World> {
         .post("/v1/subscriptions/{id}", "subscriptions.update", h!(sub_update))
         .delete("/v1/subscriptions/{id}", "subscriptions.cancel", h!(sub_cancel))
         .post("/v1/subscriptions/{id}/resume", "subscriptions.resume", h!(sub_resume))
+        .delete("/v1/subscriptions/{id}/discount", "subscriptions.delete_discount", h!(sub_discount_delete))
+        .delete("/v1/customers/{id}/discount", "customers.delete_discount", h!(customer_discount_delete))
         .get("/v1/invoices/upcoming", "invoices.upcoming", h!(inv_upcoming))
         .get("/v1/invoices/search", "invoices.search", h!(inv_search))
         .post("/v1/invoices/create_preview", "invoices.create_preview", h!(inv_create_preview))
@@ -267,6 +269,11 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         sub["trial_settings"]["end_behavior"]["missing_payment_method"] = json!(b);
     }
     p.metadata_into(&mut sub)?;
+    if let Some(list) = discount_params(w, p, Some(&cus), &[])? {
+        let ds: Vec<Value> = list.iter().map(|r| redeem(w, call, r, &cus, Some(&id), None, now)).collect();
+        sub["discount"] = ds.first().cloned().unwrap_or(Value::Null);
+        sub["discounts"] = json!(ds.iter().map(|d| d["id"].clone()).collect::<Vec<_>>());
+    }
     let sub = w.insert(Some(call), sub);
     emit(w, call, "customer.subscription.created", &sub, None);
     let (inv, paid) = invoice_period(w, call, &id, now, period_end, trial_end.is_some(), "subscription_create");
@@ -301,7 +308,9 @@ fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end:
             "quantity": qty, "subscription": sub_id, "subscription_item": it["id"], "tax_amounts": [], "tax_rates": [], "type": "subscription",
         }));
     }
-    let inv = new_invoice(w, &inv_id, &cus, &cur, lines, Some(sub_id), reason, start, end);
+    let mut inv = new_invoice(w, &inv_id, &cus, &cur, lines, Some(sub_id), reason, start, end);
+    let discs = inherited_discounts(w, &cus, Some(sub_id), start);
+    set_discounts(&mut inv, &discs);
     let inv = w.insert(Some(call), inv);
     emit(w, call, "invoice.created", &inv, None);
     let paused = sub["pause_collection"]["behavior"].as_str().map(str::to_string);
@@ -454,6 +463,7 @@ fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
         let s = w.modify(call, sub_id, |s| s["pause_collection"] = Value::Null);
         emit(w, call, "customer.subscription.updated", &s, Some(json!({"pause_collection": sub["pause_collection"]})));
     }
+    end_discounts(w, call, sub_id, at);
     let (interval, count) = interval_of(&sub);
     let end = add_interval(at, &interval, count);
     w.modify(call, sub_id, |s| {
@@ -468,12 +478,30 @@ fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
         s["status"] = json!(status);
     });
     let mut prev = serde_json::Map::new();
-    for k in ["current_period_start", "current_period_end", "latest_invoice", "status"] {
+    for k in ["current_period_start", "current_period_end", "discount", "discounts", "latest_invoice", "status"] {
         if before[k] != after[k] {
             prev.insert(k.into(), before[k].clone());
         }
     }
     emit(w, call, "customer.subscription.updated", &after, Some(Value::Object(prev)));
+}
+
+/// A subscription's repeating discounts whose months are over at `at` leave it, each with
+/// its `customer.discount.deleted`.
+fn end_discounts(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
+    let Some(sub) = w.get(sub_id) else { return };
+    let ds: Vec<Value> = sub["discounts"].as_array().map(|a| a.iter().filter_map(|d| d.as_str().and_then(|d| w.get(d))).collect()).unwrap_or_default();
+    let (ended, kept): (Vec<Value>, Vec<Value>) = ds.into_iter().partition(|d| d["end"].as_i64().is_some_and(|e| e <= at));
+    if ended.is_empty() {
+        return;
+    }
+    w.modify(call, sub_id, |s| {
+        s["discount"] = kept.first().cloned().unwrap_or(Value::Null);
+        s["discounts"] = json!(kept.iter().map(|d| d["id"].clone()).collect::<Vec<_>>());
+    });
+    for d in &ended {
+        emit(w, call, "customer.discount.deleted", &deleted_discount(d), None);
+    }
 }
 
 /// A subscription's billing interval (from its first item's price).
@@ -655,6 +683,8 @@ fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with
         "total": total, "total_discount_amounts": [], "total_excluding_tax": total, "total_tax_amounts": [], "transfer_data": null,
         "webhooks_delivered_at": null,
     });
+    let discs = inherited_discounts(w, &cus, sub_id.as_deref(), start);
+    set_discounts(&mut inv, &discs);
     if with_id {
         // Previews answered by create_preview carry an id Stripe marks as not retrievable.
         let key = sub_id.as_deref().unwrap_or(&cus);
@@ -782,6 +812,19 @@ fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
         let n = sub["items"]["data"].as_array().map(Vec::len).unwrap_or(0);
         sub["items"]["total_count"] = json!(n);
     }
+    let cus = sub["customer"].as_str().unwrap_or_default().to_string();
+    let current: Vec<String> = sub["discounts"].as_array().map(|a| a.iter().filter_map(|d| d.as_str().map(str::to_string)).collect()).unwrap_or_default();
+    if let Some(list) = discount_params(w, p, Some(&cus), &current)? {
+        let now = now_for(w, &cus);
+        let ds: Vec<Value> = list.iter().map(|r| redeem(w, call, r, &cus, Some(&id), None, now)).collect();
+        for old in current.iter().filter(|o| !ds.iter().any(|d| d["id"] == o.as_str())) {
+            if let Some(d) = w.get(old) {
+                emit(w, call, "customer.discount.deleted", &deleted_discount(&d), None);
+            }
+        }
+        sub["discount"] = ds.first().cloned().unwrap_or(Value::Null);
+        sub["discounts"] = json!(ds.iter().map(|d| d["id"].clone()).collect::<Vec<_>>());
+    }
     let after = w.modify(call, &id, |s| *s = sub);
     let mut prev = serde_json::Map::new();
     for (k, v) in before.as_object().unwrap() {
@@ -829,6 +872,37 @@ pub(crate) fn end_customer_subscriptions(w: &mut World, call: &mut Call, custome
     for id in live {
         end_subscription(w, call, &id, now, Some("cancellation_requested"));
     }
+}
+
+/// `DELETE /v1/subscriptions/{id}/discount`: the subscription's discounts end; its next
+/// invoices take the customer's, if any.
+fn sub_discount_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let sub = w.get_kind("subscription", &id).ok_or_else(|| no_such("subscription", &id, "subscription"))?;
+    let ds: Vec<Value> = sub["discounts"].as_array().map(|a| a.iter().filter_map(|d| d.as_str().and_then(|d| w.get(d))).collect()).unwrap_or_default();
+    let first = ds.first().cloned().ok_or_else(|| StripeError::new(404, "invalid_request_error", format!("No active discount for subscription: {id}")).code("resource_missing"))?;
+    for d in &ds {
+        emit(w, call, "customer.discount.deleted", &deleted_discount(d), None);
+    }
+    let after = w.modify(call, &id, |s| {
+        s["discount"] = Value::Null;
+        s["discounts"] = json!([]);
+    });
+    emit(w, call, "customer.subscription.updated", &after, Some(json!({"discount": sub["discount"], "discounts": sub["discounts"]})));
+    Ok(deleted_discount(&first))
+}
+
+/// `DELETE /v1/customers/{id}/discount`.
+fn customer_discount_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let c = w.get_kind("customer", &id).ok_or_else(|| no_such("customer", &id, "customer"))?;
+    if !c["discount"].is_object() {
+        return Err(StripeError::new(404, "invalid_request_error", format!("No active discount for customer: {id}")).code("resource_missing"));
+    }
+    let gone = deleted_discount(&c["discount"]);
+    w.modify(call, &id, |c| c["discount"] = Value::Null);
+    emit(w, call, "customer.discount.deleted", &gone, None);
+    Ok(gone)
 }
 
 /// The subscription holding item `id`, and the item.
@@ -900,6 +974,178 @@ fn si_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 // ---------------------------------------------------------------------------------------
+// Discounts: a coupon or promotion code redeemed onto a customer, a subscription or an
+// invoice. Invoices take their own discounts, else their subscription's, else their
+// customer's, and take off what the coupon gives line by line.
+
+/// A discount a request asks for: a coupon or promotion code to redeem (checked), or a
+/// discount the object already has (`discounts[i][discount]`).
+pub(crate) enum Redeem {
+    New(Value, Option<String>),
+    Existing(Value),
+}
+
+/// Check that a coupon (or promotion code, and its coupon) can be redeemed now, for `cus`.
+fn redeemable(w: &World, coupon: Option<&str>, promo: Option<&str>, cus: Option<&str>, param: &str) -> Result<Redeem, StripeError> {
+    let now = w.now();
+    let (coupon_id, promo_id, coupon_param) = match (coupon, promo) {
+        (_, Some(pid)) => {
+            let pc = w.get_kind("promotion_code", pid).ok_or_else(|| no_such_ref("promotion_code", pid, param))?;
+            let spent = pc["max_redemptions"].as_i64().is_some_and(|m| pc["times_redeemed"].as_i64().unwrap_or(0) >= m);
+            if pc["active"] != true || spent || pc["expires_at"].as_i64().is_some_and(|t| t <= now) {
+                return Err(invalid(format!("This promotion code cannot be redeemed because it is inactive: {}.", pc["code"].as_str().unwrap_or(pid))).param(param));
+            }
+            if let Some(only) = pc["customer"].as_str() {
+                if cus != Some(only) {
+                    return Err(invalid(format!("This promotion code cannot be redeemed by this customer: {}.", pc["code"].as_str().unwrap_or(pid))).param(param));
+                }
+            }
+            (pc["coupon"]["id"].as_str().unwrap_or_default().to_string(), Some(pid.to_string()), param)
+        }
+        (Some(c), None) => (c.to_string(), None, param),
+        (None, None) => return Err(missing(param)),
+    };
+    let c = w.get_kind("coupon", &coupon_id).ok_or_else(|| no_such_ref("coupon", &coupon_id, coupon_param))?;
+    let spent = c["max_redemptions"].as_i64().is_some_and(|m| c["times_redeemed"].as_i64().unwrap_or(0) >= m);
+    if c["valid"] != true || spent || c["redeem_by"].as_i64().is_some_and(|t| t <= now) {
+        return Err(invalid(format!("Coupon expired: {coupon_id}")).code("coupon_expired").param(coupon_param));
+    }
+    Ok(Redeem::New(c, promo_id))
+}
+
+/// The discounts a request asks for: `discounts[]` (an empty value asks for none), or the
+/// legacy `coupon` / `promotion_code`; `None` when it names none. `current` are the ids of
+/// the discounts the object has now, which `discounts[i][discount]` may keep.
+pub(crate) fn discount_params(w: &World, p: &Params, cus: Option<&str>, current: &[String]) -> Result<Option<Vec<Redeem>>, StripeError> {
+    let mut out = Vec::new();
+    match p.0.get("discounts") {
+        Some(Value::String(s)) if s.is_empty() => return Ok(Some(out)),
+        Some(Value::Array(list)) => {
+            for (i, d) in list.iter().enumerate() {
+                if let Some(di) = d["discount"].as_str() {
+                    let found = current.iter().any(|x| x == di).then(|| w.get_kind("discount", di)).flatten();
+                    out.push(Redeem::Existing(found.ok_or_else(|| no_such_ref("discount", di, &format!("discounts[{i}][discount]")))?));
+                    continue;
+                }
+                let (key, param) = if d["promotion_code"].is_string() { ("promotion_code", format!("discounts[{i}][promotion_code]")) } else { ("coupon", format!("discounts[{i}][coupon]")) };
+                let (c, pc) = if key == "coupon" { (d["coupon"].as_str(), None) } else { (None, d["promotion_code"].as_str()) };
+                out.push(redeemable(w, c, pc, cus, &param)?);
+            }
+            return Ok(Some(out));
+        }
+        Some(_) => return Err(invalid("Invalid array").param("discounts")),
+        None => {}
+    }
+    if let Some(pc) = p.str("promotion_code") {
+        out.push(redeemable(w, None, Some(pc), cus, "promotion_code")?);
+    } else if let Some(c) = p.str("coupon") {
+        out.push(redeemable(w, Some(c), None, cus, "coupon")?);
+    } else {
+        return Ok(None);
+    }
+    Ok(Some(out))
+}
+
+/// Redeem a checked coupon or promotion code into a discount on the customer and, when
+/// given, subscription or invoice, starting at `start`: the coupon (and code) count a
+/// redemption, a coupon spent to its `max_redemptions` is no longer valid.
+pub(crate) fn redeem(w: &mut World, call: &mut Call, r: &Redeem, cus: &str, sub: Option<&str>, inv: Option<&str>, start: i64) -> Value {
+    let (coupon, promo) = match r {
+        Redeem::Existing(d) => return d.clone(),
+        Redeem::New(c, p) => (c["id"].as_str().unwrap_or_default().to_string(), p.clone()),
+    };
+    let c = w.modify(call, &coupon, |c| {
+        let n = c["times_redeemed"].as_i64().unwrap_or(0) + 1;
+        c["times_redeemed"] = json!(n);
+        if c["max_redemptions"].as_i64().is_some_and(|m| n >= m) {
+            c["valid"] = json!(false);
+        }
+    });
+    if let Some(pc) = &promo {
+        w.modify(call, pc, |o| {
+            o["times_redeemed"] = json!(o["times_redeemed"].as_i64().unwrap_or(0) + 1);
+            o["coupon"] = c.clone();
+        });
+    }
+    let end = match (c["duration"].as_str(), c["duration_in_months"].as_i64()) {
+        (Some("repeating"), Some(m)) => Some(add_interval(start, "month", m)),
+        _ => None,
+    };
+    let id = w.new_id("di");
+    let d = json!({
+        "id": id, "object": "discount", "checkout_session": null, "coupon": c, "customer": cus, "end": end,
+        "invoice": inv, "invoice_item": null, "promotion_code": promo, "start": start, "subscription": sub, "subscription_item": null,
+    });
+    let d = w.insert(Some(call), d);
+    if inv.is_none() {
+        emit(w, call, "customer.discount.created", &d, None);
+    }
+    d
+}
+
+/// A removed discount, as `DELETE .../discount` answers and `customer.discount.deleted` carries.
+pub(crate) fn deleted_discount(d: &Value) -> Value {
+    let mut d = d.clone();
+    if let Some(m) = d.as_object_mut() {
+        m.remove("end");
+        m.insert("deleted".into(), json!(true));
+    }
+    d
+}
+
+/// The discounts a customer's invoice at `at` takes from its subscription, else from the
+/// customer: those not ended, and a `once` coupon only until an invoice took something off.
+fn inherited_discounts(w: &World, cus: &str, sub: Option<&str>, at: i64) -> Vec<Value> {
+    let from_sub: Vec<Value> = sub
+        .and_then(|s| w.get(s))
+        .and_then(|s| s["discounts"].as_array().map(|a| a.iter().filter_map(|d| d.as_str().and_then(|d| w.get(d))).collect()))
+        .unwrap_or_default();
+    let all = if from_sub.is_empty() { w.get(cus).map(|c| c["discount"].clone()).filter(|d| d.is_object()).into_iter().collect() } else { from_sub };
+    all.into_iter()
+        .filter(|d| d["end"].as_i64().is_none_or(|e| at < e))
+        .filter(|d| d["coupon"]["duration"] != "once" || !discount_used(w, d["id"].as_str().unwrap_or_default()))
+        .collect()
+}
+
+/// Whether an invoice already took something off with discount `id`.
+fn discount_used(w: &World, id: &str) -> bool {
+    w.all("invoice").any(|i| i["total_discount_amounts"].as_array().is_some_and(|a| a.iter().any(|t| t["discount"] == id && t["amount"].as_i64().unwrap_or(0) > 0)))
+}
+
+/// The discount objects an invoice names in its `discounts`.
+fn discounts_of(w: &World, inv: &Value) -> Vec<Value> {
+    inv["discounts"].as_array().map(|a| a.iter().filter_map(|d| d.as_str().and_then(|d| w.get(d))).collect()).unwrap_or_default()
+}
+
+/// Put discounts on an invoice (`discount`, `discounts`) and total it with them.
+fn set_discounts(i: &mut Value, discs: &[Value]) {
+    i["discount"] = discs.first().cloned().unwrap_or(Value::Null);
+    i["discounts"] = json!(discs.iter().map(|d| d["id"].clone()).collect::<Vec<_>>());
+    retotal(i, discs);
+}
+
+/// `amount` split over `weights` in proportion, the cents left by rounding down going to
+/// the first lines.
+fn spread(amount: i64, weights: &[i64]) -> Vec<i64> {
+    let sum: i64 = weights.iter().sum();
+    if sum <= 0 {
+        return vec![0; weights.len()];
+    }
+    let mut out: Vec<i64> = weights.iter().map(|x| amount * x / sum).collect();
+    let mut left = amount - out.iter().sum::<i64>();
+    for (o, x) in out.iter_mut().zip(weights) {
+        if left == 0 {
+            break;
+        }
+        if *x > *o {
+            *o += 1;
+            left -= 1;
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
 // Invoice items and invoices.
 
 fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
@@ -944,6 +1190,7 @@ fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if let Some(inv_id) = target {
         // A draft invoice named by the item takes it as a line, and its totals follow.
         let line = line_of_item(&o, &inv_id);
+        let discs = discounts_of(w, &w.get(&inv_id).unwrap_or_default());
         let inv = w.modify(call, &inv_id, |i| {
             if let Some(lines) = i["lines"]["data"].as_array_mut() {
                 lines.push(line);
@@ -951,7 +1198,7 @@ fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
             let n = i["lines"]["data"].as_array().map_or(0, Vec::len);
             i["lines"]["total_count"] = json!(n);
             i["currency"] = o["currency"].clone();
-            retotal(i);
+            retotal(i, &discs);
         });
         emit(w, call, "invoice.updated", &inv, None);
     }
@@ -975,17 +1222,53 @@ fn line_of_item(ii: &Value, inv: &str) -> Value {
     })
 }
 
-/// A draft invoice's totals from its lines.
-fn retotal(i: &mut Value) {
-    let total: i64 = i["lines"]["data"].as_array().map_or(0, |a| a.iter().map(|l| l["amount"].as_i64().unwrap_or(0)).sum());
-    for k in ["amount_due", "amount_remaining", "subtotal", "subtotal_excluding_tax", "total", "total_excluding_tax"] {
-        i[k] = json!(total);
+/// A draft invoice's totals from its lines and discounts: a `percent_off` takes its share
+/// of each line (rounded half up), an `amount_off` in the invoice's currency up to the
+/// subtotal, spread over the lines; each discount works on what the ones before it left.
+fn retotal(i: &mut Value, discs: &[Value]) {
+    let cur = i["currency"].as_str().unwrap_or("usd").to_string();
+    let Some(lines) = i["lines"]["data"].as_array_mut() else { return };
+    let subtotal: i64 = lines.iter().map(|l| l["amount"].as_i64().unwrap_or(0)).sum();
+    let mut left: Vec<i64> = lines.iter().map(|l| l["amount"].as_i64().unwrap_or(0).max(0)).collect();
+    let mut per_line: Vec<Vec<Value>> = vec![Vec::new(); lines.len()];
+    let mut totals = Vec::new();
+    let mut off = 0;
+    for d in discs {
+        let c = &d["coupon"];
+        let offs: Vec<i64> = match (c["percent_off"].as_f64(), c["amount_off"].as_i64()) {
+            (Some(pct), _) => {
+                let bp = (pct * 100.0).round() as i64;
+                left.iter().map(|a| (a * bp + 5_000) / 10_000).collect()
+            }
+            (None, Some(amount)) if c["currency"] == cur.as_str() => spread(amount.min(left.iter().sum()), &left),
+            _ => vec![0; left.len()],
+        };
+        for (k, o) in offs.iter().enumerate() {
+            left[k] -= o;
+            per_line[k].push(json!({"amount": o, "discount": d["id"]}));
+        }
+        let sum: i64 = offs.iter().sum();
+        off += sum;
+        totals.push(json!({"amount": sum, "discount": d["id"]}));
+    }
+    let ids: Vec<Value> = discs.iter().map(|d| d["id"].clone()).collect();
+    for (l, amounts) in lines.iter_mut().zip(per_line) {
+        l["discount_amounts"] = json!(amounts);
+        l["discounts"] = json!(ids);
+    }
+    i["total_discount_amounts"] = json!(totals);
+    for k in ["subtotal", "subtotal_excluding_tax"] {
+        i[k] = json!(subtotal);
+    }
+    for k in ["amount_due", "amount_remaining", "total", "total_excluding_tax"] {
+        i[k] = json!(subtotal - off);
     }
 }
 
 fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.req_str("customer")?.to_string();
     w.get_kind("customer", &cus).ok_or_else(|| no_such_ref("customer", &cus, "customer"))?;
+    let asked = discount_params(w, p, Some(&cus), &[])?;
     let pending: Vec<Value> = w.all("invoiceitem").filter(|i| i["customer"] == cus.as_str() && i["invoice"].is_null()).collect();
     let id = w.new_id("in");
     let cur = pending.first().and_then(|i| i["currency"].as_str()).unwrap_or("usd").to_string();
@@ -1013,6 +1296,11 @@ fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         inv["auto_advance"] = json!(a);
     }
     p.metadata_into(&mut inv)?;
+    let discs: Vec<Value> = match &asked {
+        Some(list) => list.iter().map(|r| redeem(w, call, r, &cus, None, Some(&id), now)).collect(),
+        None => inherited_discounts(w, &cus, None, now),
+    };
+    set_discounts(&mut inv, &discs);
     let inv = w.insert(Some(call), inv);
     for ii in pending {
         let iid = ii["id"].as_str().unwrap_or_default().to_string();
@@ -1065,11 +1353,12 @@ fn ii_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     });
     if let Some(inv) = on {
         let line = line_of_item(&o, &inv);
+        let discs = discounts_of(w, &w.get(&inv).unwrap_or_default());
         w.modify(call, &inv, |i| {
             if let Some(l) = i["lines"]["data"].as_array_mut().and_then(|a| a.iter_mut().find(|l| l["invoice_item"] == id.as_str())) {
                 *l = line;
             }
-            retotal(i);
+            retotal(i, &discs);
         });
     }
     emit(w, call, "invoiceitem.updated", &o, None);
@@ -1079,13 +1368,14 @@ fn ii_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
 fn ii_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     let (id, ii) = ii_get(w, call)?;
     if let Some(inv) = ii_editable(w, &ii)? {
+        let discs = discounts_of(w, &w.get(&inv).unwrap_or_default());
         w.modify(call, &inv, |i| {
             if let Some(a) = i["lines"]["data"].as_array_mut() {
                 a.retain(|l| l["invoice_item"] != id.as_str());
             }
             let n = i["lines"]["data"].as_array().map_or(0, Vec::len);
             i["lines"]["total_count"] = json!(n);
-            retotal(i);
+            retotal(i, &discs);
         });
     }
     w.remove(call, &id);
@@ -1096,7 +1386,7 @@ fn ii_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 fn inv_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let (id, inv) = inv_get(w, call)?;
     let draft = inv["status"] == "draft";
-    let draft_only = ["collection_method", "days_until_due", "due_date", "auto_advance", "footer", "default_payment_method"];
+    let draft_only = ["collection_method", "days_until_due", "due_date", "auto_advance", "footer", "default_payment_method", "discounts"];
     if let Some(k) = draft_only.iter().find(|k| p.has(k)).filter(|_| !draft) {
         return Err(invalid(format!("You can only update {k} on a draft invoice.")).code("invoice_not_editable").param(k));
     }
@@ -1118,8 +1408,20 @@ fn inv_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let created = inv["created"].as_i64().unwrap_or(0);
     let mut probe = inv.clone();
     p.metadata_into(&mut probe)?;
+    let cus = inv["customer"].as_str().unwrap_or_default().to_string();
+    let current: Vec<String> = inv["discounts"].as_array().map(|a| a.iter().filter_map(|d| d.as_str().map(str::to_string)).collect()).unwrap_or_default();
+    let discs: Option<Vec<Value>> = match discount_params(w, p, Some(&cus), &current)? {
+        Some(list) => {
+            let now = now_for(w, &cus);
+            Some(list.iter().map(|r| redeem(w, call, r, &cus, None, Some(&id), now)).collect())
+        }
+        None => None,
+    };
     let before = inv.clone();
     let after = w.modify(call, &id, |i| {
+        if let Some(d) = &discs {
+            set_discounts(i, d);
+        }
         if let Some(m) = method {
             i["collection_method"] = json!(m);
         }

@@ -1169,3 +1169,143 @@ fn deleting_a_customer_cancels_their_subscriptions_at_once() {
     let (_, events) = get(&mut w, "/v1/events?type=customer.subscription.deleted");
     assert_eq!(events["data"].as_array().unwrap().len(), 1);
 }
+
+fn id_of(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_percent_coupon_on_a_subscription_halves_its_invoice_and_counts_a_redemption() {
+    let (mut w, _clock, cus, price) = billing_world(true);
+    let (_, coupon) = post(&mut w, "/v1/coupons", &[("percent_off", "50"), ("duration", "forever")]);
+    let coupon = id_of(&coupon);
+    let (s, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("discounts[0][coupon]", &coupon)]);
+    assert_eq!((s, sub["status"].as_str()), (200, Some("active")), "{sub}");
+    let di = sub["discounts"][0].as_str().unwrap().to_string();
+    assert!(di.starts_with("di_"));
+    let d = &sub["discount"];
+    assert_eq!((d["id"].as_str(), d["object"].as_str(), d["coupon"]["id"].as_str()), (Some(di.as_str()), Some("discount"), Some(coupon.as_str())));
+    assert_eq!((d["customer"].as_str(), d["subscription"].as_str(), d["end"].clone()), (Some(cus.as_str()), sub["id"].as_str(), Value::Null));
+    assert_eq!(d["coupon"]["times_redeemed"], 1);
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{}", sub["latest_invoice"].as_str().unwrap()));
+    assert_eq!((inv["subtotal"].as_i64(), inv["total"].as_i64(), inv["amount_paid"].as_i64(), inv["status"].as_str()), (Some(1500), Some(750), Some(750), Some("paid")));
+    assert_eq!(inv["total_discount_amounts"], json!([{"amount": 750, "discount": di}]));
+    assert_eq!(inv["discounts"], json!([di]));
+    assert_eq!(inv["lines"]["data"][0]["amount"], 1500);
+    assert_eq!(inv["lines"]["data"][0]["discount_amounts"], json!([{"amount": 750, "discount": di}]));
+    let (_, pi) = get(&mut w, &format!("/v1/payment_intents/{}", inv["payment_intent"].as_str().unwrap()));
+    assert_eq!(pi["amount"], 750, "the charge is the discounted total");
+    let (_, c) = get(&mut w, &format!("/v1/coupons/{coupon}"));
+    assert_eq!((c["times_redeemed"].as_i64(), c["valid"].as_bool()), (Some(1), Some(true)));
+    let (_, ev) = get(&mut w, "/v1/events?type=customer.discount.created");
+    assert_eq!(ev["data"][0]["data"]["object"]["id"], di.as_str());
+    // The next period is previewed at half price too; removing the discount ends it.
+    let mut req = Request::new(Method::Get, "/v1/invoices/upcoming");
+    req.query = format!("customer={cus}");
+    let up = World::router().dispatch(&mut w, &mut Call::new(req)).json_body();
+    assert_eq!((up["subtotal"].as_i64(), up["amount_due"].as_i64()), (Some(1500), Some(750)), "{up}");
+    let (r, gone) = call(&mut w, Method::Delete, &format!("/v1/subscriptions/{}/discount", sub["id"].as_str().unwrap()), &[]);
+    assert_eq!((r.status, gone["object"].as_str(), gone["deleted"].as_bool(), gone["id"].as_str()), (200, Some("discount"), Some(true), Some(di.as_str())));
+    let (_, s2) = get(&mut w, &format!("/v1/subscriptions/{}", sub["id"].as_str().unwrap()));
+    assert_eq!((s2["discount"].clone(), s2["discounts"].clone()), (Value::Null, json!([])));
+    let (_, ev) = get(&mut w, "/v1/events?type=customer.discount.deleted");
+    assert_eq!(ev["data"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_repeating_coupon_discounts_two_monthly_invoices_then_stops() {
+    let (mut w, clock, cus, price) = billing_world(true);
+    let (_, coupon) = post(&mut w, "/v1/coupons", &[("percent_off", "20"), ("duration", "repeating"), ("duration_in_months", "2")]);
+    let (s, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("coupon", coupon["id"].as_str().unwrap())]);
+    assert_eq!(s, 200, "{sub}");
+    assert_eq!(sub["discount"]["end"], 1_772_323_200, "two months from 2026-01-01");
+    let sub_id = id_of(&sub);
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1772323200")]); // 2026-03-01
+    let (_, invs) = get(&mut w, &format!("/v1/invoices?subscription={sub_id}"));
+    let totals: Vec<(i64, i64, &str)> = invs["data"].as_array().unwrap().iter().map(|i| (i["subtotal"].as_i64().unwrap(), i["amount_paid"].as_i64().unwrap(), i["status"].as_str().unwrap())).collect();
+    assert_eq!(totals, [(1500, 1500, "paid"), (1500, 1200, "paid"), (1500, 1200, "paid")]);
+    assert_eq!(invs["data"][0]["total_discount_amounts"], json!([]));
+    // Its months over, the discount left the subscription.
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{sub_id}"));
+    assert_eq!((sub["discount"].clone(), sub["discounts"].clone()), (Value::Null, json!([])));
+    let (_, ev) = get(&mut w, "/v1/events?type=customer.discount.deleted");
+    assert_eq!(ev["data"][0]["data"]["object"]["end"], Value::Null, "a deleted discount has no end");
+    assert_eq!(ev["data"][0]["data"]["object"]["deleted"], true);
+}
+
+#[test]
+fn an_amount_off_coupon_caps_at_the_subtotal() {
+    let (mut w, _clock, cus, _price) = billing_world(true);
+    let item = |w: &mut World, amount: &str| {
+        let (s, ii) = post(w, "/v1/invoiceitems", &[("customer", &cus), ("amount", amount), ("currency", "usd")]);
+        assert_eq!(s, 200, "{ii}");
+    };
+    item(&mut w, "300");
+    item(&mut w, "100");
+    let (_, big) = post(&mut w, "/v1/coupons", &[("amount_off", "1000"), ("currency", "usd"), ("duration", "once")]);
+    let (s, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("discounts[0][coupon]", big["id"].as_str().unwrap())]);
+    assert_eq!(s, 200, "{inv}");
+    assert_eq!((inv["subtotal"].as_i64(), inv["total"].as_i64(), inv["amount_due"].as_i64()), (Some(400), Some(0), Some(0)));
+    assert_eq!(inv["total_discount_amounts"][0]["amount"], 400);
+    assert_eq!(inv["discount"]["invoice"], inv["id"]);
+    // A smaller amount is spread over the lines in proportion.
+    item(&mut w, "300");
+    item(&mut w, "100");
+    let (_, small) = post(&mut w, "/v1/coupons", &[("amount_off", "100"), ("currency", "usd"), ("duration", "once")]);
+    let (_, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("discounts[0][coupon]", small["id"].as_str().unwrap())]);
+    let mut per_line: Vec<i64> = inv["lines"]["data"].as_array().unwrap().iter().map(|l| l["discount_amounts"][0]["amount"].as_i64().unwrap()).collect();
+    per_line.sort();
+    assert_eq!((per_line, inv["total"].as_i64()), (vec![25, 75], Some(300)));
+    // A customer's once coupon takes its share of the next invoice only, rounded half up.
+    let (_, pct) = post(&mut w, "/v1/coupons", &[("percent_off", "12.5"), ("duration", "once")]);
+    let (s, c) = post(&mut w, &format!("/v1/customers/{cus}"), &[("coupon", pct["id"].as_str().unwrap())]);
+    assert_eq!((s, c["discount"]["coupon"]["id"].as_str()), (200, pct["id"].as_str()), "{c}");
+    item(&mut w, "100");
+    let (_, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus)]);
+    assert_eq!((inv["total"].as_i64(), inv["discounts"][0].as_str()), (Some(87), c["discount"]["id"].as_str()));
+    let (s, paid) = post(&mut w, &format!("/v1/invoices/{}/pay", inv["id"].as_str().unwrap()), &[]);
+    assert_eq!((s, paid["amount_paid"].as_i64()), (200, Some(87)), "{paid}");
+    let (_, ch) = get(&mut w, &format!("/v1/charges/{}", paid["charge"].as_str().unwrap()));
+    assert_eq!(ch["amount"], 87);
+    item(&mut w, "100");
+    let (_, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus)]);
+    assert_eq!((inv["total"].as_i64(), inv["discounts"].clone()), (Some(100), json!([])), "once is once");
+}
+
+#[test]
+fn a_promotion_code_applies_its_coupon_and_a_spent_coupon_is_refused() {
+    let mut w = world();
+    let (_, coupon) = post(&mut w, "/v1/coupons", &[("percent_off", "10"), ("duration", "forever"), ("max_redemptions", "1")]);
+    let coupon = id_of(&coupon);
+    let (_, promo) = post(&mut w, "/v1/promotion_codes", &[("coupon", &coupon), ("code", "WELCOME")]);
+    let promo = id_of(&promo);
+    let (s, a) = post(&mut w, "/v1/customers", &[("email", "a@x.test"), ("promotion_code", &promo)]);
+    assert_eq!(s, 200, "{a}");
+    assert_eq!((a["discount"]["promotion_code"].as_str(), a["discount"]["coupon"]["id"].as_str()), (Some(promo.as_str()), Some(coupon.as_str())));
+    let (_, c) = get(&mut w, &format!("/v1/coupons/{coupon}"));
+    assert_eq!((c["times_redeemed"].as_i64(), c["valid"].as_bool()), (Some(1), Some(false)));
+    let (_, pc) = get(&mut w, &format!("/v1/promotion_codes/{promo}"));
+    assert_eq!(pc["times_redeemed"], 1);
+    let (s, e) = post(&mut w, "/v1/customers", &[("email", "b@x.test"), ("coupon", &coupon)]);
+    assert_eq!((s, e["error"]["type"].as_str(), e["error"]["code"].as_str(), e["error"]["param"].as_str()), (400, Some("invalid_request_error"), Some("coupon_expired"), Some("coupon")));
+    assert_eq!(get(&mut w, "/v1/customers").1["data"].as_array().unwrap().len(), 1, "nothing was created");
+    // A coupon past its redeem_by, and an inactive promotion code, are refused too.
+    let (_, old) = post(&mut w, "/v1/coupons", &[("percent_off", "10"), ("redeem_by", "1000000000")]);
+    let (_, fresh) = post(&mut w, "/v1/coupons", &[("amount_off", "500"), ("currency", "usd")]);
+    let (_, off) = post(&mut w, "/v1/promotion_codes", &[("coupon", fresh["id"].as_str().unwrap()), ("active", "false")]);
+    let cus = id_of(&a);
+    let (s, e) = post(&mut w, &format!("/v1/customers/{cus}"), &[("coupon", old["id"].as_str().unwrap())]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("coupon_expired")));
+    let (s, e) = post(&mut w, &format!("/v1/customers/{cus}"), &[("promotion_code", off["id"].as_str().unwrap())]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("promotion_code")));
+    let (s, e) = post(&mut w, &format!("/v1/customers/{cus}"), &[("coupon", "nope")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("resource_missing")));
+    // The customer's discount is removed by its own route.
+    let (r, gone) = call(&mut w, Method::Delete, &format!("/v1/customers/{cus}/discount"), &[]);
+    assert_eq!((r.status, gone["deleted"].as_bool()), (200, Some(true)));
+    assert_eq!(get(&mut w, &format!("/v1/customers/{cus}")).1["discount"], Value::Null);
+    let (r, _) = call(&mut w, Method::Delete, &format!("/v1/customers/{cus}/discount"), &[]);
+    assert_eq!(r.status, 404);
+    let (_, ev) = get(&mut w, "/v1/events?type=customer.discount.deleted");
+    assert_eq!(ev["data"][0]["data"]["object"]["deleted"], true);
+}
