@@ -239,10 +239,56 @@ fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, nam
         ("User", "isMe") => Some(Value::Bool(id == w.viewer)),
         ("User", "url") => Some(Value::String(format!("{base_url}/{}/profiles/{}", w.org_url_key(), s("displayName")))),
         ("Team", "displayName") => Some(Value::String(s("name"))),
+        ("Cycle", "isActive" | "isFuture" | "isPast" | "isNext" | "isPrevious" | "progress") => Some(cycle_value(w, id, e, name)),
         ("Team", "issueCount") => Some(json!(w.all("Issue").filter(|(_, i)| i.get("teamId").and_then(Value::as_str) == Some(id)).count())),
         ("Organization", "userCount") => Some(json!(w.all("User").count())),
         _ => None,
     }
+}
+
+/// A cycle's fields read from the clock (where it stands now) and from its issues (progress).
+fn cycle_value(w: &Inner, id: &str, e: &Entity, name: &str) -> Value {
+    if name == "progress" {
+        // (completed points + a quarter of the started ones) / all points, as the schema says.
+        let (mut done, mut started, mut all) = (0.0, 0.0, 0.0);
+        for (_, i) in w.all("Issue").filter(|(_, i)| i.get("cycleId").and_then(Value::as_str) == Some(id) && i.get("archivedAt").is_none_or(Value::is_null)) {
+            let points = i.get("estimate").and_then(Value::as_f64).unwrap_or(0.0);
+            match i.get("stateId").and_then(Value::as_str).and_then(|s| w.str_field("WorkflowState", s, "type")) {
+                Some("completed") => done += points,
+                Some("started") => started += points,
+                _ => {}
+            }
+            all += points;
+        }
+        return json!(if all > 0.0 { (done + 0.25 * started) / all } else { 0.0 });
+    }
+    let now = crate::dates::parse_now(w.request_clock.now());
+    let at = |c: &Entity, k: &str| c.get(k).and_then(Value::as_str).and_then(instant);
+    let (starts, ends) = (at(e, "startsAt"), at(e, "endsAt"));
+    let (Some(now), Some(starts), Some(ends)) = (now, starts, ends) else { return json!(false) };
+    let completed = e.get("completedAt").is_some_and(|v| !v.is_null());
+    let future = starts > now;
+    let past = ends <= now;
+    let team = e.get("teamId");
+    let siblings = || w.all("Cycle").filter(move |(_, c)| c.get("teamId") == team && c.get("archivedAt").is_none_or(Value::is_null));
+    json!(match name {
+        "isActive" => !future && !past && !completed,
+        "isFuture" => future,
+        "isPast" => past,
+        // The team's first cycle still to start, and its last one ended.
+        "isNext" => future && siblings().filter_map(|(cid, c)| Some((at(c, "startsAt")?, cid))).filter(|(s, _)| *s > now).min().is_some_and(|(_, cid)| cid == id),
+        _ => past && siblings().filter_map(|(cid, c)| Some((at(c, "endsAt")?, cid))).filter(|(t, _)| *t <= now).max().is_some_and(|(_, cid)| cid == id),
+    })
+}
+
+/// A `DateTime` or `TimelessDate` as stored, as an instant (a date is its midnight UTC).
+fn instant(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    crate::dates::parse_now(s).or_else(|| crate::dates::parse_now(&format!("{}T00:00:00.000Z", s.get(..10)?)))
+}
+
+/// The team's cycle running now, if any.
+fn active_cycle(w: &Inner, team: &str) -> Option<String> {
+    w.all("Cycle").find(|(id, c)| c.get("teamId").and_then(Value::as_str) == Some(team) && c.get("archivedAt").is_none_or(Value::is_null) && cycle_value(w, id, c, "isActive") == json!(true)).map(|(id, _)| id.clone())
 }
 
 /// A non-null leaf with no stored value gets the zero of its type.
@@ -373,6 +419,9 @@ impl<'c, 'w> Ent<'c, 'w> {
                 .unwrap_or_default();
             let items: Vec<(&'static str, String)> = ids.iter().filter_map(|id| find_type(w, named, id).map(|t| (t, id.clone()))).collect();
             return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t.into(), id }))));
+        }
+        if sty == "Team" && name == "activeCycle" {
+            return Ok(ResolvedValue::nullable_object(active_cycle(w, &self.id).map(|id| Ent { ctx, ty: "Cycle".into(), id })));
         }
         // An embedded object stored as JSON (e.g. `Issue.botActor`).
         if let Some(v @ Value::Object(_)) = e.get(name) {

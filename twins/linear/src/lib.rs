@@ -255,6 +255,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     }
     let is_mutation = operation.operation_type == apollo_compiler::executable::OperationType::Mutation;
     let now = request_time(w).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    w.0.request_clock.start(&now);
     let base = call.req.base_url.clone();
     let ctx = exec::Ctx { w: RefCell::new(&mut w.0), base_url: base, now, fx: RefCell::new(exec::Effects::default()), volatile: std::cell::Cell::new(false) };
     let root = root::Root { ctx: &ctx, ty: if is_mutation { "Mutation" } else { "Query" } };
@@ -282,7 +283,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
         let data = ex.run(&root, &operation.selection_set);
         (data, ex.errors)
     };
-    let volatile = ctx.volatile.get();
+    let volatile = ctx.volatile.get() || ctx.w.borrow().request_clock.was_read();
     let fx = ctx.fx.into_inner();
     if is_mutation || volatile || !fx.changes.is_empty() {
         w.generation.bump();

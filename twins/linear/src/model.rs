@@ -35,6 +35,40 @@ pub struct Inner {
     /// The answer cache's view of this world: not state.
     #[serde(skip)]
     pub generation: crate::cache::Generation,
+    /// The running request's now, for fields computed from the clock: not state.
+    #[serde(skip)]
+    pub request_clock: RequestClock,
+}
+
+/// The time the running request reads (`Cycle.isActive` depends on it) and whether it read
+/// it: an answer that did is not cached, since the same question later has another answer.
+#[derive(Debug, Clone, Default)]
+pub struct RequestClock {
+    now: String,
+    read: std::cell::Cell<bool>,
+}
+
+impl PartialEq for RequestClock {
+    /// Bookkeeping: two worlds with equal entities are equal at any time.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl RequestClock {
+    pub fn start(&mut self, now: &str) {
+        self.now = now.to_string();
+        self.read.set(false);
+    }
+
+    pub fn now(&self) -> &str {
+        self.read.set(true);
+        &self.now
+    }
+
+    pub fn was_read(&self) -> bool {
+        self.read.get()
+    }
 }
 
 /// The world, stored as JSON text in snapshots: postcard cannot carry free-form JSON.

@@ -949,3 +949,37 @@ fn an_issue_moved_to_another_team_is_renumbered_there_and_keeps_its_old_identifi
     let next = data(&mut w, "mutation { issueCreate(input: {teamId: \"team_eng\", title: \"Next\"}) { issue { identifier } } }", json!({}));
     assert_eq!(next["issueCreate"]["issue"]["identifier"], "ENG-2", "numbers are never reused");
 }
+
+#[test]
+fn a_cycle_knows_where_it_stands_now_and_its_progress_and_the_team_its_active_cycle() {
+    let mut w = World::init(None).unwrap();
+    let d = data(&mut w, "mutation { issueCreate(input: {teamId: \"team_eng\", title: \"Clock\"}) { issue { createdAt } } }", json!({}));
+    let now = crate::dates::parse_now(d["issueCreate"]["issue"]["createdAt"].as_str().unwrap()).unwrap();
+    let day = |n: i64| (now + chrono::Duration::days(n)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let mut ids = Vec::new();
+    for (name, from, to) in [("Past", -30, -16), ("Last", -15, -1), ("Now", -1, 13), ("Next", 13, 27), ("Later", 27, 41)] {
+        let c = data(&mut w, "mutation($i: CycleCreateInput!) { cycleCreate(input: $i) { cycle { id } } }", json!({"i": {"teamId": "team_eng", "name": name, "startsAt": day(from), "endsAt": day(to)}}));
+        ids.push(c["cycleCreate"]["cycle"]["id"].as_str().unwrap().to_string());
+    }
+    let d = data(&mut w, "{ cycles { nodes { name isActive isFuture isPast isNext isPrevious } } team(id: \"ENG\") { activeCycle { name } } }", json!({}));
+    let flags = |name: &str| -> Vec<bool> {
+        let c = d["cycles"]["nodes"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
+        ["isActive", "isFuture", "isPast", "isNext", "isPrevious"].iter().map(|k| c[*k].as_bool().unwrap()).collect()
+    };
+    assert_eq!(flags("Now"), [true, false, false, false, false]);
+    assert_eq!(flags("Next"), [false, true, false, true, false]);
+    assert_eq!(flags("Later"), [false, true, false, false, false]);
+    assert_eq!(flags("Last"), [false, false, true, false, true]);
+    assert_eq!(flags("Past"), [false, false, true, false, false]);
+    assert_eq!(d["team"]["activeCycle"]["name"], "Now");
+    let active = data(&mut w, "{ cycles(filter: {isActive: {eq: true}}) { nodes { name } } }", json!({}));
+    assert_eq!(active["cycles"]["nodes"], json!([{"name": "Now"}]));
+
+    // Progress: (done + a quarter of started) / all points.
+    let now_cycle = &ids[2];
+    for (points, state) in [(3, "state_done"), (4, "state_progress"), (1, "state_todo")] {
+        data(&mut w, "mutation($c: String!, $e: Int!, $s: String!) { issueCreate(input: {teamId: \"team_eng\", title: \"Work\", cycleId: $c, estimate: $e, stateId: $s}) { success } }", json!({"c": now_cycle, "e": points, "s": state}));
+    }
+    let p = data(&mut w, "query($id: String!) { cycle(id: $id) { progress } }", json!({"id": now_cycle}));
+    assert_eq!(p["cycle"]["progress"], 0.5, "(3 + 0.25 * 4) / 8");
+}
