@@ -239,6 +239,19 @@ fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, nam
         ("User", "isMe") => Some(Value::Bool(id == w.viewer)),
         ("User", "url") => Some(Value::String(format!("{base_url}/{}/profiles/{}", w.org_url_key(), s("displayName")))),
         ("Team", "displayName") => Some(Value::String(s("name"))),
+        // The relation-existence filters (`hasBlockedByRelations: {eq: true}`).
+        ("Issue", "hasBlockingRelations" | "hasBlockedByRelations" | "hasRelatedRelations" | "hasDuplicateRelations") => {
+            let (kind, mine, theirs) = match name {
+                "hasBlockingRelations" => ("blocks", "issueId", None),
+                "hasBlockedByRelations" => ("blocks", "relatedIssueId", None),
+                "hasRelatedRelations" => ("related", "issueId", Some("relatedIssueId")),
+                _ => ("duplicate", "issueId", Some("relatedIssueId")),
+            };
+            let on = |r: &Entity, k: &str| r.get(k).and_then(Value::as_str) == Some(id);
+            Some(Value::Bool(w.all("IssueRelation").any(|(_, r)| {
+                r.get("type").and_then(Value::as_str) == Some(kind) && r.get("archivedAt").is_none_or(Value::is_null) && (on(r, mine) || theirs.is_some_and(|t| on(r, t)))
+            })))
+        }
         ("Cycle", "isActive" | "isFuture" | "isPast" | "isNext" | "isPrevious" | "progress") => Some(cycle_value(w, id, e, name)),
         ("Team", "issueCount") => Some(json!(w.all("Issue").filter(|(_, i)| i.get("teamId").and_then(Value::as_str) == Some(id)).count())),
         ("Organization", "userCount") => Some(json!(w.all("User").count())),
@@ -412,11 +425,19 @@ impl<'c, 'w> Ent<'c, 'w> {
             return page(ctx, w, named, meta.node.unwrap_or_default().into(), listed, info.args);
         }
         if def.ty.is_list() {
-            let ids: Vec<String> = e
-                .get(&meta.ids_key)
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-                .unwrap_or_default();
+            let ids: Vec<String> = match e.get(&meta.ids_key).and_then(Value::as_array) {
+                Some(a) => a.iter().filter_map(|v| v.as_str().map(String::from)).collect(),
+                // No list of ids kept on the entity: the members pointing back at it
+                // (`Issue.reactions` are the reactions whose `issueId` is the issue).
+                None => {
+                    let fk = format!("{}Id", lcfirst(sty));
+                    let row = crate::tables::ty(named);
+                    row.map(|t| if t.possible.is_empty() { std::slice::from_ref(&named) } else { t.possible }).unwrap_or_default()
+                        .iter()
+                        .flat_map(|t| w.all(t).filter(|(_, c)| c.get(&fk).and_then(Value::as_str) == Some(self.id.as_str()) && c.get("archivedAt").is_none_or(Value::is_null)).map(|(id, _)| id.clone()).collect::<Vec<_>>())
+                        .collect()
+                }
+            };
             let items: Vec<(&'static str, String)> = ids.iter().filter_map(|id| find_type(w, named, id).map(|t| (t, id.clone()))).collect();
             return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t.into(), id }))));
         }

@@ -983,3 +983,38 @@ fn a_cycle_knows_where_it_stands_now_and_its_progress_and_the_team_its_active_cy
     let p = data(&mut w, "query($id: String!) { cycle(id: $id) { progress } }", json!({"id": now_cycle}));
     assert_eq!(p["cycle"]["progress"], 0.5, "(3 + 0.25 * 4) / 8");
 }
+
+#[test]
+fn reactions_show_on_the_issue_and_the_comment_they_were_made_on() {
+    let mut w = World::init(None).unwrap();
+    let c = data(&mut w, "mutation { commentCreate(input: {issueId: \"issue_welcome\", body: \"Nice\"}) { comment { id } } }", json!({}));
+    let comment = c["commentCreate"]["comment"]["id"].as_str().unwrap().to_string();
+    data(&mut w, "mutation { reactionCreate(input: {issueId: \"issue_welcome\", emoji: \"+1\"}) { success } }", json!({}));
+    data(&mut w, "mutation($c: String!) { reactionCreate(input: {commentId: $c, emoji: \"tada\"}) { success } }", json!({"c": comment}));
+    let d = data(&mut w, "query($c: String!) { issue(id: \"issue_welcome\") { reactions { emoji user { id } } } comment(id: $c) { reactions { emoji } } }", json!({"c": comment}));
+    assert_eq!(d["issue"]["reactions"], json!([{"emoji": "+1", "user": {"id": "user_admin"}}]));
+    assert_eq!(d["comment"]["reactions"], json!([{"emoji": "tada"}]));
+}
+
+#[test]
+fn relation_existence_filters_find_blocked_blocking_and_related_issues() {
+    let mut w = World::init(None).unwrap();
+    let mk = |w: &mut World, t: &str| -> String {
+        let d = data(w, "mutation($t: String!) { issueCreate(input: {teamId: \"team_eng\", title: $t}) { issue { id } } }", json!({"t": t}));
+        d["issueCreate"]["issue"]["id"].as_str().unwrap().to_string()
+    };
+    let (a, b, c) = (mk(&mut w, "A"), mk(&mut w, "B"), mk(&mut w, "C"));
+    let relate = "mutation($i: String!, $r: String!, $t: IssueRelationType!) { issueRelationCreate(input: {issueId: $i, relatedIssueId: $r, type: $t}) { success } }";
+    data(&mut w, relate, json!({"i": a, "r": b, "t": "blocks"}));
+    data(&mut w, relate, json!({"i": c, "r": a, "t": "related"}));
+    let titles = |w: &mut World, f: Value| -> Vec<String> {
+        let d = data(w, "query($f: IssueFilter) { issues(filter: $f) { nodes { title } } }", json!({"f": f}));
+        let mut t: Vec<String> = d["issues"]["nodes"].as_array().unwrap().iter().map(|n| n["title"].as_str().unwrap().to_string()).collect();
+        t.sort();
+        t
+    };
+    assert_eq!(titles(&mut w, json!({"hasBlockedByRelations": {"eq": true}})), ["B"]);
+    assert_eq!(titles(&mut w, json!({"hasBlockingRelations": {"eq": true}})), ["A"]);
+    assert_eq!(titles(&mut w, json!({"hasRelatedRelations": {"eq": true}})), ["A", "C"]);
+    assert_eq!(titles(&mut w, json!({"and": [{"hasBlockedByRelations": {"eq": false}}, {"title": {"in": ["A", "B", "C"]}}]})), ["A", "C"]);
+}
