@@ -523,6 +523,47 @@ pub fn connection_of_all<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, args:
     page(ctx, &w, conn, type_name(&node), listed, args)
 }
 
+/// Two entities in the order of a `sort: [{priority: {order: Ascending}}, …]` argument
+/// (`IssueSortInput` and its siblings): each key by its order, nulls last unless asked first.
+fn sort_order(w: &Inner, sort: &[Value], x: &Entity, y: &Entity) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    for by in sort {
+        let Some((key, how)) = by.as_object().and_then(|m| m.iter().next()) else { continue };
+        let descending = how["order"] == "Descending";
+        let nulls_first = how["nulls"] == "first";
+        let value = |e: &Entity| -> Option<Value> {
+            match key.as_str() {
+                // No priority sorts after low unless `noPriorityFirst`.
+                "priority" => e.get("priority").and_then(Value::as_f64).map(|p| json!(if p == 0.0 && how["noPriorityFirst"] != true { 5.0 } else { p })),
+                "workflowState" => e.get("stateId").and_then(Value::as_str).and_then(|s| w.get("WorkflowState", s)).map(|s| {
+                    let rank = ["triage", "backlog", "unstarted", "started", "completed", "canceled"].iter().position(|t| s.get("type").and_then(Value::as_str) == Some(*t)).unwrap_or(6);
+                    json!(rank as f64 * 1000.0 + s.get("position").and_then(Value::as_f64).unwrap_or(0.0))
+                }),
+                "assignee" => e.get("assigneeId").and_then(Value::as_str).and_then(|u| w.str_field("User", u, "name")).map(|n| json!(n.to_lowercase())),
+                "title" => e.get("title").and_then(Value::as_str).map(|t| json!(t.to_lowercase())),
+                "manual" => e.get("sortOrder").cloned(),
+                _ => e.get(key.as_str()).filter(|v| !v.is_null()).cloned(),
+            }
+        };
+        let ord = match (value(x), value(y)) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => if nulls_first { Ordering::Less } else { Ordering::Greater },
+            (Some(_), None) => if nulls_first { Ordering::Greater } else { Ordering::Less },
+            (Some(a), Some(b)) => {
+                let o = match (a.as_f64(), b.as_f64()) {
+                    (Some(p), Some(q)) => p.total_cmp(&q),
+                    _ => a.as_str().unwrap_or("").cmp(b.as_str().unwrap_or("")),
+                };
+                if descending { o.reverse() } else { o }
+            }
+        };
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    Ordering::Equal
+}
+
 /// Filter, order and page entities (type, id, entity) as a `…Connection`.
 fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node: TypeName, listed: impl Iterator<Item = (&'e str, &'e str, &'e Entity)>, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
     // A handful of arguments: found by comparing names, not by hashing them.
@@ -565,6 +606,13 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node
         kb.cmp(ka).then_with(|| b.1.cmp(a.1))
     });
     drop(compiled);
+    if let Some(sort) = arg("sort").and_then(Value::as_array).filter(|s| !s.is_empty()) {
+        // Stable: items the sort cannot tell apart keep the order above.
+        items.sort_by(|(_, a), (_, b)| match (w.get(a.0, a.1), w.get(b.0, b.1)) {
+            (Some(x), Some(y)) => sort_order(w, sort, x, y),
+            _ => std::cmp::Ordering::Equal,
+        });
+    }
     let first = arg("first").and_then(Value::as_i64);
     let last = arg("last").and_then(Value::as_i64);
     for (n, v) in [("first", first), ("last", last)] {

@@ -1018,3 +1018,18 @@ fn relation_existence_filters_find_blocked_blocking_and_related_issues() {
     assert_eq!(titles(&mut w, json!({"hasRelatedRelations": {"eq": true}})), ["A", "C"]);
     assert_eq!(titles(&mut w, json!({"and": [{"hasBlockedByRelations": {"eq": false}}, {"title": {"in": ["A", "B", "C"]}}]})), ["A", "C"]);
 }
+
+#[test]
+fn a_sort_argument_orders_issues_by_its_keys_with_no_priority_last() {
+    let mut w = World::init(None).unwrap();
+    for (t, p, e) in [("Low", 4, 1), ("Urgent", 1, 3), ("None", 0, 2), ("High", 2, 3)] {
+        data(&mut w, "mutation($t: String!, $p: Int!, $e: Int!) { issueCreate(input: {teamId: \"team_eng\", title: $t, priority: $p, estimate: $e}) { success } }", json!({"t": t, "p": p, "e": e}));
+    }
+    let titles = |w: &mut World, sort: Value| -> Vec<String> {
+        let d = data(w, "query($s: [IssueSortInput!]) { issues(sort: $s, filter: {title: {in: [\"Low\", \"Urgent\", \"None\", \"High\"]}}) { nodes { title } } }", json!({"s": sort}));
+        d["issues"]["nodes"].as_array().unwrap().iter().map(|n| n["title"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(titles(&mut w, json!([{"priority": {"order": "Ascending"}}])), ["Urgent", "High", "Low", "None"]);
+    assert_eq!(titles(&mut w, json!([{"priority": {"order": "Descending"}}])), ["None", "Low", "High", "Urgent"]);
+    assert_eq!(titles(&mut w, json!([{"estimate": {"order": "Descending"}}, {"title": {"order": "Ascending"}}])), ["High", "Urgent", "None", "Low"]);
+}
