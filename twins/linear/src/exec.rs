@@ -239,6 +239,9 @@ fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, nam
         ("User", "isMe") => Some(Value::Bool(id == w.viewer)),
         ("User", "url") => Some(Value::String(format!("{base_url}/{}/profiles/{}", w.org_url_key(), s("displayName")))),
         ("Team", "displayName") => Some(Value::String(s("name"))),
+        ("Project", "priorityLabel") => Some(Value::String(priority_label(e.get("priority").and_then(Value::as_f64).unwrap_or(0.0) as i64).into())),
+        ("Project", "progress") => Some(json!(points(w, "projectId", id).0)),
+        ("Project", "scope") => Some(json!(points(w, "projectId", id).1)),
         // The relation-existence filters (`hasBlockedByRelations: {eq: true}`).
         ("Issue", "hasBlockingRelations" | "hasBlockedByRelations" | "hasRelatedRelations" | "hasDuplicateRelations") => {
             let (kind, mine, theirs) = match name {
@@ -262,18 +265,7 @@ fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, nam
 /// A cycle's fields read from the clock (where it stands now) and from its issues (progress).
 fn cycle_value(w: &Inner, id: &str, e: &Entity, name: &str) -> Value {
     if name == "progress" {
-        // (completed points + a quarter of the started ones) / all points, as the schema says.
-        let (mut done, mut started, mut all) = (0.0, 0.0, 0.0);
-        for (_, i) in w.all("Issue").filter(|(_, i)| i.get("cycleId").and_then(Value::as_str) == Some(id) && i.get("archivedAt").is_none_or(Value::is_null)) {
-            let points = i.get("estimate").and_then(Value::as_f64).unwrap_or(0.0);
-            match i.get("stateId").and_then(Value::as_str).and_then(|s| w.str_field("WorkflowState", s, "type")) {
-                Some("completed") => done += points,
-                Some("started") => started += points,
-                _ => {}
-            }
-            all += points;
-        }
-        return json!(if all > 0.0 { (done + 0.25 * started) / all } else { 0.0 });
+        return json!(points(w, "cycleId", id).0);
     }
     let now = crate::dates::parse_now(w.request_clock.now());
     let at = |c: &Entity, k: &str| c.get(k).and_then(Value::as_str).and_then(instant);
@@ -292,6 +284,22 @@ fn cycle_value(w: &Inner, id: &str, e: &Entity, name: &str) -> Value {
         "isNext" => future && siblings().filter_map(|(cid, c)| Some((at(c, "startsAt")?, cid))).filter(|(s, _)| *s > now).min().is_some_and(|(_, cid)| cid == id),
         _ => past && siblings().filter_map(|(cid, c)| Some((at(c, "endsAt")?, cid))).filter(|(t, _)| *t <= now).max().is_some_and(|(_, cid)| cid == id),
     })
+}
+
+/// The progress and scope of the issues whose `fk` is `id`: (completed points + a quarter of
+/// the started ones) / all points (0 with none), and all points, as the schema describes them.
+fn points(w: &Inner, fk: &str, id: &str) -> (f64, f64) {
+    let (mut done, mut started, mut all) = (0.0, 0.0, 0.0);
+    for (_, i) in w.all("Issue").filter(|(_, i)| i.get(fk).and_then(Value::as_str) == Some(id) && i.get("archivedAt").is_none_or(Value::is_null)) {
+        let p = i.get("estimate").and_then(Value::as_f64).unwrap_or(0.0);
+        match i.get("stateId").and_then(Value::as_str).and_then(|s| w.str_field("WorkflowState", s, "type")) {
+            Some("completed") => done += p,
+            Some("started") => started += p,
+            _ => {}
+        }
+        all += p;
+    }
+    (if all > 0.0 { (done + 0.25 * started) / all } else { 0.0 }, all)
 }
 
 /// A `DateTime` or `TimelessDate` as stored, as an instant (a date is its midnight UTC).

@@ -528,6 +528,9 @@ impl Mut<'_, '_, '_> {
         if ty == "Team" {
             self.team_defaults(&id)?;
         }
+        if ty == "ProjectUpdate" {
+            self.project_update_posted(&id)?;
+        }
         Ok(id)
     }
 
@@ -552,6 +555,7 @@ impl Mut<'_, '_, '_> {
         if ty == "Comment" && probe.contains_key("body") {
             probe.insert("editedAt".into(), json!(now));
         }
+        let project_status = if ty == "Project" { probe.get("statusId").and_then(Value::as_str).and_then(|s| self.w.str_field("ProjectStatus", s, "type")).map(String::from) } else { None };
         let new_assignee = if ty == "Issue" { probe.get("assigneeId").and_then(Value::as_str).map(String::from) } else { None };
         if ty == "IssueLabel" {
             if let Some(name) = probe.get("name").and_then(Value::as_str) {
@@ -576,6 +580,9 @@ impl Mut<'_, '_, '_> {
             edit_ids(e, "releaseIds", &ids(removed_releases), false);
             if let Some(a) = &new_assignee {
                 edit_ids(e, "subscriberIds", std::slice::from_ref(a), true);
+            }
+            if let Some(kind) = &project_status {
+                project_status_moved(e, kind, &now);
             }
             if let Some(t) = state_type {
                 for (field, when) in [("startedAt", "started"), ("completedAt", "completed"), ("canceledAt", "canceled")] {
@@ -620,6 +627,19 @@ impl Mut<'_, '_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// A project update posted: the project's health is the update's, and it is the last one.
+    fn project_update_posted(&mut self, id: &str) -> Result<(), FieldError> {
+        let Some(u) = self.w.get("ProjectUpdate", id) else { return Ok(()) };
+        let Some(project) = u.get("projectId").and_then(Value::as_str).map(String::from) else { return Ok(()) };
+        let health = u.get("health").cloned().unwrap_or(Value::Null);
+        let now = self.now();
+        self.update_with("Project", &project, |p| {
+            p.insert("health".into(), health);
+            p.insert("healthUpdatedAt".into(), json!(now));
+            p.insert("lastUpdateId".into(), json!(id));
+        })
     }
 
     /// An issue moving to another team is renumbered in it (its old identifier kept in
@@ -788,6 +808,9 @@ impl Mut<'_, '_, '_> {
                     e.insert("type".into(), json!(kind));
                 }
             }
+            "ProjectUpdate" => {
+                e.entry("health").or_insert(json!("onTrack"));
+            }
             "Comment" => {
                 if !e.contains_key("issueId") && !e.contains_key("projectUpdateId") && !e.contains_key("documentContentId") && !e.contains_key("initiativeUpdateId") {
                     return Err(self.ctx.invalid_input("Argument Validation Error - issueId must be set".into(), "A comment needs an issue."));
@@ -848,13 +871,14 @@ impl Mut<'_, '_, '_> {
                 e.entry("allPublicTeams").or_insert(json!(all));
             }
             "Project" => {
-                e.entry("state").or_insert(json!("backlog"));
                 e.entry("progress").or_insert(json!(0));
                 if !e.contains_key("statusId") {
                     if let Some((sid, _)) = self.w.all("ProjectStatus").min_by_key(|(_, s)| s.get("position").and_then(Value::as_i64).unwrap_or(0)) {
                         e.insert("statusId".into(), json!(sid));
                     }
                 }
+                let kind = e.get("statusId").and_then(Value::as_str).and_then(|s| self.w.str_field("ProjectStatus", s, "type")).unwrap_or("backlog").to_string();
+                project_status_moved(e, &kind, &now);
                 e.insert("slugId".into(), json!(slug(e.get("name").and_then(Value::as_str).unwrap_or(""))));
             }
             "Release" | "ReleasePipeline" | "ReleaseNote" | "AgentSkill" => {
@@ -1057,6 +1081,20 @@ pub fn relation_type(ty: &str, rel: &str) -> Option<String> {
         return Some(node);
     }
     gql::is_composite(&named).then_some(named)
+}
+
+/// A project in a status of type `kind`: its (deprecated) `state` says the type, and it
+/// was started, completed or canceled now if it was not already.
+fn project_status_moved(e: &mut Entity, kind: &str, now: &str) {
+    e.insert("state".into(), json!(kind));
+    for (field, when) in [("startedAt", "started"), ("completedAt", "completed"), ("canceledAt", "canceled")] {
+        if kind == when && e.get(field).is_none_or(Value::is_null) {
+            e.insert(field.into(), json!(now));
+        }
+    }
+    if kind == "completed" {
+        e.entry("startedAt").or_insert(json!(now));
+    }
 }
 
 /// Linear's priorities are 0 (none) to 4 (low).

@@ -1033,3 +1033,29 @@ fn a_sort_argument_orders_issues_by_its_keys_with_no_priority_last() {
     assert_eq!(titles(&mut w, json!([{"priority": {"order": "Descending"}}])), ["None", "Low", "High", "Urgent"]);
     assert_eq!(titles(&mut w, json!([{"estimate": {"order": "Descending"}}, {"title": {"order": "Ascending"}}])), ["High", "Urgent", "None", "Low"]);
 }
+
+#[test]
+fn a_project_follows_its_status_its_issues_and_its_last_update() {
+    let mut w = World::init(None).unwrap();
+    let d = data(&mut w, "mutation { projectCreate(input: {name: \"Launch\", teamIds: [\"team_eng\"], priority: 2}) { project { id state priorityLabel startedAt } } }", json!({}));
+    let p = &d["projectCreate"]["project"];
+    assert_eq!((p["state"].as_str(), p["priorityLabel"].as_str(), p["startedAt"].is_null()), (Some("backlog"), Some("High"), true));
+    let id = p["id"].as_str().unwrap().to_string();
+    let update = "mutation($id: String!, $s: String!) { projectUpdate(id: $id, input: {statusId: $s}) { project { state startedAt completedAt } } }";
+    let d = data(&mut w, update, json!({"id": id, "s": "project_status_started"}));
+    assert_eq!(d["projectUpdate"]["project"]["state"], "started");
+    assert!(d["projectUpdate"]["project"]["startedAt"].is_string());
+    let d = data(&mut w, update, json!({"id": id, "s": "project_status_completed"}));
+    assert!(d["projectUpdate"]["project"]["completedAt"].is_string());
+
+    for (points, state) in [(2, "state_done"), (2, "state_todo")] {
+        data(&mut w, "mutation($p: String!, $e: Int!, $s: String!) { issueCreate(input: {teamId: \"team_eng\", title: \"Part\", projectId: $p, estimate: $e, stateId: $s}) { success } }", json!({"p": id, "e": points, "s": state}));
+    }
+    let u = data(&mut w, "mutation($p: String!) { projectUpdateCreate(input: {projectId: $p, body: \"Slipping\", health: atRisk}) { projectUpdate { id } } }", json!({"p": id}));
+    let posted = u["projectUpdateCreate"]["projectUpdate"]["id"].clone();
+    let d = data(&mut w, "query($id: String!) { project(id: $id) { progress scope health healthUpdatedAt lastUpdate { id } } }", json!({"id": id}));
+    let p = &d["project"];
+    assert_eq!((p["progress"].as_f64(), p["scope"].as_f64(), p["health"].as_str()), (Some(0.5), Some(4.0), Some("atRisk")));
+    assert_eq!(p["lastUpdate"]["id"], posted);
+    assert!(p["healthUpdatedAt"].is_string());
+}
