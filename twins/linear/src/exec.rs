@@ -257,6 +257,8 @@ fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, nam
         }
         ("Cycle", "isActive" | "isFuture" | "isPast" | "isNext" | "isPrevious" | "progress") => Some(cycle_value(w, id, e, name)),
         ("Team", "issueCount") => Some(json!(w.all("Issue").filter(|(_, i)| i.get("teamId").and_then(Value::as_str) == Some(id)).count())),
+        ("User", "createdIssueCount") => Some(json!(w.all("Issue").filter(|(_, i)| i.get("creatorId").and_then(Value::as_str) == Some(id)).count())),
+        ("Organization", "createdIssueCount") => Some(json!(w.all("Issue").count())),
         ("Organization", "userCount") => Some(json!(w.all("User").count())),
         _ => None,
     }
@@ -448,6 +450,14 @@ impl<'c, 'w> Ent<'c, 'w> {
             };
             let items: Vec<(&'static str, String)> = ids.iter().filter_map(|id| find_type(w, named, id).map(|t| (t, id.clone()))).collect();
             return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t.into(), id }))));
+        }
+        if sty == "Team" && name == "membership" {
+            let user = info.args.get("userId").and_then(Value::as_str).unwrap_or("");
+            let found = w
+                .all("TeamMembership")
+                .find(|(_, m)| m.get("teamId").and_then(Value::as_str) == Some(self.id.as_str()) && m.get("userId").and_then(Value::as_str) == Some(user) && m.get("archivedAt").is_none_or(Value::is_null))
+                .map(|(id, _)| id.clone());
+            return Ok(ResolvedValue::nullable_object(found.map(|id| Ent { ctx, ty: "TeamMembership".into(), id })));
         }
         if sty == "Team" && name == "activeCycle" {
             return Ok(ResolvedValue::nullable_object(active_cycle(w, &self.id).map(|id| Ent { ctx, ty: "Cycle".into(), id })));

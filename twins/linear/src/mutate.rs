@@ -848,6 +848,9 @@ impl Mut<'_, '_, '_> {
                 e.entry("private").or_insert(json!(false));
                 e.entry("cyclesEnabled").or_insert(json!(false));
                 e.entry("timezone").or_insert(json!("America/Los_Angeles"));
+                e.entry("issueEstimationType").or_insert(json!("notUsed"));
+                e.entry("issueEstimationAllowZero").or_insert(json!(false));
+                e.entry("issueEstimationExtended").or_insert(json!(false));
             }
             "WorkflowState" => {
                 let team = e.get("teamId").and_then(Value::as_str).unwrap_or("").to_string();
@@ -918,6 +921,12 @@ impl Mut<'_, '_, '_> {
         }
         let viewer = self.w.viewer.clone();
         self.create("TeamMembership", json!({"teamId": team, "userId": viewer, "owner": true}))?;
+        // New issues start in the backlog, and the team says so.
+        if let Some(backlog) = default_state(self.w, team) {
+            self.update_with("Team", team, |t| {
+                t.insert("defaultIssueStateId".into(), json!(backlog));
+            })?;
+        }
         Ok(())
     }
 

@@ -1059,3 +1059,15 @@ fn a_project_follows_its_status_its_issues_and_its_last_update() {
     assert_eq!(p["lastUpdate"]["id"], posted);
     assert!(p["healthUpdatedAt"].is_string());
 }
+
+#[test]
+fn a_new_team_has_linears_defaults_and_finds_a_members_membership() {
+    let mut w = World::init(None).unwrap();
+    data(&mut w, "mutation { teamCreate(input: {name: \"Design\", key: \"DES\"}) { success } }", json!({}));
+    let d = data(&mut w, "{ team(id: \"DES\") { issueEstimationType defaultIssueState { name } membership(userId: \"user_admin\") { owner user { id } } other: membership(userId: \"user_dev\") { id } } viewer { createdIssueCount } organization { createdIssueCount } }", json!({}));
+    assert_eq!(d["team"]["issueEstimationType"], "notUsed");
+    assert_eq!(d["team"]["defaultIssueState"]["name"], "Backlog");
+    assert_eq!(d["team"]["membership"], json!({"owner": true, "user": {"id": "user_admin"}}));
+    assert!(d["team"]["other"].is_null(), "the developer is not a member");
+    assert_eq!((d["viewer"]["createdIssueCount"].as_f64(), d["organization"]["createdIssueCount"].as_f64()), (Some(1.0), Some(1.0)));
+}
