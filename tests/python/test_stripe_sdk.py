@@ -339,7 +339,7 @@ def test_every_answer_validates_against_stripes_openapi(stripe_sandbox):
     s.subscriptions.list(params={"status": "all"})
     s.invoices.list()
     s.invoice_items.create(params={"customer": ccus.id, "amount": 700, "currency": "usd"})
-    inv = s.invoices.create(params={"customer": ccus.id})
+    inv = s.invoices.create(params={"customer": ccus.id, "pending_invoice_items_behavior": "include"})
     s.invoices.finalize_invoice(inv.id)
     s.invoices.void_invoice(inv.id)
     one_time = s.prices.create(params={"currency": "usd", "unit_amount": 500, "product": prod.id})

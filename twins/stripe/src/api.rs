@@ -376,6 +376,7 @@ pub(crate) fn customer_create(w: &mut World, call: &mut Call, p: &Params) -> Res
     let id = w.new_id("cus");
     let mut c = customer_obj(&id, w.now());
     p.copy(&mut c, &["email", "name", "phone", "description", "address", "shipping", "preferred_locales"]);
+    full_addresses(&mut c);
     if let Some(b) = p.int("balance")? {
         c["balance"] = json!(b);
     }
@@ -426,6 +427,29 @@ fn customer_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     }
 }
 
+/// An address hash as Stripe answers it: sent whole, it replaces the old one, so every
+/// field not sent is null.
+fn full_address(a: &Value) -> Value {
+    let mut out = json!({"city": null, "country": null, "line1": null, "line2": null, "postal_code": null, "state": null});
+    for k in ["city", "country", "line1", "line2", "postal_code", "state"] {
+        if let Some(v) = a.get(k).filter(|v| !v.is_null() && *v != "") {
+            out[k] = v.clone();
+        }
+    }
+    out
+}
+
+/// A customer's `address` and `shipping` hashes with all their fields.
+fn full_addresses(c: &mut Value) {
+    if c["address"].is_object() {
+        c["address"] = full_address(&c["address"]);
+    }
+    if c["shipping"].is_object() {
+        let s = c["shipping"].clone();
+        c["shipping"] = json!({"address": full_address(&s["address"]), "name": s["name"], "phone": s["phone"]});
+    }
+}
+
 fn customer_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
     get_or_404(w, "customer", &id, "customer")?;
@@ -458,6 +482,7 @@ fn customer_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
             c["discount"] = d;
         }
         p.copy(c, &["email", "name", "phone", "description", "address", "shipping"]);
+        full_addresses(c);
         c["metadata"] = probe["metadata"].clone();
         if let Some(pm) = dpm {
             c["invoice_settings"]["default_payment_method"] = json!(pm);
@@ -1219,6 +1244,13 @@ fn succeed_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent,
     } else {
         emit_current(w, call, "payment_intent.succeeded", id, None);
     }
+    // A payment set up for future usage saves its payment method to the customer.
+    if let (Some(cus), Some(pm)) = (pi.customer.as_str(), pi.payment_method.as_str()) {
+        if ["off_session", "on_session"].contains(&pi.setup_future_usage.as_str().unwrap_or("")) && w.get(pm).is_some_and(|o| o["customer"].is_null()) {
+            let pm_obj = w.modify(call, pm, |o| o["customer"] = json!(cus));
+            emit(w, call, "payment_method.attached", &pm_obj, None);
+        }
+    }
     if dispute && !manual {
         open_dispute(w, call, &ch_id);
     }
@@ -1842,6 +1874,7 @@ fn product_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 
 pub(crate) fn price_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cur = currency(p)?;
+    let holder = lookup_key_holder(w, p, None)?;
     let product = match (p.str("product"), p.get("product_data")) {
         (Some(pr), _) => {
             get_or_404(w, "product", pr, "product").map_err(|e| e.param("product"))?;
@@ -1881,9 +1914,29 @@ pub(crate) fn price_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         o["active"] = json!(a);
     }
     p.metadata_into(&mut o)?;
+    release_lookup_key(w, call, holder);
     let o = w.insert(Some(call), o);
     emit(w, call, "price.created", &o, None);
     Ok(o)
+}
+
+/// The other price holding the `lookup_key` asked for: an error unless
+/// `transfer_lookup_key=true`, which names it to give the key up.
+fn lookup_key_holder(w: &World, p: &Params, own: Option<&str>) -> Result<Option<String>, StripeError> {
+    let Some(key) = p.str("lookup_key").filter(|k| !k.is_empty()) else { return Ok(None) };
+    let transfer = p.bool("transfer_lookup_key")?.unwrap_or(false);
+    let Some(holder) = w.all("price").find(|o| o["lookup_key"] == key && own.is_none_or(|id| o["id"] != id)) else { return Ok(None) };
+    let hid = holder["id"].as_str().unwrap_or_default().to_string();
+    if !transfer {
+        return Err(invalid(format!("A price (`{hid}`) already uses that lookup key.")).param("lookup_key"));
+    }
+    Ok(Some(hid))
+}
+
+fn release_lookup_key(w: &mut World, call: &mut Call, holder: Option<String>) {
+    if let Some(h) = holder {
+        modify_emit(w, call, &h, "price.updated", |o| o["lookup_key"] = Value::Null);
+    }
 }
 
 fn price_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
@@ -1912,6 +1965,8 @@ fn price_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     }
     p.metadata_into(&mut probe)?;
     let active = p.bool("active")?;
+    let holder = lookup_key_holder(w, p, Some(&id))?;
+    release_lookup_key(w, call, holder);
     Ok(modify_emit(w, call, &id, "price.updated", |o| {
         p.copy(o, &["nickname", "lookup_key", "tax_behavior"]);
         o["metadata"] = probe["metadata"].clone();
@@ -2121,6 +2176,11 @@ fn si_do_confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
 fn si_cancel(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
     let si = get_or_404(w, "setup_intent", &id, "setup_intent")?;
+    if let Some(r) = p.str("cancellation_reason") {
+        if !["abandoned", "duplicate", "requested_by_customer"].contains(&r) {
+            return Err(invalid("Invalid cancellation_reason: must be one of abandoned, duplicate, or requested_by_customer").param("cancellation_reason"));
+        }
+    }
     if si["status"] == "succeeded" || si["status"] == "canceled" {
         return Err(invalid(format!("You cannot cancel this SetupIntent because it has a status of {}.", si["status"].as_str().unwrap_or(""))).code("setup_intent_unexpected_state").with("setup_intent", si));
     }

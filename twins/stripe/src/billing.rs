@@ -227,6 +227,17 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         }
         None => None,
     };
+    let method = p.str("collection_method").unwrap_or("charge_automatically").to_string();
+    if !["charge_automatically", "send_invoice"].contains(&method.as_str()) {
+        return Err(invalid("Invalid collection_method: must be one of charge_automatically or send_invoice").param("collection_method"));
+    }
+    let days = p.int("days_until_due")?;
+    if method == "send_invoice" && days.is_none() {
+        return Err(invalid("Missing required param: days_until_due.").code("parameter_missing").param("days_until_due"));
+    }
+    if method == "charge_automatically" && days.is_some() {
+        return Err(invalid("You may only specify `days_until_due` when `collection_method` is `send_invoice`.").param("days_until_due"));
+    }
     let now = now_for(w, &cus);
     let trial_days = p.int("trial_period_days")?;
     let trial_end = match (p.int("trial_end")?, trial_days) {
@@ -245,11 +256,11 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let period_end = trial_end.unwrap_or_else(|| add_interval(now, &interval, count));
     let mut sub = json!({
         "id": id, "object": "subscription", "application": null, "application_fee_percent": null,
-        "automatic_tax": {"enabled": false, "liability": null}, "billing_cycle_anchor": period_end.min(add_interval(now, &interval, count)),
+        "automatic_tax": {"enabled": false, "liability": null}, "billing_cycle_anchor": trial_end.unwrap_or(now),
         "billing_thresholds": null, "cancel_at": null, "cancel_at_period_end": false, "canceled_at": null,
-        "cancellation_details": {"comment": null, "feedback": null, "reason": null}, "collection_method": "charge_automatically",
+        "cancellation_details": {"comment": null, "feedback": null, "reason": null}, "collection_method": method,
         "created": now, "currency": cur, "current_period_end": period_end, "current_period_start": now, "customer": cus,
-        "days_until_due": null, "default_payment_method": dpm, "default_source": null, "default_tax_rates": [],
+        "days_until_due": days, "default_payment_method": dpm, "default_source": null, "default_tax_rates": [],
         "description": null, "discount": null, "discounts": [], "ended_at": null, "items": items_list(&id, sub_items),
         "latest_invoice": null, "livemode": false, "metadata": {}, "next_pending_invoice_item_invoice": null,
         "on_behalf_of": null, "pause_collection": null, "payment_settings": {"payment_method_options": null, "payment_method_types": null, "save_default_payment_method": "off"},
@@ -309,12 +320,28 @@ fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end:
         }));
     }
     let mut inv = new_invoice(w, &inv_id, &cus, &cur, lines, Some(sub_id), reason, start, end);
+    // A subscription that sends its invoices makes them due `days_until_due` days on.
+    let send = sub["collection_method"] == "send_invoice";
+    if send {
+        inv["collection_method"] = json!("send_invoice");
+        let created = inv["created"].as_i64().unwrap_or(start);
+        inv["due_date"] = json!(created + sub["days_until_due"].as_i64().unwrap_or(0) * 86_400);
+    }
     let discs = inherited_discounts(w, &cus, Some(sub_id), start);
     set_discounts(&mut inv, &discs);
     let inv = w.insert(Some(call), inv);
     emit(w, call, "invoice.created", &inv, None);
     let paused = sub["pause_collection"]["behavior"].as_str().map(str::to_string);
     match paused.as_deref() {
+        // An invoice to send is finalized and left open for the customer to pay; only a
+        // zero one is settled at once. The subscription does not wait for it.
+        None if send => {
+            let inv = finalize(w, call, &inv_id);
+            if inv["amount_due"].as_i64().unwrap_or(0) == 0 {
+                pay(w, call, &inv_id);
+            }
+            (inv_id, true)
+        }
         None => {
             finalize(w, call, &inv_id);
             let paid = pay(w, call, &inv_id);
@@ -685,6 +712,11 @@ fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with
     });
     let discs = inherited_discounts(w, &cus, sub_id.as_deref(), start);
     set_discounts(&mut inv, &discs);
+    if sub.as_ref().is_some_and(|s| s["collection_method"] == "send_invoice") {
+        // A subscription that sends its invoices will not try to charge this one.
+        inv["collection_method"] = json!("send_invoice");
+        inv["next_payment_attempt"] = Value::Null;
+    }
     if with_id {
         // Previews answered by create_preview carry an id Stripe marks as not retrievable.
         let key = sub_id.as_deref().unwrap_or(&cus);
@@ -1207,7 +1239,14 @@ fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn ii_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.str("customer").map(str::to_string);
-    let items: Vec<Value> = w.all("invoiceitem").filter(|o| cus.as_ref().is_none_or(|c| o["customer"] == c.as_str())).collect();
+    let inv = p.str("invoice").map(str::to_string);
+    let pending = p.bool("pending")?;
+    let items: Vec<Value> = w
+        .all("invoiceitem")
+        .filter(|o| cus.as_ref().is_none_or(|c| o["customer"] == c.as_str()))
+        .filter(|o| inv.as_ref().is_none_or(|i| o["invoice"] == i.as_str()))
+        .filter(|o| pending.is_none_or(|x| o["invoice"].is_null() == x))
+        .collect();
     list_object(&call.req.path, items, p)
 }
 
@@ -1269,7 +1308,19 @@ fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.req_str("customer")?.to_string();
     w.get_kind("customer", &cus).ok_or_else(|| no_such_ref("customer", &cus, "customer"))?;
     let asked = discount_params(w, p, Some(&cus), &[])?;
-    let pending: Vec<Value> = w.all("invoiceitem").filter(|i| i["customer"] == cus.as_str() && i["invoice"].is_null()).collect();
+    // Since API version 2022-08-01 pending invoice items stay out unless asked for.
+    let behavior = p.str("pending_invoice_items_behavior").unwrap_or("exclude");
+    if !["exclude", "include", "include_and_require"].contains(&behavior) {
+        return Err(invalid("Invalid pending_invoice_items_behavior: must be one of exclude, include, or include_and_require").param("pending_invoice_items_behavior"));
+    }
+    let pending: Vec<Value> = if behavior == "exclude" {
+        Vec::new()
+    } else {
+        w.all("invoiceitem").filter(|i| i["customer"] == cus.as_str() && i["invoice"].is_null()).collect()
+    };
+    if behavior == "include_and_require" && pending.is_empty() {
+        return Err(invalid(format!("Nothing to invoice for customer {cus}")).code("invoice_no_customer_line_items").param("pending_invoice_items_behavior"));
+    }
     let id = w.new_id("in");
     let cur = pending.first().and_then(|i| i["currency"].as_str()).unwrap_or("usd").to_string();
     let lines: Vec<Value> = pending.iter().rev().map(|ii| line_of_item(ii, &id)).collect();

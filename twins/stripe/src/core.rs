@@ -703,6 +703,16 @@ fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
     let fingerprint = if idem_key.is_some() { format!("{method} {path} {}", String::from_utf8_lossy(&call.req.body)) } else { String::new() };
     if let Some(k) = &idem_key {
         if let Some(prev) = w.idempotency.get(k) {
+            // The fingerprint starts with the method and path it was first used on.
+            let endpoint = |f: &str| f.splitn(3, ' ').take(2).collect::<Vec<_>>().join(" ");
+            let (was, now) = (endpoint(&prev.fingerprint), endpoint(&fingerprint));
+            if was != now {
+                let first = was.split_once(' ').map_or(was.as_str(), |(_, p)| p).to_string();
+                let e = StripeError::new(400, "idempotency_error", format!(
+                    "Keys for idempotent requests can only be used for the same endpoint they were first used for ('{first}' vs '{path}'). Try using a key other than '{k}' if you meant to execute a different request."
+                ));
+                return finish(error_response(&e, &request_id));
+            }
             if prev.fingerprint != fingerprint {
                 let e = StripeError::new(400, "idempotency_error", format!(
                     "Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '{k}' if you meant to execute a different request."

@@ -1243,7 +1243,7 @@ fn an_amount_off_coupon_caps_at_the_subtotal() {
     item(&mut w, "300");
     item(&mut w, "100");
     let (_, big) = post(&mut w, "/v1/coupons", &[("amount_off", "1000"), ("currency", "usd"), ("duration", "once")]);
-    let (s, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("discounts[0][coupon]", big["id"].as_str().unwrap())]);
+    let (s, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("pending_invoice_items_behavior", "include"), ("discounts[0][coupon]", big["id"].as_str().unwrap())]);
     assert_eq!(s, 200, "{inv}");
     assert_eq!((inv["subtotal"].as_i64(), inv["total"].as_i64(), inv["amount_due"].as_i64()), (Some(400), Some(0), Some(0)));
     assert_eq!(inv["total_discount_amounts"][0]["amount"], 400);
@@ -1252,7 +1252,7 @@ fn an_amount_off_coupon_caps_at_the_subtotal() {
     item(&mut w, "300");
     item(&mut w, "100");
     let (_, small) = post(&mut w, "/v1/coupons", &[("amount_off", "100"), ("currency", "usd"), ("duration", "once")]);
-    let (_, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("discounts[0][coupon]", small["id"].as_str().unwrap())]);
+    let (_, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("pending_invoice_items_behavior", "include"), ("discounts[0][coupon]", small["id"].as_str().unwrap())]);
     let mut per_line: Vec<i64> = inv["lines"]["data"].as_array().unwrap().iter().map(|l| l["discount_amounts"][0]["amount"].as_i64().unwrap()).collect();
     per_line.sort();
     assert_eq!((per_line, inv["total"].as_i64()), (vec![25, 75], Some(300)));
@@ -1261,14 +1261,14 @@ fn an_amount_off_coupon_caps_at_the_subtotal() {
     let (s, c) = post(&mut w, &format!("/v1/customers/{cus}"), &[("coupon", pct["id"].as_str().unwrap())]);
     assert_eq!((s, c["discount"]["coupon"]["id"].as_str()), (200, pct["id"].as_str()), "{c}");
     item(&mut w, "100");
-    let (_, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus)]);
+    let (_, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("pending_invoice_items_behavior", "include")]);
     assert_eq!((inv["total"].as_i64(), inv["discounts"][0].as_str()), (Some(87), c["discount"]["id"].as_str()));
     let (s, paid) = post(&mut w, &format!("/v1/invoices/{}/pay", inv["id"].as_str().unwrap()), &[]);
     assert_eq!((s, paid["amount_paid"].as_i64()), (200, Some(87)), "{paid}");
     let (_, ch) = get(&mut w, &format!("/v1/charges/{}", paid["charge"].as_str().unwrap()));
     assert_eq!(ch["amount"], 87);
     item(&mut w, "100");
-    let (_, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus)]);
+    let (_, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("pending_invoice_items_behavior", "include")]);
     assert_eq!((inv["total"].as_i64(), inv["discounts"].clone()), (Some(100), json!([])), "once is once");
 }
 
@@ -1308,4 +1308,161 @@ fn a_promotion_code_applies_its_coupon_and_a_spent_coupon_is_refused() {
     assert_eq!(r.status, 404);
     let (_, ev) = get(&mut w, "/v1/events?type=customer.discount.deleted");
     assert_eq!(ev["data"][0]["data"]["object"]["deleted"], true);
+}
+
+#[test]
+fn a_subscription_that_sends_invoices_is_active_with_an_open_invoice_due_after_days_until_due_and_no_charge() {
+    let (mut w, clock, cus, price) = billing_world(true);
+    let (s, e) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("collection_method", "send_invoice")]);
+    assert_eq!((s, e["error"]["type"].as_str(), e["error"]["param"].as_str()), (400, Some("invalid_request_error"), Some("days_until_due")), "{e}");
+    let (s, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("collection_method", "send_invoice"), ("days_until_due", "30")]);
+    assert_eq!(s, 200, "{sub}");
+    assert_eq!((sub["status"].as_str(), sub["collection_method"].as_str(), sub["days_until_due"].as_i64()), (Some("active"), Some("send_invoice"), Some(30)));
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{}", sub["latest_invoice"].as_str().unwrap()));
+    assert_eq!((inv["collection_method"].as_str(), inv["status"].as_str(), inv["amount_remaining"].as_i64()), (Some("send_invoice"), Some("open"), Some(1500)));
+    assert_eq!(inv["due_date"].as_i64(), Some(inv["created"].as_i64().unwrap() + 30 * 86400));
+    assert_eq!((inv["attempted"].as_bool(), inv["payment_intent"].clone(), inv["paid"].as_bool()), (Some(false), Value::Null, Some(false)));
+    let (_, charges) = get(&mut w, "/v1/charges");
+    assert_eq!(charges["data"].as_array().unwrap().len(), 0, "nothing is charged automatically");
+    let (s, pv) = post(&mut w, "/v1/invoices/create_preview", &[("customer", &cus), ("subscription", sub["id"].as_str().unwrap())]);
+    assert_eq!((s, pv["collection_method"].as_str(), pv["next_payment_attempt"].clone()), (200, Some("send_invoice"), Value::Null), "{pv}");
+    // Its renewal sends the next invoice the same way and stays active.
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1769904000")]);
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{}", sub["id"].as_str().unwrap()));
+    assert_eq!(sub["status"], "active");
+    let (_, next) = get(&mut w, &format!("/v1/invoices/{}", sub["latest_invoice"].as_str().unwrap()));
+    assert_ne!(next["id"], inv["id"]);
+    assert_eq!((next["status"].as_str(), next["due_date"].as_i64()), (Some("open"), Some(1769904000 + 30 * 86400)));
+    assert_eq!(get(&mut w, "/v1/charges").1["data"].as_array().unwrap().len(), 0);
+    // days_until_due belongs to send_invoice only.
+    let (s, e) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("days_until_due", "30")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("days_until_due")));
+}
+
+#[test]
+fn a_new_subscription_is_anchored_at_its_start_or_at_the_end_of_its_trial() {
+    let (mut w, _clock, cus, price) = billing_world(true);
+    let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
+    assert_eq!(sub["status"], "active");
+    assert_eq!((sub["billing_cycle_anchor"].as_i64(), sub["start_date"].as_i64()), (Some(1767225600), Some(1767225600)));
+    assert_eq!(sub["current_period_end"].as_i64(), Some(1769904000));
+    let (_, trial) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("trial_period_days", "7")]);
+    assert_eq!(trial["status"], "trialing");
+    assert_eq!((trial["billing_cycle_anchor"].as_i64(), trial["trial_end"].as_i64()), (Some(1767225600 + 7 * 86400), Some(1767225600 + 7 * 86400)));
+}
+
+#[test]
+fn a_lookup_key_belongs_to_one_price_unless_transferred() {
+    let mut w = world();
+    let (_, prod) = post(&mut w, "/v1/products", &[("name", "Pro")]);
+    let prod = id_of(&prod);
+    let (s, p1) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "1000"), ("product", &prod), ("lookup_key", "pro")]);
+    assert_eq!((s, p1["lookup_key"].as_str()), (200, Some("pro")));
+    let p1 = id_of(&p1);
+    let (s, e) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "1200"), ("product", &prod), ("lookup_key", "pro")]);
+    assert_eq!((s, e["error"]["type"].as_str(), e["error"]["param"].as_str()), (400, Some("invalid_request_error"), Some("lookup_key")));
+    assert_eq!(e["error"]["message"], format!("A price (`{p1}`) already uses that lookup key."));
+    let (_, p2) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "1200"), ("product", &prod)]);
+    let p2 = id_of(&p2);
+    let (s, e) = post(&mut w, &format!("/v1/prices/{p2}"), &[("lookup_key", "pro")]);
+    assert_eq!((s, e["error"]["message"].as_str()), (400, Some(format!("A price (`{p1}`) already uses that lookup key.").as_str())));
+    let (s, same) = post(&mut w, &format!("/v1/prices/{p1}"), &[("lookup_key", "pro")]);
+    assert_eq!((s, same["lookup_key"].as_str()), (200, Some("pro")), "a price keeps its own key");
+    // transfer_lookup_key moves the key, on update and on create.
+    let (s, moved) = post(&mut w, &format!("/v1/prices/{p2}"), &[("lookup_key", "pro"), ("transfer_lookup_key", "true")]);
+    assert_eq!((s, moved["lookup_key"].as_str()), (200, Some("pro")), "{moved}");
+    assert_eq!(get(&mut w, &format!("/v1/prices/{p1}")).1["lookup_key"], Value::Null);
+    let (s, p3) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "1500"), ("product", &prod), ("lookup_key", "pro"), ("transfer_lookup_key", "true")]);
+    assert_eq!((s, p3["lookup_key"].as_str()), (200, Some("pro")));
+    assert_eq!(get(&mut w, &format!("/v1/prices/{p2}")).1["lookup_key"], Value::Null);
+    let (_, found) = get(&mut w, "/v1/prices?lookup_keys[]=pro");
+    let ids: Vec<&str> = found["data"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [p3["id"].as_str().unwrap()]);
+}
+
+#[test]
+fn a_payment_set_up_for_future_usage_saves_its_payment_method_to_the_customer() {
+    let mut w = world();
+    let (_, cus) = post(&mut w, "/v1/customers", &[("email", "f@x.test")]);
+    let cus = id_of(&cus);
+    for usage in ["off_session", "on_session"] {
+        let (s, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("customer", &cus), ("payment_method", "pm_card_visa"), ("setup_future_usage", usage), ("confirm", "true")]);
+        assert_eq!((s, pi["status"].as_str(), pi["setup_future_usage"].as_str()), (200, Some("succeeded"), Some(usage)), "{pi}");
+        let (_, pm) = get(&mut w, &format!("/v1/payment_methods/{}", pi["payment_method"].as_str().unwrap()));
+        assert_eq!(pm["customer"].as_str(), Some(cus.as_str()), "{pm}");
+    }
+    let (_, ev) = get(&mut w, "/v1/events?type=payment_method.attached");
+    assert_eq!(ev["data"].as_array().unwrap().len(), 2);
+    assert_eq!(ev["data"][0]["data"]["object"]["customer"].as_str(), Some(cus.as_str()));
+    // Without it the payment method stays unattached.
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("customer", &cus), ("payment_method", "pm_card_visa"), ("confirm", "true")]);
+    let (_, pm) = get(&mut w, &format!("/v1/payment_methods/{}", pi["payment_method"].as_str().unwrap()));
+    assert_eq!(pm["customer"], Value::Null);
+    let (_, pms) = get(&mut w, &format!("/v1/customers/{cus}/payment_methods"));
+    assert_eq!(pms["data"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_new_invoice_leaves_pending_items_out_unless_asked_to_include_them() {
+    let (mut w, _clock, cus, _price) = billing_world(true);
+    let (_, ii) = post(&mut w, "/v1/invoiceitems", &[("customer", &cus), ("amount", "700"), ("currency", "usd")]);
+    let ii = id_of(&ii);
+    let (s, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus)]);
+    assert_eq!((s, inv["lines"]["data"].as_array().unwrap().len(), inv["amount_due"].as_i64()), (200, 0, Some(0)), "{inv}");
+    assert_eq!(get(&mut w, &format!("/v1/invoiceitems/{ii}")).1["invoice"], Value::Null);
+    let (_, pending) = get(&mut w, "/v1/invoiceitems?pending=true");
+    assert_eq!(pending["data"].as_array().unwrap().len(), 1);
+    let (s, inv) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("pending_invoice_items_behavior", "include")]);
+    assert_eq!((s, inv["lines"]["data"].as_array().unwrap().len(), inv["amount_due"].as_i64()), (200, 1, Some(700)), "{inv}");
+    assert_eq!(get(&mut w, &format!("/v1/invoiceitems/{ii}")).1["invoice"], inv["id"]);
+    let (_, pending) = get(&mut w, "/v1/invoiceitems?pending=true");
+    assert_eq!(pending["data"].as_array().unwrap().len(), 0, "an item on an invoice is no longer pending");
+    let (_, invoiced) = get(&mut w, "/v1/invoiceitems?pending=false");
+    assert_eq!(invoiced["data"].as_array().unwrap().len(), 1);
+    let (s, e) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("pending_invoice_items_behavior", "include_and_require")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("invoice_no_customer_line_items")));
+    let (s, e) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("pending_invoice_items_behavior", "all")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("pending_invoice_items_behavior")));
+}
+
+#[test]
+fn an_idempotency_key_is_bound_to_the_endpoint_it_was_first_used_on() {
+    let mut w = world();
+    let r = with_key(&mut w, "/v1/customers", "k", &[("email", "a@x.test")]);
+    assert_eq!(r.status, 200);
+    let r = with_key(&mut w, "/v1/products", "k", &[("name", "Pro")]);
+    let e = r.json_body();
+    assert_eq!((r.status, e["error"]["type"].as_str()), (400, Some("idempotency_error")));
+    assert_eq!(e["error"]["message"], "Keys for idempotent requests can only be used for the same endpoint they were first used for ('/v1/customers' vs '/v1/products'). Try using a key other than 'k' if you meant to execute a different request.");
+    let r = with_key(&mut w, "/v1/customers", "k", &[("email", "b@x.test")]);
+    let e = r.json_body();
+    assert_eq!((r.status, e["error"]["type"].as_str()), (400, Some("idempotency_error")));
+    assert!(e["error"]["message"].as_str().unwrap().starts_with("Keys for idempotent requests can only be used with the same parameters they were first used with."));
+}
+
+#[test]
+fn an_address_sent_on_update_replaces_the_old_one_whole() {
+    let mut w = world();
+    let (_, cus) = post(&mut w, "/v1/customers", &[("address[line1]", "1 Main St"), ("address[postal_code]", "94105"), ("address[city]", "SF"), ("address[country]", "US")]);
+    let id = id_of(&cus);
+    assert_eq!(cus["address"], json!({"city": "SF", "country": "US", "line1": "1 Main St", "line2": null, "postal_code": "94105", "state": null}));
+    let (s, c) = post(&mut w, &format!("/v1/customers/{id}"), &[("address[city]", "Paris"), ("address[country]", "FR")]);
+    assert_eq!(s, 200, "{c}");
+    assert_eq!(c["address"], json!({"city": "Paris", "country": "FR", "line1": null, "line2": null, "postal_code": null, "state": null}));
+    let (_, c) = post(&mut w, &format!("/v1/customers/{id}"), &[("shipping[name]", "Ann"), ("shipping[address][city]", "Lyon")]);
+    assert_eq!(c["shipping"], json!({"address": {"city": "Lyon", "country": null, "line1": null, "line2": null, "postal_code": null, "state": null}, "name": "Ann", "phone": null}));
+    assert_eq!(get(&mut w, &format!("/v1/customers/{id}")).1["address"]["city"], "Paris");
+}
+
+#[test]
+fn a_setup_intent_cancels_only_for_a_known_reason() {
+    let mut w = world();
+    let (_, si) = post(&mut w, "/v1/setup_intents", &[]);
+    let id = id_of(&si);
+    let (s, e) = post(&mut w, &format!("/v1/setup_intents/{id}/cancel"), &[("cancellation_reason", "bogus")]);
+    assert_eq!((s, e["error"]["type"].as_str(), e["error"]["param"].as_str()), (400, Some("invalid_request_error"), Some("cancellation_reason")));
+    assert_eq!(e["error"]["message"], "Invalid cancellation_reason: must be one of abandoned, duplicate, or requested_by_customer");
+    assert_eq!(get(&mut w, &format!("/v1/setup_intents/{id}")).1["status"], "requires_payment_method");
+    let (s, si) = post(&mut w, &format!("/v1/setup_intents/{id}/cancel"), &[("cancellation_reason", "abandoned")]);
+    assert_eq!((s, si["status"].as_str(), si["cancellation_reason"].as_str()), (200, Some("canceled"), Some("abandoned")));
 }
