@@ -330,10 +330,15 @@ impl Segment {
         }
     }
 
+    /// Store the segment, unless its sandbox is closed: requests queued when a sandbox was
+    /// discarded are still served, and their rows must not outlive the sandbox on disk.
     fn insert(&self, conn: &Connection, sandbox: &str, twin: &str) -> Result<(), StorageError> {
         let stored = lz4_flex::compress_prepend_size(&self.payload);
-        conn.prepare_cached("INSERT INTO tape_segments (sandbox_id, twin, first_seq, last_seq, rows) VALUES (?1, ?2, ?3, ?4, ?5)")?
-            .execute(params![sandbox, twin, self.first as i64, self.last as i64, stored])?;
+        conn.prepare_cached(
+            "INSERT INTO tape_segments (sandbox_id, twin, first_seq, last_seq, rows) SELECT ?1, ?2, ?3, ?4, ?5
+             WHERE NOT EXISTS (SELECT 1 FROM sandboxes WHERE id = ?1 AND closed IS NOT NULL)",
+        )?
+        .execute(params![sandbox, twin, self.first as i64, self.last as i64, stored])?;
         Ok(())
     }
 
@@ -655,6 +660,22 @@ mod tests {
             assert_eq!(back.closed[0].0, "sbx_b");
             assert_eq!(back.closed[0].1.run_id.as_deref(), Some("run_1"));
         }
+    }
+
+    #[tokio::test]
+    async fn rows_served_after_a_sandbox_closed_are_not_kept() {
+        let dir = tempfile_dir();
+        let path = dir.join("late.db");
+        let live = Live(SqliteLive::open(&path, Durability::Window).unwrap());
+        wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+        let journal = live.journal("sbx_a", "acme");
+        append(&journal, row(1)).await;
+        live.close("sbx_a", &Tombstone { team_id: "team_1".into(), token_hash: "h".into(), reason: CloseReason::Discarded, run_id: None });
+        // A request queued before the discard, served after it.
+        append(&journal, row(2)).await;
+        wait(|d| live.flush(d)).await.unwrap();
+        let segments: i64 = Connection::open(&path).unwrap().query_row("SELECT COUNT(*) FROM tape_segments", [], |r| r.get(0)).unwrap();
+        assert_eq!(segments, 0, "nothing of a closed sandbox stays on disk");
     }
 
     async fn append(journal: &Arc<dyn Journal>, row: Arc<TapeRow>) {
