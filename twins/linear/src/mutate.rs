@@ -494,6 +494,19 @@ impl Mut<'_, '_, '_> {
 
     fn create(&mut self, ty: &str, input: Value) -> Result<String, FieldError> {
         let Value::Object(input) = input else { return Err(self.ctx.invalid_input("input must be an object".into(), "Invalid input.")) };
+        // Attachments are unique by URL on an issue: creating one again updates it.
+        if ty == "Attachment" {
+            let issue = input.get("issueId").and_then(Value::as_str).and_then(|i| self.resolve("Issue", i));
+            let url = input.get("url").and_then(Value::as_str);
+            let same = self.w.all("Attachment").find(|(_, a)| a.get("issueId").and_then(Value::as_str) == issue.as_deref() && a.get("url").and_then(Value::as_str) == url && url.is_some()).map(|(id, _)| id.clone());
+            if let Some(id) = same {
+                let mut patch = input.clone();
+                patch.remove("id");
+                patch.remove("issueId");
+                self.update("Attachment", &id, &Value::Object(patch))?;
+                return Ok(id);
+            }
+        }
         let now = self.now();
         let id = match input.get("id").and_then(Value::as_str) {
             Some(id) if self.w.get(ty, id).is_some() => {

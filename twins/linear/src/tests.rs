@@ -1071,3 +1071,15 @@ fn a_new_team_has_linears_defaults_and_finds_a_members_membership() {
     assert!(d["team"]["other"].is_null(), "the developer is not a member");
     assert_eq!((d["viewer"]["createdIssueCount"].as_f64(), d["organization"]["createdIssueCount"].as_f64()), (Some(1.0), Some(1.0)));
 }
+
+#[test]
+fn linking_the_same_url_to_an_issue_again_updates_its_attachment() {
+    let mut w = World::init(None).unwrap();
+    let link = "mutation($t: String) { attachmentLinkURL(issueId: \"ENG-1\", url: \"https://example.test/pr/1\", title: $t) { attachment { id title } } }";
+    let a = data(&mut w, link, json!({"t": "PR 1"}));
+    let b = data(&mut w, link, json!({"t": "PR 1 (merged)"}));
+    assert_eq!(a["attachmentLinkURL"]["attachment"]["id"], b["attachmentLinkURL"]["attachment"]["id"]);
+    assert_eq!(b["attachmentLinkURL"]["attachment"]["title"], "PR 1 (merged)");
+    let d = data(&mut w, "{ issue(id: \"ENG-1\") { attachments { nodes { id } } } }", json!({}));
+    assert_eq!(d["issue"]["attachments"]["nodes"].as_array().unwrap().len(), 1);
+}
