@@ -825,6 +825,17 @@ impl Mut<'_, '_, '_> {
                 e.entry("health").or_insert(json!("onTrack"));
             }
             "Comment" => {
+                // Commenting on an issue subscribes the author to it.
+                if let (Some(issue), Some(user)) = (e.get("issueId").and_then(Value::as_str).map(String::from), e.get("userId").and_then(Value::as_str).map(String::from)) {
+                    let subscribed = self.w.get("Issue", &issue).and_then(|i| i.get("subscriberIds")).and_then(Value::as_array).is_some_and(|a| a.iter().any(|s| s.as_str() == Some(user.as_str())));
+                    // Recorded, but not an edit of the issue: no updatedAt, no webhook.
+                    if let Some(i) = self.w.get_mut("Issue", &issue).filter(|_| !subscribed) {
+                        let before = i.clone();
+                        edit_ids(i, "subscriberIds", std::slice::from_ref(&user), true);
+                        let after = i.clone();
+                        self.record("Issue", &issue, Some(&before), Some(&after));
+                    }
+                }
                 if !e.contains_key("issueId") && !e.contains_key("projectUpdateId") && !e.contains_key("documentContentId") && !e.contains_key("initiativeUpdateId") {
                     return Err(self.ctx.invalid_input("Argument Validation Error - issueId must be set".into(), "A comment needs an issue."));
                 }

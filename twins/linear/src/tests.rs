@@ -1083,3 +1083,13 @@ fn linking_the_same_url_to_an_issue_again_updates_its_attachment() {
     let d = data(&mut w, "{ issue(id: \"ENG-1\") { attachments { nodes { id } } } }", json!({}));
     assert_eq!(d["issue"]["attachments"]["nodes"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn commenting_subscribes_the_author_to_the_issue() {
+    let mut w = World::init(None).unwrap();
+    data(&mut w, "mutation { issueUnsubscribe(id: \"ENG-1\") { success } }", json!({}));
+    let subs = |w: &mut World| data(w, "{ issue(id: \"ENG-1\") { subscribers { nodes { id } } } }", json!({}))["issue"]["subscribers"]["nodes"].clone();
+    assert_eq!(subs(&mut w), json!([]));
+    data(&mut w, "mutation { commentCreate(input: {issueId: \"ENG-1\", body: \"On it\"}) { success } }", json!({}));
+    assert_eq!(subs(&mut w), json!([{"id": "user_admin"}]));
+}
