@@ -134,32 +134,53 @@ fn get_or_404(w: &World, kind: &str, id: &str, label: &str) -> Res {
 }
 
 /// List objects of a kind, newest first, after a filter, with `created[gt]`-style bounds.
-fn list_of(w: &World, call: &Call, kind: &str, p: &Params, keep: impl Fn(&Value) -> bool) -> Res {
+pub(crate) fn list_of(w: &World, call: &Call, kind: &str, p: &Params, keep: impl Fn(&Value) -> bool) -> Res {
+    list_shaped(w, call, kind, p, keep, None)
+}
+
+/// [`list_of`], each listed object reshaped by `shape` (a Checkout session without its line
+/// items). Besides `created`, the range filters an operation takes (`due_date`,
+/// `arrival_date`, `current_period_end`) bound their own fields.
+pub(crate) fn list_shaped(w: &World, call: &Call, kind: &str, p: &Params, keep: impl Fn(&Value) -> bool, shape: Option<fn(Value) -> Value>) -> Res {
     // With nothing to filter by, a page is cut from the ids and written from the stored
     // text: no object is decoded. (Charges and endpoints are reshaped after listing.)
     let paging_only = p.0.keys().all(|k| ["limit", "starting_after", "ending_before", "expand"].contains(&k.as_str()));
-    if paging_only && call.params.is_empty() && kind != "charge" && kind != "webhook_endpoint" {
+    if paging_only && call.params.is_empty() && shape.is_none() && kind != "charge" && kind != "webhook_endpoint" {
         return crate::core::list_ids(w, &call.req.path, w.ids(kind).collect(), p);
     }
-    let bounds = created_bounds(p)?;
-    let items: Vec<Value> = w.all(kind).filter(|o| keep(o) && bounds(o)).collect();
+    let mut bounds = Vec::new();
+    for field in ["created", "due_date", "arrival_date", "current_period_end", "current_period_start"] {
+        if p.get(field).is_some() {
+            bounds.push(range(p, field)?);
+        }
+    }
+    let items: Vec<Value> = w.all(kind).filter(|o| keep(o) && bounds.iter().all(|b| b(o))).map(|o| match shape {
+        Some(f) => f(o),
+        None => o,
+    }).collect();
     crate::core::list_object(&call.req.path, items, p)
 }
 
-fn created_bounds(p: &Params) -> Result<impl Fn(&Value) -> bool, StripeError> {
+/// A range filter on the integer field `field`: an exact value, or `[gt]`, `[gte]`, `[lt]`,
+/// `[lte]` bounds.
+fn range(p: &Params, field: &str) -> Result<Box<dyn Fn(&Value) -> bool>, StripeError> {
     let mut b: Vec<(String, i64)> = Vec::new();
-    match p.get("created") {
+    match p.get(field) {
         Some(Value::Object(m)) => {
             for (k, v) in m {
-                let n = v.as_str().and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| invalid("Invalid integer").param(&format!("created[{k}]")))?;
+                if !["gt", "gte", "lt", "lte"].contains(&k.as_str()) {
+                    return Err(invalid(format!("Received unknown parameter: {field}[{k}]")).code("parameter_unknown").param(&format!("{field}[{k}]")));
+                }
+                let n = v.as_str().and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| invalid("Invalid integer").param(&format!("{field}[{k}]")))?;
                 b.push((k.clone(), n));
             }
         }
-        Some(Value::String(s)) => b.push(("eq".into(), s.parse().map_err(|_| invalid(format!("Invalid integer: {s}")).param("created"))?)),
+        Some(Value::String(s)) => b.push(("eq".into(), s.parse().map_err(|_| invalid(format!("Invalid integer: {s}")).param(field))?)),
         _ => {}
     }
-    Ok(move |o: &Value| {
-        let c = o["created"].as_i64().unwrap_or(0);
+    let field = field.to_string();
+    Ok(Box::new(move |o: &Value| {
+        let Some(c) = o[&field].as_i64() else { return false };
         b.iter().all(|(k, n)| match k.as_str() {
             "gt" => c > *n,
             "gte" => c >= *n,
@@ -167,7 +188,15 @@ fn created_bounds(p: &Params) -> Result<impl Fn(&Value) -> bool, StripeError> {
             "lte" => c <= *n,
             _ => c == *n,
         })
-    })
+    }))
+}
+
+/// Whether `o[field]` is `want` (an id, a status), when the request filters by it: a field
+/// holding an expanded object compares by its id.
+pub(crate) fn field_is(o: &Value, field: &str, want: Option<&str>) -> bool {
+    let Some(want) = want else { return true };
+    let v = &o[field];
+    if v.is_object() { v["id"] == want } else { *v == want }
 }
 
 fn product_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
@@ -505,8 +534,7 @@ fn customer_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 }
 
 fn customer_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let email = p.str("email").map(str::to_string);
-    list_of(w, call, "customer", p, |c| email.as_ref().is_none_or(|e| c["email"] == e.as_str()))
+    list_of(w, call, "customer", p, |c| field_is(c, "email", p.str("email")) && field_is(c, "test_clock", p.str("test_clock")))
 }
 
 fn customer_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
@@ -1543,7 +1571,9 @@ fn charge_capture(w: &mut World, call: &mut Call, p: &Params) -> Res {
 fn charge_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.str("customer").map(str::to_string);
     let pi = p.str("payment_intent").map(str::to_string);
-    let mut out = list_of(w, call, "charge", p, |c| cus.as_ref().is_none_or(|x| c["customer"] == x.as_str()) && pi.as_ref().is_none_or(|x| c["payment_intent"] == x.as_str()))?;
+    let mut out = list_of(w, call, "charge", p, |c| {
+        cus.as_ref().is_none_or(|x| c["customer"] == x.as_str()) && pi.as_ref().is_none_or(|x| c["payment_intent"] == x.as_str()) && field_is(c, "transfer_group", p.str("transfer_group"))
+    })?;
     if let Some(items) = out["data"].as_array_mut() {
         for c in items.iter_mut() {
             *c = with_refunds(w, std::mem::take(c));
@@ -1662,8 +1692,7 @@ fn refund_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
 // Disputes.
 
 fn dispute_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let ch = p.str("charge").map(str::to_string);
-    list_of(w, call, "dispute", p, |d| ch.as_ref().is_none_or(|x| d["charge"] == x.as_str()))
+    list_of(w, call, "dispute", p, |d| field_is(d, "charge", p.str("charge")) && field_is(d, "payment_intent", p.str("payment_intent")))
 }
 
 fn dispute_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
@@ -1778,8 +1807,7 @@ fn payout_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 fn payout_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let st = p.str("status").map(str::to_string);
-    list_of(w, call, "payout", p, |o| st.as_ref().is_none_or(|x| o["status"] == x.as_str()))
+    list_of(w, call, "payout", p, |o| field_is(o, "status", p.str("status")) && field_is(o, "destination", p.str("destination")))
 }
 
 fn payout_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
@@ -1834,7 +1862,15 @@ fn product_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 fn product_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let active = p.bool("active")?;
-    list_of(w, call, "product", p, |o| active.is_none_or(|a| o["active"] == a))
+    let shippable = p.bool("shippable")?;
+    let ids = p.strs("ids");
+    list_of(w, call, "product", p, |o| {
+        active.is_none_or(|a| o["active"] == a)
+            && shippable.is_none_or(|a| o["shippable"] == a)
+            && (ids.is_empty() || ids.iter().any(|id| o["id"] == id.as_str()))
+            && field_is(o, "url", p.str("url"))
+            && field_is(o, "type", p.str("type"))
+    })
 }
 
 fn product_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
@@ -1944,11 +1980,15 @@ fn price_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let active = p.bool("active")?;
     let ty = p.str("type").map(str::to_string);
     let keys = p.strs("lookup_keys");
+    // `recurring[interval]=month`, `recurring[usage_type]=metered`.
+    let recurring: Vec<(String, String)> = p.get("recurring").and_then(Value::as_object).map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect()).unwrap_or_default();
     list_of(w, call, "price", p, |o| {
         product.as_ref().is_none_or(|x| o["product"] == x.as_str())
             && active.is_none_or(|a| o["active"] == a)
             && ty.as_ref().is_none_or(|x| o["type"] == x.as_str())
             && (keys.is_empty() || keys.iter().any(|k| o["lookup_key"] == k.as_str()))
+            && field_is(o, "currency", p.str("currency"))
+            && recurring.iter().all(|(k, v)| o["recurring"].is_object() && o["recurring"][k] == v.as_str())
     })
 }
 
@@ -2081,8 +2121,7 @@ pub(crate) fn si_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 fn si_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let cus = p.str("customer").map(str::to_string);
-    list_of(w, call, "setup_intent", p, |o| cus.as_ref().is_none_or(|c| o["customer"] == c.as_str()))
+    list_of(w, call, "setup_intent", p, |o| field_is(o, "customer", p.str("customer")) && field_is(o, "payment_method", p.str("payment_method")))
 }
 
 fn si_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {

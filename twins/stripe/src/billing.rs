@@ -6,7 +6,7 @@
 use pome_twin_sdk::{Call, Router, Value, json};
 
 use crate::World;
-use crate::api::{self, emit};
+use crate::api::{self, emit, field_is};
 use crate::core::{Params, Res, StripeError, invalid, list_object, missing, no_such, no_such_ref, run};
 
 macro_rules! h {
@@ -123,8 +123,7 @@ fn clock_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 fn clock_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let items: Vec<Value> = w.all("test_helpers.test_clock").collect();
-    list_object(&call.req.path, items, p)
+    crate::api::list_of(w, call, "test_helpers.test_clock", p, |_| true)
 }
 
 fn clock_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
@@ -746,20 +745,19 @@ fn sub_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 }
 
 fn sub_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let cus = p.str("customer").map(str::to_string);
-    let status = p.str("status").map(str::to_string);
-    let price = p.str("price").map(str::to_string);
-    let items: Vec<Value> = w
-        .all("subscription")
-        .filter(|s| cus.as_ref().is_none_or(|c| s["customer"] == c.as_str()))
-        .filter(|s| match status.as_deref() {
-            None => s["status"] != "canceled",
-            Some("all") => true,
-            Some(st) => s["status"] == st,
-        })
-        .filter(|s| price.as_ref().is_none_or(|pr| s["items"]["data"].as_array().is_some_and(|a| a.iter().any(|i| i["price"]["id"] == pr.as_str()))))
-        .collect();
-    list_object(&call.req.path, items, p)
+    let price = p.str("price");
+    crate::api::list_of(w, call, "subscription", p, |s| {
+        field_is(s, "customer", p.str("customer"))
+            && field_is(s, "collection_method", p.str("collection_method"))
+            && field_is(s, "test_clock", p.str("test_clock"))
+            && match p.str("status") {
+                // Canceled subscriptions are listed only when asked for.
+                None => s["status"] != "canceled",
+                Some("all") => true,
+                Some(st) => s["status"] == st,
+            }
+            && price.is_none_or(|pr| s["items"]["data"].as_array().is_some_and(|a| a.iter().any(|i| i["price"]["id"] == pr)))
+    })
 }
 
 fn sub_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
@@ -1238,16 +1236,10 @@ fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 fn ii_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let cus = p.str("customer").map(str::to_string);
-    let inv = p.str("invoice").map(str::to_string);
     let pending = p.bool("pending")?;
-    let items: Vec<Value> = w
-        .all("invoiceitem")
-        .filter(|o| cus.as_ref().is_none_or(|c| o["customer"] == c.as_str()))
-        .filter(|o| inv.as_ref().is_none_or(|i| o["invoice"] == i.as_str()))
-        .filter(|o| pending.is_none_or(|x| o["invoice"].is_null() == x))
-        .collect();
-    list_object(&call.req.path, items, p)
+    crate::api::list_of(w, call, "invoiceitem", p, |o| {
+        field_is(o, "customer", p.str("customer")) && field_is(o, "invoice", p.str("invoice")) && pending.is_none_or(|x| o["invoice"].is_null() == x)
+    })
 }
 
 /// An invoice item as a line of invoice `inv`.
@@ -1531,15 +1523,9 @@ fn inv_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 }
 
 fn inv_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let cus = p.str("customer").map(str::to_string);
-    let sub = p.str("subscription").map(str::to_string);
-    let st = p.str("status").map(str::to_string);
-    let items: Vec<Value> = w
-        .all("invoice")
-        .filter(|i| cus.as_ref().is_none_or(|c| i["customer"] == c.as_str()) && sub.as_ref().is_none_or(|s| i["subscription"] == s.as_str()) && st.as_ref().is_none_or(|s| i["status"] == s.as_str()))
-        
-        .collect();
-    list_object(&call.req.path, items, p)
+    crate::api::list_of(w, call, "invoice", p, |i| {
+        ["customer", "subscription", "status", "collection_method"].iter().all(|f| field_is(i, f, p.str(f)))
+    })
 }
 
 fn inv_lines(w: &mut World, call: &mut Call, p: &Params) -> Res {

@@ -3,7 +3,7 @@
 use pome_twin_sdk::{Call, Router, Value, json};
 
 use crate::World;
-use crate::api::emit;
+use crate::api::{emit, field_is};
 use crate::core::{Params, Res, StripeError, invalid, list_object, missing, no_such, no_such_ref, run};
 
 macro_rules! h {
@@ -148,15 +148,12 @@ fn cs_retrieve(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 fn cs_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let pi = p.str("payment_intent").map(str::to_string);
-    let cus = p.str("customer").map(str::to_string);
-    let items: Vec<Value> = w
-        .all("checkout.session")
-        .filter(|o| pi.as_ref().is_none_or(|x| o["payment_intent"] == x.as_str()) && cus.as_ref().is_none_or(|x| o["customer"] == x.as_str()))
-        
-        .map(public)
-        .collect();
-    list_object(&call.req.path, items, p)
+    let email = p.get("customer_details").and_then(|d| d.get("email")).and_then(Value::as_str);
+    let keep = |o: &Value| {
+        ["payment_intent", "customer", "status", "subscription", "payment_link"].iter().all(|f| field_is(o, f, p.str(f)))
+            && email.is_none_or(|e| o["customer_details"]["email"] == e)
+    };
+    crate::api::list_shaped(w, call, "checkout.session", p, keep, Some(public))
 }
 
 fn cs_expire(w: &mut World, call: &mut Call, _p: &Params) -> Res {
@@ -322,8 +319,7 @@ fn pl_get(w: &World, call: &Call) -> Result<(String, Value), StripeError> {
 
 fn pl_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let active = p.bool("active")?;
-    let items: Vec<Value> = w.all("payment_link").filter(|o| active.is_none_or(|a| o["active"] == a)).map(public).collect();
-    list_object(&call.req.path, items, p)
+    crate::api::list_shaped(w, call, "payment_link", p, |o| active.is_none_or(|a| o["active"] == a), Some(public))
 }
 
 fn pl_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
@@ -373,15 +369,10 @@ fn promo_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 fn promo_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let code = p.str("code").map(str::to_string);
-    let coupon = p.str("coupon").map(str::to_string);
     let active = p.bool("active")?;
-    let items: Vec<Value> = w
-        .all("promotion_code")
-        .filter(|o| code.as_ref().is_none_or(|c| o["code"] == c.as_str()) && coupon.as_ref().is_none_or(|c| o["coupon"]["id"] == c.as_str()) && active.is_none_or(|a| o["active"] == a))
-        
-        .collect();
-    list_object(&call.req.path, items, p)
+    crate::api::list_of(w, call, "promotion_code", p, |o| {
+        ["code", "coupon", "customer"].iter().all(|f| field_is(o, f, p.str(f))) && active.is_none_or(|a| o["active"] == a)
+    })
 }
 
 fn promo_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {

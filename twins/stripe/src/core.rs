@@ -426,127 +426,202 @@ pub fn search_object(url: &str, items: Vec<Value>, p: &Params) -> Res {
 }
 
 // ---------------------------------------------------------------------------------------
-// The search query language: `field:'value'`, `metadata['k']:'v'`, `created>123`,
-// `-field:'v'` for negation, `~` for substring, clauses joined by AND or OR.
+// The search query language (Stripe's "Search query language"): clauses `field:"value"`,
+// `metadata["k"]:"v"`, `amount>1000`, `-field:"v"` for negation and `field~"val"` for a
+// substring; clauses separated by spaces or joined by AND or OR (any case, never both).
+
+/// One clause: a field, its operator and its value, negated by a leading `-`.
+struct Clause {
+    neg: bool,
+    field: String,
+    op: &'static str,
+    value: String,
+}
 
 pub fn search_matches(query: &str, obj: &Value) -> Result<bool, StripeError> {
+    let (clauses, any) = parse_query(query)?;
+    let mut hits = clauses.iter().map(|c| clause_matches(c, obj));
+    Ok(if any { hits.any(|h| h) } else { hits.all(|h| h) })
+}
+
+fn parse_error(near: &str) -> StripeError {
+    invalid(format!("We were unable to parse your search query. Try checking the syntax near `{near}`.")).param("query")
+}
+
+/// The clauses of `query`, and whether they are joined by OR (else AND).
+fn parse_query(query: &str) -> Result<(Vec<Clause>, bool), StripeError> {
     let q = query.trim();
     if q.is_empty() {
         return Err(invalid("Missing required param: query.").param("query"));
     }
-    let (ors, joiner_or) = split_clauses(q)?;
-    let mut results = Vec::new();
-    for clause in &ors {
-        results.push(clause_matches(clause, obj)?);
-    }
-    Ok(if joiner_or { results.iter().any(|b| *b) } else { results.iter().all(|b| *b) })
-}
-
-fn split_clauses(q: &str) -> Result<(Vec<String>, bool), StripeError> {
+    let chars: Vec<char> = q.chars().collect();
+    let mut at = 0;
     let mut clauses = Vec::new();
-    let mut cur = String::new();
-    let mut in_quote = false;
     let mut joiner: Option<bool> = None;
-    let words: Vec<&str> = q.split(' ').collect();
-    for w in words {
-        let quotes = w.matches('\'').count() - w.matches("\\'").count();
-        if !in_quote && (w == "AND" || w == "OR") {
-            let is_or = w == "OR";
+    // Whether the last thing read was a keyword, which must be followed by a clause.
+    let mut dangling = false;
+    loop {
+        while chars.get(at).is_some_and(|c| c.is_whitespace()) {
+            at += 1;
+        }
+        if at >= chars.len() {
+            break;
+        }
+        let word_end = (at..chars.len()).find(|&i| chars[i].is_whitespace()).unwrap_or(chars.len());
+        let word: String = chars[at..word_end].iter().collect();
+        if word.eq_ignore_ascii_case("and") || word.eq_ignore_ascii_case("or") {
+            let is_or = word.eq_ignore_ascii_case("or");
+            if clauses.is_empty() || dangling {
+                return Err(parse_error(&word));
+            }
             if joiner.is_some_and(|j| j != is_or) {
                 return Err(invalid("Search queries cannot mix AND and OR.").param("query"));
             }
             joiner = Some(is_or);
-            clauses.push(std::mem::take(&mut cur));
+            dangling = true;
+            at = word_end;
             continue;
         }
-        if !cur.is_empty() {
-            cur.push(' ');
-        }
-        cur.push_str(w);
-        if quotes % 2 == 1 {
-            in_quote = !in_quote;
-        }
+        let (clause, next) = parse_clause(&chars, at)?;
+        clauses.push(clause);
+        dangling = false;
+        at = next;
     }
-    clauses.push(cur);
-    let clauses: Vec<String> = clauses.into_iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect();
+    if dangling || clauses.is_empty() {
+        return Err(parse_error(q));
+    }
     if clauses.len() > 10 {
         return Err(invalid("Search queries can have up to 10 clauses.").param("query"));
     }
     Ok((clauses, joiner == Some(true)))
 }
 
-fn clause_matches(clause: &str, obj: &Value) -> Result<bool, StripeError> {
-    let bad = || invalid(format!("We were unable to parse your search query. Try checking the syntax near `{clause}`.")).param("query");
-    let (neg, c) = match clause.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, clause),
-    };
-    let op_at = c.find([':', '>', '<']).ok_or_else(bad)?;
-    let field = &c[..op_at];
-    let rest = &c[op_at..];
-    let (op, value) = if let Some(v) = rest.strip_prefix(">=") {
-        (">=", v)
-    } else if let Some(v) = rest.strip_prefix("<=") {
-        ("<=", v)
-    } else if let Some(v) = rest.strip_prefix(':') {
-        if let Some(v) = v.strip_prefix('~') { ("~", v) } else { (":", v) }
-    } else if let Some(v) = rest.strip_prefix('>') {
-        (">", v)
-    } else {
-        ("<", &rest[1..])
-    };
-    let value = value.trim();
-    let value = if value.len() >= 2 && value.starts_with('\'') && value.ends_with('\'') {
-        value[1..value.len() - 1].replace("\\'", "'")
-    } else if value.len() >= 2 && value.starts_with('"') && value.ends_with('"') {
-        value[1..value.len() - 1].to_string()
-    } else {
-        value.to_string()
-    };
-    let actual: Value = if let Some(k) = field.strip_prefix("metadata[").and_then(|s| s.strip_suffix(']')) {
-        let k = k.trim_matches(|c| c == '\'' || c == '"');
-        obj["metadata"][k].clone()
-    } else {
-        let mut cur = obj;
-        for part in field.split('.') {
-            cur = &cur[part];
+/// A quoted string starting at `at` (`"…"` or `'…'`, backslash escapes), and the index after it.
+fn quoted(chars: &[char], at: usize) -> Option<(String, usize)> {
+    let quote = *chars.get(at).filter(|c| **c == '"' || **c == '\'')?;
+    let mut out = String::new();
+    let mut i = at + 1;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' if i + 1 < chars.len() => {
+                out.push(chars[i + 1]);
+                i += 2;
+            }
+            c if c == quote => return Some((out, i + 1)),
+            c => {
+                out.push(c);
+                i += 1;
+            }
         }
-        cur.clone()
+    }
+    None
+}
+
+fn parse_clause(chars: &[char], start: usize) -> Result<(Clause, usize), StripeError> {
+    let rest_word = || -> String {
+        let end = (start..chars.len()).find(|&i| chars[i].is_whitespace()).unwrap_or(chars.len());
+        chars[start..end].iter().collect()
     };
-    let text = match &actual {
+    let mut at = start;
+    let neg = chars.get(at) == Some(&'-');
+    if neg {
+        at += 1;
+    }
+    // The field: a dotted path, or `metadata[…]` with a quoted key.
+    let mut field = String::new();
+    while let Some(&c) = chars.get(at) {
+        if c == '[' {
+            let (key, after) = quoted(chars, at + 1).filter(|(_, after)| chars.get(*after) == Some(&']')).ok_or_else(|| parse_error(&rest_word()))?;
+            field.push('[');
+            field.push_str(&key);
+            field.push(']');
+            at = after + 1;
+        } else if c.is_alphanumeric() || c == '_' || c == '.' {
+            field.push(c);
+            at += 1;
+        } else {
+            break;
+        }
+    }
+    let two: String = chars[at..chars.len().min(at + 2)].iter().collect();
+    let op = match () {
+        _ if two == ">=" => ">=",
+        _ if two == "<=" => "<=",
+        _ => match chars.get(at) {
+            Some(':') => ":",
+            Some('~') => "~",
+            Some('>') => ">",
+            Some('<') => "<",
+            Some('=') => ":",
+            _ => return Err(parse_error(&rest_word())),
+        },
+    };
+    if field.is_empty() {
+        return Err(parse_error(&rest_word()));
+    }
+    at += if op.len() == 2 { 2 } else { 1 };
+    let (value, next) = match quoted(chars, at) {
+        Some(q) => q,
+        None if chars.get(at).is_some_and(|c| *c == '"' || *c == '\'') => return Err(parse_error(&rest_word())),
+        None => {
+            let end = (at..chars.len()).find(|&i| chars[i].is_whitespace()).unwrap_or(chars.len());
+            (chars[at..end].iter().collect::<String>(), end)
+        }
+    };
+    if value.is_empty() && op != ":" {
+        return Err(parse_error(&rest_word()));
+    }
+    if chars.get(next).is_some_and(|c| !c.is_whitespace()) {
+        return Err(parse_error(&rest_word()));
+    }
+    let text: String = chars[start..next].iter().collect();
+    if op == "~" && value.chars().count() < 3 {
+        return Err(invalid("Substring matching requires at least 3 characters.").param("query"));
+    }
+    if matches!(op, ">" | "<" | ">=" | "<=") && value.parse::<f64>().is_err() {
+        return Err(parse_error(&text));
+    }
+    Ok((Clause { neg, field, op, value }, next))
+}
+
+fn clause_matches(c: &Clause, obj: &Value) -> bool {
+    let actual: &Value = match c.field.strip_prefix("metadata[").and_then(|s| s.strip_suffix(']')) {
+        Some(k) => &obj["metadata"][k],
+        None => c.field.split('.').fold(obj, |cur, part| &cur[part]),
+    };
+    // An expanded object compares by its id.
+    let actual = if actual.is_object() { &actual["id"] } else { actual };
+    let text = match actual {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
         Value::Bool(b) => b.to_string(),
-        Value::Null => "null".to_string(),
-        other => other.to_string(),
+        _ => String::new(),
     };
-    let hit = match op {
-        ":" => {
-            if value == "null" {
-                actual.is_null()
-            } else {
-                text == value || (actual.is_string() && text.eq_ignore_ascii_case(&value) && field == "email")
-            }
-        }
-        "~" => {
-            if value.chars().count() < 3 {
-                return Err(invalid("Substring matching requires at least 3 characters.").param("query"));
-            }
-            text.to_lowercase().contains(&value.to_lowercase())
-        }
-        _ => {
-            let a = actual.as_f64().ok_or_else(bad)?;
-            let b: f64 = value.parse().map_err(|_| bad())?;
-            match op {
+    let hit = match c.op {
+        ":" if c.value == "null" || c.value.is_empty() => actual.is_null() || text.is_empty(),
+        ":" => match (actual.as_f64(), c.value.parse::<f64>()) {
+            (Some(a), Ok(b)) => a == b,
+            // Stripe's string fields (emails, names, descriptions) match without regard to
+            // case; its token fields (ids, statuses, currencies) and metadata match exactly.
+            _ if TEXT_FIELDS.contains(&c.field.as_str()) => text.to_lowercase() == c.value.to_lowercase(),
+            _ => text == c.value,
+        },
+        "~" => text.to_lowercase().contains(&c.value.to_lowercase()),
+        op => match (actual.as_f64(), c.value.parse::<f64>()) {
+            (Some(a), Ok(b)) => match op {
                 ">" => a > b,
                 "<" => a < b,
                 ">=" => a >= b,
                 _ => a <= b,
-            }
-        }
+            },
+            _ => false,
+        },
     };
-    Ok(hit != neg)
+    hit != c.neg
 }
+
+/// The search fields Stripe types as `string` rather than `token`.
+const TEXT_FIELDS: &[&str] = &["email", "name", "description", "phone", "statement_descriptor", "number", "receipt_number"];
 
 // ---------------------------------------------------------------------------------------
 // expand[]

@@ -1466,3 +1466,85 @@ fn a_setup_intent_cancels_only_for_a_known_reason() {
     let (s, si) = post(&mut w, &format!("/v1/setup_intents/{id}/cancel"), &[("cancellation_reason", "abandoned")]);
     assert_eq!((s, si["status"].as_str(), si["cancellation_reason"].as_str()), (200, Some("canceled"), Some("abandoned")));
 }
+
+/// `text` percent-encoded for a query string.
+fn enc(text: &str) -> String {
+    text.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+fn search_ids(w: &mut World, kind: &str, query: &str) -> Result<Vec<String>, Value> {
+    let (s, v) = get(w, &format!("/v1/{kind}/search?query={}", enc(query)));
+    if s != 200 {
+        return Err(v);
+    }
+    Ok(v["data"].as_array().unwrap().iter().map(|o| o["email"].as_str().or(o["id"].as_str()).unwrap().to_string()).collect())
+}
+
+#[test]
+fn search_queries_read_as_stripe_documents_its_query_language() {
+    let mut w = world();
+    for (email, name, tier) in [("amy@rocketrides.io", "Amy Rider", "gold"), ("bob@rocketrides.io", "Bob Rider", "silver"), ("cy@example.com", "Cy Walker", "gold")] {
+        post(&mut w, "/v1/customers", &[("email", email), ("name", name), ("metadata[tier]", tier)]);
+    }
+    let mut found = |q: &str| search_ids(&mut w, "customers", q);
+    // Clauses separated by a space are joined by AND; keywords are any case.
+    assert_eq!(found(r#"name~"rider" metadata["tier"]:"gold""#).unwrap(), ["amy@rocketrides.io"]);
+    // Newest first, like lists.
+    assert_eq!(found(r#"email:"cy@example.com" or email:"bob@rocketrides.io""#).unwrap(), ["cy@example.com", "bob@rocketrides.io"]);
+    assert_eq!(found(r#"email~"rocketrides" and -metadata['tier']:'silver'"#).unwrap(), ["amy@rocketrides.io"]);
+    // String fields match without regard to case; metadata matches exactly.
+    assert_eq!(found(r#"name:"amy rider""#).unwrap(), ["amy@rocketrides.io"]);
+    assert!(found(r#"metadata["tier"]:"GOLD""#).unwrap().is_empty());
+    // A value with spaces stays one clause inside its quotes.
+    assert_eq!(found(r#"name:"Cy Walker" AND email~"example""#).unwrap(), ["cy@example.com"]);
+
+    let refused = |r: Result<Vec<String>, Value>| r.unwrap_err()["error"]["message"].as_str().unwrap().to_string();
+    assert_eq!(refused(found(r#"email:"a@b.c" AND name:"x" OR name:"y""#)), "Search queries cannot mix AND and OR.");
+    assert_eq!(refused(found(r#"name~"am""#)), "Substring matching requires at least 3 characters.");
+    assert!(refused(found(r#"email:"unclosed"#)).starts_with("We were unable to parse your search query."));
+    assert!(refused(found("AND email:\"a@b.c\"")).starts_with("We were unable to parse your search query."));
+    assert!(refused(found("amount>lots")).starts_with("We were unable to parse your search query."));
+}
+
+#[test]
+fn list_filters_narrow_every_list_by_the_parameters_stripe_documents() {
+    let mut w = world();
+    let (_, cus) = post(&mut w, "/v1/customers", &[("email", "buyer@example.com")]);
+    let cus = cus["id"].as_str().unwrap().to_string();
+    let now = w.now();
+
+    // Range filters bound `created` (and refuse a bound Stripe does not have).
+    let (_, invoice) = post(&mut w, "/v1/invoices", &[("customer", &cus), ("collection_method", "send_invoice"), ("days_until_due", "30")]);
+    let count = |w: &mut World, path: &str| get(w, path).1["data"].as_array().map(Vec::len);
+    assert_eq!(count(&mut w, &format!("/v1/invoices?created[gte]={now}")), Some(1));
+    assert_eq!(count(&mut w, &format!("/v1/invoices?created[gt]={now}")), Some(0));
+    assert_eq!(count(&mut w, "/v1/invoices?collection_method=charge_automatically"), Some(0));
+    assert_eq!(count(&mut w, "/v1/invoices?collection_method=send_invoice"), Some(1));
+    let due = invoice["due_date"].as_i64().unwrap();
+    assert_eq!(count(&mut w, &format!("/v1/invoices?due_date[lte]={due}")), Some(1));
+    assert_eq!(count(&mut w, &format!("/v1/invoices?due_date[lt]={due}")), Some(0));
+    let (s, e) = get(&mut w, &format!("/v1/invoices?created[after]={now}"));
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("created[after]")));
+
+    // Prices by currency and by recurring interval; products by ids.
+    let (_, monthly) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "500"), ("recurring[interval]", "month"), ("product_data[name]", "Plan")]);
+    let (_, yearly) = post(&mut w, "/v1/prices", &[("currency", "eur"), ("unit_amount", "5000"), ("recurring[interval]", "year"), ("product_data[name]", "Plan")]);
+    let (_, once) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "900"), ("product_data[name]", "Thing")]);
+    let ids = |w: &mut World, path: &str| get(w, path).1["data"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(ids(&mut w, "/v1/prices?recurring[interval]=year"), [yearly["id"].as_str().unwrap()]);
+    assert_eq!(ids(&mut w, "/v1/prices?currency=usd"), [once["id"].as_str().unwrap(), monthly["id"].as_str().unwrap()]);
+    let product = once["product"].as_str().unwrap();
+    assert_eq!(ids(&mut w, &format!("/v1/products?ids[]={product}")), [product]);
+
+    // Disputes by PaymentIntent; Checkout sessions by status.
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "2000"), ("currency", "usd"), ("payment_method", "pm_card_createDispute"), ("confirm", "true")]);
+    let pi_id = pi["id"].as_str().unwrap();
+    assert_eq!(count(&mut w, &format!("/v1/disputes?payment_intent={pi_id}")), Some(1));
+    assert_eq!(count(&mut w, "/v1/disputes?payment_intent=pi_other"), Some(0));
+    let (s, session) = post(&mut w, "/v1/checkout/sessions", &[("mode", "payment"), ("success_url", "https://example.com/ok"), ("line_items[0][price]", once["id"].as_str().unwrap()), ("line_items[0][quantity]", "1")]);
+    assert_eq!(s, 200, "{session}");
+    assert_eq!(count(&mut w, "/v1/checkout/sessions?status=open"), Some(1));
+    assert_eq!(count(&mut w, "/v1/checkout/sessions?status=complete"), Some(0));
+    let (_, listed) = get(&mut w, "/v1/checkout/sessions?status=open");
+    assert!(listed["data"][0].get("line_items").is_none(), "a listed session leaves its line items out");
+}
