@@ -1,7 +1,7 @@
 //! Stripe's parameter names for each operation the twin serves, from `src/operations.json`,
 //! as a static table the twin checks requests against (`known_params.rs` in `OUT_DIR`):
 //! every sandbox starts a fresh instance, and none should parse 250 KB of JSON to know
-//! that `foo` is not a customer's parameter.
+//! that `foo` is not a customer's parameter. Beside it, the event types an endpoint may enable.
 
 use std::path::Path;
 
@@ -31,6 +31,16 @@ fn main() {
         out.push_str(&format!("    ({action:?}, &{names:?}),\n"));
     }
     out.push_str("];\n");
+    // The event types an endpoint may enable, as Stripe's description enumerates them.
+    let events = ops
+        .iter()
+        .find(|o| o["action"] == "webhook_endpoints.create")
+        .and_then(|o| o["parameters"].as_array()?.iter().find(|p| p["name"] == "enabled_events"))
+        .and_then(|p| p["enum"].as_array())
+        .expect("webhook_endpoints.create enumerates its enabled_events");
+    let mut events: Vec<&str> = events.iter().map(|e| e.as_str().expect("event types are strings")).collect();
+    events.sort();
+    out.push_str(&format!("/// The event types a webhook endpoint may enable, sorted.\npub static EVENT_TYPES: &[&str] = &{events:?};\n"));
     let dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(Path::new(&dir).join("known_params.rs"), out).expect("OUT_DIR is writable");
 }

@@ -54,6 +54,9 @@ def type_of(schema):
 
 def enum_of(schema):
     schema = resolve(schema)
+    if schema.get("type") == "array":
+        # A list of enumerated values (`enabled_events`): the values its items take.
+        schema = resolve(schema.get("items", {}))
     values = list(schema.get("enum") or [])
     for s in schema.get("anyOf", []):
         values += [v for v in resolve(s).get("enum") or [] if v != ""]

@@ -2260,10 +2260,7 @@ fn we_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(invalid(format!("Invalid URL: {url}. URLs must begin with http or https.")).param("url"));
     }
-    let events = p.strs("enabled_events");
-    if events.is_empty() {
-        return Err(missing("enabled_events"));
-    }
+    let events = enabled_events(p)?.ok_or_else(|| missing("enabled_events"))?;
     let id = w.new_id("we");
     let secret = format!("whsec_{}", crate::core::base62(w.seq.wrapping_mul(0x9E37_79B9_7F4A_7C15), 32));
     let mut o = json!({
@@ -2275,6 +2272,19 @@ fn we_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     p.metadata_into(&mut o)?;
     let o = w.insert(Some(call), o);
     Ok(o)
+}
+
+/// The endpoint's `enabled_events`, when given, each an event type Stripe sends (or `*`).
+fn enabled_events(p: &Params) -> Result<Option<Vec<String>>, StripeError> {
+    let events = p.strs("enabled_events");
+    if events.is_empty() {
+        return Ok(None);
+    }
+    if let Some((i, _)) = events.iter().enumerate().find(|(_, e)| crate::core::EVENT_TYPES.binary_search(&e.as_str()).is_err()) {
+        let param = format!("enabled_events[{i}]");
+        return Err(invalid(format!("Invalid {param}: must be one of {}", crate::core::EVENT_TYPES.join(", "))).param(&param));
+    }
+    Ok(Some(events))
 }
 
 /// A webhook endpoint as retrieved: Stripe shows the secret only on create.
@@ -2304,12 +2314,12 @@ fn we_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
     let mut probe = get_or_404(w, "webhook_endpoint", &id, "webhook endpoint")?;
     p.metadata_into(&mut probe)?;
-    let events = p.strs("enabled_events");
+    let events = enabled_events(p)?;
     let disabled = p.bool("disabled")?;
     Ok(we_public(w.modify(call, &id, |o| {
         p.copy(o, &["url", "description"]);
         o["metadata"] = probe["metadata"].clone();
-        if !events.is_empty() {
+        if let Some(events) = events {
             o["enabled_events"] = json!(events);
         }
         if let Some(d) = disabled {

@@ -684,6 +684,7 @@ pub fn next_request_id(w: &mut World) -> String {
 mod known {
     include!(concat!(env!("OUT_DIR"), "/known_params.rs"));
 }
+pub use known::EVENT_TYPES;
 
 /// A top-level parameter of the request that Stripe's description of the operation does not
 /// have, which Stripe refuses rather than ignores: an agent must not believe a misspelt field

@@ -1548,3 +1548,17 @@ fn list_filters_narrow_every_list_by_the_parameters_stripe_documents() {
     let (_, listed) = get(&mut w, "/v1/checkout/sessions?status=open");
     assert!(listed["data"][0].get("line_items").is_none(), "a listed session leaves its line items out");
 }
+
+#[test]
+fn a_webhook_endpoint_enables_only_event_types_stripe_sends() {
+    let mut w = world();
+    let (s, e) = post(&mut w, "/v1/webhook_endpoints", &[("url", "https://m.test/h"), ("enabled_events[]", "charge.succeeded"), ("enabled_events[]", "payment_intent.succeded")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("enabled_events[1]")), "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().starts_with("Invalid enabled_events[1]: must be one of *, account."), "{e}");
+    let (s, we) = post(&mut w, "/v1/webhook_endpoints", &[("url", "https://m.test/h"), ("enabled_events[]", "charge.succeeded")]);
+    assert_eq!(s, 200, "{we}");
+    let (s, e) = post(&mut w, &format!("/v1/webhook_endpoints/{}", we["id"].as_str().unwrap()), &[("enabled_events[]", "nope")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("enabled_events[0]")));
+    let bad = World::init(Some(json!({"webhook_endpoints": [{"url": "https://m.test/h", "enabled_events": ["charge.sucess"]}]}))).unwrap_err();
+    assert!(bad.contains("enabled_events[0]") && bad.contains("charge.sucess"), "{bad}");
+}
