@@ -65,3 +65,23 @@ mod tests {
         assert_eq!(relative(now, "P1W", true).unwrap(), "2026-03-17");
     }
 }
+
+/// A `DateTime` input as Linear keeps it: UTC with milliseconds (`2026-12-05T08:00:00.000Z`
+/// for `2026-12-05T10:00:00+02:00`); a plain date is its midnight UTC.
+pub fn date_time(s: &str) -> Option<String> {
+    let t = s.trim();
+    let at = DateTime::parse_from_rfc3339(t).map(|d| d.with_timezone(&Utc)).ok().or_else(|| {
+        let day = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d").ok()?;
+        Some(day.and_hms_opt(0, 0, 0)?.and_utc())
+    })?;
+    Some(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+}
+
+/// A `TimelessDate` input as Linear keeps it: the date alone (`2026-12-05`), also when a
+/// time was given with it.
+pub fn timeless_date(s: &str) -> Option<String> {
+    let t = s.trim();
+    let day = t.get(..10)?;
+    chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").ok()?;
+    (t.len() == 10 || DateTime::parse_from_rfc3339(t).is_ok()).then(|| day.to_string())
+}

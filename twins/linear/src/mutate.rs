@@ -525,6 +525,7 @@ impl Mut<'_, '_, '_> {
             }
         }
         self.normalize_refs(ty, &mut e)?;
+        self.normalize_dates(ty, &mut e)?;
         let viewer = self.w.viewer.clone();
         if has_field(ty, "creator") && !e.contains_key("creatorId") {
             e.insert("creatorId".into(), json!(viewer));
@@ -552,6 +553,7 @@ impl Mut<'_, '_, '_> {
         patch.remove("id");
         let mut probe = patch.clone();
         self.normalize_refs(ty, &mut probe)?;
+        self.normalize_dates(ty, &mut probe)?;
         if ty == "Issue" {
             self.check_issue_update(id, &probe)?;
             self.move_team(id, &mut probe)?;
@@ -735,6 +737,29 @@ impl Mut<'_, '_, '_> {
                         e.insert(k.clone(), json!(real));
                     }
                     None => return Err(self.ctx.not_found(&t)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Dates and times given as the entity's `DateTime` and `TimelessDate` fields are kept
+    /// as Linear keeps them (see [`crate::dates::date_time`]); a value that is neither is
+    /// refused.
+    fn normalize_dates(&self, ty: &str, e: &mut Entity) -> Result<(), FieldError> {
+        for (k, v) in e.iter_mut() {
+            let Some(text) = v.as_str() else { continue };
+            let kind = crate::tables::field(ty, k).map(|f| f.ty).filter(|t| *t == "DateTime" || *t == "TimelessDate");
+            let normal = match kind {
+                Some("DateTime") => crate::dates::date_time(text),
+                Some(_) => crate::dates::timeless_date(text),
+                None => continue,
+            };
+            match normal {
+                Some(n) => *v = json!(n),
+                None => {
+                    let kind = kind.unwrap_or_default();
+                    return Err(self.ctx.invalid_input(format!("Argument Validation Error - {k} must be a valid {kind}, got {text:?}"), &format!("{k} is not a valid date.")));
                 }
             }
         }

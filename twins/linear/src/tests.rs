@@ -1093,3 +1093,21 @@ fn commenting_subscribes_the_author_to_the_issue() {
     data(&mut w, "mutation { commentCreate(input: {issueId: \"ENG-1\", body: \"On it\"}) { success } }", json!({}));
     assert_eq!(subs(&mut w), json!([{"id": "user_admin"}]));
 }
+
+#[test]
+fn dates_and_times_are_kept_as_linear_keeps_them_and_nonsense_is_refused() {
+    let mut w = World::init(None).unwrap();
+    let d = data(&mut w, "mutation { issueCreate(input: {teamId: \"team_eng\", title: \"Dated\", dueDate: \"2026-12-05T22:30:00Z\"}) { issue { id dueDate } } }", json!({}));
+    // A TimelessDate keeps the date alone, also when a time came with it.
+    assert_eq!(d["issueCreate"]["issue"]["dueDate"], "2026-12-05");
+    let id = d["issueCreate"]["issue"]["id"].as_str().unwrap().to_string();
+    let (_, body, _) = post(&mut w, "mutation($id: String!) { issueUpdate(id: $id, input: {dueDate: \"next friday\"}) { success } }", json!({"id": id}));
+    assert_eq!(body["errors"][0]["extensions"]["code"], "INVALID_INPUT", "{body}");
+    let d = data(&mut w, "query($id: String!) { issue(id: $id) { dueDate } }", json!({"id": id}));
+    assert_eq!(d["issue"]["dueDate"], "2026-12-05", "a refused update changes nothing");
+
+    // A DateTime is kept in UTC with milliseconds; a plain date is its midnight.
+    let c = data(&mut w, "mutation { cycleCreate(input: {teamId: \"team_eng\", startsAt: \"2026-12-07\", endsAt: \"2026-12-20T12:00:00+02:00\"}) { cycle { startsAt endsAt } } }", json!({}));
+    assert_eq!(c["cycleCreate"]["cycle"]["startsAt"], "2026-12-07T00:00:00.000Z");
+    assert_eq!(c["cycleCreate"]["cycle"]["endsAt"], "2026-12-20T10:00:00.000Z");
+}
