@@ -426,6 +426,13 @@ impl Mut<'_, '_, '_> {
                     return Err(self.ctx.not_found(&label_ty));
                 }
                 let add = verb == "AddLabel";
+                if add && ty == "Issue" {
+                    let issue = self.w.get("Issue", &id).ok_or_else(|| self.ctx.not_found("Issue"))?;
+                    let team = issue.get("teamId").and_then(Value::as_str).unwrap_or("").to_string();
+                    let mut labels = ids_of(issue.get("labelIds"));
+                    labels.push(label.clone());
+                    self.check_labels(&team, &labels)?;
+                }
                 self.update_with(&ty, &id, |e| edit_ids(e, "labelIds", &[label.clone()], add))?;
                 Ok(Done::one(&ty, &id))
             }
@@ -526,6 +533,10 @@ impl Mut<'_, '_, '_> {
         }
         self.normalize_refs(ty, &mut e)?;
         self.normalize_dates(ty, &mut e)?;
+        if ty == "Issue" {
+            let team = e.get("teamId").and_then(Value::as_str).unwrap_or("");
+            self.check_labels(team, &ids_of(e.get("labelIds")))?;
+        }
         let viewer = self.w.viewer.clone();
         if has_field(ty, "creator") && !e.contains_key("creatorId") {
             e.insert("creatorId".into(), json!(viewer));
@@ -557,6 +568,15 @@ impl Mut<'_, '_, '_> {
         if ty == "Issue" {
             self.check_issue_update(id, &probe)?;
             self.move_team(id, &mut probe)?;
+            // The labels the issue will have, in the team it will be in.
+            let issue = self.w.get("Issue", id);
+            let field = |k: &str| probe.get(k).or_else(|| issue.and_then(|i| i.get(k)));
+            let team = field("teamId").and_then(Value::as_str).unwrap_or("").to_string();
+            let mut labels = ids_of(field("labelIds"));
+            labels.extend(ids_of(probe.get("addedLabelIds")));
+            let removed = ids_of(probe.get("removedLabelIds"));
+            labels.retain(|l| !removed.contains(l));
+            self.check_labels(&team, &labels)?;
         }
         let now = self.now();
         let state_type = probe.get("stateId").and_then(Value::as_str).and_then(|s| self.w.str_field("WorkflowState", s, "type")).map(String::from);
@@ -743,6 +763,30 @@ impl Mut<'_, '_, '_> {
         Ok(())
     }
 
+    /// Labels an issue may carry: its team's or the workspace's, and at most one of a group
+    /// (Linear's label groups are exclusive).
+    fn check_labels(&self, team: &str, labels: &[String]) -> Result<(), FieldError> {
+        let mut groups: Vec<(&str, &str)> = Vec::new();
+        for id in labels {
+            let Some(l) = self.w.get("IssueLabel", id) else { continue };
+            let name = l.get("name").and_then(Value::as_str).unwrap_or("");
+            if l.get("teamId").and_then(Value::as_str).is_some_and(|t| t != team) {
+                return Err(self.ctx.invalid_input(format!("Argument Validation Error - label {name:?} belongs to another team"), "The label belongs to another team than the issue."));
+            }
+            if let Some(group) = l.get("parentId").and_then(Value::as_str) {
+                if let Some((other, _)) = groups.iter().find(|(_, g)| *g == group) {
+                    let group_name = self.w.str_field("IssueLabel", group, "name").unwrap_or("");
+                    return Err(self.ctx.invalid_input(
+                        format!("Argument Validation Error - Only one label in a group can be applied: {other:?} and {name:?} are both in {group_name:?}"),
+                        "Only one label in a group can be applied.",
+                    ));
+                }
+                groups.push((name, group));
+            }
+        }
+        Ok(())
+    }
+
     /// Dates and times given as the entity's `DateTime` and `TimelessDate` fields are kept
     /// as Linear keeps them (see [`crate::dates::date_time`]); a value that is neither is
     /// refused.
@@ -884,6 +928,15 @@ impl Mut<'_, '_, '_> {
                 }
                 e.entry("color").or_insert(json!("#bec2c8"));
                 e.entry("isGroup").or_insert(json!(false));
+                // Labels nest one level: a label's parent is a group, and a group has none.
+                if let Some(parent) = e.get("parentId").and_then(Value::as_str) {
+                    if e.get("isGroup") == Some(&json!(true)) {
+                        return Err(self.ctx.invalid_input("Argument Validation Error - a label group cannot have a parent".into(), "Label groups cannot be nested."));
+                    }
+                    if self.w.get("IssueLabel", parent).and_then(|p| p.get("isGroup")) != Some(&json!(true)) {
+                        return Err(self.ctx.invalid_input("Argument Validation Error - parent label is not a group".into(), "The parent label is not a group."));
+                    }
+                }
             }
             "Team" => {
                 let key = e.get("key").and_then(Value::as_str).map(|k| k.to_ascii_uppercase()).unwrap_or_else(|| {
@@ -1164,6 +1217,11 @@ fn check_priority(ctx: &Ctx<'_>, e: &Entity) -> Result<(), FieldError> {
         )),
         _ => Ok(()),
     }
+}
+
+/// The ids of a list of ids (`labelIds`), none when absent.
+fn ids_of(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array).map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
 }
 
 fn edit_ids(e: &mut Entity, field: &str, ids: &[String], add: bool) {

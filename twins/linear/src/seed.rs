@@ -244,6 +244,10 @@ pub fn from_seed(seed: &Value) -> R<World> {
             ),
             None => None,
         };
+        // A parent is a label group (Linear nests labels one level, under groups).
+        if let Some(g) = parent.as_ref().and_then(|g| w.get_mut("IssueLabel", g)) {
+            g.insert("isGroup".into(), json!(true));
+        }
         let mut e = ent(json!({"id": id, "name": name, "color": string(m, "color", &p)?.unwrap_or_else(|| "#bec2c8".into()), "description": string(m, "description", &p)?, "teamId": team, "parentId": parent, "isGroup": boolean(m, "isGroup", &p, false)?, "creatorId": w.all("User").next().map(|(id, _)| id.clone())}));
         stamp(&mut e, None, None);
         w.insert("IssueLabel", &id, e);

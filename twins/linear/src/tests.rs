@@ -1111,3 +1111,39 @@ fn dates_and_times_are_kept_as_linear_keeps_them_and_nonsense_is_refused() {
     assert_eq!(c["cycleCreate"]["cycle"]["startsAt"], "2026-12-07T00:00:00.000Z");
     assert_eq!(c["cycleCreate"]["cycle"]["endsAt"], "2026-12-20T10:00:00.000Z");
 }
+
+#[test]
+fn labels_nest_under_exclusive_groups_and_stay_in_their_team() {
+    let mut w = World::init(None).unwrap();
+    let made = |w: &mut World, input: Value| -> Result<String, Value> {
+        let (_, body, _) = post(w, "mutation($i: IssueLabelCreateInput!) { issueLabelCreate(input: $i) { issueLabel { id } } }", json!({"i": input}));
+        body["data"]["issueLabelCreate"]["issueLabel"]["id"].as_str().map(String::from).ok_or(body)
+    };
+    let kind = made(&mut w, json!({"name": "Kind", "isGroup": true, "teamId": "team_eng"})).unwrap();
+    let bug = made(&mut w, json!({"name": "Defect", "parentId": kind, "teamId": "team_eng"})).unwrap();
+    let chore = made(&mut w, json!({"name": "Chore", "parentId": kind, "teamId": "team_eng"})).unwrap();
+    // A parent must be a group, and a group cannot have one.
+    assert!(made(&mut w, json!({"name": "Under a leaf", "parentId": bug})).unwrap_err()["errors"][0]["message"].as_str().unwrap().contains("not a group"));
+    assert!(made(&mut w, json!({"name": "Nested group", "isGroup": true, "parentId": kind})).is_err());
+
+    // Two labels of one group on an issue are refused, on create, update and add.
+    let (_, body, _) = post(&mut w, "mutation($l: [String!]) { issueCreate(input: {teamId: \"team_eng\", title: \"Both\", labelIds: $l}) { success } }", json!({"l": [bug, chore]}));
+    assert_eq!(body["errors"][0]["extensions"]["userPresentableMessage"], "Only one label in a group can be applied.", "{body}");
+    let d = data(&mut w, "mutation($l: [String!]) { issueCreate(input: {teamId: \"team_eng\", title: \"One\", labelIds: $l}) { issue { id } } }", json!({"l": [bug]}));
+    let issue = d["issueCreate"]["issue"]["id"].as_str().unwrap().to_string();
+    let (_, body, _) = post(&mut w, "mutation($id: String!, $l: [String!]) { issueUpdate(id: $id, input: {addedLabelIds: $l}) { success } }", json!({"id": issue, "l": [chore]}));
+    assert!(body["errors"].is_array(), "{body}");
+    let (_, body, _) = post(&mut w, "mutation($id: String!, $l: String!) { issueAddLabel(id: $id, labelId: $l) { success } }", json!({"id": issue, "l": chore}));
+    assert!(body["errors"].is_array(), "{body}");
+    // Swapping one for the other in one update is fine.
+    let d = data(&mut w, "mutation($id: String!, $a: [String!], $r: [String!]) { issueUpdate(id: $id, input: {addedLabelIds: $a, removedLabelIds: $r}) { issue { labels { nodes { name } } } } }", json!({"id": issue, "a": [chore], "r": [bug]}));
+    assert_eq!(d["issueUpdate"]["issue"]["labels"]["nodes"], json!([{"name": "Chore"}]));
+
+    // A team's label stays on that team's issues; a workspace label goes anywhere.
+    let d = data(&mut w, "mutation { teamCreate(input: {name: \"Design\", key: \"DES\"}) { team { id } } }", json!({}));
+    let design = d["teamCreate"]["team"]["id"].as_str().unwrap().to_string();
+    let (_, body, _) = post(&mut w, "mutation($t: String!, $l: [String!]) { issueCreate(input: {teamId: $t, title: \"Elsewhere\", labelIds: $l}) { success } }", json!({"t": design, "l": [bug]}));
+    assert!(body["errors"][0]["message"].as_str().unwrap().contains("another team"), "{body}");
+    let anywhere = made(&mut w, json!({"name": "Everywhere"})).unwrap();
+    data(&mut w, "mutation($t: String!, $l: [String!]) { issueCreate(input: {teamId: $t, title: \"Elsewhere\", labelIds: $l}) { success } }", json!({"t": design, "l": [anywhere]}));
+}
