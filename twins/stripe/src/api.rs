@@ -390,7 +390,7 @@ fn previous(before: &Value, after: &Value) -> Value {
 }
 
 /// Modify an object and emit `event` with `previous_attributes`.
-fn modify_emit(w: &mut World, call: &mut Call, id: &str, event: &str, f: impl FnOnce(&mut Value)) -> Value {
+pub(crate) fn modify_emit(w: &mut World, call: &mut Call, id: &str, event: &str, f: impl FnOnce(&mut Value)) -> Value {
     let before = w.get(id).unwrap_or(Value::Null);
     let after = w.modify(call, id, f);
     let prev = previous(&before, &after);
@@ -546,23 +546,34 @@ fn cbt_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     get_or_404(w, "customer", &cus, "customer")?;
     let amount = p.req_int("amount")?;
     let cur = currency(p)?;
-    let id = w.new_id("cbtxn");
-    let old = w.get(&cus).unwrap()["balance"].as_i64().unwrap_or(0);
-    let mut t = json!({
-        "id": id, "object": "customer_balance_transaction", "amount": amount, "created": w.now(),
-        "credit_note": null, "currency": cur, "customer": cus, "description": null,
-        "ending_balance": old + amount, "invoice": null, "livemode": false, "metadata": {}, "type": "adjustment",
-    });
+    let mut t = balance_transaction_object(w, &cus, amount, &cur, "adjustment", None);
     p.copy(&mut t, &["description"]);
     p.metadata_into(&mut t)?;
+    Ok(move_balance(w, call, t))
+}
+
+/// A customer balance transaction moving `cus`'s balance by `amount`, not yet kept.
+pub(crate) fn balance_transaction_object(w: &mut World, cus: &str, amount: i64, cur: &str, kind: &str, invoice: Option<&str>) -> Value {
+    let id = w.new_id("cbtxn");
+    let old = w.get(cus).map_or(0, |c| c["balance"].as_i64().unwrap_or(0));
+    json!({
+        "id": id, "object": "customer_balance_transaction", "amount": amount, "created": w.now(),
+        "credit_note": null, "currency": cur, "customer": cus, "description": null,
+        "ending_balance": old + amount, "invoice": invoice, "livemode": false, "metadata": {}, "type": kind,
+    })
+}
+
+/// Keep balance transaction `t` and move its customer's balance to its ending balance.
+pub(crate) fn move_balance(w: &mut World, call: &mut Call, t: Value) -> Value {
     let t = w.insert(Some(call), t);
+    let (cus, cur, balance) = (t["customer"].as_str().unwrap_or_default().to_string(), t["currency"].clone(), t["ending_balance"].clone());
     modify_emit(w, call, &cus, "customer.updated", |c| {
-        c["balance"] = json!(old + amount);
+        c["balance"] = balance;
         if c["currency"].is_null() {
-            c["currency"] = json!(cur);
+            c["currency"] = cur;
         }
     });
-    Ok(t)
+    t
 }
 
 fn cbt_list(w: &mut World, call: &mut Call, p: &Params) -> Res {

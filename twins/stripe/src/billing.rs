@@ -388,11 +388,34 @@ fn new_invoice(w: &mut World, id: &str, cus: &str, cur: &str, lines: Vec<Value>,
     })
 }
 
+/// How much of a customer's balance an invoice of `total` takes when it is finalized: all of
+/// a debit (a positive balance is owed, and added to what is due), and as much of a credit
+/// (negative) as the total uses. Signed as it changes what is due.
+fn balance_applied(balance: i64, total: i64) -> i64 {
+    if balance > 0 { balance } else { -(-balance).min(total.max(0)) }
+}
+
 fn finalize(w: &mut World, call: &mut Call, id: &str) -> Value {
-    let cus = w.get(id).unwrap()["customer"].as_str().unwrap_or_default().to_string();
+    let draft = w.get(id).unwrap();
+    let cus = draft["customer"].as_str().unwrap_or_default().to_string();
     let now = now_for(w, &cus);
     let n = w.all("invoice").filter(|i| i["number"].is_string()).count() + 1;
+    // The customer's balance in the invoice's currency is applied: a credit lowers what is
+    // due, a debit raises it, and a balance transaction records the move.
+    let customer = w.get(&cus).unwrap_or(Value::Null);
+    let cur = draft["currency"].as_str().unwrap_or("usd").to_string();
+    let balance = if customer["currency"].is_null() || customer["currency"] == cur.as_str() { customer["balance"].as_i64().unwrap_or(0) } else { 0 };
+    let applied = balance_applied(balance, draft["total"].as_i64().unwrap_or(0));
+    if applied != 0 {
+        let t = api::balance_transaction_object(w, &cus, -applied, &cur, "applied_to_invoice", Some(id));
+        api::move_balance(w, call, t);
+    }
     let inv = w.modify(call, id, |i| {
+        let due = i["amount_due"].as_i64().unwrap_or(0) + applied;
+        i["amount_due"] = json!(due);
+        i["amount_remaining"] = json!(due);
+        i["starting_balance"] = json!(balance);
+        i["ending_balance"] = json!(balance - applied);
         i["status"] = json!("open");
         i["number"] = json!(format!("TWIN-{n:04}"));
         i["status_transitions"]["finalized_at"] = json!(now);
@@ -1538,7 +1561,13 @@ fn inv_finalize(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     if inv["status"] != "draft" {
         return Err(invalid(format!("This invoice is already finalized, you can't re-finalize a non-draft invoice.")).code("invoice_not_editable"));
     }
-    Ok(finalize(w, call, &id))
+    let inv = finalize(w, call, &id);
+    // Nothing left to pay (a credit covered it): paid as it is finalized.
+    if inv["amount_due"] == 0 {
+        pay(w, call, &id);
+        return Ok(w.get(&id).unwrap_or(inv));
+    }
+    Ok(inv)
 }
 
 fn inv_pay(w: &mut World, call: &mut Call, p: &Params) -> Res {
@@ -1598,8 +1627,16 @@ fn close_unpaid(w: &mut World, call: &mut Call, id: &str, how: Unpaid) -> Value 
         Unpaid::Void => ("void", "voided_at", "invoice.voided"),
         Unpaid::Uncollectible => ("uncollectible", "marked_uncollectible_at", "invoice.marked_uncollectible"),
     };
-    let cus = w.get(id).unwrap()["customer"].as_str().unwrap_or_default().to_string();
+    let before = w.get(id).unwrap();
+    let cus = before["customer"].as_str().unwrap_or_default().to_string();
     let now = now_for(w, &cus);
+    // A voided invoice gives back the balance it took.
+    let took = before["starting_balance"].as_i64().unwrap_or(0) - before["ending_balance"].as_i64().unwrap_or(0);
+    if matches!(how, Unpaid::Void) && took != 0 {
+        let cur = before["currency"].as_str().unwrap_or("usd").to_string();
+        let t = api::balance_transaction_object(w, &cus, took, &cur, "unapplied_from_invoice", Some(id));
+        api::move_balance(w, call, t);
+    }
     let inv = w.modify(call, id, |i| {
         i["status"] = json!(status);
         i["status_transitions"][at] = json!(now);

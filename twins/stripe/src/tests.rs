@@ -1562,3 +1562,45 @@ fn a_webhook_endpoint_enables_only_event_types_stripe_sends() {
     let bad = World::init(Some(json!({"webhook_endpoints": [{"url": "https://m.test/h", "enabled_events": ["charge.sucess"]}]}))).unwrap_err();
     assert!(bad.contains("enabled_events[0]") && bad.contains("charge.sucess"), "{bad}");
 }
+
+#[test]
+fn a_customers_credit_balance_pays_toward_the_invoices_finalized_for_them() {
+    let mut w = world();
+    let (_, cus) = post(&mut w, "/v1/customers", &[("email", "credit@example.com")]);
+    let cus = cus["id"].as_str().unwrap().to_string();
+    let (s, t) = post(&mut w, &format!("/v1/customers/{cus}/balance_transactions"), &[("amount", "-1000"), ("currency", "usd")]);
+    assert_eq!((s, t["ending_balance"].as_i64()), (200, Some(-1000)));
+    let invoice_of = |w: &mut World, amount: &str| -> String {
+        let (_, inv) = post(w, "/v1/invoices", &[("customer", &cus), ("collection_method", "send_invoice"), ("days_until_due", "30")]);
+        let id = inv["id"].as_str().unwrap().to_string();
+        post(w, "/v1/invoiceitems", &[("customer", &cus), ("amount", amount), ("currency", "usd"), ("invoice", &id)]);
+        id
+    };
+
+    // 600 of the 1,000 credit covers a 600 invoice, which is then paid as it is finalized.
+    let first = invoice_of(&mut w, "600");
+    let (s, inv) = post(&mut w, &format!("/v1/invoices/{first}/finalize"), &[]);
+    assert_eq!(s, 200, "{inv}");
+    assert_eq!((inv["amount_due"].as_i64(), inv["starting_balance"].as_i64(), inv["ending_balance"].as_i64()), (Some(0), Some(-1000), Some(-400)));
+    assert_eq!(inv["status"], "paid");
+    let (_, c) = get(&mut w, &format!("/v1/customers/{cus}"));
+    assert_eq!(c["balance"], -400);
+    let (_, txns) = get(&mut w, &format!("/v1/customers/{cus}/balance_transactions"));
+    assert_eq!((txns["data"][0]["type"].as_str(), txns["data"][0]["amount"].as_i64(), txns["data"][0]["invoice"].as_str()), (Some("applied_to_invoice"), Some(600), Some(first.as_str())));
+
+    // The 400 left takes part of a 1,000 invoice; voiding it gives the 400 back.
+    let second = invoice_of(&mut w, "1000");
+    let (_, inv) = post(&mut w, &format!("/v1/invoices/{second}/finalize"), &[]);
+    assert_eq!((inv["amount_due"].as_i64(), inv["status"].as_str()), (Some(600), Some("open")));
+    assert_eq!(get(&mut w, &format!("/v1/customers/{cus}")).1["balance"], 0);
+    post(&mut w, &format!("/v1/invoices/{second}/void"), &[]);
+    assert_eq!(get(&mut w, &format!("/v1/customers/{cus}")).1["balance"], -400);
+    let (_, txns) = get(&mut w, &format!("/v1/customers/{cus}/balance_transactions"));
+    assert_eq!(txns["data"][0]["type"], "unapplied_from_invoice");
+
+    // A debit (an amount owed) is added to the next invoice.
+    post(&mut w, &format!("/v1/customers/{cus}/balance_transactions"), &[("amount", "900"), ("currency", "usd")]);
+    let third = invoice_of(&mut w, "100");
+    let (_, inv) = post(&mut w, &format!("/v1/invoices/{third}/finalize"), &[]);
+    assert_eq!((inv["amount_due"].as_i64(), inv["ending_balance"].as_i64()), (Some(600), Some(0)));
+}
