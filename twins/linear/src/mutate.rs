@@ -382,8 +382,11 @@ impl Mut<'_, '_, '_> {
             }
             "Delete" => {
                 let id = self.id_arg(&ty, args)?;
-                if ty == "Issue" && !args.get("permanentlyDelete").and_then(Value::as_bool).unwrap_or(false) {
-                    // Linear moves a deleted issue to the trash: archived and flagged.
+                // A delete that answers an archive payload (issues, projects, documents,
+                // releases) moves the entity to Linear's trash: archived and flagged, restored
+                // by unarchiving. Only `permanentlyDelete` on an issue removes it.
+                let trashes = crate::tables::field("Mutation", name).is_some_and(|f| f.ty.ends_with("ArchivePayload"));
+                if trashes && !args.get("permanentlyDelete").and_then(Value::as_bool).unwrap_or(false) {
                     let now = self.now();
                     self.update_with(&ty, &id, |e| {
                         e.insert("archivedAt".into(), json!(now));

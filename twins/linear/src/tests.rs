@@ -1147,3 +1147,24 @@ fn labels_nest_under_exclusive_groups_and_stay_in_their_team() {
     let anywhere = made(&mut w, json!({"name": "Everywhere"})).unwrap();
     data(&mut w, "mutation($t: String!, $l: [String!]) { issueCreate(input: {teamId: $t, title: \"Elsewhere\", labelIds: $l}) { success } }", json!({"t": design, "l": [anywhere]}));
 }
+
+#[test]
+fn deleting_a_project_or_document_moves_it_to_the_trash_until_it_is_unarchived() {
+    let mut w = World::init(None).unwrap();
+    let d = data(&mut w, "mutation { projectCreate(input: {name: \"Launch\", teamIds: [\"team_eng\"]}) { project { id } } }", json!({}));
+    let id = d["projectCreate"]["project"]["id"].as_str().unwrap().to_string();
+    let d = data(&mut w, "mutation($id: String!) { projectDelete(id: $id) { success entity { id trashed archivedAt } } }", json!({"id": id}));
+    assert_eq!(d["projectDelete"]["entity"]["trashed"], true, "{d}");
+    assert!(d["projectDelete"]["entity"]["archivedAt"].is_string());
+    let listed = |w: &mut World| data(w, "{ projects { nodes { id } } }", json!({}))["projects"]["nodes"].as_array().unwrap().len();
+    assert_eq!(listed(&mut w), 0);
+    let d = data(&mut w, "query($id: String!) { project(id: $id) { name trashed } }", json!({"id": id}));
+    assert_eq!(d["project"]["name"], "Launch", "a trashed project is still found by id");
+    data(&mut w, "mutation($id: String!) { projectUnarchive(id: $id) { success } }", json!({"id": id}));
+    assert_eq!(listed(&mut w), 1);
+
+    let d = data(&mut w, "mutation($p: String!) { documentCreate(input: {title: \"Spec\", projectId: $p}) { document { id } } }", json!({"p": id}));
+    let doc = d["documentCreate"]["document"]["id"].as_str().unwrap().to_string();
+    let d = data(&mut w, "mutation($id: String!) { documentDelete(id: $id) { entity { trashed } } }", json!({"id": doc}));
+    assert_eq!(d["documentDelete"]["entity"]["trashed"], true);
+}
