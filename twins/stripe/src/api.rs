@@ -939,11 +939,7 @@ fn create_pi(w: &mut World, call: &mut Call, p: &Params) -> Result<String, Strip
     ] {
         p.copy_into(name, field);
     }
-    if let Some(apm) = p.get("automatic_payment_methods") {
-        if apm["enabled"] == "true" {
-            pi.automatic_payment_methods = json!({"allow_redirects": apm["allow_redirects"].as_str().unwrap_or("always"), "enabled": true});
-        }
-    }
+    pi.automatic_payment_methods = automatic_payment_methods(p)?;
     p.metadata_of(&mut pi.metadata)?;
     let pm = match p.str("payment_method") {
         Some(pm) => Some(resolve_pm(w, call, pm, "payment_method")?),
@@ -2091,6 +2087,23 @@ fn coupon_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     Ok(json!({"id": id, "object": "coupon", "deleted": true}))
 }
 
+/// An intent's `automatic_payment_methods`: as asked, else (API versions since 2023-08-16)
+/// enabled whenever no `payment_method_types` were named. Naming both is refused.
+fn automatic_payment_methods(p: &Params) -> Result<Value, StripeError> {
+    let typed = !p.strs("payment_method_types").is_empty();
+    match p.get("automatic_payment_methods") {
+        Some(apm) if apm["enabled"] == "true" => {
+            if typed {
+                return Err(invalid("You may only specify one of these parameters: automatic_payment_methods, payment_method_types.").param("automatic_payment_methods"));
+            }
+            Ok(json!({"allow_redirects": apm["allow_redirects"].as_str().unwrap_or("always"), "enabled": true}))
+        }
+        Some(_) => Ok(Value::Null),
+        None if typed => Ok(Value::Null),
+        None => Ok(json!({"allow_redirects": "always", "enabled": true})),
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // SetupIntents.
 
@@ -2102,10 +2115,11 @@ pub(crate) fn si_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if !["off_session", "on_session"].contains(&usage) {
         return Err(invalid("Invalid usage: must be one of off_session or on_session").param("usage"));
     }
+    let apm = automatic_payment_methods(p)?;
     let id = w.new_id("seti");
     let now = w.now();
     let mut o = json!({
-        "id": id, "object": "setup_intent", "application": null, "automatic_payment_methods": null,
+        "id": id, "object": "setup_intent", "application": null, "automatic_payment_methods": apm,
         "cancellation_reason": null, "client_secret": format!("{id}_secret_{}", crate::core::base62(now as u64, 10)),
         "created": now, "customer": null, "description": null, "flow_directions": null, "last_setup_error": null,
         "latest_attempt": null, "livemode": false, "mandate": null, "metadata": {}, "next_action": null,

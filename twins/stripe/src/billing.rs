@@ -459,6 +459,8 @@ fn pay(w: &mut World, call: &mut Call, id: &str) -> bool {
             for (k, v) in [("amount", due.to_string()), ("currency", inv["currency"].as_str().unwrap_or("usd").to_string()), ("customer", cus.clone()), ("payment_method", pm), ("confirm", "true".into()), ("off_session", "true".into()), ("description", format!("Invoice {}", inv["number"].as_str().unwrap_or("")))] {
                 form.insert(k.into(), json!(v));
             }
+            // An invoice's payment takes the invoice's payment method types, not the account's.
+            form.insert("payment_method_types".into(), json!(["card"]));
             api::create_payment_intent(w, call, &Params(form))
         }
         None => Err(invalid("The customer has no default payment method.").code("invoice_no_customer_line_items")),

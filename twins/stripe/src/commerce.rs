@@ -212,6 +212,9 @@ fn cs_complete(w: &mut World, call: &mut Call, p: &Params) -> Res {
             }
             let mut params = form(&pairs);
             params.0.insert("metadata".into(), o["metadata"].clone());
+            // The session's payment method types, not the account's automatic ones.
+            let types = if o["payment_method_types"].is_array() { o["payment_method_types"].clone() } else { json!(["card"]) };
+            params.0.insert("payment_method_types".into(), types);
             let made = crate::api::create_payment_intent(w, call, &params)?;
             pi = made["id"].clone();
         }

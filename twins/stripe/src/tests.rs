@@ -1604,3 +1604,18 @@ fn a_customers_credit_balance_pays_toward_the_invoices_finalized_for_them() {
     let (_, inv) = post(&mut w, &format!("/v1/invoices/{third}/finalize"), &[]);
     assert_eq!((inv["amount_due"].as_i64(), inv["ending_balance"].as_i64()), (Some(600), Some(0)));
 }
+
+#[test]
+fn intents_without_payment_method_types_take_automatic_payment_methods() {
+    let mut w = world();
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd")]);
+    assert_eq!(pi["automatic_payment_methods"], json!({"allow_redirects": "always", "enabled": true}));
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("payment_method_types[]", "card")]);
+    assert!(pi["automatic_payment_methods"].is_null());
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("automatic_payment_methods[enabled]", "true"), ("automatic_payment_methods[allow_redirects]", "never")]);
+    assert_eq!(pi["automatic_payment_methods"]["allow_redirects"], "never");
+    let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("automatic_payment_methods[enabled]", "true"), ("payment_method_types[]", "card")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("automatic_payment_methods")));
+    let (_, si) = post(&mut w, "/v1/setup_intents", &[]);
+    assert_eq!(si["automatic_payment_methods"]["enabled"], true);
+}
