@@ -234,8 +234,14 @@ fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, nam
             let ident = w.str_field("Issue", &issue, "identifier").unwrap_or("").to_string();
             Some(Value::String(format!("{base_url}/{}/issue/{ident}#comment-{}", w.org_url_key(), &id[..id.len().min(8)])))
         }
-        ("Project", "url") => Some(Value::String(format!("{base_url}/{}/project/{}", w.org_url_key(), slug(&s("name"))))),
-        ("Document", "url") => Some(Value::String(format!("{base_url}/{}/document/{}", w.org_url_key(), slug(&s("title"))))),
+        // `…/project/launch-5c1a3b9e2f0d`: the name's slug, then the short id.
+        ("Project" | "Document" | "Initiative", "url") => {
+            let kind = lcfirst(ty);
+            let title = if ty == "Document" { s("title") } else { s("name") };
+            let short = Some(s("slugId")).filter(|x| !x.is_empty()).unwrap_or_else(|| crate::model::slug_id(id));
+            Some(Value::String(format!("{base_url}/{}/{kind}/{}", w.org_url_key(), [slug(&title), short].iter().filter(|x| !x.is_empty()).cloned().collect::<Vec<_>>().join("-"))))
+        }
+        ("Project" | "Document" | "Initiative", "slugId") => Some(Value::String(Some(s("slugId")).filter(|x| !x.is_empty()).unwrap_or_else(|| crate::model::slug_id(id)))),
         ("User", "isMe") => Some(Value::Bool(id == w.viewer)),
         ("User", "url") => Some(Value::String(format!("{base_url}/{}/profiles/{}", w.org_url_key(), s("displayName")))),
         ("Team", "displayName") => Some(Value::String(s("name"))),

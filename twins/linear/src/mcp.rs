@@ -496,20 +496,25 @@ impl Mcp<'_> {
         self.w.0.issue_id(key).ok_or_else(|| format!("Issue not found: {key}"))
     }
 
+    /// An entity of `ty` by `fields`, else by its URL or URL slug, which ends with its slug id
+    /// (`…/project/apollo-3f2a9c01b7de`).
+    fn by_slug(&self, ty: &str, key: &str, fields: &[&str]) -> Option<String> {
+        self.find(ty, key, fields).or_else(|| {
+            let key = key.trim_end_matches('/');
+            self.w.0.all(ty).find(|(_, e)| e.get("slugId").and_then(Value::as_str).is_some_and(|sl| !sl.is_empty() && key.ends_with(sl))).map(|(id, _)| id.clone())
+        })
+    }
+
     fn project(&self, key: &str) -> R<String> {
-        if let Some(id) = self.find("Project", key, &["name", "slugId"]) {
-            return Ok(id);
-        }
-        // The slug in a project URL ends with its slug id (`apollo-3f2a…`).
-        self.w.0.all("Project").find(|(_, e)| e.get("slugId").and_then(Value::as_str).is_some_and(|sl| !sl.is_empty() && key.ends_with(sl))).map(|(id, _)| id.clone()).ok_or_else(|| format!("Project not found: {key}"))
+        self.by_slug("Project", key, &["name", "slugId"]).ok_or_else(|| format!("Project not found: {key}"))
     }
 
     fn initiative(&self, key: &str) -> R<String> {
-        self.find("Initiative", key, &["name", "slugId", "identifier"]).ok_or_else(|| format!("Initiative not found: {key}"))
+        self.by_slug("Initiative", key, &["name", "slugId", "identifier"]).ok_or_else(|| format!("Initiative not found: {key}"))
     }
 
     fn document(&self, key: &str) -> R<String> {
-        self.find("Document", key, &["slugId"]).ok_or_else(|| format!("Document not found: {key}"))
+        self.by_slug("Document", key, &["slugId"]).ok_or_else(|| format!("Document not found: {key}"))
     }
 
     fn state(&self, team: &str, key: &str) -> R<String> {

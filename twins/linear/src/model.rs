@@ -201,6 +201,13 @@ pub fn priority_label(p: i64) -> &'static str {
     }
 }
 
+/// The short id Linear gives projects, documents and initiatives for their URLs: twelve hex
+/// digits (`5c1a3b9e2f0d`), here derived from the entity's id so a replay gives the same.
+pub fn slug_id(id: &str) -> String {
+    use sha2::Digest;
+    hex::encode(&sha2::Sha256::digest(id.as_bytes())[..6])
+}
+
 /// `Fix the login bug!` → `fix-the-login-bug`, as Linear slugs titles for URLs and branches.
 pub fn slug(title: &str) -> String {
     let mut out = String::new();

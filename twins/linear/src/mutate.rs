@@ -987,7 +987,10 @@ impl Mut<'_, '_, '_> {
                 }
                 let kind = e.get("statusId").and_then(Value::as_str).and_then(|s| self.w.str_field("ProjectStatus", s, "type")).unwrap_or("backlog").to_string();
                 project_status_moved(e, &kind, &now);
-                e.insert("slugId".into(), json!(slug(e.get("name").and_then(Value::as_str).unwrap_or(""))));
+                e.entry("slugId").or_insert_with(|| json!(crate::model::slug_id(id)));
+            }
+            "Document" | "Initiative" => {
+                e.entry("slugId").or_insert_with(|| json!(crate::model::slug_id(id)));
             }
             "Release" | "ReleasePipeline" | "ReleaseNote" | "AgentSkill" => {
                 if !e.contains_key("slugId") {

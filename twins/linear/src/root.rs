@@ -214,6 +214,10 @@ impl ObjectValue for Root<'_, '_> {
         let found = match named {
             "Team" => w.team_id(&id).map(|id| ("Team".to_string(), id)),
             "User" if id == "me" => Some(("User".to_string(), w.viewer.clone())),
+            // Projects, documents and initiatives are found by their slug id too.
+            "Project" | "Document" | "Initiative" if w.get(named, &id).is_none() => {
+                w.all(named).find(|(_, e)| e.get("slugId").and_then(Value::as_str) == Some(id.as_str())).map(|(real, _)| (named.to_string(), real.clone()))
+            }
             _ => find_typed(&w, store_ty(named), &id).map(|t| {
                 let id = if t == "Issue" { w.issue_id(&id).unwrap_or(id.clone()) } else { id.clone() };
                 (t, id)

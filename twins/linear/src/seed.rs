@@ -276,7 +276,7 @@ pub fn from_seed(seed: &Value) -> R<World> {
         for (j, u) in list(m, "members", &p)?.into_iter().enumerate() {
             members.push(user_by(&w, u.as_str().unwrap_or(""), &format!("{p}.members[{j}]"))?);
         }
-        let mut e = ent(json!({"id": id, "name": name, "description": string(m, "description", &p)?.unwrap_or_default(), "state": state, "statusId": status, "leadId": lead, "teamIds": teams, "memberIds": members, "startDate": string(m, "startDate", &p)?, "targetDate": string(m, "targetDate", &p)?, "icon": string(m, "icon", &p)?, "color": string(m, "color", &p)?.unwrap_or_else(|| "#5e6ad2".into()), "slugId": slug(&name), "progress": 0, "priority": 0, "creatorId": lead}));
+        let mut e = ent(json!({"id": id, "name": name, "description": string(m, "description", &p)?.unwrap_or_default(), "state": state, "statusId": status, "leadId": lead, "teamIds": teams, "memberIds": members, "startDate": string(m, "startDate", &p)?, "targetDate": string(m, "targetDate", &p)?, "icon": string(m, "icon", &p)?, "color": string(m, "color", &p)?.unwrap_or_else(|| "#5e6ad2".into()), "slugId": crate::model::slug_id(&id), "progress": 0, "priority": 0, "creatorId": lead}));
         stamp(&mut e, None, None);
         w.insert("Project", &id, e);
         for (j, ms) in list(m, "milestones", &p)?.into_iter().enumerate() {
@@ -479,7 +479,7 @@ pub fn from_seed(seed: &Value) -> R<World> {
             Some(u) => Some(user_by(&w, &u, &format!("{p}.creator"))?),
             None => None,
         };
-        let mut e = ent(json!({"id": id, "title": title, "content": string(m, "content", &p)?.unwrap_or_default(), "projectId": project, "creatorId": creator, "slugId": slug(&title), "icon": string(m, "icon", &p)?, "color": string(m, "color", &p)?, "sortOrder": i}));
+        let mut e = ent(json!({"id": id, "title": title, "content": string(m, "content", &p)?.unwrap_or_default(), "projectId": project, "creatorId": creator, "slugId": crate::model::slug_id(&id), "icon": string(m, "icon", &p)?, "color": string(m, "color", &p)?, "sortOrder": i}));
         stamp(&mut e, None, None);
         w.insert("Document", &id, e);
     }

@@ -1168,3 +1168,18 @@ fn deleting_a_project_or_document_moves_it_to_the_trash_until_it_is_unarchived()
     let d = data(&mut w, "mutation($id: String!) { documentDelete(id: $id) { entity { trashed } } }", json!({"id": doc}));
     assert_eq!(d["documentDelete"]["entity"]["trashed"], true);
 }
+
+#[test]
+fn projects_and_documents_have_linears_short_slug_ids_in_their_urls() {
+    let mut w = World::init(None).unwrap();
+    let d = data(&mut w, "mutation { projectCreate(input: {name: \"Mobile Launch!\", teamIds: [\"team_eng\"]}) { project { id slugId url } } }", json!({}));
+    let p = &d["projectCreate"]["project"];
+    let short = p["slugId"].as_str().unwrap();
+    assert!(short.len() == 12 && short.chars().all(|c| c.is_ascii_hexdigit()), "{p}");
+    assert!(p["url"].as_str().unwrap().ends_with(&format!("/project/mobile-launch-{short}")), "{p}");
+    let d = data(&mut w, "query($id: String!) { project(id: $id) { id } }", json!({"id": short}));
+    assert_eq!(d["project"]["id"], p["id"], "a project is found by its slug id");
+    let d = data(&mut w, "mutation($p: String!) { documentCreate(input: {title: \"Spec v2\", projectId: $p}) { document { slugId url } } }", json!({"p": p["id"]}));
+    let doc = &d["documentCreate"]["document"];
+    assert!(doc["url"].as_str().unwrap().ends_with(&format!("/document/spec-v2-{}", doc["slugId"].as_str().unwrap())), "{doc}");
+}
