@@ -262,6 +262,8 @@ fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, nam
             })))
         }
         ("Cycle", "isActive" | "isFuture" | "isPast" | "isNext" | "isPrevious" | "progress") => Some(cycle_value(w, id, e, name)),
+        ("ProjectMilestone", "progress") => Some(json!(points(w, "projectMilestoneId", id).0)),
+        ("ProjectMilestone", "status") => Some(json!(milestone_status(w, id, e))),
         ("Team", "issueCount") => Some(json!(w.all("Issue").filter(|(_, i)| i.get("teamId").and_then(Value::as_str) == Some(id)).count())),
         ("User", "createdIssueCount") => Some(json!(w.all("Issue").filter(|(_, i)| i.get("creatorId").and_then(Value::as_str) == Some(id)).count())),
         ("Organization", "createdIssueCount") => Some(json!(w.all("Issue").count())),
@@ -292,6 +294,36 @@ fn cycle_value(w: &Inner, id: &str, e: &Entity, name: &str) -> Value {
         "isNext" => future && siblings().filter_map(|(cid, c)| Some((at(c, "startsAt")?, cid))).filter(|(s, _)| *s > now).min().is_some_and(|(_, cid)| cid == id),
         _ => past && siblings().filter_map(|(cid, c)| Some((at(c, "endsAt")?, cid))).filter(|(t, _)| *t <= now).max().is_some_and(|(_, cid)| cid == id),
     })
+}
+
+/// Where a project milestone stands: `done` once it has issues and all are completed or
+/// canceled, `overdue` past its target date (read against the request's today), `next` as its
+/// project's first milestone still open (by target date, then order), else `unstarted`.
+fn milestone_status(w: &Inner, id: &str, e: &Entity) -> &'static str {
+    let finished = |mid: &str| {
+        let mut issues = w.all("Issue").filter(|(_, i)| i.get("projectMilestoneId").and_then(Value::as_str) == Some(mid) && i.get("archivedAt").is_none_or(Value::is_null)).peekable();
+        issues.peek().is_some()
+            && issues.all(|(_, i)| matches!(i.get("stateId").and_then(Value::as_str).and_then(|s| w.str_field("WorkflowState", s, "type")), Some("completed" | "canceled")))
+    };
+    if finished(id) {
+        return "done";
+    }
+    let today = w.request_clock.now().get(..10).unwrap_or("").to_string();
+    let target = |m: &Entity| m.get("targetDate").and_then(Value::as_str).map(|d| d.get(..10).unwrap_or(d).to_string());
+    if target(e).is_some_and(|t| t < today) {
+        return "overdue";
+    }
+    let project = e.get("projectId");
+    let next = w
+        .all("ProjectMilestone")
+        .filter(|(mid, m)| m.get("projectId") == project && m.get("archivedAt").is_none_or(Value::is_null) && !finished(mid) && target(m).is_none_or(|t| t >= today))
+        .min_by(|(a, x), (b, y)| {
+            let key = |m: &Entity| (target(m).is_none(), target(m), m.get("sortOrder").and_then(Value::as_f64).unwrap_or(0.0));
+            let (kx, ky) = (key(x), key(y));
+            (kx.0, &kx.1).cmp(&(ky.0, &ky.1)).then(kx.2.total_cmp(&ky.2)).then_with(|| a.cmp(b))
+        })
+        .map(|(mid, _)| mid.as_str());
+    if next == Some(id) { "next" } else { "unstarted" }
 }
 
 /// The progress and scope of the issues whose `fk` is `id`: (completed points + a quarter of

@@ -1183,3 +1183,28 @@ fn projects_and_documents_have_linears_short_slug_ids_in_their_urls() {
     let doc = &d["documentCreate"]["document"];
     assert!(doc["url"].as_str().unwrap().ends_with(&format!("/document/spec-v2-{}", doc["slugId"].as_str().unwrap())), "{doc}");
 }
+
+#[test]
+fn a_project_milestone_is_next_overdue_unstarted_or_done_as_its_dates_and_issues_say() {
+    let mut w = World::init(None).unwrap();
+    let d = data(&mut w, "mutation { projectCreate(input: {name: \"Roadmap\", teamIds: [\"team_eng\"]}) { project { id createdAt } } }", json!({}));
+    let project = d["projectCreate"]["project"]["id"].as_str().unwrap().to_string();
+    let now = crate::dates::parse_now(d["projectCreate"]["project"]["createdAt"].as_str().unwrap()).unwrap();
+    let day = |n: i64| (now + chrono::Duration::days(n)).format("%Y-%m-%d").to_string();
+    let mut ids = Vec::new();
+    for (name, target) in [("Beta", day(10)), ("GA", day(40)), ("Alpha", day(-5))] {
+        let m = data(&mut w, "mutation($i: ProjectMilestoneCreateInput!) { projectMilestoneCreate(input: $i) { projectMilestone { id } } }", json!({"i": {"projectId": project, "name": name, "targetDate": target}}));
+        ids.push(m["projectMilestoneCreate"]["projectMilestone"]["id"].as_str().unwrap().to_string());
+    }
+    let statuses = |w: &mut World| -> Vec<String> {
+        ids.iter().map(|id| data(w, "query($id: String!) { projectMilestone(id: $id) { status } }", json!({"id": id}))["projectMilestone"]["status"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(statuses(&mut w), ["next", "unstarted", "overdue"]);
+
+    // Beta's one issue completed: Beta is done, and GA is next.
+    let d = data(&mut w, "mutation($p: String!, $m: String!) { issueCreate(input: {teamId: \"team_eng\", title: \"Ship beta\", projectId: $p, projectMilestoneId: $m}) { issue { id } } }", json!({"p": project, "m": ids[0]}));
+    let issue = d["issueCreate"]["issue"]["id"].as_str().unwrap().to_string();
+    assert_eq!(statuses(&mut w), ["next", "unstarted", "overdue"], "an open issue leaves it open");
+    data(&mut w, "mutation($id: String!) { issueUpdate(id: $id, input: {stateId: \"state_done\"}) { success } }", json!({"id": issue}));
+    assert_eq!(statuses(&mut w), ["done", "next", "overdue"]);
+}
