@@ -432,3 +432,33 @@ def test_a_subscription_renews_across_three_test_clock_cycles_and_goes_past_due(
     assert [i.amount_due for i in invoices.data] == [1500] * 4
     updated = s.events.list(params={"type": "customer.subscription.updated", "limit": 1}).data[0]
     assert updated.data.previous_attributes["status"] == "active"
+
+
+def test_searches_list_filters_and_a_customers_credit_work_as_stripe_documents(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    amy = s.customers.create(params={"email": "amy@rocketrides.io", "name": "Amy Rider", "metadata": {"tier": "gold"}})
+    s.customers.create(params={"email": "bob@rocketrides.io", "name": "Bob Rider", "metadata": {"tier": "silver"}})
+    # Space-separated clauses are joined by AND; `~` matches a substring.
+    found = s.customers.search(params={"query": 'name~"rider" metadata["tier"]:"gold"'})
+    assert [c.id for c in found.data] == [amy.id]
+    with pytest.raises(stripe.InvalidRequestError, match="cannot mix AND and OR"):
+        s.customers.search(params={"query": 'email:"a@b.c" AND name:"x" OR name:"y"'})
+
+    # A credit on the customer pays toward the invoice finalized for them.
+    s.customers.create_balance_transaction(amy.id, params={"amount": -700, "currency": "usd"})
+    inv = s.invoices.create(params={"customer": amy.id, "collection_method": "send_invoice", "days_until_due": 30})
+    s.invoice_items.create(params={"customer": amy.id, "amount": 1000, "currency": "usd", "invoice": inv.id})
+    inv = s.invoices.finalize_invoice(inv.id)
+    assert (inv.amount_due, inv.starting_balance, inv.ending_balance) == (300, -700, 0)
+    assert s.customers.retrieve(amy.id).balance == 0
+
+    # Lists filter by what Stripe documents, not only by customer.
+    assert [i.id for i in s.invoices.list(params={"collection_method": "send_invoice"}).data] == [inv.id]
+    assert s.invoices.list(params={"created": {"gt": inv.created}}).data == []
+    monthly = s.prices.create(params={"currency": "usd", "unit_amount": 500, "recurring": {"interval": "month"}, "product_data": {"name": "Plan"}})
+    s.prices.create(params={"currency": "usd", "unit_amount": 5000, "recurring": {"interval": "year"}, "product_data": {"name": "Plan"}})
+    assert [p.id for p in s.prices.list(params={"recurring": {"interval": "month"}}).data] == [monthly.id]
+
+    # A misspelt event type is refused, not saved to never fire.
+    with pytest.raises(stripe.InvalidRequestError, match="enabled_events"):
+        s.webhook_endpoints.create(params={"url": "https://m.test/h", "enabled_events": ["payment_intent.succeded"]})
