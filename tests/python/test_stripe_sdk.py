@@ -445,7 +445,7 @@ def test_searches_list_filters_and_a_customers_credit_work_as_stripe_documents(s
         s.customers.search(params={"query": 'email:"a@b.c" AND name:"x" OR name:"y"'})
 
     # A credit on the customer pays toward the invoice finalized for them.
-    s.customers.create_balance_transaction(amy.id, params={"amount": -700, "currency": "usd"})
+    s.customers.balance_transactions.create(amy.id, params={"amount": -700, "currency": "usd"})
     inv = s.invoices.create(params={"customer": amy.id, "collection_method": "send_invoice", "days_until_due": 30})
     s.invoice_items.create(params={"customer": amy.id, "amount": 1000, "currency": "usd", "invoice": inv.id})
     inv = s.invoices.finalize_invoice(inv.id)
