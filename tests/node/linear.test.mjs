@@ -128,6 +128,23 @@ test("projects and cycles", async () => {
   assert.equal((await project.projectUpdates()).nodes.length, 1);
 });
 
+test("label groups, due dates, slug ids and milestones read as Linear's", async () => {
+  const { client } = await sandbox(taskSeed("24-linear-issue-triage.seed.json"));
+  const team = (await client.teams()).nodes[0];
+  const group = await (await client.createIssueLabel({ name: "Kind", isGroup: true, teamId: team.id })).issueLabel;
+  const defect = await (await client.createIssueLabel({ name: "Defect", parentId: group.id, teamId: team.id })).issueLabel;
+  const chore = await (await client.createIssueLabel({ name: "Chore", parentId: group.id, teamId: team.id })).issueLabel;
+  await assert.rejects(() => client.createIssue({ teamId: team.id, title: "Both", labelIds: [defect.id, chore.id] }), (e) => e instanceof InvalidInputLinearError);
+  const issue = await (await client.createIssue({ teamId: team.id, title: "Dated", dueDate: "2026-12-05T18:00:00Z", labelIds: [defect.id] })).issue;
+  assert.equal(issue.dueDate, "2026-12-05");
+  const project = await (await client.createProject({ name: "Apollo", teamIds: [team.id] })).project;
+  assert.match(project.slugId, /^[0-9a-f]{12}$/);
+  assert.ok(project.url.endsWith(`/project/apollo-${project.slugId}`), project.url);
+  assert.equal((await client.project(project.slugId)).id, project.id);
+  const milestone = await (await client.createProjectMilestone({ projectId: project.id, name: "Beta" })).projectMilestone;
+  assert.equal(milestone.status, "next");
+});
+
 test("errors are typed as the SDK types Linear's", async () => {
   const { client, apiUrl } = await sandbox(taskSeed("24-linear-issue-triage.seed.json"));
   const bad = new LinearClient({ apiKey: "lin_api_wrong", apiUrl });
