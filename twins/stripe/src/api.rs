@@ -1576,11 +1576,7 @@ fn charge_capture(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 fn charge_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let cus = p.str("customer").map(str::to_string);
-    let pi = p.str("payment_intent").map(str::to_string);
-    let mut out = list_of(w, call, "charge", p, |c| {
-        cus.as_ref().is_none_or(|x| c["customer"] == x.as_str()) && pi.as_ref().is_none_or(|x| c["payment_intent"] == x.as_str()) && field_is(c, "transfer_group", p.str("transfer_group"))
-    })?;
+    let mut out = list_of(w, call, "charge", p, |c| ["customer", "payment_intent", "transfer_group"].iter().all(|f| field_is(c, f, p.str(f))))?;
     if let Some(items) = out["data"].as_array_mut() {
         for c in items.iter_mut() {
             *c = with_refunds(w, std::mem::take(c));
@@ -1690,9 +1686,7 @@ fn refund_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res {
 }
 
 fn refund_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
-    let ch = p.str("charge").map(str::to_string);
-    let pi = p.str("payment_intent").map(str::to_string);
-    list_of(w, call, "refund", p, |r| ch.as_ref().is_none_or(|x| r["charge"] == x.as_str()) && pi.as_ref().is_none_or(|x| r["payment_intent"] == x.as_str()))
+    list_of(w, call, "refund", p, |r| ["charge", "payment_intent"].iter().all(|f| field_is(r, f, p.str(f))))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2305,7 +2299,7 @@ fn enabled_events(p: &Params) -> Result<Option<Vec<String>>, StripeError> {
     if events.is_empty() {
         return Ok(None);
     }
-    if let Some((i, _)) = events.iter().enumerate().find(|(_, e)| crate::core::EVENT_TYPES.binary_search(&e.as_str()).is_err()) {
+    if let Some((i, _)) = events.iter().enumerate().find(|(_, e)| !crate::core::is_event_type(e)) {
         let param = format!("enabled_events[{i}]");
         return Err(invalid(format!("Invalid {param}: must be one of {}", crate::core::EVENT_TYPES.join(", "))).param(&param));
     }

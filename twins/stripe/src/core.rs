@@ -686,6 +686,11 @@ mod known {
 }
 pub use known::EVENT_TYPES;
 
+/// Whether Stripe sends events of type `t` (or `t` is `*`, every type).
+pub fn is_event_type(t: &str) -> bool {
+    EVENT_TYPES.binary_search(&t).is_ok()
+}
+
 /// A top-level parameter of the request that Stripe's description of the operation does not
 /// have, which Stripe refuses rather than ignores: an agent must not believe a misspelt field
 /// was saved. Routes Stripe does not describe (the twin's own helpers) are not checked.

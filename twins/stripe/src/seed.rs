@@ -215,7 +215,7 @@ pub fn init(seed: Option<Value>) -> Result<World, String> {
         let id = o.str("id")?.unwrap_or_else(|| w.new_id("we"));
         let secret = o.str("secret")?.unwrap_or_else(|| format!("whsec_{}", crate::core::base62(w.seq, 32)));
         let events = o.strs("enabled_events")?;
-        if let Some((i, e)) = events.iter().enumerate().find(|(_, e)| crate::core::EVENT_TYPES.binary_search(&e.as_str()).is_err()) {
+        if let Some((i, e)) = events.iter().enumerate().find(|(_, e)| !crate::core::is_event_type(e)) {
             return Err(format!("{}[{i}]: {e:?} is not an event type Stripe sends", o.at("enabled_events")));
         }
         w.insert(None, json!({
