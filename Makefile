@@ -25,9 +25,12 @@ twins: wasm-target
 	$(CARGO) build --release --target $(WASM_TARGET) $(addprefix -p ,$(TWIN_CRATES))
 
 # One build serves every command: the tests, `make run` and `make bench` all use the release
-# profile, so a newcomer compiles wasmtime once.
+# profile, so a newcomer compiles wasmtime once. `--workspace` makes cargo unify features over
+# every crate, as `cargo test --workspace` does: built alone, `pome` gets a different feature
+# set (the twins' hmac turns on digest's `mac`, under cranelift), and the tests would then
+# compile wasmtime a second time.
 host: twins
-	$(CARGO) build --release -p pome
+	$(CARGO) build --release --workspace --bin pome
 
 run: host
 	./target/release/pome serve
