@@ -1025,9 +1025,43 @@ fn pi_confirm(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if !w.is_kind("payment_intent", &id) {
         return Err(no_such("payment_intent", &id, "id"));
     }
-    let pi = PaymentIntent::parse(&w.render(&id).expect("just checked"));
+    Ok(crate::core::raw(confirm_payment_intent(w, call, &id, p)?))
+}
+
+/// Confirm the stored PaymentIntent `id` with `p`, as `POST /v1/payment_intents/{id}/confirm`
+/// does (an invoice's collection attempt goes through here too); its new text.
+pub fn confirm_payment_intent(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Result<String, StripeError> {
+    let pi = PaymentIntent::parse(&w.render(id).expect("a stored PaymentIntent"));
     let c = pi.cut();
-    Ok(crate::core::raw(confirm_with(w, call, &id, pi, c, p)?))
+    confirm_with(w, call, id, pi, c, p)
+}
+
+/// The PaymentIntent an invoice is finalized with: the amount due, awaiting a payment method,
+/// `invoice` naming it. Paying the invoice confirms it; confirming it pays the invoice.
+pub fn invoice_payment_intent(w: &mut World, call: &mut Call, invoice: &str, amount: i64, cur: &str, customer: &Value, description: &str) -> String {
+    let id = w.new_id("pi");
+    let mut pi = PaymentIntent::new(&id, amount, cur, w.now());
+    pi.customer = customer.clone();
+    pi.description = Value::String(description.to_string());
+    pi.invoice = Value::String(invoice.to_string());
+    pi.payment_method_types = json!(["card"]);
+    w.insert_cut(Some(call), "payment_intent", &id, &pi.cut());
+    emit_current(w, call, "payment_intent.created", &id, None);
+    id
+}
+
+/// The card error a payment with the stored card `pm_id` would meet off session, if any: what
+/// a charge attempt would answer, without attempting it.
+pub fn off_session_refusal(w: &World, pm_id: &str) -> Option<StripeError> {
+    let pm = w.get(pm_id)?;
+    let (code, decline, message) = match behaviour_of(&pm) {
+        Behaviour::Decline(code, decline) => (code, decline, decline_message(code, decline)),
+        Behaviour::ThreeDS if !set_up(w, pm_id) => ("authentication_required", "authentication_required", "Your card was declined. This transaction requires authentication."),
+        _ => return None,
+    };
+    let mut e = StripeError::new(402, "card_error", message).code(code).with("payment_method", pm);
+    e.decline_code = Some(decline.to_string());
+    Some(e)
 }
 
 /// Confirm the PaymentIntent `pi` (stored now as `text`): attach the payment method given,
@@ -1289,6 +1323,10 @@ fn succeed_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent,
     if dispute && !manual {
         open_dispute(w, call, &ch_id);
     }
+    if let (false, Some(inv)) = (manual, pi.invoice.as_str()) {
+        crate::billing::invoice_payment_succeeded(w, call, inv, &ch_id, pi.payment_method.as_str());
+        // The invoice's own changes do not touch the PaymentIntent: its text stands.
+    }
     Ok(after.text)
 }
 
@@ -1315,6 +1353,9 @@ fn fail_payment(w: &mut World, call: &mut Call, id: &str, pm: &Value, code: &str
     });
     emit(w, call, "charge.failed", &ch, None);
     emit(w, call, "payment_intent.payment_failed", &pi, None);
+    if let Some(inv) = pi["invoice"].as_str() {
+        crate::billing::invoice_payment_failed(w, call, inv);
+    }
     let mut e = StripeError::new(402, "card_error", message).code(code).with("charge", json!(ch_id)).with("payment_intent", pi).with("payment_method", pm.clone());
     e.decline_code = Some(decline.to_string());
     Err(e)
@@ -1385,6 +1426,9 @@ fn capture_pi(w: &mut World, call: &mut Call, id: &str, pi: Value, amount: Optio
     });
     emit(w, call, "charge.captured", &ch, Some(json!({"amount_captured": 0, "captured": false})));
     emit(w, call, "payment_intent.succeeded", &pi, None);
+    if let Some(inv) = pi["invoice"].as_str() {
+        crate::billing::invoice_payment_succeeded(w, call, inv, &ch_id, pi["payment_method"].as_str());
+    }
     Ok(pi)
 }
 
@@ -1394,6 +1438,9 @@ fn pi_cancel(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let status = pi["status"].as_str().unwrap_or("");
     if !["requires_payment_method", "requires_capture", "requires_confirmation", "requires_action", "processing"].contains(&status) {
         return Err(invalid(format!("You cannot cancel this PaymentIntent because it has a status of {status}. Only a PaymentIntent with one of the following statuses may be canceled: requires_payment_method, requires_capture, requires_confirmation, requires_action, processing.")).code("payment_intent_unexpected_state").with("payment_intent", pi));
+    }
+    if pi["invoice"].is_string() {
+        return Err(invalid("You cannot cancel this PaymentIntent because it was created by an invoice. Void the invoice instead.").code("payment_intent_unexpected_state").with("payment_intent", pi));
     }
     let reason = p.str("cancellation_reason").map(str::to_string);
     if let Some(r) = &reason {

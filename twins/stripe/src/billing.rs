@@ -155,6 +155,24 @@ fn clock_advance(w: &mut World, call: &mut Call, p: &Params) -> Res {
         .into_iter()
         .filter(|s| w.get(s).is_some_and(|s| s["customer"].as_str().is_some_and(|c| customers.iter().any(|x| x == c))))
         .collect();
+    // A subscription whose first invoice stays unpaid for 23 hours expires, and the invoice
+    // is voided.
+    for sub_id in &subs {
+        let Some(sub) = w.get(sub_id) else { continue };
+        let expires = sub["created"].as_i64().unwrap_or(0) + 23 * 3600;
+        if sub["status"] != "incomplete" || expires > t {
+            continue;
+        }
+        if let Some(inv) = sub["latest_invoice"].as_str().filter(|i| w.get(i).is_some_and(|i| i["status"] == "open")) {
+            w.modify(call, &id, |c| c["frozen_time"] = json!(expires));
+            close_unpaid(w, call, inv, Unpaid::Void);
+        }
+        let after = w.modify(call, sub_id, |s| {
+            s["status"] = json!("incomplete_expired");
+            s["ended_at"] = json!(expires);
+        });
+        emit(w, call, "customer.subscription.updated", &after, Some(json!({"status": "incomplete", "ended_at": null})));
+    }
     // Step period by period so each renewal happens at its own time.
     loop {
         let next = subs
@@ -237,6 +255,17 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if method == "charge_automatically" && days.is_some() {
         return Err(invalid("You may only specify `days_until_due` when `collection_method` is `send_invoice`.").param("days_until_due"));
     }
+    let behavior = p.str("payment_behavior").unwrap_or("allow_incomplete").to_string();
+    match behavior.as_str() {
+        "allow_incomplete" | "default_incomplete" | "error_if_incomplete" => {}
+        "pending_if_incomplete" => return Err(invalid("`pending_if_incomplete` is only used with updates and cannot be passed when creating a subscription.").param("payment_behavior")),
+        _ => return Err(invalid("Invalid payment_behavior: must be one of allow_incomplete, default_incomplete, error_if_incomplete, or pending_if_incomplete").param("payment_behavior")),
+    }
+    let save_pm = match p.get("payment_settings").map(|s| &s["save_default_payment_method"]) {
+        Some(Value::String(v)) if v == "on_subscription" || v == "off" => v.clone(),
+        Some(Value::String(_)) => return Err(invalid("Invalid payment_settings[save_default_payment_method]: must be one of off or on_subscription").param("payment_settings[save_default_payment_method]")),
+        _ => "off".to_string(),
+    };
     let now = now_for(w, &cus);
     let trial_days = p.int("trial_period_days")?;
     let trial_end = match (p.int("trial_end")?, trial_days) {
@@ -253,6 +282,20 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let interval = prices[0].0["recurring"]["interval"].as_str().unwrap_or("month").to_string();
     let count = prices[0].0["recurring"]["interval_count"].as_i64().unwrap_or(1);
     let period_end = trial_end.unwrap_or_else(|| add_interval(now, &interval, count));
+    // `error_if_incomplete`: a first payment that cannot succeed is refused before anything
+    // is made, as Stripe makes no subscription then.
+    let first_due: i64 = prices.iter().map(|(p, q)| p["unit_amount"].as_i64().unwrap_or(0) * q).sum();
+    if behavior == "error_if_incomplete" && method == "charge_automatically" && trial_end.is_none() && first_due > 0 {
+        let pm = dpm.clone().or_else(|| w.get(&cus).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str().map(str::to_string)));
+        match pm {
+            None => return Err(invalid("This customer has no attached payment source or default payment method. Please consider adding a default payment method. For more information, visit https://stripe.com/docs/billing/subscriptions/payment-methods-setting#payment-method-priority.").code("resource_missing")),
+            Some(pm) => {
+                if let Some(e) = api::off_session_refusal(w, &pm) {
+                    return Err(e);
+                }
+            }
+        }
+    }
     let mut sub = json!({
         "id": id, "object": "subscription", "application": null, "application_fee_percent": null,
         "automatic_tax": {"enabled": false, "liability": null}, "billing_cycle_anchor": trial_end.unwrap_or(now),
@@ -262,7 +305,7 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         "days_until_due": days, "default_payment_method": dpm, "default_source": null, "default_tax_rates": [],
         "description": null, "discount": null, "discounts": [], "ended_at": null, "items": items_list(&id, sub_items),
         "latest_invoice": null, "livemode": false, "metadata": {}, "next_pending_invoice_item_invoice": null,
-        "on_behalf_of": null, "pause_collection": null, "payment_settings": {"payment_method_options": null, "payment_method_types": null, "save_default_payment_method": "off"},
+        "on_behalf_of": null, "pause_collection": null, "payment_settings": {"payment_method_options": null, "payment_method_types": null, "save_default_payment_method": save_pm},
         "pending_invoice_item_interval": null, "pending_setup_intent": null, "pending_update": null, "schedule": null,
         "start_date": now, "status": if trial_end.is_some() { "trialing" } else { "incomplete" }, "test_clock": w.get(&cus).unwrap()["test_clock"].clone(),
         "transfer_data": null, "trial_end": trial_end, "trial_settings": {"end_behavior": {"missing_payment_method": "create_invoice"}},
@@ -286,7 +329,10 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     }
     let sub = w.insert(Some(call), sub);
     emit(w, call, "customer.subscription.created", &sub, None);
-    let (inv, paid) = invoice_period(w, call, &id, now, period_end, trial_end.is_some(), "subscription_create");
+    // `default_incomplete` leaves the first invoice's PaymentIntent for the customer to
+    // confirm; the others charge the default payment method now.
+    let attempt = behavior != "default_incomplete";
+    let (inv, paid) = invoice_period(w, call, &id, now, period_end, trial_end.is_some(), "subscription_create", attempt);
     let status = match (trial_end.is_some(), paid) {
         (true, _) => "trialing",
         (false, true) => "active",
@@ -300,7 +346,7 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 /// Invoice one period of a subscription and try to pay it; returns (invoice id, paid).
-fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end: i64, trial: bool, reason: &str) -> (String, bool) {
+fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end: i64, trial: bool, reason: &str, attempt: bool) -> (String, bool) {
     let sub = w.get(sub_id).unwrap();
     let cus = sub["customer"].as_str().unwrap_or_default().to_string();
     let cur = sub["currency"].as_str().unwrap_or("usd").to_string();
@@ -337,13 +383,13 @@ fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end:
         None if send => {
             let inv = finalize(w, call, &inv_id);
             if inv["amount_due"].as_i64().unwrap_or(0) == 0 {
-                pay(w, call, &inv_id);
+                pay(w, call, &inv_id, None);
             }
             (inv_id, true)
         }
         None => {
-            finalize(w, call, &inv_id);
-            let paid = pay(w, call, &inv_id);
+            let inv = finalize(w, call, &inv_id);
+            let paid = if attempt || inv["amount_due"].as_i64().unwrap_or(0) == 0 { pay(w, call, &inv_id, None) } else { false };
             (inv_id, paid)
         }
         // Collection paused: the invoice is made, then kept as a draft, voided or written
@@ -410,9 +456,22 @@ fn finalize(w: &mut World, call: &mut Call, id: &str) -> Value {
         let t = api::balance_transaction_object(w, &cus, -applied, &cur, "applied_to_invoice", Some(id));
         api::move_balance(w, call, t);
     }
+    // Stripe finalizes an invoice with a PaymentIntent for what is due: paying the invoice
+    // confirms it, and confirming it (a customer paying on session) pays the invoice.
+    let due = draft["amount_due"].as_i64().unwrap_or(0) + applied;
+    let pi = if due > 0 {
+        let description = match draft["billing_reason"].as_str() {
+            Some("subscription_create") => "Subscription creation".to_string(),
+            Some("subscription_cycle" | "subscription_update") => "Subscription update".to_string(),
+            _ => format!("Invoice TWIN-{n:04}"),
+        };
+        Value::String(api::invoice_payment_intent(w, call, id, due, &cur, &draft["customer"], &description))
+    } else {
+        Value::Null
+    };
     let inv = w.modify(call, id, |i| {
-        let due = i["amount_due"].as_i64().unwrap_or(0) + applied;
         i["amount_due"] = json!(due);
+        i["payment_intent"] = pi;
         i["amount_remaining"] = json!(due);
         i["starting_balance"] = json!(balance);
         i["ending_balance"] = json!(balance - applied);
@@ -426,64 +485,105 @@ fn finalize(w: &mut World, call: &mut Call, id: &str) -> Value {
     inv
 }
 
-/// Collect an open invoice from the subscription's or customer's default payment method.
-fn pay(w: &mut World, call: &mut Call, id: &str) -> bool {
+/// Collect an open invoice: confirm its PaymentIntent off session with `pm`, else the
+/// subscription's or the customer's default payment method. Whether it is paid now.
+fn pay(w: &mut World, call: &mut Call, id: &str, pm: Option<&str>) -> bool {
     let inv = w.get(id).unwrap();
     let cus = inv["customer"].as_str().unwrap_or_default().to_string();
     let now = now_for(w, &cus);
-    let due = inv["amount_remaining"].as_i64().unwrap_or(0);
-    let mark_paid = |w: &mut World, call: &mut Call, charge: Value, pi: Value| {
-        let inv = w.modify(call, id, |i| {
-            i["status"] = json!("paid");
-            i["paid"] = json!(true);
-            i["amount_paid"] = json!(due);
-            i["amount_remaining"] = json!(0);
-            i["attempted"] = json!(true);
-            i["charge"] = charge;
-            i["payment_intent"] = pi;
-            i["next_payment_attempt"] = Value::Null;
-            i["status_transitions"]["paid_at"] = json!(now);
-        });
-        emit(w, call, "invoice.paid", &inv, None);
-        emit(w, call, "invoice.payment_succeeded", &inv, None);
-    };
-    if due == 0 {
-        mark_paid(w, call, Value::Null, Value::Null);
+    if inv["amount_remaining"].as_i64().unwrap_or(0) == 0 {
+        mark_paid(w, call, id, Value::Null);
         return true;
     }
     let sub_pm = inv["subscription"].as_str().and_then(|s| w.get(s)).and_then(|s| s["default_payment_method"].as_str().map(str::to_string));
-    let pm = sub_pm.or_else(|| w.get(&cus).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str().map(str::to_string)));
-    let outcome = match pm {
+    let pm = pm.map(str::to_string).or(sub_pm).or_else(|| w.get(&cus).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str().map(str::to_string)));
+    // Set before the attempt, so a failure's `invoice.payment_failed` carries the retry time;
+    // a success clears it.
+    w.modify(call, id, |i| i["next_payment_attempt"] = json!(now + 3 * 86400));
+    match pm {
         Some(pm) => {
+            let pi = match inv["payment_intent"].as_str() {
+                Some(pi) => pi.to_string(),
+                // An invoice finalized before invoices had PaymentIntents (a restored world).
+                None => {
+                    let due = inv["amount_remaining"].as_i64().unwrap_or(0);
+                    let pi = api::invoice_payment_intent(w, call, id, due, inv["currency"].as_str().unwrap_or("usd"), &inv["customer"], &format!("Invoice {}", inv["number"].as_str().unwrap_or("")));
+                    w.modify(call, id, |i| i["payment_intent"] = json!(pi));
+                    pi
+                }
+            };
             let mut form = serde_json::Map::new();
-            for (k, v) in [("amount", due.to_string()), ("currency", inv["currency"].as_str().unwrap_or("usd").to_string()), ("customer", cus.clone()), ("payment_method", pm), ("confirm", "true".into()), ("off_session", "true".into()), ("description", format!("Invoice {}", inv["number"].as_str().unwrap_or("")))] {
-                form.insert(k.into(), json!(v));
-            }
-            // An invoice's payment takes the invoice's payment method types, not the account's.
-            form.insert("payment_method_types".into(), json!(["card"]));
-            api::create_payment_intent(w, call, &Params(form))
+            form.insert("payment_method".into(), json!(pm));
+            form.insert("off_session".into(), json!("true"));
+            // Success and failure reach the invoice through the PaymentIntent's own hooks.
+            api::confirm_payment_intent(w, call, &pi, &Params(form)).is_ok()
         }
-        None => Err(invalid("The customer has no default payment method.").code("invoice_no_customer_line_items")),
-    };
-    match outcome {
-        Ok(pi) => {
-            mark_paid(w, call, pi["latest_charge"].clone(), pi["id"].clone());
-            true
-        }
-        Err(e) => {
-            let pi = e.extra.get("payment_intent").map(|p| p["id"].clone()).unwrap_or(Value::Null);
-            let inv = w.modify(call, id, |i| {
-                i["attempted"] = json!(true);
-                let n = i["attempt_count"].as_i64().unwrap_or(0);
-                i["attempt_count"] = json!(n + 1);
-                i["next_payment_attempt"] = json!(now + 3 * 86400);
-                i["payment_intent"] = pi;
-                i["last_finalization_error"] = Value::Null;
-            });
-            emit(w, call, "invoice.payment_failed", &inv, None);
+        None => {
+            invoice_payment_failed(w, call, id);
             false
         }
     }
+}
+
+/// Invoice `id` paid now, with `charge` (none when nothing was due).
+fn mark_paid(w: &mut World, call: &mut Call, id: &str, charge: Value) {
+    let cus = w.get(id).and_then(|i| i["customer"].as_str().map(str::to_string)).unwrap_or_default();
+    let now = now_for(w, &cus);
+    let inv = w.modify(call, id, |i| {
+        i["status"] = json!("paid");
+        i["paid"] = json!(true);
+        i["amount_paid"] = i["amount_remaining"].clone();
+        i["amount_remaining"] = json!(0);
+        i["attempted"] = json!(true);
+        i["charge"] = charge;
+        i["next_payment_attempt"] = Value::Null;
+        i["status_transitions"]["paid_at"] = json!(now);
+    });
+    emit(w, call, "invoice.paid", &inv, None);
+    emit(w, call, "invoice.payment_succeeded", &inv, None);
+}
+
+/// The invoice's PaymentIntent succeeded with `charge` (paid by the twin's collection or
+/// confirmed by the customer): the invoice is paid, and a subscription waiting on it as its
+/// latest invoice becomes active, keeping the payment method if its settings say so.
+pub(crate) fn invoice_payment_succeeded(w: &mut World, call: &mut Call, id: &str, charge: &str, pm: Option<&str>) {
+    let Some(inv) = w.get(id) else { return };
+    if inv["status"] == "paid" {
+        return;
+    }
+    mark_paid(w, call, id, json!(charge));
+    let Some(sub_id) = inv["subscription"].as_str() else { return };
+    let Some(sub) = w.get(sub_id) else { return };
+    // While a subscription is being made or renewed, its latest invoice is not yet this one,
+    // and the caller sets its status.
+    if sub["latest_invoice"] != id || !["incomplete", "past_due", "unpaid"].contains(&sub["status"].as_str().unwrap_or("")) {
+        return;
+    }
+    let save = sub["payment_settings"]["save_default_payment_method"] == "on_subscription" && pm.is_some();
+    let after = w.modify(call, sub_id, |s| {
+        s["status"] = json!("active");
+        if save {
+            s["default_payment_method"] = json!(pm);
+        }
+    });
+    let mut prev = serde_json::Map::new();
+    for k in ["status", "default_payment_method"] {
+        if sub[k] != after[k] {
+            prev.insert(k.into(), sub[k].clone());
+        }
+    }
+    emit(w, call, "customer.subscription.updated", &after, Some(Value::Object(prev)));
+}
+
+/// An attempt to pay invoice `id` failed (declined, or nothing to charge).
+pub(crate) fn invoice_payment_failed(w: &mut World, call: &mut Call, id: &str) {
+    let inv = w.modify(call, id, |i| {
+        i["attempted"] = json!(true);
+        let n = i["attempt_count"].as_i64().unwrap_or(0);
+        i["attempt_count"] = json!(n + 1);
+        i["last_finalization_error"] = Value::Null;
+    });
+    emit(w, call, "invoice.payment_failed", &inv, None);
 }
 
 /// Roll a subscription into its next period at `at`: end it if it cancels at period end,
@@ -521,7 +621,7 @@ fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
         s["current_period_start"] = json!(at);
         s["current_period_end"] = json!(end);
     });
-    let (inv, paid) = invoice_period(w, call, sub_id, at, end, false, "subscription_cycle");
+    let (inv, paid) = invoice_period(w, call, sub_id, at, end, false, "subscription_cycle", true);
     let status = if paid { "active" } else { "past_due" };
     let before = sub.clone();
     let after = w.modify(call, sub_id, |s| {
@@ -605,7 +705,7 @@ fn sub_resume(w: &mut World, call: &mut Call, p: &Params) -> Res {
             s["billing_cycle_anchor"] = json!(now);
         }
     });
-    let (inv, paid) = invoice_period(w, call, &id, start, end, false, "subscription_update");
+    let (inv, paid) = invoice_period(w, call, &id, start, end, false, "subscription_update", true);
     let status = if paid { "active" } else { "past_due" };
     let after = w.modify(call, &id, |s| {
         s["latest_invoice"] = json!(inv);
@@ -1566,7 +1666,7 @@ fn inv_finalize(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     let inv = finalize(w, call, &id);
     // Nothing left to pay (a credit covered it): paid as it is finalized.
     if inv["amount_due"] == 0 {
-        pay(w, call, &id);
+        pay(w, call, &id, None);
         return Ok(w.get(&id).unwrap_or(inv));
     }
     Ok(inv)
@@ -1596,22 +1696,21 @@ fn inv_pay(w: &mut World, call: &mut Call, p: &Params) -> Res {
         emit(w, call, "invoice.paid", &inv, None);
         return Ok(inv);
     }
-    if let Some(pm) = p.str("payment_method") {
-        let cus = inv["customer"].as_str().unwrap_or_default().to_string();
-        w.modify(call, &cus, |c| c["invoice_settings"]["default_payment_method"] = json!(pm));
-    }
-    if pay(w, call, &id) {
-        if let Some(sub) = inv["subscription"].as_str() {
-            if w.get(sub).is_some_and(|s| s["status"] == "past_due" || s["status"] == "incomplete") {
-                let s = w.modify(call, sub, |s| s["status"] = json!("active"));
-                emit(w, call, "customer.subscription.updated", &s, Some(json!({"status": "past_due"})));
-            }
-        }
+    // `payment_method` pays this invoice only; it changes no default.
+    let pm = match p.str("payment_method") {
+        Some(pm) => Some(api::resolve_pm(w, call, pm, "payment_method")?),
+        None => None,
+    };
+    if pay(w, call, &id, pm.as_deref()) {
         Ok(w.get(&id).unwrap())
     } else {
+        // The card's own error, as the attempt on the invoice's PaymentIntent met it.
         let inv = w.get(&id).unwrap();
-        let mut e = StripeError::new(402, "card_error", "Your card was declined.").code("card_declined");
-        e.decline_code = Some("generic_decline".into());
+        let last = inv["payment_intent"].as_str().and_then(|pi| w.get(pi)).map(|pi| pi["last_payment_error"].clone()).unwrap_or(Value::Null);
+        let code = last["code"].as_str().unwrap_or("card_declined").to_string();
+        let message = last["message"].as_str().unwrap_or("Your card was declined.").to_string();
+        let mut e = StripeError::new(402, "card_error", message).code(&code);
+        e.decline_code = Some(last["decline_code"].as_str().unwrap_or("generic_decline").to_string());
         Err(e.with("invoice", inv))
     }
 }
@@ -1644,6 +1743,19 @@ fn close_unpaid(w: &mut World, call: &mut Call, id: &str, how: Unpaid) -> Value 
         i["status_transitions"][at] = json!(now);
     });
     emit(w, call, event, &inv, None);
+    // A voided invoice can no longer be paid: its PaymentIntent is canceled with it.
+    if let (Unpaid::Void, Some(pi)) = (how, inv["payment_intent"].as_str()) {
+        if w.get(pi).is_some_and(|o| !["succeeded", "canceled", "processing"].contains(&o["status"].as_str().unwrap_or(""))) {
+            let now = w.now();
+            let pi = w.modify(call, pi, |o| {
+                o["status"] = json!("canceled");
+                o["canceled_at"] = json!(now);
+                o["cancellation_reason"] = json!("void_invoice");
+                o["next_action"] = Value::Null;
+            });
+            emit(w, call, "payment_intent.canceled", &pi, None);
+        }
+    }
     inv
 }
 

@@ -1321,7 +1321,10 @@ fn a_subscription_that_sends_invoices_is_active_with_an_open_invoice_due_after_d
     let (_, inv) = get(&mut w, &format!("/v1/invoices/{}", sub["latest_invoice"].as_str().unwrap()));
     assert_eq!((inv["collection_method"].as_str(), inv["status"].as_str(), inv["amount_remaining"].as_i64()), (Some("send_invoice"), Some("open"), Some(1500)));
     assert_eq!(inv["due_date"].as_i64(), Some(inv["created"].as_i64().unwrap() + 30 * 86400));
-    assert_eq!((inv["attempted"].as_bool(), inv["payment_intent"].clone(), inv["paid"].as_bool()), (Some(false), Value::Null, Some(false)));
+    assert_eq!((inv["attempted"].as_bool(), inv["paid"].as_bool()), (Some(false), Some(false)));
+    // Its PaymentIntent waits for the customer to pay on the hosted page.
+    let (_, pi) = get(&mut w, &format!("/v1/payment_intents/{}", inv["payment_intent"].as_str().unwrap()));
+    assert_eq!((pi["status"].as_str(), pi["amount"].as_i64(), pi["invoice"].clone()), (Some("requires_payment_method"), Some(1500), inv["id"].clone()));
     let (_, charges) = get(&mut w, "/v1/charges");
     assert_eq!(charges["data"].as_array().unwrap().len(), 0, "nothing is charged automatically");
     let (s, pv) = post(&mut w, "/v1/invoices/create_preview", &[("customer", &cus), ("subscription", sub["id"].as_str().unwrap())]);
@@ -1618,4 +1621,109 @@ fn intents_without_payment_method_types_take_automatic_payment_methods() {
     assert_eq!((s, e["error"]["param"].as_str()), (400, Some("automatic_payment_methods")));
     let (_, si) = post(&mut w, "/v1/setup_intents", &[]);
     assert_eq!(si["automatic_payment_methods"]["enabled"], true);
+}
+
+#[test]
+fn a_default_incomplete_subscription_waits_for_the_customer_to_confirm_its_first_invoices_payment_intent() {
+    let (mut w, _clock, cus, price) = billing_world(false);
+    let (s, sub) = post(&mut w, "/v1/subscriptions", &[
+        ("customer", &cus), ("items[0][price]", &price), ("payment_behavior", "default_incomplete"),
+        ("payment_settings[save_default_payment_method]", "on_subscription"), ("expand[]", "latest_invoice.payment_intent"),
+    ]);
+    assert_eq!(s, 200, "{sub}");
+    assert_eq!((sub["status"].as_str(), sub["payment_settings"]["save_default_payment_method"].as_str()), (Some("incomplete"), Some("on_subscription")));
+    let inv = &sub["latest_invoice"];
+    let pi = &inv["payment_intent"];
+    assert_eq!((inv["status"].as_str(), inv["attempted"].as_bool()), (Some("open"), Some(false)));
+    assert_eq!((pi["status"].as_str(), pi["amount"].as_i64(), &pi["invoice"], pi["description"].as_str()), (Some("requires_payment_method"), Some(1500), &inv["id"], Some("Subscription creation")));
+    assert!(pi["client_secret"].as_str().is_some_and(|s| s.starts_with(pi["id"].as_str().unwrap())), "the client confirms with its secret: {pi}");
+    let (sub_id, inv_id, pi_id) = (sub["id"].as_str().unwrap().to_string(), inv["id"].as_str().unwrap().to_string(), pi["id"].as_str().unwrap().to_string());
+    // The invoice owns its PaymentIntent: only voiding the invoice cancels it.
+    let (s, e) = post(&mut w, &format!("/v1/payment_intents/{pi_id}/cancel"), &[]);
+    assert_eq!((s, e["error"]["code"].as_str()), (400, Some("payment_intent_unexpected_state")));
+    // A declined card leaves everything waiting, with the attempt counted on the invoice.
+    let (s, e) = post(&mut w, &format!("/v1/payment_intents/{pi_id}/confirm"), &[("payment_method", "pm_card_chargeDeclined")]);
+    assert_eq!((s, e["error"]["code"].as_str()), (402, Some("card_declined")));
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{inv_id}"));
+    assert_eq!((inv["status"].as_str(), inv["attempt_count"].as_i64()), (Some("open"), Some(1)));
+    assert_eq!(get(&mut w, &format!("/v1/subscriptions/{sub_id}")).1["status"], "incomplete");
+    // A good card pays the invoice and starts the subscription, which keeps the card.
+    let (s, pi) = post(&mut w, &format!("/v1/payment_intents/{pi_id}/confirm"), &[("payment_method", "pm_card_visa")]);
+    assert_eq!((s, pi["status"].as_str()), (200, Some("succeeded")), "{pi}");
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{inv_id}"));
+    assert_eq!((inv["status"].as_str(), inv["amount_paid"].as_i64(), &inv["charge"]), (Some("paid"), Some(1500), &pi["latest_charge"]));
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{sub_id}"));
+    assert_eq!((sub["status"].as_str(), &sub["default_payment_method"]), (Some("active"), &pi["payment_method"]));
+    let (_, ev) = get(&mut w, "/v1/events?type=customer.subscription.updated&limit=1");
+    assert_eq!(ev["data"][0]["data"]["previous_attributes"]["status"], "incomplete");
+    let (_, ev) = get(&mut w, "/v1/events?type=invoice.paid&limit=1");
+    assert_eq!(ev["data"][0]["data"]["object"]["id"], inv_id);
+}
+
+#[test]
+fn an_unpaid_first_invoice_expires_its_subscription_after_23_hours_and_is_voided_with_its_payment_intent() {
+    let (mut w, clock, cus, price) = billing_world(false);
+    let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("payment_behavior", "default_incomplete")]);
+    let sub_id = sub["id"].as_str().unwrap().to_string();
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1767268800")]); // 12 hours on
+    assert_eq!(get(&mut w, &format!("/v1/subscriptions/{sub_id}")).1["status"], "incomplete");
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1767312000")]); // a day on
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{sub_id}"));
+    assert_eq!((sub["status"].as_str(), sub["ended_at"].as_i64()), (Some("incomplete_expired"), Some(1767225600 + 23 * 3600)));
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{}?expand[]=payment_intent", sub["latest_invoice"].as_str().unwrap()));
+    assert_eq!(inv["status"], "void");
+    assert_eq!((inv["payment_intent"]["status"].as_str(), inv["payment_intent"]["cancellation_reason"].as_str()), (Some("canceled"), Some("void_invoice")));
+    // Expired is final: later renewals never come.
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1772323200")]);
+    let (_, invs) = get(&mut w, &format!("/v1/invoices?subscription={sub_id}"));
+    assert_eq!(invs["data"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn error_if_incomplete_refuses_a_first_payment_that_cannot_succeed_and_makes_no_subscription() {
+    let (mut w, _clock, cus, price) = billing_world(false);
+    let subscribe = |w: &mut World, behavior: &str| post(w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("payment_behavior", behavior)]);
+    let (s, e) = subscribe(&mut w, "error_if_incomplete");
+    assert_eq!((s, e["error"]["type"].as_str()), (400, Some("invalid_request_error")), "no way to pay: {e}");
+    let (_, pm) = post(&mut w, "/v1/payment_methods/pm_card_chargeCustomerFail/attach", &[("customer", &cus)]);
+    post(&mut w, &format!("/v1/customers/{cus}"), &[("invoice_settings[default_payment_method]", pm["id"].as_str().unwrap())]);
+    let (s, e) = subscribe(&mut w, "error_if_incomplete");
+    assert_eq!((s, e["error"]["type"].as_str(), e["error"]["code"].as_str(), e["error"]["decline_code"].as_str()), (402, Some("card_error"), Some("card_declined"), Some("generic_decline")));
+    assert_eq!(get(&mut w, "/v1/subscriptions?status=all").1["data"].as_array().unwrap().len(), 0);
+    assert_eq!(get(&mut w, "/v1/invoices").1["data"].as_array().unwrap().len(), 0);
+    // allow_incomplete (the default) makes it, incomplete, with the failed attempt on its invoice.
+    let (s, sub) = subscribe(&mut w, "allow_incomplete");
+    assert_eq!((s, sub["status"].as_str()), (200, Some("incomplete")));
+    let (s, e) = subscribe(&mut w, "pending_if_incomplete");
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("payment_behavior")));
+}
+
+#[test]
+fn an_invoice_is_finalized_with_a_payment_intent_that_paying_confirms_and_voiding_cancels() {
+    let (mut w, _clock, cus, _price) = billing_world(false);
+    let invoice = |w: &mut World| {
+        post(w, "/v1/invoiceitems", &[("customer", &cus), ("amount", "700"), ("currency", "usd")]);
+        let (_, inv) = post(w, "/v1/invoices", &[("customer", &cus), ("pending_invoice_items_behavior", "include")]);
+        assert_eq!(inv["payment_intent"], Value::Null, "a draft has none");
+        let (_, inv) = post(w, &format!("/v1/invoices/{}/finalize", inv["id"].as_str().unwrap()), &[]);
+        inv
+    };
+    let inv = invoice(&mut w);
+    let pi_id = inv["payment_intent"].as_str().unwrap().to_string();
+    let (_, pi) = get(&mut w, &format!("/v1/payment_intents/{pi_id}"));
+    assert_eq!((pi["amount"].as_i64(), pi["status"].as_str(), &pi["customer"]), (Some(700), Some("requires_payment_method"), &inv["customer"]));
+    // Paying with a payment method charges it through that PaymentIntent, and sets no default.
+    let (s, paid) = post(&mut w, &format!("/v1/invoices/{}/pay", inv["id"].as_str().unwrap()), &[("payment_method", "pm_card_visa")]);
+    assert_eq!((s, paid["status"].as_str(), &paid["payment_intent"]), (200, Some("paid"), &inv["payment_intent"]), "{paid}");
+    let (_, pi) = get(&mut w, &format!("/v1/payment_intents/{pi_id}"));
+    assert_eq!((pi["status"].as_str(), &pi["latest_charge"]), (Some("succeeded"), &paid["charge"]));
+    assert_eq!(get(&mut w, &format!("/v1/customers/{cus}")).1["invoice_settings"]["default_payment_method"], Value::Null);
+    // A declining card is refused with its own error, and the invoice stays open.
+    let inv = invoice(&mut w);
+    let (s, e) = post(&mut w, &format!("/v1/invoices/{}/pay", inv["id"].as_str().unwrap()), &[("payment_method", "pm_card_chargeDeclinedInsufficientFunds")]);
+    assert_eq!((s, e["error"]["decline_code"].as_str()), (402, Some("insufficient_funds")), "{e}");
+    let (_, void) = post(&mut w, &format!("/v1/invoices/{}/void", inv["id"].as_str().unwrap()), &[]);
+    assert_eq!(void["status"], "void");
+    let (_, pi) = get(&mut w, &format!("/v1/payment_intents/{}", inv["payment_intent"].as_str().unwrap()));
+    assert_eq!((pi["status"].as_str(), pi["cancellation_reason"].as_str()), (Some("canceled"), Some("void_invoice")));
 }
