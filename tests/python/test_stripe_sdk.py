@@ -214,6 +214,31 @@ def test_a_trial_without_a_card_pauses_and_resumes_paid(stripe_sandbox):
     assert [e.type for e in s.events.list(params={"type": "customer.subscription.resumed"}).data] == ["customer.subscription.resumed"]
 
 
+def test_stripes_subscription_guide_default_incomplete_then_the_client_confirms_the_first_invoice(stripe_sandbox):
+    # The flow of Stripe's "build a subscriptions integration" guide: the server creates the
+    # subscription incomplete and hands the first invoice's PaymentIntent secret to the client.
+    sb, s = stripe_sandbox()
+    cus = s.customers.create(params={"email": "guide@x.test"})
+    price = s.prices.create(params={"currency": "usd", "unit_amount": 1200, "recurring": {"interval": "month"}, "product_data": {"name": "Basic"}})
+    sub = s.subscriptions.create(params={
+        "customer": cus.id, "items": [{"price": price.id}], "payment_behavior": "default_incomplete",
+        "payment_settings": {"save_default_payment_method": "on_subscription"}, "expand": ["latest_invoice.payment_intent"],
+    })
+    assert sub.status == "incomplete"
+    pi = sub.latest_invoice.payment_intent
+    assert (pi.status, pi.amount, pi.invoice) == ("requires_payment_method", 1200, sub.latest_invoice.id)
+    assert pi.client_secret.startswith(pi.id + "_secret_")
+    with pytest.raises(stripe.CardError) as declined:
+        s.payment_intents.confirm(pi.id, params={"payment_method": "pm_card_chargeDeclined"})
+    assert declined.value.code == "card_declined"
+    assert s.subscriptions.retrieve(sub.id).status == "incomplete"
+    pi = s.payment_intents.confirm(pi.id, params={"payment_method": "pm_card_visa"})
+    assert pi.status == "succeeded"
+    sub = s.subscriptions.retrieve(sub.id, params={"expand": ["latest_invoice"]})
+    assert (sub.status, sub.default_payment_method, sub.latest_invoice.status) == ("active", pi.payment_method, "paid")
+    assert s.events.list(params={"type": "customer.subscription.updated", "limit": 1}).data[0].data.previous_attributes["status"] == "incomplete"
+
+
 def test_an_invoice_preview_shows_the_next_period_with_a_proposed_price(stripe_sandbox):
     sb, s = stripe_sandbox()
     cus = s.customers.create(params={"email": "pv@x.test", "payment_method": "pm_card_visa", "invoice_settings": {"default_payment_method": "pm_card_visa"}})
