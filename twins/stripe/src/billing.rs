@@ -364,6 +364,8 @@ fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end:
             "quantity": qty, "subscription": sub_id, "subscription_item": it["id"], "tax_amounts": [], "tax_rates": [], "type": "subscription",
         }));
     }
+    // Pending invoice items (prorations among them) go on the subscription's next invoice.
+    lines.extend(take_pending_items(w, call, &cus, Some(sub_id), &inv_id));
     let mut inv = new_invoice(w, &inv_id, &cus, &cur, lines, Some(sub_id), reason, start, end);
     // A subscription that sends its invoices makes them due `days_until_due` days on.
     let send = sub["collection_method"] == "send_invoice";
@@ -458,7 +460,14 @@ fn finalize(w: &mut World, call: &mut Call, id: &str) -> Value {
     }
     // Stripe finalizes an invoice with a PaymentIntent for what is due: paying the invoice
     // confirms it, and confirming it (a customer paying on session) pays the invoice.
-    let due = draft["amount_due"].as_i64().unwrap_or(0) + applied;
+    let mut due = draft["amount_due"].as_i64().unwrap_or(0) + applied;
+    // A negative total (a downgrade's credit) is owed back: it goes to the customer's balance.
+    let credited = due.min(0);
+    if credited < 0 {
+        let t = api::balance_transaction_object(w, &cus, credited, &cur, "applied_to_invoice", Some(id));
+        api::move_balance(w, call, t);
+        due = 0;
+    }
     let pi = if due > 0 {
         let description = match draft["billing_reason"].as_str() {
             Some("subscription_create") => "Subscription creation".to_string(),
@@ -474,7 +483,7 @@ fn finalize(w: &mut World, call: &mut Call, id: &str) -> Value {
         i["payment_intent"] = pi;
         i["amount_remaining"] = json!(due);
         i["starting_balance"] = json!(balance);
-        i["ending_balance"] = json!(balance - applied);
+        i["ending_balance"] = json!(balance - applied + credited);
         i["status"] = json!("open");
         i["number"] = json!(format!("TWIN-{n:04}"));
         i["status_transitions"]["finalized_at"] = json!(now);
@@ -781,6 +790,22 @@ fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with
                 }
             }
         }
+        if items_param.is_some() {
+            // The prorations the proposed change would make come due on this invoice too.
+            let details = p.get("subscription_details").filter(|_| with_id);
+            let (behavior, param, date) = match details {
+                Some(d) => (d["proration_behavior"].as_str(), "subscription_details[proration_behavior]", d["proration_date"].as_str().and_then(|t| t.parse().ok())),
+                None => (p.str("subscription_proration_behavior"), "subscription_proration_behavior", p.int("subscription_proration_date")?),
+            };
+            if proration_behavior(behavior, param)? != "none" {
+                for (n, mut ii) in prorations(w, s, &held_items(s), &items, date.unwrap_or(now)).into_iter().enumerate() {
+                    ii["id"] = json!(format!("ii_tmp_{n}"));
+                    let mut line = line_of_item(&ii, "");
+                    line.as_object_mut().unwrap().remove("invoice");
+                    lines.push(line);
+                }
+            }
+        }
         let (interval, count) = interval_of(s);
         start = s["current_period_end"].as_i64().unwrap_or(now);
         let end = add_interval(start, &interval, count);
@@ -896,6 +921,92 @@ fn sub_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
     crate::core::search_object(&call.req.path, items, p)
 }
 
+/// One subscription item as prorations see it: (item id, price, quantity).
+type Held = (Value, Value, i64);
+
+const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/// `15 Jan 2026`, as Stripe writes a proration's date.
+fn day_text(t: i64) -> String {
+    let (y, m, d) = civil_from_days(t.div_euclid(86_400));
+    format!("{d} {} {y}", MONTHS[(m - 1) as usize])
+}
+
+/// How a change of items is prorated, from `proration_behavior` (default `create_prorations`).
+fn proration_behavior(v: Option<&str>, param: &str) -> Result<String, StripeError> {
+    match v.unwrap_or("create_prorations") {
+        b @ ("always_invoice" | "create_prorations" | "none") => Ok(b.to_string()),
+        _ => Err(invalid("Invalid proration_behavior: must be one of always_invoice, create_prorations, or none").param(param)),
+    }
+}
+
+/// The invoice items (not yet stored: no id) that changing a subscription's items from `old`
+/// to `new` at `at` makes: for each item changed, a credit for the unused rest of the period
+/// at what it was, and a charge for the rest at what it becomes, in proportion to the time
+/// left. A trial, or a moment outside the period, prorates nothing.
+fn prorations(w: &World, sub: &Value, old: &[Held], new: &[Held], at: i64) -> Vec<Value> {
+    let (start, end) = (sub["current_period_start"].as_i64().unwrap_or(at), sub["current_period_end"].as_i64().unwrap_or(at));
+    if sub["status"] == "trialing" || end <= start || at >= end || at < start {
+        return Vec::new();
+    }
+    let share = |amount: i64| -> i64 {
+        let num = amount as i128 * (end - at) as i128;
+        let den = (end - start) as i128;
+        ((2 * num + den) / (2 * den)) as i64
+    };
+    let name = |price: &Value| {
+        let product = price["product"].as_str().unwrap_or("");
+        w.get(product).and_then(|p| p["name"].as_str().map(str::to_string)).unwrap_or_else(|| product.to_string())
+    };
+    let item = |amount: i64, description: String, held: &Held| {
+        json!({
+            "id": null, "object": "invoiceitem", "amount": amount, "currency": held.1["currency"], "customer": sub["customer"], "date": at, "description": description,
+            "discountable": false, "discounts": [], "invoice": null, "livemode": false, "metadata": {},
+            "period": {"end": end, "start": at}, "price": held.1, "proration": true, "quantity": held.2,
+            "subscription": sub["id"], "subscription_item": held.0, "tax_rates": [], "test_clock": sub["test_clock"],
+            "unit_amount": held.1["unit_amount"], "unit_amount_decimal": held.1["unit_amount"].as_i64().map(|u| u.to_string()),
+        })
+    };
+    let day = day_text(at);
+    let same = |a: &Held, b: &Held| a.1["id"] == b.1["id"] && a.2 == b.2;
+    let mut out = Vec::new();
+    for was in old {
+        if new.iter().any(|n| n.0 == was.0 && same(n, was)) {
+            continue;
+        }
+        let amount = share(was.1["unit_amount"].as_i64().unwrap_or(0) * was.2);
+        out.push(item(-amount, format!("Unused time on {} × {} after {day}", was.2, name(&was.1)), was));
+    }
+    for is in new {
+        if old.iter().any(|o| o.0 == is.0 && same(o, is)) {
+            continue;
+        }
+        let amount = share(is.1["unit_amount"].as_i64().unwrap_or(0) * is.2);
+        out.push(item(amount, format!("Remaining time on {} × {} after {day}", is.2, name(&is.1)), is));
+    }
+    out
+}
+
+fn held_items(sub: &Value) -> Vec<Held> {
+    sub["items"]["data"].as_array().into_iter().flatten().map(|i| (i["id"].clone(), i["price"].clone(), i["quantity"].as_i64().unwrap_or(1))).collect()
+}
+
+/// The customer's invoice items not yet on an invoice, taken onto invoice `inv` as lines
+/// (the ones of another subscription stay for it).
+fn take_pending_items(w: &mut World, call: &mut Call, cus: &str, sub: Option<&str>, inv: &str) -> Vec<Value> {
+    let pending: Vec<Value> = w
+        .all("invoiceitem")
+        .filter(|i| i["customer"] == cus && i["invoice"].is_null() && (i["subscription"].is_null() || i["subscription"].as_str() == sub))
+        .collect();
+    let mut lines = Vec::new();
+    for ii in pending {
+        let id = ii["id"].as_str().unwrap_or_default().to_string();
+        let ii = w.modify(call, &id, |i| i["invoice"] = json!(inv));
+        lines.push(line_of_item(&ii, inv));
+    }
+    lines
+}
+
 fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
     let mut sub = w.get_kind("subscription", &id).ok_or_else(|| no_such("subscription", &id, "id"))?;
@@ -903,6 +1014,12 @@ fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
         return Err(invalid("A canceled subscription can only update its cancellation_details and metadata.").code("resource_missing"));
     }
     let before = sub.clone();
+    let proration = proration_behavior(p.str("proration_behavior"), "proration_behavior")?;
+    let cus = sub["customer"].as_str().unwrap_or_default().to_string();
+    let at = match p.int("proration_date")? {
+        Some(t) => t,
+        None => now_for(w, &cus),
+    };
     p.metadata_into(&mut sub)?;
     if let Some(c) = p.bool("cancel_at_period_end")? {
         sub["cancel_at_period_end"] = json!(c);
@@ -967,7 +1084,7 @@ fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
         let n = sub["items"]["data"].as_array().map(Vec::len).unwrap_or(0);
         sub["items"]["total_count"] = json!(n);
     }
-    let cus = sub["customer"].as_str().unwrap_or_default().to_string();
+    let made = if proration == "none" { Vec::new() } else { prorations(w, &before, &held_items(&before), &held_items(&sub), at) };
     let current: Vec<String> = sub["discounts"].as_array().map(|a| a.iter().filter_map(|d| d.as_str().map(str::to_string)).collect()).unwrap_or_default();
     if let Some(list) = discount_params(w, p, Some(&cus), &current)? {
         let now = now_for(w, &cus);
@@ -988,6 +1105,25 @@ fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
         }
     }
     emit(w, call, "customer.subscription.updated", &after, Some(Value::Object(prev)));
+    // Prorations wait as invoice items for the next invoice, or with `always_invoice` are
+    // invoiced and collected at once.
+    for mut ii in made {
+        ii["id"] = json!(w.new_id("ii"));
+        let ii = w.insert(Some(call), ii);
+        emit(w, call, "invoiceitem.created", &ii, None);
+    }
+    if proration == "always_invoice" && w.all("invoiceitem").any(|i| i["subscription"] == id.as_str() && i["invoice"].is_null()) {
+        let inv_id = w.new_id("in");
+        let lines = take_pending_items(w, call, &cus, Some(&id), &inv_id);
+        let cur = after["currency"].as_str().unwrap_or("usd").to_string();
+        let end = after["current_period_end"].as_i64().unwrap_or(at);
+        let inv = new_invoice(w, &inv_id, &cus, &cur, lines, Some(&id), "subscription_update", at, end);
+        let inv = w.insert(Some(call), inv);
+        emit(w, call, "invoice.created", &inv, None);
+        finalize(w, call, &inv_id);
+        pay(w, call, &inv_id, None);
+        return Ok(w.modify(call, &id, |s| s["latest_invoice"] = json!(inv_id)));
+    }
     Ok(after)
 }
 
@@ -1373,7 +1509,7 @@ fn line_of_item(ii: &Value, inv: &str) -> Value {
         "id": format!("il_{}", &ii["id"].as_str().unwrap_or("")[3..]), "object": "line_item", "amount": ii["amount"], "currency": ii["currency"],
         "description": ii["description"], "discount_amounts": [], "discountable": true, "discounts": [], "invoice": inv,
         "invoice_item": ii["id"], "livemode": false, "metadata": ii["metadata"], "period": ii["period"], "price": ii["price"],
-        "proration": false, "proration_details": {"credited_items": null}, "quantity": ii["quantity"], "subscription": null,
+        "proration": ii["proration"], "proration_details": {"credited_items": null}, "quantity": ii["quantity"], "subscription": ii["subscription"],
         "tax_amounts": [], "tax_rates": [], "type": "invoiceitem",
     })
 }

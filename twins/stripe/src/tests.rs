@@ -824,7 +824,7 @@ fn the_upcoming_invoice_previews_the_next_period_and_pending_items_without_stori
     assert!(c.changes.is_empty(), "a preview changes nothing");
     let (_, cheaper) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "900"), ("recurring[interval]", "month"), ("product_data[name]", "Lite")]);
     let item = sub["items"]["data"][0]["id"].as_str().unwrap();
-    let (s, pv) = post(&mut w, "/v1/invoices/create_preview", &[("customer", &cus), ("subscription", &sub_id), ("subscription_details[items][0][id]", item), ("subscription_details[items][0][price]", cheaper["id"].as_str().unwrap())]);
+    let (s, pv) = post(&mut w, "/v1/invoices/create_preview", &[("customer", &cus), ("subscription", &sub_id), ("subscription_details[items][0][id]", item), ("subscription_details[items][0][price]", cheaper["id"].as_str().unwrap()), ("subscription_details[proration_behavior]", "none")]);
     assert_eq!((s, pv["amount_due"].as_i64()), (200, Some(1600)), "{pv}");
     assert!(pv["id"].as_str().unwrap().starts_with("upcoming_in_"));
     assert_eq!(get(&mut w, "/v1/invoices").1["data"].as_array().unwrap().len(), invoices_before);
@@ -1726,4 +1726,58 @@ fn an_invoice_is_finalized_with_a_payment_intent_that_paying_confirms_and_voidin
     assert_eq!(void["status"], "void");
     let (_, pi) = get(&mut w, &format!("/v1/payment_intents/{}", inv["payment_intent"].as_str().unwrap()));
     assert_eq!((pi["status"].as_str(), pi["cancellation_reason"].as_str()), (Some("canceled"), Some("void_invoice")));
+}
+
+#[test]
+fn a_mid_period_price_change_prorates_the_rest_of_the_period_onto_the_next_invoice() {
+    let (mut w, clock, cus, price) = billing_world(true);
+    let (_, premium) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "3000"), ("recurring[interval]", "month"), ("product_data[name]", "Premium")]);
+    let premium = premium["id"].as_str().unwrap().to_string();
+    let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
+    let (sub_id, si) = (sub["id"].as_str().unwrap().to_string(), sub["items"]["data"][0]["id"].as_str().unwrap().to_string());
+    // 16 Jan: 16 of January's 31 days are left.
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1768521600")]);
+    // The preview of the change shows what it will cost before it is made.
+    let (s, pv) = post(&mut w, "/v1/invoices/create_preview", &[("subscription", &sub_id), ("subscription_details[items][0][id]", &si), ("subscription_details[items][0][price]", &premium)]);
+    assert_eq!(s, 200, "{pv}");
+    let amounts = |inv: &Value| -> Vec<(i64, bool)> { inv["lines"]["data"].as_array().unwrap().iter().map(|l| (l["amount"].as_i64().unwrap(), l["proration"].as_bool().unwrap())).collect() };
+    assert_eq!(amounts(&pv), [(-774, true), (1548, true), (3000, false)]);
+    assert_eq!(pv["amount_due"], 3774);
+    let (s, e) = post(&mut w, &format!("/v1/subscriptions/{sub_id}"), &[("items[0][id]", &si), ("items[0][price]", &premium), ("proration_behavior", "sometimes")]);
+    assert_eq!((s, e["error"]["param"].as_str()), (400, Some("proration_behavior")));
+    let (s, _) = post(&mut w, &format!("/v1/subscriptions/{sub_id}"), &[("items[0][id]", &si), ("items[0][price]", &premium)]);
+    assert_eq!(s, 200);
+    let (_, items) = get(&mut w, &format!("/v1/invoiceitems?customer={cus}"));
+    let made: Vec<(i64, &str, bool)> = items["data"].as_array().unwrap().iter().map(|i| (i["amount"].as_i64().unwrap(), i["description"].as_str().unwrap(), i["proration"].as_bool().unwrap())).collect();
+    assert_eq!(made, [(1548, "Remaining time on 1 × Premium after 16 Jan 2026", true), (-774, "Unused time on 1 × Pro after 16 Jan 2026", true)]);
+    // Without prorations a change makes no items.
+    post(&mut w, &format!("/v1/subscriptions/{sub_id}"), &[("items[0][id]", &si), ("items[0][quantity]", "1"), ("metadata[k]", "v"), ("proration_behavior", "none")]);
+    assert_eq!(get(&mut w, &format!("/v1/invoiceitems?customer={cus}")).1["data"].as_array().unwrap().len(), 2);
+    // February's invoice carries them beside the new price, and takes them off the pending list.
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1769904000")]);
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{sub_id}"));
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{}", sub["latest_invoice"].as_str().unwrap()));
+    let mut lines = amounts(&inv);
+    lines.sort();
+    assert_eq!(lines, [(-774, true), (1548, true), (3000, false)]);
+    assert_eq!((inv["status"].as_str(), inv["amount_paid"].as_i64()), (Some("paid"), Some(3774)));
+    let (_, items) = get(&mut w, &format!("/v1/invoiceitems?customer={cus}"));
+    assert!(items["data"].as_array().unwrap().iter().all(|i| i["invoice"] == inv["id"]), "{items}");
+}
+
+#[test]
+fn always_invoice_bills_an_upgrade_at_once_and_credits_a_downgrade_to_the_customers_balance() {
+    let (mut w, clock, cus, price) = billing_world(true);
+    let (_, premium) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "3000"), ("recurring[interval]", "month"), ("product_data[name]", "Premium")]);
+    let premium = premium["id"].as_str().unwrap().to_string();
+    let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
+    let (sub_id, si) = (sub["id"].as_str().unwrap().to_string(), sub["items"]["data"][0]["id"].as_str().unwrap().to_string());
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1768521600")]);
+    let (_, up) = post(&mut w, &format!("/v1/subscriptions/{sub_id}"), &[("items[0][id]", &si), ("items[0][price]", &premium), ("proration_behavior", "always_invoice")]);
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{}", up["latest_invoice"].as_str().unwrap()));
+    assert_eq!((inv["billing_reason"].as_str(), inv["status"].as_str(), inv["amount_paid"].as_i64()), (Some("subscription_update"), Some("paid"), Some(774)));
+    let (_, down) = post(&mut w, &format!("/v1/subscriptions/{sub_id}"), &[("items[0][id]", &si), ("items[0][price]", &price), ("proration_behavior", "always_invoice")]);
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{}", down["latest_invoice"].as_str().unwrap()));
+    assert_eq!((inv["total"].as_i64(), inv["amount_due"].as_i64(), inv["status"].as_str(), inv["payment_intent"].clone()), (Some(-774), Some(0), Some("paid"), Value::Null));
+    assert_eq!(get(&mut w, &format!("/v1/customers/{cus}")).1["balance"], -774);
 }
