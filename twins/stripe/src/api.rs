@@ -1771,7 +1771,31 @@ fn dispute_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
             x["evidence_details"]["submission_count"] = json!(n + 1);
         }
     });
-    Ok(out)
+    // Stripe's test mode decides a submitted dispute by its evidence: `winning_evidence` wins
+    // it (the charge's amount and the dispute fee come back), `losing_evidence` loses it.
+    let verdict = ev.as_ref().and_then(|e| e["uncategorized_text"].as_str()).filter(|_| submit);
+    match verdict {
+        Some("winning_evidence") => {
+            let (amount, cur, ch) = (out["amount"].as_i64().unwrap_or(0), out["currency"].as_str().unwrap_or("usd").to_string(), out["charge"].as_str().unwrap_or("").to_string());
+            let txn = balance_txn(w, call, amount, -1500, &cur, &id, "adjustment", Some(&format!("Chargeback reversal for {ch}")));
+            let txn = w.get(&txn).unwrap_or(Value::Null);
+            let won = w.modify(call, &id, |x| {
+                x["status"] = json!("won");
+                if let Some(list) = x["balance_transactions"].as_array_mut() {
+                    list.push(txn);
+                }
+            });
+            emit(w, call, "charge.dispute.funds_reinstated", &won, None);
+            emit(w, call, "charge.dispute.closed", &won, None);
+            Ok(won)
+        }
+        Some("losing_evidence") => {
+            let lost = w.modify(call, &id, |x| x["status"] = json!("lost"));
+            emit(w, call, "charge.dispute.closed", &lost, None);
+            Ok(lost)
+        }
+        _ => Ok(out),
+    }
 }
 
 fn dispute_close(w: &mut World, call: &mut Call, _p: &Params) -> Res {

@@ -155,6 +155,14 @@ fn clock_advance(w: &mut World, call: &mut Call, p: &Params) -> Res {
         .into_iter()
         .filter(|s| w.get(s).is_some_and(|s| s["customer"].as_str().is_some_and(|c| customers.iter().any(|x| x == c))))
         .collect();
+    // Three days before a trial ends, Stripe tells the subscription's listeners.
+    for sub_id in &subs {
+        let Some(sub) = w.get(sub_id) else { continue };
+        let Some(notice) = sub["trial_end"].as_i64().map(|e| e - 3 * 86_400) else { continue };
+        if sub["status"] == "trialing" && from < notice && notice <= t {
+            emit(w, call, "customer.subscription.trial_will_end", &sub, None);
+        }
+    }
     // A subscription whose first invoice stays unpaid for 23 hours expires, and the invoice
     // is voided.
     for sub_id in &subs {

@@ -1781,3 +1781,46 @@ fn always_invoice_bills_an_upgrade_at_once_and_credits_a_downgrade_to_the_custom
     assert_eq!((inv["total"].as_i64(), inv["amount_due"].as_i64(), inv["status"].as_str(), inv["payment_intent"].clone()), (Some(-774), Some(0), Some("paid"), Value::Null));
     assert_eq!(get(&mut w, &format!("/v1/customers/{cus}")).1["balance"], -774);
 }
+
+#[test]
+fn a_trial_warns_its_listeners_three_days_before_it_ends_once() {
+    let (mut w, clock, cus, price) = billing_world(true);
+    let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("trial_period_days", "14")]);
+    let warned = |w: &mut World| get(w, "/v1/events?type=customer.subscription.trial_will_end").1["data"].as_array().unwrap().len();
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1768089600")]); // day 10
+    assert_eq!(warned(&mut w), 0);
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1768176000")]); // day 11: three days left
+    assert_eq!(warned(&mut w), 1);
+    let (_, ev) = get(&mut w, "/v1/events?type=customer.subscription.trial_will_end");
+    assert_eq!(ev["data"][0]["data"]["object"]["id"], sub["id"]);
+    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1768608000")]); // past the trial
+    assert_eq!(warned(&mut w), 1);
+    assert_eq!(get(&mut w, &format!("/v1/subscriptions/{}", sub["id"].as_str().unwrap())).1["status"], "active");
+}
+
+#[test]
+fn a_dispute_submitted_with_stripes_winning_or_losing_evidence_is_decided_by_it() {
+    let mut w = world();
+    let dispute_of = |w: &mut World| {
+        let (_, pi) = post(w, "/v1/payment_intents", &[("amount", "2000"), ("currency", "usd"), ("payment_method", "pm_card_createDispute"), ("confirm", "true")]);
+        let (_, list) = get(w, &format!("/v1/disputes?payment_intent={}", pi["id"].as_str().unwrap()));
+        list["data"][0]["id"].as_str().unwrap().to_string()
+    };
+    let available = |w: &mut World| get(w, "/v1/balance").1["available"][0]["amount"].as_i64().unwrap();
+    let won = dispute_of(&mut w);
+    let before = available(&mut w);
+    let (s, d) = post(&mut w, &format!("/v1/disputes/{won}"), &[("evidence[uncategorized_text]", "winning_evidence")]);
+    assert_eq!((s, d["status"].as_str(), d["balance_transactions"].as_array().map(Vec::len)), (200, Some("won"), Some(2)), "{d}");
+    assert_eq!(available(&mut w) - before, 2000 + 1500, "the amount and the dispute fee come back");
+    let (_, ev) = get(&mut w, "/v1/events?type=charge.dispute.funds_reinstated");
+    assert_eq!(ev["data"][0]["data"]["object"]["id"], won.as_str());
+    let lost = dispute_of(&mut w);
+    let before = available(&mut w);
+    let (_, d) = post(&mut w, &format!("/v1/disputes/{lost}"), &[("evidence[uncategorized_text]", "losing_evidence")]);
+    assert_eq!(d["status"], "lost");
+    assert_eq!(available(&mut w), before);
+    // Other evidence leaves it under review.
+    let open = dispute_of(&mut w);
+    let (_, d) = post(&mut w, &format!("/v1/disputes/{open}"), &[("evidence[uncategorized_text]", "Delivered on 3 March")]);
+    assert_eq!(d["status"], "under_review");
+}
