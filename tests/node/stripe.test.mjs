@@ -115,9 +115,12 @@ test("a paused trial resumes into a paid period, and a preview shows the next on
   const seat = await stripe.prices.create({ currency: "usd", unit_amount: 500, recurring: { interval: "month" }, product_data: { name: "Seat" } });
   const item = await stripe.subscriptionItems.create({ subscription: sub.id, price: seat.id, quantity: 3 });
   assert.equal(item.quantity, 3);
+  // The seats added at the start of the period are prorated for all of it, on the next invoice.
   const preview = await stripe.invoices.createPreview({ customer: cus.id, subscription: sub.id });
-  assert.equal(preview.amount_due, 2000 + 3 * 500);
-  assert.equal(preview.lines.data[0].period.start, sub.current_period_end);
-  await stripe.subscriptionItems.del(item.id);
+  assert.equal(preview.amount_due, 2000 + 3 * 500 + 3 * 500);
+  const next = preview.lines.data.filter((l) => !l.proration);
+  assert.equal(next[0].period.start, sub.current_period_end);
+  assert.deepEqual(preview.lines.data.filter((l) => l.proration).map((l) => l.amount), [3 * 500]);
+  await stripe.subscriptionItems.del(item.id, { proration_behavior: "none" });
   assert.equal((await stripe.subscriptions.retrieve(sub.id)).items.data.length, 1);
 });

@@ -249,8 +249,14 @@ def test_an_invoice_preview_shows_the_next_period_with_a_proposed_price(stripe_s
     preview = s.invoices.create_preview(params={"customer": cus.id, "subscription": sub.id})
     assert (preview.amount_due, preview.subscription) == (1800, sub.id)
     assert preview.lines.data[0].period.start == sub.current_period_end
-    changed = s.invoices.create_preview(params={"customer": cus.id, "subscription": sub.id, "subscription_details": {"items": [{"id": sub["items"].data[0].id, "price": lite.id}]}})
+    change = {"items": [{"id": sub["items"].data[0].id, "price": lite.id}]}
+    changed = s.invoices.create_preview(params={"customer": cus.id, "subscription": sub.id, "subscription_details": {**change, "proration_behavior": "none"}})
     assert changed.amount_due == 1200
+    # Made now, at the start of the period, the change would credit the whole period at Pro and
+    # charge it at Lite: the preview shows those prorations too.
+    prorated = s.invoices.create_preview(params={"customer": cus.id, "subscription": sub.id, "subscription_details": change})
+    assert sorted(line.amount for line in prorated.lines.data if line.proration) == [-1500, 900]
+    assert prorated.amount_due == 1200 - 1500 + 900
     status, upcoming = _raw(sb, "GET", f"/v1/invoices/upcoming?customer={cus.id}")
     assert (status, upcoming["amount_due"], "id" in upcoming) == (200, 1800, False)
     assert len(s.invoices.list(params={"customer": cus.id}).data) == 1  # previews are stored nowhere
@@ -457,6 +463,26 @@ def test_a_subscription_renews_across_three_test_clock_cycles_and_goes_past_due(
     assert [i.amount_due for i in invoices.data] == [1500] * 4
     updated = s.events.list(params={"type": "customer.subscription.updated", "limit": 1}).data[0]
     assert updated.data.previous_attributes["status"] == "active"
+
+
+def test_an_upgrade_mid_month_is_prorated_onto_the_next_invoice(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    clock = s.test_helpers.test_clocks.create(params={"frozen_time": 1767225600})  # 2026-01-01
+    cus = s.customers.create(params={"email": "up@x.test", "test_clock": clock.id})
+    pm = s.payment_methods.attach("pm_card_visa", params={"customer": cus.id})
+    s.customers.update(cus.id, params={"invoice_settings": {"default_payment_method": pm.id}})
+    pro = s.prices.create(params={"currency": "usd", "unit_amount": 1500, "recurring": {"interval": "month"}, "product_data": {"name": "Pro"}})
+    premium = s.prices.create(params={"currency": "usd", "unit_amount": 3000, "recurring": {"interval": "month"}, "product_data": {"name": "Premium"}})
+    sub = s.subscriptions.create(params={"customer": cus.id, "items": [{"price": pro.id}]})
+    s.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": 1768521600})  # 16 Jan: 16 of 31 days left
+    s.subscriptions.update(sub.id, params={"items": [{"id": sub["items"].data[0].id, "price": premium.id}]})
+    pending = s.invoice_items.list(params={"customer": cus.id, "pending": True})
+    assert sorted((i.amount, i.proration) for i in pending.data) == [(-774, True), (1548, True)]
+    s.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": 1769904000})  # 1 Feb
+    inv = s.invoices.retrieve(s.subscriptions.retrieve(sub.id).latest_invoice)
+    assert (inv.status, inv.amount_paid) == ("paid", 3000 + 1548 - 774)
+    assert sorted(line.amount for line in inv.lines.data) == [-774, 1548, 3000]
+    assert s.invoice_items.list(params={"customer": cus.id, "pending": True}).data == []
 
 
 def test_searches_list_filters_and_a_customers_credit_work_as_stripe_documents(stripe_sandbox):

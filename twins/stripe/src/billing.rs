@@ -1215,8 +1215,15 @@ fn sitem_find(w: &World, id: &str) -> Result<(String, Value), StripeError> {
 }
 
 /// Change a subscription's items through its update, so events and totals follow one path.
-fn via_update(w: &mut World, call: &mut Call, sub: &str, item: Vec<(String, String)>) -> Res {
-    let pairs: Vec<(String, String)> = item.into_iter().map(|(k, v)| (format!("items[0][{k}]"), v)).collect();
+/// A subscription item's change, made as the update of its subscription it is (prorated as
+/// the item request asks).
+fn via_update(w: &mut World, call: &mut Call, sub: &str, item: Vec<(String, String)>, p: &Params) -> Res {
+    let mut pairs: Vec<(String, String)> = item.into_iter().map(|(k, v)| (format!("items[0][{k}]"), v)).collect();
+    for k in ["proration_behavior", "proration_date"] {
+        if let Some(v) = p.str(k) {
+            pairs.push((k.to_string(), v.to_string()));
+        }
+    }
     let params = Params(crate::core::nest(&pairs)?);
     let saved = std::mem::replace(&mut call.params, vec![("id".into(), sub.to_string())]);
     let out = sub_update(w, call, &params);
@@ -1232,7 +1239,7 @@ fn sitem_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if let Some(q) = p.int("quantity")? {
         item.push(("quantity".into(), q.to_string()));
     }
-    let after = via_update(w, call, &sub, item)?;
+    let after = via_update(w, call, &sub, item, p)?;
     Ok(after["items"]["data"].as_array().and_then(|a| a.last()).cloned().unwrap_or(Value::Null))
 }
 
@@ -1250,18 +1257,18 @@ fn sitem_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if let Some(q) = p.int("quantity")? {
         item.push(("quantity".into(), q.to_string()));
     }
-    via_update(w, call, &sub, item)?;
+    via_update(w, call, &sub, item, p)?;
     Ok(sitem_find(w, &id)?.1)
 }
 
-fn sitem_delete(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+fn sitem_delete(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
     let (sub, _) = sitem_find(w, &id)?;
     let s = w.get(&sub).unwrap_or_default();
     if s["items"]["data"].as_array().map_or(0, Vec::len) <= 1 {
         return Err(invalid("A subscription must have at least one active plan. To cancel a subscription, please use the cancel API endpoint on /v1/subscriptions.").param("id"));
     }
-    via_update(w, call, &sub, vec![("id".into(), id.clone()), ("deleted".into(), "true".into())])?;
+    via_update(w, call, &sub, vec![("id".into(), id.clone()), ("deleted".into(), "true".into())], p)?;
     Ok(json!({"id": id, "object": "subscription_item", "deleted": true}))
 }
 
