@@ -1728,15 +1728,31 @@ fn an_invoice_is_finalized_with_a_payment_intent_that_paying_confirms_and_voidin
     assert_eq!((pi["status"].as_str(), pi["cancellation_reason"].as_str()), (Some("canceled"), Some("void_invoice")));
 }
 
-#[test]
-fn a_mid_period_price_change_prorates_the_rest_of_the_period_onto_the_next_invoice() {
+/// A customer on a 15.00 monthly price since 1 Jan 2026 (test clock), a 30.00 price beside
+/// it, and the clock at 16 Jan: 16 of January's 31 days are left.
+struct Midway {
+    w: World,
+    clock: String,
+    cus: String,
+    price: String,
+    premium: String,
+    sub_id: String,
+    si: String,
+}
+
+fn midway() -> Midway {
     let (mut w, clock, cus, price) = billing_world(true);
     let (_, premium) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "3000"), ("recurring[interval]", "month"), ("product_data[name]", "Premium")]);
     let premium = premium["id"].as_str().unwrap().to_string();
     let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
     let (sub_id, si) = (sub["id"].as_str().unwrap().to_string(), sub["items"]["data"][0]["id"].as_str().unwrap().to_string());
-    // 16 Jan: 16 of January's 31 days are left.
     post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1768521600")]);
+    Midway { w, clock, cus, price, premium, sub_id, si }
+}
+
+#[test]
+fn a_mid_period_price_change_prorates_the_rest_of_the_period_onto_the_next_invoice() {
+    let Midway { mut w, clock, cus, premium, sub_id, si, .. } = midway();
     // The preview of the change shows what it will cost before it is made.
     let (s, pv) = post(&mut w, "/v1/invoices/create_preview", &[("subscription", &sub_id), ("subscription_details[items][0][id]", &si), ("subscription_details[items][0][price]", &premium)]);
     assert_eq!(s, 200, "{pv}");
@@ -1767,12 +1783,7 @@ fn a_mid_period_price_change_prorates_the_rest_of_the_period_onto_the_next_invoi
 
 #[test]
 fn always_invoice_bills_an_upgrade_at_once_and_credits_a_downgrade_to_the_customers_balance() {
-    let (mut w, clock, cus, price) = billing_world(true);
-    let (_, premium) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "3000"), ("recurring[interval]", "month"), ("product_data[name]", "Premium")]);
-    let premium = premium["id"].as_str().unwrap().to_string();
-    let (_, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
-    let (sub_id, si) = (sub["id"].as_str().unwrap().to_string(), sub["items"]["data"][0]["id"].as_str().unwrap().to_string());
-    post(&mut w, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1768521600")]);
+    let Midway { mut w, clock: _, cus, price, premium, sub_id, si } = midway();
     let (_, up) = post(&mut w, &format!("/v1/subscriptions/{sub_id}"), &[("items[0][id]", &si), ("items[0][price]", &premium), ("proration_behavior", "always_invoice")]);
     let (_, inv) = get(&mut w, &format!("/v1/invoices/{}", up["latest_invoice"].as_str().unwrap()));
     assert_eq!((inv["billing_reason"].as_str(), inv["status"].as_str(), inv["amount_paid"].as_i64()), (Some("subscription_update"), Some("paid"), Some(774)));
