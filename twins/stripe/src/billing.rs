@@ -294,7 +294,7 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     // is made, as Stripe makes no subscription then.
     let first_due: i64 = prices.iter().map(|(p, q)| p["unit_amount"].as_i64().unwrap_or(0) * q).sum();
     if behavior == "error_if_incomplete" && method == "charge_automatically" && trial_end.is_none() && first_due > 0 {
-        let pm = dpm.clone().or_else(|| w.get(&cus).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str().map(str::to_string)));
+        let pm = dpm.clone().or_else(|| customer_payment_method(w, &cus));
         match pm {
             None => return Err(invalid("This customer has no attached payment source or default payment method. Please consider adding a default payment method. For more information, visit https://stripe.com/docs/billing/subscriptions/payment-methods-setting#payment-method-priority.").code("resource_missing")),
             Some(pm) => {
@@ -512,8 +512,10 @@ fn pay(w: &mut World, call: &mut Call, id: &str, pm: Option<&str>) -> bool {
         mark_paid(w, call, id, Value::Null);
         return true;
     }
-    let sub_pm = inv["subscription"].as_str().and_then(|s| w.get(s)).and_then(|s| s["default_payment_method"].as_str().map(str::to_string));
-    let pm = pm.map(str::to_string).or(sub_pm).or_else(|| w.get(&cus).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str().map(str::to_string)));
+    let pm = pm.map(str::to_string).or_else(|| match inv["subscription"].as_str().and_then(|s| w.get(s)) {
+        Some(sub) => payment_method_for(w, &sub),
+        None => customer_payment_method(w, &cus),
+    });
     // Set before the attempt, so a failure's `invoice.payment_failed` carries the retry time;
     // a success clears it.
     w.modify(call, id, |i| i["next_payment_attempt"] = json!(now + 3 * 86400));
@@ -583,12 +585,7 @@ pub(crate) fn invoice_payment_succeeded(w: &mut World, call: &mut Call, id: &str
             s["default_payment_method"] = json!(pm);
         }
     });
-    let mut prev = serde_json::Map::new();
-    for k in ["status", "default_payment_method"] {
-        if sub[k] != after[k] {
-            prev.insert(k.into(), sub[k].clone());
-        }
-    }
+    let (prev, _) = crate::changed_fields(&sub, &after);
     emit(w, call, "customer.subscription.updated", &after, Some(Value::Object(prev)));
 }
 
@@ -681,9 +678,12 @@ fn interval_of(sub: &Value) -> (String, i64) {
 /// The payment method a subscription's invoices are charged to: its own default, else its
 /// customer's invoice default.
 fn payment_method_for(w: &World, sub: &Value) -> Option<String> {
-    sub["default_payment_method"].as_str().map(str::to_string).or_else(|| {
-        w.get(sub["customer"].as_str()?).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str().map(str::to_string))
-    })
+    sub["default_payment_method"].as_str().map(str::to_string).or_else(|| customer_payment_method(w, sub["customer"].as_str()?))
+}
+
+/// The payment method a customer's invoices are charged to when nothing closer names one.
+fn customer_payment_method(w: &World, cus: &str) -> Option<String> {
+    w.get(cus).and_then(|c| c["invoice_settings"]["default_payment_method"].as_str().map(str::to_string))
 }
 
 /// `POST /v1/subscriptions/{id}/resume`: a paused subscription starts a new period now
@@ -699,11 +699,7 @@ fn sub_resume(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if !["now", "unchanged"].contains(&anchor) {
         return Err(invalid("Invalid billing_cycle_anchor: must be one of now or unchanged").param("billing_cycle_anchor"));
     }
-    if let Some(b) = p.str("proration_behavior") {
-        if !["always_invoice", "create_prorations", "none"].contains(&b) {
-            return Err(invalid("Invalid proration_behavior: must be one of always_invoice, create_prorations, or none").param("proration_behavior"));
-        }
-    }
+    proration_behavior(p.str("proration_behavior"), "proration_behavior")?;
     let now = now_for(w, sub["customer"].as_str().unwrap_or_default());
     let (interval, count) = interval_of(&sub);
     let (start, end) = if anchor == "now" {
@@ -832,7 +828,7 @@ fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with
             }
         }
     }
-    for ii in w.all("invoiceitem").filter(|i| i["customer"] == cus.as_str() && i["invoice"].is_null()) {
+    for ii in w.all("invoiceitem").filter(|i| pending_for(i, &cus, sub_id.as_deref())) {
         cur = cur.or_else(|| ii["currency"].as_str().map(str::to_string));
         let mut line = line_of_item(&ii, "");
         line.as_object_mut().unwrap().remove("invoice");
@@ -999,13 +995,16 @@ fn held_items(sub: &Value) -> Vec<Held> {
     sub["items"]["data"].as_array().into_iter().flatten().map(|i| (i["id"].clone(), i["price"].clone(), i["quantity"].as_i64().unwrap_or(1))).collect()
 }
 
-/// The customer's invoice items not yet on an invoice, taken onto invoice `inv` as lines
-/// (the ones of another subscription stay for it).
+/// Whether invoice item `ii` waits for the next invoice of customer `cus` made for `sub`: it is
+/// on no invoice yet, and belongs to no other subscription.
+fn pending_for(ii: &Value, cus: &str, sub: Option<&str>) -> bool {
+    ii["customer"] == cus && ii["invoice"].is_null() && (ii["subscription"].is_null() || ii["subscription"].as_str() == sub)
+}
+
+/// The customer's invoice items pending for `sub` ([`pending_for`]), taken onto invoice `inv`
+/// as lines.
 fn take_pending_items(w: &mut World, call: &mut Call, cus: &str, sub: Option<&str>, inv: &str) -> Vec<Value> {
-    let pending: Vec<Value> = w
-        .all("invoiceitem")
-        .filter(|i| i["customer"] == cus && i["invoice"].is_null() && (i["subscription"].is_null() || i["subscription"].as_str() == sub))
-        .collect();
+    let pending: Vec<Value> = w.all("invoiceitem").filter(|i| pending_for(i, cus, sub)).collect();
     let mut lines = Vec::new();
     for ii in pending {
         let id = ii["id"].as_str().unwrap_or_default().to_string();
@@ -1214,9 +1213,8 @@ fn sitem_find(w: &World, id: &str) -> Result<(String, Value), StripeError> {
     Err(no_such("subscription_item", id, "id"))
 }
 
-/// Change a subscription's items through its update, so events and totals follow one path.
-/// A subscription item's change, made as the update of its subscription it is (prorated as
-/// the item request asks).
+/// Change a subscription's items through its update, so events, totals and prorations follow
+/// one path (prorated as the item request asks).
 fn via_update(w: &mut World, call: &mut Call, sub: &str, item: Vec<(String, String)>, p: &Params) -> Res {
     let mut pairs: Vec<(String, String)> = item.into_iter().map(|(k, v)| (format!("items[0][{k}]"), v)).collect();
     for k in ["proration_behavior", "proration_date"] {
