@@ -239,6 +239,26 @@ def test_stripes_subscription_guide_default_incomplete_then_the_client_confirms_
     assert s.events.list(params={"type": "customer.subscription.updated", "limit": 1}).data[0].data.previous_attributes["status"] == "incomplete"
 
 
+def test_a_subscription_on_a_card_that_needs_authentication_waits_for_the_customer(stripe_sandbox):
+    # Stripe's requires_action outcome: the first invoice's payment stops at 3-D Secure, the
+    # subscription stays incomplete, and the customer's authentication (the PaymentIntent
+    # confirmed) activates it.
+    sb, s = stripe_sandbox()
+    cus = s.customers.create(params={"email": "sca@x.test", "payment_method": "pm_card_authenticationRequired",
+                                     "invoice_settings": {"default_payment_method": "pm_card_authenticationRequired"}})
+    price = s.prices.create(params={"currency": "eur", "unit_amount": 900, "recurring": {"interval": "month"}, "product_data": {"name": "Plus"}})
+    sub = s.subscriptions.create(params={"customer": cus.id, "items": [{"price": price.id}], "expand": ["latest_invoice.payment_intent"]})
+    pi = sub.latest_invoice.payment_intent
+    assert (sub.status, sub.latest_invoice.status, pi.status, pi.next_action.type) == ("incomplete", "open", "requires_action", "use_stripe_sdk")
+    assert [e.data.object.id for e in s.events.list(params={"type": "invoice.payment_action_required"}).data] == [sub.latest_invoice.id]
+    with pytest.raises(stripe.CardError) as waiting:
+        s.invoices.pay(sub.latest_invoice.id)
+    assert waiting.value.code == "invoice_payment_intent_requires_action"
+    assert s.payment_intents.confirm(pi.id).status == "succeeded"
+    sub = s.subscriptions.retrieve(sub.id, params={"expand": ["latest_invoice"]})
+    assert (sub.status, sub.latest_invoice.status) == ("active", "paid")
+
+
 def test_an_invoice_preview_shows_the_next_period_with_a_proposed_price(stripe_sandbox):
     sb, s = stripe_sandbox()
     cus = s.customers.create(params={"email": "pv@x.test", "payment_method": "pm_card_visa", "invoice_settings": {"default_payment_method": "pm_card_visa"}})

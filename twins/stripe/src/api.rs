@@ -1137,7 +1137,10 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent,
     let (last4, brand) = pm.card.as_ref().map_or(("", ""), |c| (c.last4.as_str().unwrap_or(""), c.brand.as_str().unwrap_or("")));
     match behaviour(last4, brand) {
         Behaviour::ThreeDS if !was_action && !(off_session && last4 == "3155" && set_up(w, &pm_id)) => {
-            if off_session {
+            // Billing's own attempt on an invoice waits for the customer to authenticate
+            // (Stripe's `requires_action` outcome); any other payment off session is declined.
+            let invoice = pi.invoice.as_str().map(str::to_string);
+            if off_session && invoice.is_none() {
                 let pm = w.get(&pm_id).unwrap();
                 return fail_payment(w, call, id, &pm, "authentication_required", "authentication_required", "Your card was declined. This transaction requires authentication.").map(|v| v.to_string());
             }
@@ -1150,6 +1153,9 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent,
                 };
             });
             emit(w, call, "payment_intent.requires_action", &pi, None);
+            if let Some(inv) = invoice {
+                crate::billing::invoice_payment_action_required(w, call, &inv);
+            }
             Ok(pi.to_string())
         }
         Behaviour::Decline(code, decline) => {

@@ -516,6 +516,12 @@ fn pay(w: &mut World, call: &mut Call, id: &str, pm: Option<&str>) -> bool {
         Some(sub) => payment_method_for(w, &sub),
         None => customer_payment_method(w, &cus),
     });
+    // A PaymentIntent waiting for its customer to authenticate this method is not tried again.
+    if let (Some(pm), Some(pi)) = (&pm, inv["payment_intent"].as_str().and_then(|p| w.get(p))) {
+        if pi["status"] == "requires_action" && pi["payment_method"].as_str() == Some(pm.as_str()) {
+            return false;
+        }
+    }
     // Set before the attempt, so a failure's `invoice.payment_failed` carries the retry time;
     // a success clears it.
     w.modify(call, id, |i| i["next_payment_attempt"] = json!(now + 3 * 86400));
@@ -534,8 +540,9 @@ fn pay(w: &mut World, call: &mut Call, id: &str, pm: Option<&str>) -> bool {
             let mut form = serde_json::Map::new();
             form.insert("payment_method".into(), json!(pm));
             form.insert("off_session".into(), json!("true"));
-            // Success and failure reach the invoice through the PaymentIntent's own hooks.
-            api::confirm_payment_intent(w, call, &pi, &Params(form)).is_ok()
+            // Success and failure reach the invoice through the PaymentIntent's own hooks; a
+            // PaymentIntent left waiting for authentication leaves the invoice open.
+            api::confirm_payment_intent(w, call, &pi, &Params(form)).is_ok() && w.get(id).is_some_and(|i| i["status"] == "paid")
         }
         None => {
             invoice_payment_failed(w, call, id);
@@ -598,6 +605,14 @@ pub(crate) fn invoice_payment_failed(w: &mut World, call: &mut Call, id: &str) {
         i["last_finalization_error"] = Value::Null;
     });
     emit(w, call, "invoice.payment_failed", &inv, None);
+}
+
+/// An attempt to pay invoice `id` stopped at its PaymentIntent, which waits for the customer
+/// to authenticate: the attempt failed, and Stripe says what would complete it.
+pub(crate) fn invoice_payment_action_required(w: &mut World, call: &mut Call, id: &str) {
+    invoice_payment_failed(w, call, id);
+    let inv = w.get(id).unwrap();
+    emit(w, call, "invoice.payment_action_required", &inv, None);
 }
 
 /// Roll a subscription into its next period at `at`: end it if it cancels at period end,
@@ -1853,8 +1868,14 @@ fn inv_pay(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if pay(w, call, &id, pm.as_deref()) {
         Ok(w.get(&id).unwrap())
     } else {
-        // The card's own error, as the attempt on the invoice's PaymentIntent met it.
         let inv = w.get(&id).unwrap();
+        let pi = inv["payment_intent"].as_str().and_then(|pi| w.get(pi));
+        if pi.as_ref().is_some_and(|pi| pi["status"] == "requires_action") {
+            return Err(StripeError::new(402, "card_error", "This payment requires additional user action before it can be completed successfully. Payment can be completed using the PaymentIntent associated with the invoice. For more details see: https://stripe.com/docs/billing/subscriptions/overview#requires-action")
+                .code("invoice_payment_intent_requires_action")
+                .with("invoice", inv));
+        }
+        // The card's own error, as the attempt on the invoice's PaymentIntent met it.
         let last = inv["payment_intent"].as_str().and_then(|pi| w.get(pi)).map(|pi| pi["last_payment_error"].clone()).unwrap_or(Value::Null);
         let code = last["code"].as_str().unwrap_or("card_declined").to_string();
         let message = last["message"].as_str().unwrap_or("Your card was declined.").to_string();

@@ -567,6 +567,37 @@ fn a_subscription_renews_on_its_test_clock_and_goes_past_due_when_a_renewal_fail
 }
 
 #[test]
+fn a_subscription_whose_card_needs_authentication_waits_incomplete_until_its_payment_intent_is_confirmed() {
+    let (mut w, _clock, cus, price) = billing_world(false);
+    let (_, pm) = post(&mut w, "/v1/payment_methods/pm_card_authenticationRequired/attach", &[("customer", &cus)]);
+    post(&mut w, &format!("/v1/customers/{cus}"), &[("invoice_settings[default_payment_method]", pm["id"].as_str().unwrap())]);
+    let (s, sub) = post(&mut w, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price), ("expand[]", "latest_invoice.payment_intent")]);
+    assert_eq!(s, 200, "{sub}");
+    assert_eq!(sub["status"], "incomplete");
+    let inv = &sub["latest_invoice"];
+    assert_eq!((inv["status"].as_str(), inv["attempt_count"].as_i64()), (Some("open"), Some(1)));
+    let pi = &inv["payment_intent"];
+    assert_eq!((pi["status"].as_str(), pi["next_action"]["type"].as_str()), (Some("requires_action"), Some("use_stripe_sdk")));
+    let (_, ev) = get(&mut w, "/v1/events?type=invoice.payment_action_required");
+    assert_eq!(ev["data"][0]["data"]["object"]["id"], inv["id"]);
+    let (_, ev) = get(&mut w, "/v1/events?type=invoice.payment_failed");
+    assert_eq!(ev["data"].as_array().map(Vec::len), Some(1));
+
+    // Paying the invoice again meets the same authentication, and says so.
+    let inv_id = inv["id"].as_str().unwrap().to_string();
+    let (s, e) = post(&mut w, &format!("/v1/invoices/{inv_id}/pay"), &[]);
+    assert_eq!((s, e["error"]["type"].as_str(), e["error"]["code"].as_str()), (402, Some("card_error"), Some("invoice_payment_intent_requires_action")));
+
+    // The customer authenticates; confirming the PaymentIntent pays the invoice.
+    let (_, pi) = post(&mut w, &format!("/v1/payment_intents/{}/confirm", pi["id"].as_str().unwrap()), &[]);
+    assert_eq!(pi["status"], "succeeded");
+    let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{}", sub["id"].as_str().unwrap()));
+    assert_eq!(sub["status"], "active");
+    let (_, inv) = get(&mut w, &format!("/v1/invoices/{inv_id}"));
+    assert_eq!(inv["status"], "paid");
+}
+
+#[test]
 fn checkout_sessions_payment_links_and_promotion_codes() {
     let mut w = world();
     let (_, price) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "2500"), ("product_data[name]", "Mug")]);
