@@ -1876,7 +1876,7 @@ fn inv_pay(w: &mut World, call: &mut Call, p: &Params) -> Res {
                 .with("invoice", inv));
         }
         // The card's own error, as the attempt on the invoice's PaymentIntent met it.
-        let last = inv["payment_intent"].as_str().and_then(|pi| w.get(pi)).map(|pi| pi["last_payment_error"].clone()).unwrap_or(Value::Null);
+        let last = pi.map(|pi| pi["last_payment_error"].clone()).unwrap_or(Value::Null);
         let code = last["code"].as_str().unwrap_or("card_declined").to_string();
         let message = last["message"].as_str().unwrap_or("Your card was declined.").to_string();
         let mut e = StripeError::new(402, "card_error", message).code(&code);
