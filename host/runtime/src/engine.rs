@@ -234,8 +234,7 @@ impl HostState {
             return Ok(());
         }
         self.charge(entity.len() + id.len() + before.as_ref().map_or(0, String::len) + after.as_ref().map_or(0, String::len))?;
-        let json = StateChange::entity_json;
-        self.facts.changes.push(StateChange { entity, id, before: before.map(json), after: after.map(json) });
+        self.facts.changes.push(StateChange { entity, id, before: before.map(Into::into), after: after.map(Into::into) });
         Ok(())
     }
 

@@ -138,10 +138,10 @@ pub async fn wait(f: impl FnOnce(Done)) -> Result<(), String> {
 
 enum Op {
     Put(SandboxRecord),
-    /// A row, with its JSON minus the bodies made by whoever appended it (the bodies are
-    /// shared with the tape in memory, not copied); `committed` is moved to its seq once its
-    /// transaction commits.
-    Row { sandbox: Arc<str>, twin: Arc<str>, row: Arc<TapeRow>, meta: Vec<u8>, committed: Arc<AtomicU64> },
+    /// A row, shared with the tape in memory, not copied; `committed` is moved to its seq
+    /// once its transaction commits. The writer makes its stored form: the twin store that
+    /// appends it serves its sandbox's requests one at a time and must not wait on that.
+    Row { sandbox: Arc<str>, twin: Arc<str>, row: Arc<TapeRow>, committed: Arc<AtomicU64> },
     Touch { sandbox: String, idle_deadline_ms: u64 },
     Close { sandbox: String, tombstone: Tombstone },
     Flush,
@@ -406,8 +406,7 @@ struct RowJournal {
 
 impl Journal for RowJournal {
     fn append(&self, row: Arc<TapeRow>, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
-        let meta = row.json_without_bodies();
-        let op = Op::Row { sandbox: self.sandbox.clone(), twin: self.twin.clone(), row, meta, committed: self.committed.clone() };
+        let op = Op::Row { sandbox: self.sandbox.clone(), twin: self.twin.clone(), row, committed: self.committed.clone() };
         let backlog = self.live.pending.fetch_add(1, Ordering::AcqRel);
         match self.live.mode {
             // The answer goes now; the row follows within the window — unless the writer is
@@ -539,9 +538,9 @@ fn write_batch(conn: &mut Connection, batch: &[Entry], closed_seq: &mut i64) -> 
     let mut first_at: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
     let mut segments: std::collections::HashMap<usize, Segment> = std::collections::HashMap::new();
     for (at, e) in batch.iter().enumerate() {
-        if let Op::Row { sandbox, twin, row, meta, .. } = &e.op {
+        if let Op::Row { sandbox, twin, row, .. } = &e.op {
             let at = *first_at.entry((&**sandbox, &**twin)).or_insert(at);
-            segments.entry(at).or_default().push(meta, row);
+            segments.entry(at).or_default().push(&row.json_without_bodies(), row);
         }
     }
     let tx = conn.transaction()?;
