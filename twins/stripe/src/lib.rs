@@ -63,7 +63,7 @@ pub struct Data {
     pub seq: u64,
     pub request_seq: u64,
     /// Every object by id, as compact text (see [`store`]).
-    pub objects: BTreeMap<store::Id, store::Stored>,
+    pub objects: store::Objects,
     /// Each kind's template, the first object of the kind stored.
     #[serde(default)]
     pub templates: store::Templates,
@@ -195,7 +195,7 @@ impl<'de> Deserialize<'de> for World {
         if d.is_human_readable() {
             return Data::deserialize(d).map(World);
         }
-        let (json, objects, order): (String, BTreeMap<store::Id, store::Stored>, BTreeMap<String, Vec<String>>) = Deserialize::deserialize(d)?;
+        let (json, objects, order): (String, store::Objects, BTreeMap<String, Vec<String>>) = Deserialize::deserialize(d)?;
         let m: Meta = serde_json::from_str(&json).map_err(serde::de::Error::custom)?;
         Ok(World(Data {
             account_id: m.account_id,
