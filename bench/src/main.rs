@@ -81,7 +81,11 @@ impl Server {
             }
         };
         let mut args = vec![OsString::from("--twins-dir"), twins.into_os_string()];
-        args.extend(["--tape-rows", "2000000", "--tape-mib", "65536"].map(OsString::from));
+        // A throughput line writes tens of thousands of requests into one sandbox in seconds,
+        // far past what an agent writes: room for them, so the line measures serving requests
+        // and not a full tape or store. (A Linear store reaches its default 128 MiB at about
+        // 45,000 issues, which `issueCreate` at 64 connections makes in five seconds.)
+        args.extend(["--tape-rows", "2000000", "--tape-mib", "65536", "--store-memory-mib", "512"].map(OsString::from));
         let (child, url) = spawn_pome(data.path(), args);
         Server { url, child, http: reqwest::Client::new(), _data: data }
     }
