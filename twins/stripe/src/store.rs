@@ -40,15 +40,14 @@ pub fn same(a: &str, b: &str) -> bool {
     ca.remainder().iter().zip(cb.remainder()).all(|(x, y)| x == y)
 }
 
-/// An object's id as the key of the world's object map, ordered as its text is (byte by
-/// byte) but compared eight bytes at a time: a sandbox under load holds a few hundred
-/// thousand objects, every write inserts several, and `String` keys (wasi-libc's `memcmp`
-/// then walked a byte at a time) made the map a quarter of a payment's time. Serialised as
-/// the plain string it is.
+/// An object's id as the key of the world's object map ([`Objects`]): hashed by its text,
+/// and ordered as its text is (byte by byte) but compared eight bytes at a time, for writing
+/// a world of a few hundred thousand objects out in id order (wasi-libc's `memcmp` walks a
+/// byte at a time). Serialised as the plain string it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Id {
     /// The first sixteen bytes, zero-padded, as two big-endian words: almost every
-    /// comparison in the map is decided by these.
+    /// comparison is decided by these.
     head: [u64; 2],
     pub text: String,
 }
