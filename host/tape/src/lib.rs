@@ -34,11 +34,16 @@ impl StateChange {
 pub struct EntityText(pub Box<str>);
 
 impl EntityText {
+    /// The text as JSON, if it is JSON.
+    fn checked(&self) -> Option<&RawValue> {
+        serde_json::from_str(&self.0).ok()
+    }
+
     /// The JSON it is written as.
-    pub fn json(&self) -> std::borrow::Cow<'_, str> {
-        match serde_json::from_str::<&RawValue>(&self.0) {
-            Ok(_) => std::borrow::Cow::Borrowed(&self.0),
-            Err(_) => std::borrow::Cow::Owned(serde_json::to_string(&*self.0).expect("a string is JSON")),
+    fn json(&self) -> std::borrow::Cow<'_, str> {
+        match self.checked() {
+            Some(raw) => std::borrow::Cow::Borrowed(raw.get()),
+            None => std::borrow::Cow::Owned(serde_json::to_string(&*self.0).expect("a string is JSON")),
         }
     }
 }
@@ -59,16 +64,16 @@ impl PartialEq for EntityText {
 
 impl Serialize for EntityText {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match serde_json::from_str::<&RawValue>(&self.0) {
-            Ok(raw) => raw.serialize(s),
-            Err(_) => s.serialize_str(&self.0),
+        match self.checked() {
+            Some(raw) => raw.serialize(s),
+            None => s.serialize_str(&self.0),
         }
     }
 }
 
 impl<'de> Deserialize<'de> for EntityText {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<EntityText, D::Error> {
-        Box::<RawValue>::deserialize(d).map(|raw| EntityText(raw.get().into()))
+        Box::<RawValue>::deserialize(d).map(|raw| EntityText(raw.into()))
     }
 }
 
