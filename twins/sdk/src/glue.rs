@@ -47,16 +47,20 @@ pub fn describe<T: Twin>() -> String {
 }
 
 pub fn init<T: Twin>(seed: String) -> Result<(), String> {
-    let seed = if seed.trim().is_empty() {
-        None
-    } else {
-        Some(serde_json::from_str(&seed).map_err(|e| format!("seed is not valid JSON: {e}"))?)
-    };
-    set_world(T::init(seed)?);
-    Ok(())
+    // The seed's parse and the world built from it come from dlmalloc (see `alloc`).
+    crate::alloc::building(|| {
+        let seed = if seed.trim().is_empty() {
+            None
+        } else {
+            Some(serde_json::from_str(&seed).map_err(|e| format!("seed is not valid JSON: {e}"))?)
+        };
+        set_world(T::init(seed)?);
+        Ok(())
+    })
 }
 
 pub fn handle<T: Twin>(req: wit::HttpRequest) -> wit::HttpResponse {
+    crate::alloc::serve();
     let mut call = Call::new(Request {
         method: Method::parse(&req.method),
         path: req.path,
@@ -109,10 +113,12 @@ pub fn snapshot<T: Twin>() -> Vec<u8> {
 }
 
 pub fn restore<T: Twin>(bytes: Vec<u8>) -> Result<(), String> {
-    let world: T =
-        postcard::from_bytes(&bytes).map_err(|e| format!("snapshot does not decode: {e}"))?;
-    set_world(world);
-    Ok(())
+    // The world comes from dlmalloc (see `alloc`): an idle sandbox holds no pool chunk.
+    crate::alloc::building(|| {
+        let world: T = postcard::from_bytes(&bytes).map_err(|e| format!("snapshot does not decode: {e}"))?;
+        set_world(world);
+        Ok(())
+    })
 }
 
 pub fn evaluate_checks<T: Twin>(world: wit::CheckWorld, calls: Vec<wit::CheckCall>) -> Vec<Result<wit::CheckOutcome, String>> {

@@ -25,6 +25,8 @@ pub mod seed;
 pub mod time;
 
 #[doc(hidden)]
+pub mod alloc;
+#[doc(hidden)]
 pub mod glue;
 #[doc(hidden)]
 pub mod mem;
