@@ -7,13 +7,13 @@
 //! class's list. Freed small blocks stay on their list for the next request and are never
 //! handed back to dlmalloc, so a store keeps its high-water mark per class. Building a world
 //! (seed, snapshot) stays with dlmalloc, whose coalescing keeps it compact, and the pool
-//! takes its first chunk at the first request: an idle sandbox holds none. From then on it
+//! takes its first arena at the first request: an idle sandbox holds none. From then on it
 //! serves requests (their arguments and answers included), which look alike from one to the
 //! next.
 //!
-//! Pool blocks are cut from 16 KiB chunks aligned to 16 KiB, and a bitmap over the 32-bit
-//! address space marks the chunks, so a freed block is told apart from a dlmalloc one by its
-//! address. A WebAssembly twin runs on one thread, so the lists need no lock.
+//! Pool blocks are cut from 64 KiB arenas aligned to 4 KiB, and a bitmap over the 32-bit
+//! address space marks the arenas' 4 KiB cells, so a freed block is told apart from a
+//! dlmalloc one by its address. A WebAssembly twin runs on one thread, so the lists need no lock.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
@@ -22,11 +22,15 @@ use std::cell::UnsafeCell;
 /// smallest class that holds it.
 const CLASSES: [usize; 16] = [16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 256, 320, 384, 512, 768, 1024];
 const LARGEST: usize = CLASSES[CLASSES.len() - 1];
-/// Blocks are cut from chunks this large and this aligned, taken from `System` as needed.
-const CHUNK_BITS: u32 = 14;
-const CHUNK: usize = 1 << CHUNK_BITS;
-/// One bit per possible chunk of a 32-bit address space.
-const MAP_WORDS: usize = (1usize << (32 - CHUNK_BITS)) / 32;
+/// The bitmap's unit, and the arenas' alignment: an aligned allocation costs dlmalloc up to
+/// its alignment in slack, so the alignment is small and the arenas many cells long.
+const CELL_BITS: u32 = 12;
+const CELL: usize = 1 << CELL_BITS;
+/// Blocks are cut from arenas this large, taken from `System` as needed.
+const ARENA: usize = 16 * CELL;
+/// One bit per possible cell of a 32-bit address space (128 KiB, untouched but for the
+/// words of cells in use).
+const MAP_WORDS: usize = (1usize << (32 - CELL_BITS)) / 32;
 /// Every block is aligned to this (the largest alignment a small request may ask for).
 const ALIGN: usize = 16;
 
@@ -48,27 +52,27 @@ const SLOT: [u8; LARGEST / 16 + 1] = {
 struct Lists {
     /// Each class's free blocks, linked through their first word.
     free: [*mut u8; CLASSES.len()],
-    /// The part of the current chunk not yet cut into blocks.
+    /// The part of the current arena not yet cut into blocks.
     next: usize,
     end: usize,
     /// Whether small requests go to the lists: from the first request on, except while a
     /// world is built.
     pooling: bool,
-    /// Which chunks are the pool's, by `address >> CHUNK_BITS`.
-    chunks: [u32; MAP_WORDS],
+    /// Which cells are the pool's, by `address >> CELL_BITS`.
+    cells: [u32; MAP_WORDS],
 }
 
-/// A chunk's bit in the map. Exact for 32-bit addresses; on a 64-bit host (the tests) two
-/// chunks 4 GiB apart share a bit, which a test's heap never spans.
-fn chunk_bit(addr: usize) -> (usize, u32) {
-    let n = (addr >> CHUNK_BITS) % (MAP_WORDS * 32);
+/// A cell's bit in the map. Exact for 32-bit addresses; on a 64-bit host (the tests) two
+/// cells 4 GiB apart share a bit, which a test's heap never spans.
+fn cell_bit(addr: usize) -> (usize, u32) {
+    let n = (addr >> CELL_BITS) % (MAP_WORDS * 32);
     (n / 32, 1 << (n % 32))
 }
 
 impl Lists {
     fn owns(&self, ptr: *mut u8) -> bool {
-        let (word, bit) = chunk_bit(ptr as usize);
-        self.chunks[word] & bit != 0
+        let (word, bit) = cell_bit(ptr as usize);
+        self.cells[word] & bit != 0
     }
 }
 
@@ -81,7 +85,7 @@ unsafe impl Sync for Pool {}
 
 impl Pool {
     pub const fn new() -> Pool {
-        Pool { lists: UnsafeCell::new(Lists { free: [std::ptr::null_mut(); CLASSES.len()], next: 0, end: 0, pooling: false, chunks: [0; MAP_WORDS] }) }
+        Pool { lists: UnsafeCell::new(Lists { free: [std::ptr::null_mut(); CLASSES.len()], next: 0, end: 0, pooling: false, cells: [0; MAP_WORDS] }) }
     }
 
     /// From now on, small blocks come from the lists.
@@ -129,27 +133,29 @@ unsafe impl GlobalAlloc for Pool {
         }
         let size = CLASSES[c];
         if l.end - l.next < size {
-            // The chunk's tail, too small for this class, feeds the smaller classes' lists.
+            // The arena's tail, too small for this class, feeds the smaller classes' lists.
             let mut k = c;
             while k > 0 {
                 k -= 1;
                 while l.end - l.next >= CLASSES[k] {
                     let block = l.next as *mut u8;
-                    // SAFETY: the block lies in the chunk, unused, aligned to ALIGN.
+                    // SAFETY: the block lies in the arena, unused, aligned to ALIGN.
                     unsafe { *(block as *mut *mut u8) = l.free[k] };
                     l.free[k] = block;
                     l.next += CLASSES[k];
                 }
             }
-            // SAFETY: CHUNK is a non-zero power of two.
-            let chunk = unsafe { System.alloc(Layout::from_size_align_unchecked(CHUNK, CHUNK)) };
-            if chunk.is_null() {
-                return chunk;
+            // SAFETY: ARENA is non-zero and CELL a power of two.
+            let arena = unsafe { System.alloc(Layout::from_size_align_unchecked(ARENA, CELL)) };
+            if arena.is_null() {
+                return arena;
             }
-            let (word, bit) = chunk_bit(chunk as usize);
-            l.chunks[word] |= bit;
-            l.next = chunk as usize;
-            l.end = l.next + CHUNK;
+            for cell in (arena as usize..arena as usize + ARENA).step_by(CELL) {
+                let (word, bit) = cell_bit(cell);
+                l.cells[word] |= bit;
+            }
+            l.next = arena as usize;
+            l.end = l.next + ARENA;
         }
         let block = l.next as *mut u8;
         l.next += size;
@@ -262,7 +268,7 @@ mod tests {
     /// Allocate, fill, free and grow blocks of every size, then check none overlap.
     fn churn(pool: &Pool) {
         let mut live: Vec<(*mut u8, Layout, u8)> = Vec::new();
-        // Enough blocks of every class to cross several chunks, each filled with its own byte.
+        // Enough blocks of every class to cross several arenas, each filled with its own byte.
         for round in 0..4000usize {
             let size = 1 + (round * 7919) % (LARGEST + 200);
             let layout = Layout::from_size_align(size, [1, 2, 4, 8, 16][round % 5]).unwrap();
