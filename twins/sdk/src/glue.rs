@@ -113,7 +113,7 @@ pub fn snapshot<T: Twin>() -> Vec<u8> {
 }
 
 pub fn restore<T: Twin>(bytes: Vec<u8>) -> Result<(), String> {
-    // The world comes from dlmalloc (see `alloc`): an idle sandbox holds no pool chunk.
+    // The world comes from dlmalloc (see `alloc`): an idle sandbox holds no pool arena.
     crate::alloc::building(|| {
         let world: T = postcard::from_bytes(&bytes).map_err(|e| format!("snapshot does not decode: {e}"))?;
         set_world(world);
