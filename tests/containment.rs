@@ -74,6 +74,35 @@ async fn a_memory_balloon_stops_at_the_cap() {
 }
 
 #[tokio::test]
+async fn a_world_that_outgrows_the_memory_cap_is_refused_at_once_not_rebuilt_again_and_again() {
+    let server = Server::with(Opts { limits: pome::limits::Limits { store_memory_bytes: 32 << 20, max_stores: 64, ..Default::default() }, ..Opts::default() }).await;
+    let sb = server.sandbox(&["hostile"], None).await;
+    let megabyte = json!({"text": "n".repeat(1 << 20)});
+    // Notes of a MiB each, until one no longer fits.
+    let mut kept = 0;
+    let failed = loop {
+        let r = sb.call("hostile", "POST", "/notes", Some(megabyte.clone())).await;
+        if r.status != 201 {
+            break r;
+        }
+        kept += 1;
+        assert!(kept < 32, "32 MiB of notes fit under a 32 MiB cap");
+    };
+    assert_eq!(failed.status, 500, "{}", failed.text);
+    assert!(failed.json()["error"].as_str().unwrap().contains("memory cap"), "{}", failed.text);
+    let rows = sb.events("hostile").await.len();
+    // The rebuilt world is most of the cap: later requests, reads included, are refused in
+    // the twin's shape, say why and what to do, and are not recorded.
+    for (method, body) in [("POST", Some(json!({"text": "small"}))), ("GET", None)] {
+        let r = sb.call("hostile", method, "/notes", body).await;
+        assert_eq!(r.status, 429, "{}", r.text);
+        let error = r.json()["error"].as_str().unwrap().to_string();
+        assert!(error.contains("store is full") && error.contains("32 MiB") && error.contains("start a new one"), "{error}");
+    }
+    assert_eq!(sb.events("hostile").await.len(), rows, "refusals are not tape rows");
+}
+
+#[tokio::test]
 async fn an_oversized_response_is_refused_not_truncated() {
     let server = Server::with(Opts { limits: pome::limits::Limits { response_body_bytes: 1 << 20, max_stores: 64, ..Default::default() }, ..Opts::default() }).await;
     let sb = server.sandbox(&["hostile"], None).await;

@@ -284,6 +284,12 @@ impl v2::pome::twin::outbound::Host for HostState {
 }
 
 impl HostState {
+    /// How far the guest's memories have grown since the store was built: about what its
+    /// world holds, after a replay (the pooled instance's initial pages are not counted).
+    pub fn memory_grown(&self) -> usize {
+        self.limits.mine
+    }
+
     fn charge(&mut self, n: usize) -> wasmtime::Result<()> {
         self.facts.bytes += n;
         if self.facts.bytes > self.host_call_cap {

@@ -188,6 +188,7 @@ impl TwinStore {
             served,
             outbound: Some((outbound, deliveries.clone())),
             journal,
+            full: None,
         };
         if restore {
             worker.restore().await?;
@@ -295,6 +296,9 @@ struct Worker {
     outbound: Option<(Arc<crate::outbound::Policy>, crate::outbound::Log)>,
     /// Where rows go to be durable; `None` in memory-only mode and when replaying.
     journal: Option<Arc<dyn Journal>>,
+    /// Set when the world itself has outgrown the memory cap: the refusal every later
+    /// request gets.
+    full: Option<String>,
 }
 
 impl Drop for Worker {
@@ -369,6 +373,9 @@ impl Worker {
             );
             return (self.render_error(HostErrorKind::TapeFull, msg).await, None);
         }
+        if let Some(msg) = self.full.clone() {
+            return (self.render_error(HostErrorKind::TapeFull, msg).await, None);
+        }
 
         let started = Instant::now();
         let ts = self.next_time();
@@ -392,6 +399,7 @@ impl Worker {
                 self.metrics.trap(&twin);
                 let msg = format!("{e}; the sandbox was rebuilt and the request had no effect");
                 self.recover(&e).await;
+                self.note_full(&e);
                 let reply = self.render_error(HostErrorKind::TwinFailed, msg.clone()).await;
                 (reply, engine::CallFacts::default(), Some(msg), false)
             }
@@ -552,6 +560,24 @@ impl Worker {
         }
     }
 
+    /// After a request ran out of memory and the store was rebuilt: when the rebuilt world
+    /// alone holds more than half the cap, the world is what fills it, and every later request
+    /// would fail the same way, each paying a replay of the whole tape. Such a store refuses
+    /// from then on, at once and in the twin's own shape. (A single request that balloons on a
+    /// small world leaves the rebuilt store small, and the sandbox goes on.)
+    fn note_full(&mut self, cause: &GuestError) {
+        let cap = self.rt.limits.store_memory_bytes;
+        let grown = self.store.data().memory_grown();
+        if matches!(cause, GuestError::Memory(_)) && grown > cap / 2 {
+            self.full = Some(format!(
+                "this sandbox's {} store is full: its world holds about {} MiB of its {} MiB memory cap, and a request ran out of the rest; finalize the sandbox and start a new one (the host's --store-memory-mib sets the cap)",
+                self.image.name,
+                grown >> 20,
+                cap >> 20
+            ));
+        }
+    }
+
     async fn rebuild(&mut self) -> Result<(), StoreError> {
         let (store, instance) = boot(&self.rt, &self.image, &self.seed).await?;
         let old_store = std::mem::replace(&mut self.store, store);
@@ -670,7 +696,7 @@ pub async fn replay(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage
     let (store, instance) = boot(&rt, &image, &seed).await?;
     let metrics = Arc::new(Metrics::default());
     let served = metrics.twin_requests(&image.name);
-    let mut w = Worker { rt, image, seed, store, instance, tape: Tape::default(), last_us: 0, metrics, served, outbound: None, journal: None };
+    let mut w = Worker { rt, image, seed, store, instance, tape: Tape::default(), last_us: 0, metrics, served, outbound: None, journal: None, full: None };
     let mut out = Vec::new();
     for row in rows.iter().filter(|r| r.applied) {
         let (reply, facts) = w.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
