@@ -22,6 +22,7 @@ pub struct Metrics {
     sandboxes_created: Counter,
     requests: Family<TwinLabel, Counter>,
     latency: Family<TwinLabel, Histogram>,
+    guest: Family<TwinLabel, Histogram>,
     traps: Family<TwinLabel, Counter>,
     rebuilds: Family<TwinLabel, Counter>,
 }
@@ -33,15 +34,17 @@ impl Default for Metrics {
         let sandboxes_created = Counter::default();
         let requests = Family::<TwinLabel, Counter>::default();
         let latency = Family::<TwinLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.000_01, 4.0, 10)));
+        let guest = Family::<TwinLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.000_01, 4.0, 10)));
         let traps = Family::<TwinLabel, Counter>::default();
         let rebuilds = Family::<TwinLabel, Counter>::default();
         registry.register("sandboxes_open", "Sandboxes open now", sandboxes_open.clone());
         registry.register("sandboxes_created", "Sandboxes created since start", sandboxes_created.clone());
         registry.register("twin_requests", "Requests served by twins (tape rows written)", requests.clone());
         registry.register("twin_request_seconds", "Time a twin store took to serve a request", latency.clone());
+        registry.register("twin_guest_seconds", "Of that, the time inside the twin's own code (its handle call)", guest.clone());
         registry.register("twin_traps", "Guest traps and deadline overruns", traps.clone());
         registry.register("twin_rebuilds", "Twin stores rebuilt from snapshot and tape", rebuilds.clone());
-        Metrics { registry: Mutex::new(registry), sandboxes_open, sandboxes_created, requests, latency, traps, rebuilds }
+        Metrics { registry: Mutex::new(registry), sandboxes_open, sandboxes_created, requests, latency, guest, traps, rebuilds }
     }
 }
 
@@ -56,7 +59,11 @@ impl Metrics {
     /// The request counters of one twin, looked up once per store rather than per request.
     pub fn twin_requests(&self, twin: &str) -> TwinRequestMetrics {
         let l = TwinLabel { twin: twin.to_string() };
-        TwinRequestMetrics { requests: self.requests.get_or_create(&l).clone(), latency: self.latency.get_or_create(&l).clone() }
+        TwinRequestMetrics {
+            requests: self.requests.get_or_create(&l).clone(),
+            latency: self.latency.get_or_create(&l).clone(),
+            guest: self.guest.get_or_create(&l).clone(),
+        }
     }
     pub fn trap(&self, twin: &str) {
         self.traps.get_or_create(&TwinLabel { twin: twin.to_string() }).inc();
@@ -78,11 +85,15 @@ impl Metrics {
 pub struct TwinRequestMetrics {
     requests: Counter,
     latency: Histogram,
+    guest: Histogram,
 }
 
 impl TwinRequestMetrics {
-    pub fn observe(&self, took: Duration) {
+    /// One request served in `took`, `guest` of it inside the twin: the rest is the host's
+    /// (the call's arguments and answer, the tape row).
+    pub fn observe(&self, took: Duration, guest: Duration) {
         self.requests.inc();
         self.latency.observe(took.as_secs_f64());
+        self.guest.observe(guest.as_secs_f64());
     }
 }

@@ -380,7 +380,9 @@ impl Worker {
         let started = Instant::now();
         let ts = self.next_time();
         let seq = self.tape.rows + 1;
-        let (reply, facts, error, applied) = match self.call_handle(&mut req, ts, seq).await {
+        let handled = self.call_handle(&mut req, ts, seq).await;
+        let guest = started.elapsed();
+        let (reply, facts, error, applied) = match handled {
             // Refused by the host and only rendered by the twin: not a tape row. (A twin
             // may serve a route without a credential, e.g. a pre-signed upload URL; that
             // request reached its router, so it is recorded like any other.)
@@ -446,7 +448,7 @@ impl Worker {
         }
         let row = Arc::new(row);
         self.push(row.clone());
-        self.served.observe(started.elapsed());
+        self.served.observe(started.elapsed(), guest);
         (reply, Some(row))
     }
 
