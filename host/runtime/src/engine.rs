@@ -323,40 +323,65 @@ pub struct Runtime {
     pub held: Arc<Held>,
 }
 
+/// The guard behind each linear memory. With 4 GiB, every address a 32-bit guest can form
+/// lands in its own memory or in the guard, so the compiler drops the bounds check from each
+/// load and store and the hardware traps instead: a twin's requests run about a sixth faster
+/// (a Stripe payment's guest time, side by side). Each store then takes its memory cap plus
+/// 4 GiB of address space (nothing of memory): about 50 TiB for 12,000 stores, within the
+/// 128 TiB a 64-bit Linux process has.
+const GUARDED: u64 = 4 << 30;
+/// Without room for that: a small guard, and an explicit check on every access.
+const CHECKED: u64 = 64 << 10;
+
+/// Every limit of the engine in one place: the pooling allocator's slots (one per store, each
+/// sized to the caps), copy-on-write images, epoch interruption, and the guard size.
+fn engine_config(limits: &Limits, guard: u64) -> Config {
+    let mut config = Config::new();
+    config.epoch_interruption(true);
+    config.memory_init_cow(true);
+    config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    if std::env::var("POME_PERFMAP").is_ok_and(|v| v == "1") {
+        // `perf record` can then name guest functions (writes /tmp/perf-<pid>.map).
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
+    // Linear memories live in fixed pool slots sized to the cap, so no guest can grow
+    // past it and reserving address space for thousands of stores stays cheap.
+    config.memory_reservation(limits.store_memory_bytes as u64);
+    config.memory_guard_size(guard);
+    config.memory_reservation_for_growth(0);
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(limits.max_stores);
+    pool.total_core_instances(limits.max_stores.saturating_mul(4));
+    pool.max_core_instances_per_component(16);
+    // A twin built for wasm32-wasip2 has one memory; a component with two takes two slots.
+    pool.total_memories(limits.max_stores);
+    pool.max_memories_per_component(2);
+    pool.total_tables(limits.max_stores.saturating_mul(4));
+    pool.max_tables_per_component(8);
+    pool.table_elements(20_000);
+    pool.max_memory_size(limits.store_memory_bytes);
+    // A store keeps its fiber stack between calls, so every store needs one.
+    pool.total_stacks(limits.max_stores);
+    pool.max_component_instance_size(1 << 20);
+    pool.max_core_instance_size(1 << 20);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config
+}
+
 impl Runtime {
     /// Build the engine (pooling allocator, copy-on-write images, epoch interruption) and the
     /// linker, which grants exactly WASI 0.2 (with nothing behind it) and the tape.
     /// `cache` is where compiled components are kept between runs.
     pub fn new(limits: Limits, cache: Option<Dir>) -> anyhow::Result<Arc<Runtime>> {
-        let mut config = Config::new();
-        config.epoch_interruption(true);
-        config.memory_init_cow(true);
-        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
-        if std::env::var("POME_PERFMAP").is_ok_and(|v| v == "1") {
-            // `perf record` can then name guest functions (writes /tmp/perf-<pid>.map).
-            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
-        }
-        // Linear memories live in fixed pool slots sized to the cap, so no guest can grow
-        // past it and reserving address space for thousands of stores stays cheap.
-        config.memory_reservation(limits.store_memory_bytes as u64);
-        config.memory_guard_size(64 << 10);
-        config.memory_reservation_for_growth(0);
-        let mut pool = PoolingAllocationConfig::default();
-        pool.total_component_instances(limits.max_stores);
-        pool.total_core_instances(limits.max_stores.saturating_mul(4));
-        pool.max_core_instances_per_component(16);
-        pool.total_memories(limits.max_stores.saturating_mul(2));
-        pool.max_memories_per_component(2);
-        pool.total_tables(limits.max_stores.saturating_mul(4));
-        pool.max_tables_per_component(8);
-        pool.table_elements(20_000);
-        pool.max_memory_size(limits.store_memory_bytes);
-        // A store keeps its fiber stack between calls, so every store needs one.
-        pool.total_stacks(limits.max_stores);
-        pool.max_component_instance_size(1 << 20);
-        pool.max_core_instance_size(1 << 20);
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config).map_err(anyhow::Error::from).context("starting the WebAssembly engine")?;
+        // Guard pages first; where the address space cannot hold them for every store (a
+        // `ulimit -v`, or a --max-stores in the tens of thousands), explicit bounds checks.
+        let engine = match Engine::new(&engine_config(&limits, GUARDED)) {
+            Ok(engine) => engine,
+            Err(e) => {
+                tracing::warn!(error = %e, max_stores = limits.max_stores, "no room in the address space for guard pages behind every store's memory; twins run with explicit bounds checks, about a sixth slower");
+                Engine::new(&engine_config(&limits, CHECKED)).map_err(anyhow::Error::from).context("starting the WebAssembly engine")?
+            }
+        };
 
         // The ticker holds only a weak reference, so dropping the runtime stops it.
         let weak = engine.weak();
