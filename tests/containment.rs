@@ -102,6 +102,39 @@ async fn a_world_that_outgrows_the_memory_cap_is_refused_at_once_not_rebuilt_aga
     assert_eq!(sb.events("hostile").await.len(), rows, "refusals are not tape rows");
 }
 
+/// Guard pages behind every store's memory take 4 GiB of address space each: a host whose
+/// process may not have that (here `ulimit -v` of 100 GiB for 100 stores) starts anyway on
+/// bounds checks, says so in its log, and its twins serve and stop at their memory cap.
+#[tokio::test]
+async fn a_host_without_address_space_for_guard_pages_serves_on_bounds_checks() {
+    let data = tempfile::tempdir().unwrap();
+    let twins = pome_e2e::hostile_dir();
+    let args = ["--max-stores", "100", "--store-memory-mib", "32", "--twins-dir", twins.to_str().unwrap()];
+    let server = pome_e2e::ServeProcess::start_limited(data.path(), &args, Some(100 << 20)).await;
+    let http = reqwest::Client::new();
+    let sb: Value = http
+        .post(format!("{}/v1/sandboxes", server.url))
+        .header("x-api-key", pome_e2e::API_KEY)
+        .json(&json!({"twins": ["hostile"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let call = async |method: reqwest::Method, path: &str| {
+        let url = format!("{}/s/{}/hostile{path}", server.url, sb["id"].as_str().unwrap());
+        let r = http.request(method, url).bearer_auth(sb["agent_token"].as_str().unwrap()).json(&json!({"text": "x"})).send().await.unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    };
+    assert_eq!(call(reqwest::Method::POST, "/notes").await.0, 201, "{sb}");
+    let (status, text) = call(reqwest::Method::GET, "/balloon").await;
+    assert!(status == 500 && text.contains("memory cap"), "{status} {text}");
+    assert!(call(reqwest::Method::GET, "/notes").await.1.contains("\"x\""));
+    let log = std::fs::read_to_string(data.path().join("serve.log")).unwrap();
+    assert!(log.contains("explicit bounds checks"), "the host says it runs without guard pages: {log}");
+}
+
 #[tokio::test]
 async fn an_oversized_response_is_refused_not_truncated() {
     let server = Server::with(Opts { limits: pome::limits::Limits { response_body_bytes: 1 << 20, max_stores: 64, ..Default::default() }, ..Opts::default() }).await;

@@ -194,6 +194,12 @@ impl ServeProcess {
     /// Start `pome serve` on `data` with `args` besides the listen address and the data
     /// directory, and wait until it answers `/healthz`. Its log is `data/serve.log`.
     pub async fn start(data: &std::path::Path, args: &[&str]) -> ServeProcess {
+        ServeProcess::start_limited(data, args, None).await
+    }
+
+    /// As [`ServeProcess::start`], with the process's address space capped at
+    /// `address_space_kib` (`ulimit -v`) when given.
+    pub async fn start_limited(data: &std::path::Path, args: &[&str], address_space_kib: Option<u64>) -> ServeProcess {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         // Compiled twins are shared with the other suites (a cold compile of every twin takes
         // a while on a small machine); everything else in the data directory is this test's.
@@ -203,7 +209,15 @@ impl ServeProcess {
             std::os::unix::fs::symlink(&cache, data.join("cache")).unwrap();
         }
         let log = std::fs::OpenOptions::new().create(true).append(true).open(data.join("serve.log")).unwrap();
-        let child = std::process::Command::new(pome_bin())
+        let mut command = match address_space_kib {
+            None => std::process::Command::new(pome_bin()),
+            Some(kib) => {
+                let mut sh = std::process::Command::new("sh");
+                sh.args(["-c", &format!("ulimit -v {kib} && exec \"$0\" \"$@\"")]).arg(pome_bin());
+                sh
+            }
+        };
+        let child = command
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .arg("--data")
             .arg(data)
