@@ -284,8 +284,8 @@ impl v2::pome::twin::outbound::Host for HostState {
 }
 
 impl HostState {
-    /// How far the guest's memories have grown since the store was built: about what its
-    /// world holds, after a replay (the pooled instance's initial pages are not counted).
+    /// The bytes the guest's memories have grown by, as the limiter counted them: after a
+    /// replay, about what its world holds.
     pub fn memory_grown(&self) -> usize {
         self.limits.mine
     }
@@ -325,10 +325,10 @@ pub struct Runtime {
 
 /// The guard behind each linear memory. With 4 GiB, every address a 32-bit guest can form
 /// lands in its own memory or in the guard, so the compiler drops the bounds check from each
-/// load and store and the hardware traps instead: a twin's requests run about a sixth faster
-/// (a Stripe payment's guest time, side by side). Each store then takes its memory cap plus
-/// 4 GiB of address space (nothing of memory): about 50 TiB for 12,000 stores, within the
-/// 128 TiB a 64-bit Linux process has.
+/// load and store and the hardware traps instead: measured side by side, a Stripe payment's
+/// guest time fell by about 12 % and Linear's executed issues query by 17-20 %. Each store
+/// then takes its memory cap plus 4 GiB of address space (none of it memory): about 50 TiB for
+/// 12,000 stores, which fits in a 64-bit Linux process's 128 TiB (a pool of 105 TiB did not).
 const GUARDED: u64 = 4 << 30;
 /// Without room for that: a small guard, and an explicit check on every access.
 const CHECKED: u64 = 64 << 10;
@@ -378,7 +378,7 @@ impl Runtime {
         let engine = match Engine::new(&engine_config(&limits, GUARDED)) {
             Ok(engine) => engine,
             Err(e) => {
-                tracing::warn!(error = %e, max_stores = limits.max_stores, "no room in the address space for guard pages behind every store's memory; twins run with explicit bounds checks, about a sixth slower");
+                tracing::warn!(error = %e, max_stores = limits.max_stores, "no room in the address space for guard pages behind every store's memory; twins run with explicit bounds checks, 10-20 % slower");
                 Engine::new(&engine_config(&limits, CHECKED)).map_err(anyhow::Error::from).context("starting the WebAssembly engine")?
             }
         };
