@@ -33,11 +33,6 @@ fn list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     out
 }
 
-/// FNV-1a, as `tables::name_hash` computes it at run time.
-fn name_hash(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
-}
-
 fn main() {
     println!("cargo:rerun-if-changed=schema/schema.graphql");
     println!("cargo:rerun-if-changed=build.rs");
@@ -192,11 +187,19 @@ fn main() {
         .unwrap();
         type_names.push_str(name);
     }
-    // Types by the FNV-1a hash of their name, for lookups that compare integers, not names.
-    let mut by_hash: Vec<(u64, usize)> = names.iter().enumerate().map(|(i, n)| (name_hash(n), i)).collect();
-    by_hash.sort();
-    let rows: String = by_hash.iter().map(|(h, i)| format!("({h},{i}),")).collect();
-    writeln!(out, "pub static TYPES_BY_HASH: &[(u64, u16)] = &[{rows}];").unwrap();
+    // Types by the hash of their name, in an open-addressed table (each slot the type's index
+    // plus one; zero is empty) a quarter full or less, so a lookup nearly always probes once.
+    let size = (names.len() * 4).next_power_of_two();
+    let mut slots = vec![0u16; size];
+    for (i, n) in names.iter().enumerate() {
+        let mut at = sdl::name_hash(n) as usize & (size - 1);
+        while slots[at] != 0 {
+            at = (at + 1) & (size - 1);
+        }
+        slots[at] = u16::try_from(i + 1).expect("fewer than 65,535 types");
+    }
+    let rows: String = slots.iter().map(|s| format!("{s},")).collect();
+    writeln!(out, "pub static TYPE_SLOTS: [u16; {size}] = [{rows}];").unwrap();
     writeln!(out, "pub static TYPE_NAMES: &str = {};", lit(&type_names)).unwrap();
     writeln!(out, "pub static FIELD_NAMES: &str = {};", lit(&field_names)).unwrap();
     writeln!(out, "pub static TYPES: &[TypeRow] = &[\n{types_out}];").unwrap();

@@ -638,7 +638,16 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node
     // Each kept item with its sort key, read once.
     let mut items: Vec<(&str, (&str, &str))> = Vec::new();
     for (t, id, e) in listed {
-        if !include_archived && crate::model::field(e, "archivedAt").is_some_and(|v| !v.is_null()) {
+        // Both fields in one pass over the entity's (a few dozen) fields.
+        let (mut archived, mut sort_key) = (false, "");
+        for (k, v) in e {
+            if k == "archivedAt" {
+                archived = !v.is_null();
+            } else if k == key {
+                sort_key = v.as_str().unwrap_or("");
+            }
+        }
+        if archived && !include_archived {
             continue;
         }
         if let Some(f) = filt {
@@ -653,7 +662,7 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node
                 continue;
             }
         }
-        items.push((crate::model::field(e, key).and_then(Value::as_str).unwrap_or(""), (t, id)));
+        items.push((sort_key, (t, id)));
     }
     items.sort_by(|(ka, a), (kb, b)| {
         if a.0 == b.0 && a.1 == b.1 {
@@ -699,7 +708,17 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node
         }
     };
     let total = items.len();
-    let page: Vec<(TypeName, String)> = items[s..e].iter().map(|(_, (t, id))| (type_name(t), id.to_string())).collect();
+    // The items are nearly always of one type: each type is named once.
+    let mut names: Vec<(&'e str, TypeName)> = Vec::new();
+    let mut name = |t: &'e str| -> TypeName {
+        if let Some((_, n)) = names.iter().find(|(x, _)| *x == t) {
+            return n.clone();
+        }
+        let n = type_name(t);
+        names.push((t, n.clone()));
+        n
+    };
+    let page: Vec<(TypeName, String)> = items[s..e].iter().map(|(_, (t, id))| (name(t), id.to_string())).collect();
     let info = (e < total, s > 0);
     Ok(ResolvedValue::object(Conn { ctx, ty: type_name(conn), node, items: page, info, total }))
 }

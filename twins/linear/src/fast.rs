@@ -132,7 +132,7 @@ pub struct Exec<'d> {
     /// Collected fields by (concrete type, first selection set): a list of fifty issues
     /// collects its fields once.
     /// A handful per document: a list scanned in order beats hashing the key every object.
-    pub collected: Vec<((u64, usize), Fields<'d>)>,
+    pub collected: Vec<((Box<str>, usize), Fields<'d>)>,
     /// The `data` JSON being written.
     pub out: Vec<u8>,
     /// Leaves resolved ahead of being written ([`Out::Raw`]): each object appends to it and
@@ -142,8 +142,21 @@ pub struct Exec<'d> {
     /// is (fifty issues of two assignees write each assignee once and copy it). Emptied when
     /// a root field begins (a mutation changes the world) and on any error (a failed field
     /// truncates `out`, and its path differs at every place).
-    pub rendered: Vec<(usize, std::collections::BTreeMap<String, std::ops::Range<usize>>)>,
+    pub rendered: Vec<Rendered>,
 }
+
+/// The objects of one plan already written: where in `out` each one's JSON is, by identity.
+pub struct Rendered {
+    plan: usize,
+    spans: std::collections::BTreeMap<String, std::ops::Range<usize>>,
+    /// Objects found here rather than written again.
+    hits: usize,
+}
+
+/// A plan whose first this many objects were all different is listing distinct entities
+/// (the issues of a page), not repeating a few (their assignees): its objects are no longer
+/// recorded, since keeping each one's identity cost more than the rare repeat saves.
+const DISTINCT: usize = 8;
 
 /// Null propagates from a failed non-null field to its parent.
 struct Propagate;
@@ -177,13 +190,6 @@ impl Planned<'_> {
 
 type Fields<'s> = std::rc::Rc<Vec<Planned<'s>>>;
 
-fn type_key(ty: &str) -> u64 {
-    // FNV-1a: cheap and fixed, so the cache key needs no allocation.
-    ty.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    })
-}
-
 impl<'d> Exec<'d> {
     /// Execute an operation's selection set on its root object, writing the `data` JSON.
     pub fn run(&mut self, root: &dyn Resolve, set: &'d SelectionSet) -> Vec<u8> {
@@ -202,16 +208,12 @@ impl<'d> Exec<'d> {
     /// for each (type, selection sets), with each field's definition and coerced arguments
     /// (constant for the request: they depend only on the document and the variables).
     fn plan(&mut self, ty: &str, sets: &[&'d SelectionSet]) -> Fields<'d> {
-        let key = (
-            type_key(ty),
-            sets.first()
-                .map(|s| *s as *const SelectionSet as usize)
-                .unwrap_or(0)
-                ^ sets.len(),
-        );
-        if let Some((_, f)) = self.collected.iter().find(|(k, _)| *k == key) {
+        let at = sets.first().map(|s| *s as *const SelectionSet as usize).unwrap_or(0) ^ sets.len();
+        // The selection set first: an integer, and nearly always enough to tell plans apart.
+        if let Some((_, f)) = self.collected.iter().find(|((t, a), _)| *a == at && **t == *ty) {
             return f.clone();
         }
+        let key = (Box::<str>::from(ty), at);
         let mut grouped: Vec<(&'d str, Vec<&'d Field>)> = Vec::new();
         for set in sets {
             self.collect(ty, set, &mut grouped, &mut Vec::new());
@@ -259,10 +261,13 @@ impl<'d> Exec<'d> {
         let plan_at = std::rc::Rc::as_ptr(&fields) as usize;
         let identity = obj.identity().filter(|_| !path.is_empty());
         if let Some(id) = identity {
-            let seen = self.rendered.iter().find(|(p, _)| *p == plan_at).and_then(|(_, m)| m.get(id));
-            if let Some(r) = seen.cloned() {
-                self.out.extend_from_within(r);
-                return Ok(());
+            let memo = self.rendered.iter_mut().find(|m| m.plan == plan_at);
+            if let Some(m) = memo {
+                if let Some(r) = m.spans.get(id).cloned() {
+                    m.hits += 1;
+                    self.out.extend_from_within(r);
+                    return Ok(());
+                }
             }
         }
         let start = self.out.len();
@@ -322,11 +327,12 @@ impl<'d> Exec<'d> {
         self.scratch.truncate(base);
         if let Some(id) = identity.filter(|_| self.errors.len() == errors) {
             let end = self.out.len();
-            match self.rendered.iter_mut().find(|(p, _)| *p == plan_at) {
-                Some((_, m)) => {
-                    m.insert(id.to_string(), start..end);
+            match self.rendered.iter_mut().find(|m| m.plan == plan_at) {
+                Some(m) if m.hits == 0 && m.spans.len() >= DISTINCT => {}
+                Some(m) => {
+                    m.spans.insert(id.to_string(), start..end);
                 }
-                None => self.rendered.push((plan_at, [(id.to_string(), start..end)].into())),
+                None => self.rendered.push(Rendered { plan: plan_at, spans: [(id.to_string(), start..end)].into(), hits: 0 }),
             }
         }
         Ok(())

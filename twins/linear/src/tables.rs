@@ -60,18 +60,18 @@ impl FieldRow {
     }
 }
 
-/// FNV-1a, as the build script computes it for [`TYPES_BY_HASH`].
-pub fn name_hash(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
-}
-
-/// A type by name: a binary search over hashes (integers), then one name comparison. The
-/// executor asks this thousands of times per request; searching the sorted names compared
-/// strings a dozen times per lookup.
+/// A type by name: its name's hash picks a slot of [`TYPE_SLOTS`], and one name comparison
+/// (rarely two) confirms it. The executor asks this thousands of times per request.
 pub fn ty(name: &str) -> Option<&'static TypeRow> {
-    let h = name_hash(name);
-    let from = TYPES_BY_HASH.partition_point(|(x, _)| *x < h);
-    TYPES_BY_HASH[from..].iter().take_while(|(x, _)| *x == h).map(|(_, at)| &TYPES[*at as usize]).find(|t| t.name() == name)
+    let mask = TYPE_SLOTS.len() - 1;
+    let mut at = crate::sdl::name_hash(name) as usize & mask;
+    loop {
+        let t = &TYPES[usize::from(TYPE_SLOTS[at]).checked_sub(1)?];
+        if t.name() == name {
+            return Some(t);
+        }
+        at = (at + 1) & mask;
+    }
 }
 
 pub fn fields(t: &TypeRow) -> &'static [FieldRow] {
