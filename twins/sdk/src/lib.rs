@@ -40,8 +40,10 @@ pub use serde_json::{Value, json};
 
 /// A twin's world: the whole state of one replica, owned by the SDK between calls.
 ///
-/// Implementations keep every collection ordered (`BTreeMap`, `Vec`), never hashed, so that
-/// the same seed and the same requests give the same bytes.
+/// The same seed and the same requests must give the same bytes, so nothing a twin answers,
+/// records or snapshots may follow a hashed collection's iteration order. Keep collections
+/// ordered (`BTreeMap`, `Vec`); a hashed one is for lookups only, with a hasher that has no
+/// random seed, and written out sorted (as Stripe's object map is).
 pub trait Twin: serde::Serialize + serde::de::DeserializeOwned + Sized + 'static {
     /// The URL segment the twin is served under, e.g. `github`.
     const NAME: &'static str;
