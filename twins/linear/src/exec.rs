@@ -200,6 +200,9 @@ pub fn lcfirst(s: &str) -> String {
 
 /// The value a field takes on an entity: computed fields first, then the stored one.
 pub fn field_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, name: &str) -> Option<Value> {
+    if !maybe_computed(name) {
+        return crate::model::field(e, name).cloned();
+    }
     computed_value(w, base_url, ty, id, e, name).or_else(|| e.get(name).cloned())
 }
 
@@ -221,8 +224,19 @@ pub fn write_coerced(out: &mut Vec<u8>, v: &Value, named: &str) {
     }
 }
 
+/// Whether [`computed_value`] may compute field `name` on some type: most fields are stored,
+/// and this one comparison spares them its long match on type and name.
+pub(crate) fn maybe_computed(name: &str) -> bool {
+    matches!(
+        name,
+        "id" | "url" | "priorityLabel" | "searchableContent" | "slugId" | "isMe" | "displayName" | "progress" | "scope" | "hasBlockingRelations"
+            | "hasBlockedByRelations" | "hasRelatedRelations" | "hasDuplicateRelations" | "isActive" | "isFuture" | "isPast" | "isNext" | "isPrevious"
+            | "status" | "issueCount" | "createdIssueCount" | "userCount"
+    )
+}
+
 /// The fields computed from others (`url`, `priorityLabel`, `id`…), if `name` is one.
-fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, name: &str) -> Option<Value> {
+pub(crate) fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, name: &str) -> Option<Value> {
     let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     match (ty, name) {
         (_, "id") => Some(Value::String(id.to_string())),
@@ -422,10 +436,17 @@ impl ObjectValue for Ent<'_, '_> {
                 .iter()
                 .filter_map(|p| p.info())
                 .map(|info| match e {
+                    Some(_) if info.field_name() == "id" => {
+                        let start = scratch.len();
+                        serde_json::to_writer(&mut *scratch, &self.id).expect("strings serialise");
+                        Ok(ResolvedValue::Raw(start..scratch.len()))
+                    }
                     Some(e) if !info.meta.composite => {
-                        let v = match computed_value(&w, &self.ctx.base_url, sty, &self.id, e, info.field_name()) {
+                        let name = info.field_name();
+                        let computed = if maybe_computed(name) { computed_value(&w, &self.ctx.base_url, sty, &self.id, e, name) } else { None };
+                        let v = match computed {
                             Some(c) => std::borrow::Cow::Owned(c),
-                            None => match crate::model::field(e, info.field_name()) {
+                            None => match crate::model::field(e, name) {
                                 Some(v) => std::borrow::Cow::Borrowed(v),
                                 None => std::borrow::Cow::Owned(Value::Null),
                             },
@@ -470,7 +491,7 @@ impl<'c, 'w> Ent<'c, 'w> {
         if meta.connection {
             let items = children(w, sty, &self.id, e, name, meta);
             let listed = items.iter().filter_map(|(t, id)| w.get(t, id).map(|e| (*t, *id, e)));
-            return page(ctx, w, named, meta.node.unwrap_or_default().into(), listed, info.args);
+            return page(ctx, w, meta.named.into(), meta.node.unwrap_or_default().into(), listed, InOrder::No, info.args);
         }
         if def.ty.is_list() {
             let ids: Vec<String> = match e.get(&meta.ids_key).and_then(Value::as_array) {
@@ -566,7 +587,7 @@ fn children<'e>(w: &'e Inner, pty: &str, pid: &str, e: &'e Entity, field: &str, 
 pub fn connection<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, items: Vec<(String, String)>, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
     let w = ctx.w.borrow();
     let listed = items.iter().filter_map(|(t, id)| w.get(t, id).map(|e| (t.as_str(), id.as_str(), e)));
-    page(ctx, &w, conn, type_name(&gql::connection_node(conn).unwrap_or_default()), listed, args)
+    page(ctx, &w, type_name(conn), type_name(&gql::connection_node(conn).unwrap_or_default()), listed, InOrder::No, args)
 }
 
 /// Every entity a root connection lists (each of the node's concrete types, by id),
@@ -575,8 +596,44 @@ pub fn connection_of_all<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, args:
     let w = ctx.w.borrow();
     let node = gql::connection_node(conn).unwrap_or_default();
     let types = crate::tables::ty(&node).map(|t| t.possible).unwrap_or_default();
+    // One type in its default order, on a world this request has not written to (the kept
+    // order is the one before the write): walked in order, and only until the page is full.
+    // (No connection of Linear's has a `totalCount`, which would need every match: only the
+    // search payloads do, and they are listed by [`connection`].)
+    let arg = |name: &str| args.as_object().and_then(|m| crate::model::field(m, name)).filter(|v| !v.is_null());
+    let in_order = types.len() == 1
+        && arg("last").is_none()
+        && arg("before").is_none()
+        && arg("sort").and_then(Value::as_array).is_none_or(|s| s.is_empty())
+        && !ctx.volatile.get()
+        && ctx.fx.borrow().changes.is_empty();
+    if in_order {
+        let t = types[0];
+        let key = sort_field(args);
+        let all: Vec<(&String, &Entity)> = w.all(t).collect();
+        let order = w.order(t, key);
+        // Positions past the end cannot happen within a generation; skipped rather than trusted.
+        let listed = order.iter().filter_map(|&at| all.get(at as usize)).map(|(id, e)| (t, id.as_str(), *e));
+        return page(ctx, &w, type_name(conn), type_name(&node), listed, InOrder::Yes, args);
+    }
     let listed = types.iter().flat_map(|t| w.all(t).map(move |(id, e)| (*t, id.as_str(), e)));
-    page(ctx, &w, conn, type_name(&node), listed, args)
+    page(ctx, &w, type_name(conn), type_name(&node), listed, InOrder::No, args)
+}
+
+/// Whether what a connection lists comes in the connection's order already
+/// ([`Inner::order`]), so listing may stop once the page is full.
+#[derive(PartialEq)]
+enum InOrder {
+    Yes,
+    No,
+}
+
+/// The field a connection orders by (`orderBy: updatedAt`, else `createdAt`).
+fn sort_field(args: &Value) -> &'static str {
+    match args.as_object().and_then(|m| crate::model::field(m, "orderBy")).and_then(Value::as_str) {
+        Some("updatedAt") => "updatedAt",
+        _ => "createdAt",
+    }
 }
 
 /// Two entities in the order of a `sort: [{priority: {order: Ascending}}, …]` argument
@@ -621,7 +678,7 @@ fn sort_order(w: &Inner, sort: &[Value], x: &Entity, y: &Entity) -> std::cmp::Or
 }
 
 /// Filter, order and page entities (type, id, entity) as a `…Connection`.
-fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node: TypeName, listed: impl Iterator<Item = (&'e str, &'e str, &'e Entity)>, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
+fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: TypeName, node: TypeName, listed: impl Iterator<Item = (&'e str, &'e str, &'e Entity)>, ordered: InOrder, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
     // A handful of arguments: found by comparing names, not by hashing them.
     let arg = |name: &str| args.as_object().and_then(|m| crate::model::field(m, name));
     let include_archived = arg("includeArchived").and_then(Value::as_bool).unwrap_or(false);
@@ -631,10 +688,15 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node
     let filt = absolute.as_ref().or(filt);
     // The filter compiled once per entity type the connection lists.
     let mut compiled: Vec<(&str, filter::Compiled<'_>)> = Vec::new();
-    let key = match arg("orderBy").and_then(Value::as_str) {
-        Some("updatedAt") => "updatedAt",
-        _ => "createdAt",
-    };
+    let key = sort_field(args);
+    let first = arg("first").and_then(Value::as_i64);
+    let last = arg("last").and_then(Value::as_i64);
+    let after = arg("after").and_then(Value::as_str);
+    // Listed in order: the page is full with `first` items past the cursor, and one more
+    // tells whether there is a next page.
+    let ordered = ordered == InOrder::Yes;
+    let wanted = ordered.then(|| first.unwrap_or(50).clamp(0, 250) as usize + 1);
+    let mut after_at: Option<usize> = None;
     // Each kept item with its sort key, read once.
     let mut items: Vec<(&str, (&str, &str))> = Vec::new();
     for (t, id, e) in listed {
@@ -663,13 +725,23 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node
             }
         }
         items.push((sort_key, (t, id)));
-    }
-    items.sort_by(|(ka, a), (kb, b)| {
-        if a.0 == b.0 && a.1 == b.1 {
-            return std::cmp::Ordering::Equal;
+        if let Some(wanted) = wanted {
+            if after_at.is_none() && after == Some(id) {
+                after_at = Some(items.len() - 1);
+            }
+            if after.is_none_or(|_| after_at.is_some()) && items.len() >= after_at.map_or(0, |a| a + 1) + wanted {
+                break;
+            }
         }
-        kb.cmp(ka).then_with(|| b.1.cmp(a.1))
-    });
+    }
+    if !ordered {
+        items.sort_by(|(ka, a), (kb, b)| {
+            if a.0 == b.0 && a.1 == b.1 {
+                return std::cmp::Ordering::Equal;
+            }
+            kb.cmp(ka).then_with(|| b.1.cmp(a.1))
+        });
+    }
     drop(compiled);
     if let Some(sort) = arg("sort").and_then(Value::as_array).filter(|s| !s.is_empty()) {
         // Stable: items the sort cannot tell apart keep the order above.
@@ -678,8 +750,6 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node
             _ => std::cmp::Ordering::Equal,
         });
     }
-    let first = arg("first").and_then(Value::as_i64);
-    let last = arg("last").and_then(Value::as_i64);
     for (n, v) in [("first", first), ("last", last)] {
         if v.is_some_and(|v| v < 0) {
             return Err(ctx.invalid_input(format!("Argument Validation Error - {n} must be a positive number"), &format!("{n} must be a positive number")));
@@ -687,7 +757,7 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node
     }
     let mut start = 0usize;
     let mut end = items.len();
-    if let Some(after) = arg("after").and_then(Value::as_str) {
+    if let Some(after) = after {
         match items.iter().position(|(_, (_, id))| *id == after) {
             Some(i) => start = i + 1,
             None => return Err(ctx.invalid_input(format!("Invalid cursor: {after}"), "The cursor is invalid.")),
@@ -720,7 +790,7 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: &str, node
     };
     let page: Vec<(TypeName, String)> = items[s..e].iter().map(|(_, (t, id))| (name(t), id.to_string())).collect();
     let info = (e < total, s > 0);
-    Ok(ResolvedValue::object(Conn { ctx, ty: type_name(conn), node, items: page, info, total }))
+    Ok(ResolvedValue::object(Conn { ctx, ty: conn, node, items: page, info, total }))
 }
 
 pub struct Conn<'c, 'w> {

@@ -153,6 +153,13 @@ pub struct Rendered {
     hits: usize,
 }
 
+impl Rendered {
+    /// Whether this plan lists distinct entities: its first [`DISTINCT`] objects all differed.
+    fn distinct(&self) -> bool {
+        self.hits == 0 && self.spans.len() >= DISTINCT
+    }
+}
+
 /// A plan whose first this many objects were all different is listing distinct entities
 /// (the issues of a page), not repeating a few (their assignees): its objects are no longer
 /// recorded, since keeping each one's identity cost more than the rare repeat saves.
@@ -261,7 +268,8 @@ impl<'d> Exec<'d> {
         let plan_at = std::rc::Rc::as_ptr(&fields) as usize;
         let identity = obj.identity().filter(|_| !path.is_empty());
         if let Some(id) = identity {
-            let memo = self.rendered.iter_mut().find(|m| m.plan == plan_at);
+            // A plan of distinct entities is not looked in: it rarely repeats one.
+            let memo = self.rendered.iter_mut().find(|m| m.plan == plan_at).filter(|m| !m.distinct());
             if let Some(m) = memo {
                 if let Some(r) = m.spans.get(id).cloned() {
                     m.hits += 1;
@@ -328,7 +336,7 @@ impl<'d> Exec<'d> {
         if let Some(id) = identity.filter(|_| self.errors.len() == errors) {
             let end = self.out.len();
             match self.rendered.iter_mut().find(|m| m.plan == plan_at) {
-                Some(m) if m.hits == 0 && m.spans.len() >= DISTINCT => {}
+                Some(m) if m.distinct() => {}
                 Some(m) => {
                     m.spans.insert(id.to_string(), start..end);
                 }

@@ -38,6 +38,41 @@ pub struct Inner {
     /// The running request's now, for fields computed from the clock: not state.
     #[serde(skip)]
     pub request_clock: RequestClock,
+    /// Entities in connection order, kept while the world does not change: not state.
+    #[serde(skip)]
+    pub order: Order,
+}
+
+/// Each listed type's entities in a connection's default order (newest `createdAt` or
+/// `updatedAt` first, then id), as positions in [`Inner::all`]'s order. A root connection
+/// walks them and stops once its page is full, rather than testing and sorting every entity;
+/// a world of 200 issues and a page of 50 reads about half of them. Kept for one generation of
+/// the world ([`crate::cache::Generation`]): any write makes it stale.
+#[derive(Debug, Default)]
+pub struct Order {
+    kept: std::cell::RefCell<Vec<OrderKey>>,
+}
+
+#[derive(Debug)]
+struct OrderKey {
+    at: (u64, u64),
+    ty: String,
+    key: String,
+    positions: std::rc::Rc<[u32]>,
+}
+
+impl Clone for Order {
+    /// A cloned world is another identity: nothing kept applies to it.
+    fn clone(&self) -> Self {
+        Order::default()
+    }
+}
+
+impl PartialEq for Order {
+    /// Bookkeeping: two worlds with equal entities are equal whatever they keep.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// The time the running request reads (`Cycle.isActive` depends on it) and whether it read
@@ -112,6 +147,27 @@ impl Inner {
 
     pub fn all(&self, ty: &str) -> impl Iterator<Item = (&String, &Entity)> {
         self.entities.get(ty).into_iter().flat_map(|m| m.iter())
+    }
+
+    /// The entities of type `ty` by `key` (a `DateTime` field) newest first, ties broken by
+    /// id, highest first: as positions in [`Inner::all`]'s order, built once per generation.
+    pub fn order(&self, ty: &str, key: &str) -> std::rc::Rc<[u32]> {
+        let at = self.generation.key();
+        let mut kept = self.order.kept.borrow_mut();
+        // Orders of an older generation can never be asked for again.
+        kept.retain(|k| k.at == at);
+        if let Some(k) = kept.iter().find(|k| k.ty == ty && k.key == key) {
+            return k.positions.clone();
+        }
+        let all: Vec<(&String, &str)> = self.all(ty).map(|(id, e)| (id, field(e, key).and_then(Value::as_str).unwrap_or(""))).collect();
+        let mut positions: Vec<u32> = (0..all.len() as u32).collect();
+        positions.sort_by(|&a, &b| {
+            let ((ia, ka), (ib, kb)) = (all[a as usize], all[b as usize]);
+            kb.cmp(ka).then_with(|| ib.cmp(ia))
+        });
+        let positions: std::rc::Rc<[u32]> = positions.into();
+        kept.push(OrderKey { at, ty: ty.to_string(), key: key.to_string(), positions: positions.clone() });
+        positions
     }
 
     pub fn insert(&mut self, ty: &str, id: &str, e: Entity) {

@@ -251,6 +251,77 @@ fn connections_page_forward_and_back() {
     assert_eq!(d["issues"]["pageInfo"]["hasPreviousPage"], true);
 }
 
+/// A root connection walks its entities in their kept order and stops once the page is full;
+/// it must list exactly what sorting every match lists: ties on `createdAt` broken by id,
+/// archived issues left out, cursors honoured, and a write seen at once.
+#[test]
+fn a_root_connection_read_in_kept_order_lists_what_sorting_every_match_lists() {
+    let states = ["Todo", "In Progress", "Done"];
+    let issues: Vec<Value> = (0..40)
+        .map(|i| {
+            // Four issues share each creation time, so order among them is by id.
+            let mut issue = json!({"team": "ENG", "title": format!("Issue {i}"), "state": states[i % 3], "createdAt": format!("2026-01-{:02}T00:00:00.000Z", 1 + i / 4)});
+            if i % 7 == 0 {
+                issue["archivedAt"] = json!("2026-02-01T00:00:00.000Z");
+            }
+            issue
+        })
+        .collect();
+    let mut seed = crate::seed::default_seed();
+    seed["issues"] = json!(issues);
+    let mut w = World::init(Some(seed)).unwrap();
+    let filter = json!({"state": {"type": {"neq": "completed"}}});
+    let ids = |d: &Value| d["issues"]["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    // Paging backwards takes the path that tests and sorts every match.
+    let everything = |w: &mut World, o: &str| {
+        ids(&data(w, "query($f: IssueFilter, $o: PaginationOrderBy) { issues(filter: $f, last: 250, orderBy: $o) { nodes { id } } }", json!({"f": filter, "o": o})))
+    };
+    let paged = |w: &mut World, o: &str, first: usize| {
+        let q = "query($f: IssueFilter, $first: Int, $after: String, $o: PaginationOrderBy) { issues(filter: $f, first: $first, after: $after, orderBy: $o) { nodes { id } pageInfo { hasNextPage hasPreviousPage endCursor } } }";
+        let (mut seen, mut after) = (Vec::new(), Value::Null);
+        loop {
+            let d = data(w, q, json!({"f": filter, "first": first, "after": after, "o": o}));
+            assert_eq!(d["issues"]["pageInfo"]["hasPreviousPage"], !after.is_null());
+            seen.extend(ids(&d));
+            if d["issues"]["pageInfo"]["hasNextPage"] != true {
+                return seen;
+            }
+            after = d["issues"]["pageInfo"]["endCursor"].clone();
+        }
+    };
+    let all = everything(&mut w, "createdAt");
+    assert!(all.len() > 20, "a world worth paging: {}", all.len());
+    for first in [1, 7, 50] {
+        assert_eq!(paged(&mut w, "createdAt", first), all, "pages of {first}");
+    }
+    // A new issue comes first at once; an updated one comes first by `updatedAt`.
+    let made = data(&mut w, "mutation { issueCreate(input: {teamId: \"team_eng\", title: \"Newest\"}) { issue { id } } }", json!({}));
+    let made = made["issueCreate"]["issue"]["id"].as_str().unwrap().to_string();
+    let all = everything(&mut w, "createdAt");
+    assert_eq!(all[0], made);
+    assert_eq!(paged(&mut w, "createdAt", 7), all);
+    let oldest = all.last().unwrap().clone();
+    data(&mut w, "mutation($id: String!) { issueUpdate(id: $id, input: {title: \"Touched\"}) { success } }", json!({"id": oldest}));
+    let by_update = everything(&mut w, "updatedAt");
+    assert_eq!(by_update[0], oldest);
+    assert_eq!(paged(&mut w, "updatedAt", 7), by_update);
+}
+
+/// The executor asks `computed_value` only for the names `maybe_computed` lists: a field
+/// computed on any type must be among them.
+#[test]
+fn every_computed_field_is_named_as_one() {
+    let w = crate::model::Inner::default();
+    let e = crate::model::Entity::new();
+    for t in crate::tables::TYPES.iter().filter(|t| t.kind == crate::tables::Kind::Object) {
+        for f in crate::tables::fields(t) {
+            if crate::exec::computed_value(&w, "http://x", t.name(), "id_1", &e, f.name()).is_some() {
+                assert!(crate::exec::maybe_computed(f.name()), "{}.{} is computed", t.name(), f.name());
+            }
+        }
+    }
+}
+
 #[test]
 fn filters_compare_nest_and_combine() {
     let mut w = seeded(TASK24);
