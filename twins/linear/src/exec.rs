@@ -489,8 +489,7 @@ impl<'c, 'w> Ent<'c, 'w> {
             ));
         }
         if meta.connection {
-            let items = children(w, sty, &self.id, e, name, meta);
-            let listed = items.iter().filter_map(|(t, id)| w.get(t, id).map(|e| (*t, *id, e)));
+            let listed = children(w, sty, &self.id, e, name, meta).into_iter();
             return page(ctx, w, meta.named.into(), meta.node.unwrap_or_default().into(), listed, InOrder::No, info.args);
         }
         if def.ty.is_list() {
@@ -544,14 +543,12 @@ impl<'c, 'w> Ent<'c, 'w> {
 }
 
 /// The children of entity `(pty, pid)` that its connection field `field` lists.
-fn children<'e>(w: &'e Inner, pty: &str, pid: &str, e: &'e Entity, field: &str, meta: &crate::fast::Meta) -> Vec<(&'static str, &'e str)> {
-    let node = meta.node.unwrap_or_default();
+fn children<'e>(w: &'e Inner, pty: &str, pid: &str, e: &'e Entity, field: &str, meta: &crate::fast::Meta) -> Vec<(&'static str, &'e str, &'e Entity)> {
+    let Some(row) = meta.node_row else { return Vec::new() };
     // A list of ids on the parent (`Issue.labelIds` for `Issue.labels`).
     if let Some(ids) = crate::model::field(e, &meta.ids_key).and_then(Value::as_array) {
-        let Some(row) = crate::tables::ty(node) else { return Vec::new() };
-        return ids.iter().filter_map(Value::as_str).filter_map(|id| find_type_in(w, row, id).map(|t| (t, id))).collect();
+        return ids.iter().filter_map(Value::as_str).filter_map(|id| find_entity_in(w, row, id).map(|(t, e)| (t, id, e))).collect();
     }
-    let types = crate::tables::ty(node).map(|t| t.possible).unwrap_or_default();
     let fk: String = match (pty, field) {
         ("Issue", "children") | ("Comment", "children") | ("IssueLabel", "children") => "parentId".into(),
         ("User", "assignedIssues") => "assigneeId".into(),
@@ -564,23 +561,32 @@ fn children<'e>(w: &'e Inner, pty: &str, pid: &str, e: &'e Entity, field: &str, 
                 .all("TeamMembership")
                 .filter(|(_, m)| m.get(mine).and_then(Value::as_str) == Some(pid) && m.get("archivedAt").is_none_or(Value::is_null))
                 .filter_map(|(_, m)| m.get(theirs).and_then(Value::as_str))
-                .filter_map(|id| find_type(w, node, id).map(|t| (t, id)))
+                .filter_map(|id| find_entity_in(w, row, id).map(|(t, e)| (t, id, e)))
                 .collect();
         }
         _ => format!("{}Id", lcfirst(pty)),
     };
     let fks = format!("{}s", fk);
     let mut out = Vec::new();
-    for t in types {
+    for t in row.possible {
         for (id, c) in w.all(t) {
             let direct = crate::model::field(c, &fk).and_then(Value::as_str) == Some(pid);
             let listed = || crate::model::field(c, &fks).and_then(Value::as_array).is_some_and(|a| a.iter().any(|v| v.as_str() == Some(pid)));
             if direct || listed() {
-                out.push((*t, id.as_str()));
+                out.push((*t, id.as_str(), c));
             }
         }
     }
     out
+}
+
+/// The entity `id` of a type that `t` may be (an object type, or a member of an interface or
+/// union), with its concrete type. Unlike [`find_type_in`], an issue is found by id only.
+fn find_entity_in<'e>(w: &'e Inner, t: &'static crate::tables::TypeRow, id: &str) -> Option<(&'static str, &'e Entity)> {
+    if t.kind == crate::tables::Kind::Object {
+        return w.get(t.name(), id).map(|e| (t.name(), e));
+    }
+    t.possible.iter().find_map(|p| w.get(p, id).map(|e| (*p, e)))
 }
 
 /// Filter, order and page `items` as a `…Connection`.

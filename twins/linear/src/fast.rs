@@ -35,8 +35,9 @@ pub struct Meta {
     pub row: Option<&'static crate::tables::TypeRow>,
     pub composite: bool,
     pub connection: bool,
-    /// A connection's node type.
+    /// A connection's node type, and its row in the tables.
     pub node: Option<&'static str>,
+    pub node_row: Option<&'static crate::tables::TypeRow>,
     /// Where an entity keeps the relation's id (`assigneeId`) and a list's ids (`labelIds`).
     pub id_key: String,
     pub ids_key: String,
@@ -55,12 +56,14 @@ impl Meta {
             _ => "",
         });
         let connection = crate::gql::is_connection(named);
+        let node = connection.then(|| crate::tables::field(named, "nodes").map(|f| f.ty)).flatten();
         Meta {
             named,
             row,
             composite: crate::gql::is_composite(named),
             connection,
-            node: connection.then(|| crate::tables::field(named, "nodes").map(|f| f.ty)).flatten(),
+            node,
+            node_row: node.and_then(crate::tables::ty),
             id_key: format!("{}Id", def.name),
             ids_key: format!("{}Ids", crate::exec::singular(&def.name)),
         }
