@@ -74,7 +74,7 @@ async fn a_memory_balloon_stops_at_the_cap() {
 }
 
 #[tokio::test]
-async fn a_world_that_outgrows_the_memory_cap_is_refused_at_once_not_rebuilt_again_and_again() {
+async fn a_world_that_outgrows_the_memory_cap_is_refused_at_once_and_finalized_on_its_tape() {
     let server = Server::with(Opts { limits: pome::limits::Limits { store_memory_bytes: 32 << 20, max_stores: 64, ..Default::default() }, ..Opts::default() }).await;
     let sb = server.sandbox(&["hostile"], None).await;
     let megabyte = json!({"text": "n".repeat(1 << 20)});
@@ -100,6 +100,17 @@ async fn a_world_that_outgrows_the_memory_cap_is_refused_at_once_not_rebuilt_aga
         assert!(error.contains("store is full") && error.contains("32 MiB") && error.contains("start a new one"), "{error}");
     }
     assert_eq!(sb.events("hostile").await.len(), rows, "refusals are not tape rows");
+    // Writing the full world out needs several times the cap, so its state cannot be read:
+    // finalize still closes the sandbox and records the run, with the tape and the reason.
+    let (s, fin) = server.api("POST", &format!("/v1/sandboxes/{}/finalize", sb.id), None).await;
+    assert_eq!(s, 200, "{fin}");
+    assert_eq!(fin["state"], "closed", "{fin}");
+    let (s, run) = server.api("GET", &format!("/v1/runs/{}", fin["run_id"].as_str().unwrap()), None).await;
+    assert_eq!(s, 200, "{run}");
+    let twin = &run["per_twin"]["hostile"];
+    assert!(twin["state_error"].as_str().unwrap_or_default().contains("memory cap"), "{}", twin["state_error"]);
+    assert!(twin["final_state"].is_null());
+    assert_eq!(twin["tape"].as_array().map(Vec::len), Some(rows), "the whole tape is kept");
 }
 
 /// Guard pages behind every store's memory take 4 GiB of address space each: a host whose

@@ -349,7 +349,7 @@ pub async fn eval_dir(dir: &Path, twins_dir: Option<&Path>, data_dir: &Path) -> 
         .config
         .twins
         .iter()
-        .map(|tw| (tw.clone(), TwinRun { initial_state: initial[tw].clone(), final_state: fin[tw].clone(), tape: Vec::new() }))
+        .map(|tw| (tw.clone(), TwinRun { initial_state: initial[tw].clone(), final_state: fin[tw].clone(), tape: Vec::new(), ..TwinRun::default() }))
         .collect();
     for (n, line) in read("events.jsonl")?.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let row: pome_tape::TapeRow = serde_json::from_str(line).map_err(|e| fail(exit::USAGE, format!("events.jsonl line {}: {e}", n + 1)))?;

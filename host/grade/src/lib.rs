@@ -176,6 +176,9 @@ pub fn bind(catalog: &Catalog, twin: &str, text: &str) -> Binding {
 pub struct TwinRun {
     pub initial_state: Value,
     pub final_state: Value,
+    /// Why the final state could not be read, if it could not: then only the tape is graded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_error: Option<String>,
     pub tape: Vec<TapeRow>,
 }
 
@@ -192,6 +195,7 @@ pub fn run_data(run: &Value) -> RunData {
                     (k.clone(), TwinRun {
                         initial_state: v["initial_state"].clone(),
                         final_state: v["final_state"].clone(),
+                        state_error: v["state_error"].as_str().map(String::from),
                         tape: serde_json::from_value(v["tape"].clone()).unwrap_or_default(),
                     })
                 })
@@ -323,6 +327,10 @@ pub async fn grade(task: &Task, run: &RunData, catalog: &Catalog, decider: &impl
             let calls: Vec<(String, Params)> = seeded.iter().map(|(_, _, p, d)| (d.id.clone(), (*p).clone())).collect();
             spread(&mut seed_answers, seeded.iter().map(|m| m.0), decide_each(decider, twin, &input, &calls).await);
         }
+        // No final state to ask about: those criteria are errored with the reason below.
+        if tr.state_error.is_some() {
+            continue;
+        }
         let input = CheckInput {
             seed: seed_text,
             state: tr.final_state.to_string(),
@@ -442,6 +450,9 @@ fn grade_code(c: &Criterion, binding: &Binding, run: &RunData, seed_answer: Opti
         {
             return result(c, Status::Skipped, format!("already_true_in_seed: {}", o.reason), with_twin(o.evidence, twin), check_id);
         }
+    }
+    if let Some(why) = tr.state_error.as_deref().filter(|_| !binding.reads_only_the_tape()) {
+        return result(c, Status::Errored, format!("the final state of `{twin}` could not be read: {why}"), Value::Null, check_id);
     }
     let world = World { seed: &tr.initial_state, state: &tr.final_state, tape: &tr.tape };
     match host_eval(&world).or(final_answer) {
@@ -601,7 +612,7 @@ mod tests {
             run.insert("acme".into(), TwinRun {
                 initial_state: json!({"tickets": [{"id": 7, "closed": false}]}),
                 final_state: json!({"tickets": [{"id": 7, "closed": closed}]}),
-                tape: vec![],
+                ..TwinRun::default()
             });
             run
         };
@@ -638,7 +649,7 @@ mod tests {
         let task = crate::task::parse("t.md", "t", md, None).unwrap();
         let run = |seeded: bool, fin: bool| {
             let mut run = RunData::new();
-            run.insert("acme".into(), TwinRun { initial_state: json!({"tickets": [{"closed": seeded}]}), final_state: json!({"tickets": [{"closed": fin}]}), tape: vec![] });
+            run.insert("acme".into(), TwinRun { initial_state: json!({"tickets": [{"closed": seeded}]}), final_state: json!({"tickets": [{"closed": fin}]}), ..TwinRun::default() });
             run
         };
         let g = grade(&task, &run(false, true), &catalog, &Tickets, None).await;
@@ -650,6 +661,27 @@ mod tests {
         assert!(g.criteria_results[0].reason.starts_with("already_true_in_seed"), "{g:?}");
         let g = grade(&task, &run(false, true), &catalog, &NoDecider, None).await;
         assert_eq!(g.criteria_results[0].status, Status::Errored, "no component to decide is an error, never a pass");
+    }
+
+    #[tokio::test]
+    async fn a_final_state_that_could_not_be_read_errors_the_criteria_that_read_it_and_only_those() {
+        let desc = described(json!({"name": "acme", "version": "1", "contract": "pome:twin@0.2.0", "tool_aliases": {"refund": "refunds.create"},
+            "checks": [{"id": "acme.ticket_closed", "template": "Ticket {ticket} is closed", "substrate": "final", "polarity": "positive", "params": {"ticket": "number"}}]}));
+        let catalog = Catalog::new([&desc]);
+        let md = "# T\n## Prompt\nClose it.\n## Success Criteria\n- [code] Ticket 7 is closed\n- [code] `refund` was never called\n## Config\ntwins: [acme]\n";
+        let task = crate::task::parse("t.md", "t", md, None).unwrap();
+        let mut run = RunData::new();
+        run.insert("acme".into(), TwinRun {
+            initial_state: json!({"tickets": [{"closed": false}]}),
+            state_error: Some("twin exceeded its memory cap".into()),
+            ..TwinRun::default()
+        });
+        let g = grade(&task, &run, &catalog, &Tickets, None).await;
+        let (state, tape) = (&g.criteria_results[0], &g.criteria_results[1]);
+        assert_eq!(state.status, Status::Errored, "{g:?}");
+        assert!(state.reason.contains("final state of `acme` could not be read") && state.reason.contains("memory cap"), "{}", state.reason);
+        assert_eq!(tape.status, Status::Passed, "the tape was read: {g:?}");
+        assert_eq!(g.verdict, "incomplete", "an errored criterion is never a pass");
     }
 
     #[tokio::test]

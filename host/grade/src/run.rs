@@ -57,7 +57,12 @@ pub struct TaskRef {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct TwinRecord {
     pub initial_state: Value,
+    /// Null when it could not be read ([`TwinRecord::state_error`]).
     pub final_state: Value,
+    /// Why the final state could not be read (the twin's world outgrew what its store may
+    /// hold while writing it out): criteria that read it are errored with this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_error: Option<String>,
     /// Paths that differ between the two, with before and after.
     #[serde(default)]
     pub diff: Vec<crate::diff::Change>,
@@ -75,7 +80,9 @@ impl Run {
     pub fn data(&self) -> RunData {
         self.per_twin
             .iter()
-            .map(|(k, t)| (k.clone(), TwinRun { initial_state: t.initial_state.clone(), final_state: t.final_state.clone(), tape: t.tape.clone() }))
+            .map(|(k, t)| {
+                (k.clone(), TwinRun { initial_state: t.initial_state.clone(), final_state: t.final_state.clone(), state_error: t.state_error.clone(), tape: t.tape.clone() })
+            })
             .collect()
     }
 

@@ -106,13 +106,23 @@ async fn collect_run(s: &Sandbox) -> Result<Run, ApiError> {
     let mut per_twin = BTreeMap::new();
     for t in &s.twins {
         let tape = t.store.tape().await.map_err(|e| ApiError::internal(format!("reading the {} tape: {e}", t.name)))?;
-        let final_state = t.store.state().await.map_err(|e| ApiError::internal(format!("reading the {} state: {e}", t.name)))?;
+        // A twin that cannot write its world out (it traps, or outgrows its memory cap doing
+        // it: a world that fills the cap needs several times that to export) would fail the
+        // same way on every retry. The run is recorded without that state, saying why, and the
+        // criteria that read it are errored; the tape is still graded.
+        let (final_state, state_error) = match t.store.state().await {
+            Ok(s) => (Some(s), None),
+            Err(e @ pome_runtime::store::StoreError::Guest(_)) => (None, Some(e.to_string())),
+            Err(e) => return Err(ApiError::internal(format!("reading the {} state: {e}", t.name))),
+        };
         let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::String(s.to_string()));
-        let (initial, fin) = (parse(&t.seed.state), parse(&final_state));
+        let initial = parse(&t.seed.state);
+        let fin = final_state.as_deref().map(parse).unwrap_or(Value::Null);
         per_twin.insert(t.name.clone(), TwinRecord {
-            diff: pome_grade::diff::state_diff(&initial, &fin),
+            diff: if state_error.is_none() { pome_grade::diff::state_diff(&initial, &fin) } else { Vec::new() },
             initial_state: initial,
             final_state: fin,
+            state_error,
             tape: tape.iter().map(|r| (**r).clone()).collect(),
             deliveries: t.store.deliveries.lock().unwrap().clone(),
             seed: None,

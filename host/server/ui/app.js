@@ -657,8 +657,9 @@ async function viewRun(id) {
     h("td", { text: c.index }), h("td", {}, badge(c.status)), h("td", { class: "wrap", text: c.text }), h("td", { class: "wrap", text: c.reason }), h("td", {}, evidenceLink(run, c.evidence))));
   const twins = Object.entries(run.per_twin || {});
   const diffs = twins.map(([t, pt]) => h("section", { class: "card", id: "diff-" + t, dataset: { twin: t } },
-    h("h3", { text: `${t}: ${(pt.diff || []).length} state changes` }),
-    (pt.diff || []).length ? table(["path", "before", "after"], pt.diff.map((d) => h("tr", { dataset: { path: d.path } },
+    h("h3", { text: pt.state_error ? `${t}: final state not read` : `${t}: ${(pt.diff || []).length} state changes` }),
+    pt.state_error ? h("p", { class: "muted wrap", text: `Its final state could not be read, so only its tape was graded: ${pt.state_error}` })
+    : (pt.diff || []).length ? table(["path", "before", "after"], pt.diff.map((d) => h("tr", { dataset: { path: d.path } },
       h("td", { class: "mono wrap", text: d.path }), h("td", { class: "mono wrap", text: short(d.before, 300) }), h("td", { class: "mono wrap", text: short(d.after, 300) })))) : h("p", { class: "muted", text: "no changes" }),
     h("div", { class: "state-at", hidden: true }),
     lazyDetails("Final state", () => pretty(pt.final_state)),
