@@ -393,7 +393,8 @@ fn default_leaf(w: &Inner, e: &Entity, ty: &apollo_compiler::schema::Type, now: 
 pub struct Ent<'c, 'w> {
     pub ctx: &'c Ctx<'w>,
     pub ty: TypeName,
-    pub id: String,
+    /// Borrowed from the connection that lists it, when it is listed (no copy per node).
+    pub id: std::borrow::Cow<'c, str>,
 }
 
 /// A type's name: the schema tables' own copy when they have it, so naming one copies nothing.
@@ -502,23 +503,23 @@ impl<'c, 'w> Ent<'c, 'w> {
                     let row = crate::tables::ty(named);
                     row.map(|t| if t.possible.is_empty() { std::slice::from_ref(&named) } else { t.possible }).unwrap_or_default()
                         .iter()
-                        .flat_map(|t| w.all(t).filter(|(_, c)| c.get(&fk).and_then(Value::as_str) == Some(self.id.as_str()) && c.get("archivedAt").is_none_or(Value::is_null)).map(|(id, _)| id.clone()).collect::<Vec<_>>())
+                        .flat_map(|t| w.all(t).filter(|(_, c)| c.get(&fk).and_then(Value::as_str) == Some(&*self.id) && c.get("archivedAt").is_none_or(Value::is_null)).map(|(id, _)| id.clone()).collect::<Vec<_>>())
                         .collect()
                 }
             };
             let items: Vec<(&'static str, String)> = ids.iter().filter_map(|id| find_type(w, named, id).map(|t| (t, id.clone()))).collect();
-            return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t.into(), id }))));
+            return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: t.into(), id: id.into() }))));
         }
         if sty == "Team" && name == "membership" {
             let user = info.args.get("userId").and_then(Value::as_str).unwrap_or("");
             let found = w
                 .all("TeamMembership")
-                .find(|(_, m)| m.get("teamId").and_then(Value::as_str) == Some(self.id.as_str()) && m.get("userId").and_then(Value::as_str) == Some(user) && m.get("archivedAt").is_none_or(Value::is_null))
+                .find(|(_, m)| m.get("teamId").and_then(Value::as_str) == Some(&*self.id) && m.get("userId").and_then(Value::as_str) == Some(user) && m.get("archivedAt").is_none_or(Value::is_null))
                 .map(|(id, _)| id.clone());
-            return Ok(ResolvedValue::nullable_object(found.map(|id| Ent { ctx, ty: "TeamMembership".into(), id })));
+            return Ok(ResolvedValue::nullable_object(found.map(|id| Ent { ctx, ty: "TeamMembership".into(), id: id.into() })));
         }
         if sty == "Team" && name == "activeCycle" {
-            return Ok(ResolvedValue::nullable_object(active_cycle(w, &self.id).map(|id| Ent { ctx, ty: "Cycle".into(), id })));
+            return Ok(ResolvedValue::nullable_object(active_cycle(w, &self.id).map(|id| Ent { ctx, ty: "Cycle".into(), id: id.into() })));
         }
         // An embedded object stored as JSON (e.g. `Issue.botActor`).
         if let Some(v @ Value::Object(_)) = e.get(name) {
@@ -532,7 +533,7 @@ impl<'c, 'w> Ent<'c, 'w> {
         match found {
             Some((t, id)) => {
                 let id = if t == "Issue" { w.issue_id(id).unwrap_or_else(|| id.to_string()) } else { id.to_string() };
-                Ok(ResolvedValue::object(Ent { ctx, ty: t.into(), id }))
+                Ok(ResolvedValue::object(Ent { ctx, ty: t.into(), id: id.into() }))
             }
             // A required object the twin does not model (`Issue.sharedAccess`): its zero value,
             // so clients that dereference every selected object keep working.
@@ -706,12 +707,16 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: TypeName, 
     // Each kept item with its sort key, read once.
     let mut items: Vec<(&str, (&str, &str))> = Vec::new();
     for (t, id, e) in listed {
-        // Both fields in one pass over the entity's (a few dozen) fields.
+        // Both fields in one pass over the entity's (a few dozen) fields; listed in order,
+        // the sort key is not needed.
         let (mut archived, mut sort_key) = (false, "");
         for (k, v) in e {
             if k == "archivedAt" {
                 archived = !v.is_null();
-            } else if k == key {
+                if ordered {
+                    break;
+                }
+            } else if !ordered && k == key {
                 sort_key = v.as_str().unwrap_or("");
             }
         }
@@ -822,7 +827,7 @@ impl ObjectValue for Conn<'_, '_> {
         let alias = (crate::root::store_ty(node_ty) != node_ty).then(|| node_ty.clone());
         match info.field_name() {
             "nodes" => Ok(ResolvedValue::list(self.items.iter().map(move |(t, id)| {
-                ResolvedValue::object(Ent { ctx, ty: alias.clone().unwrap_or_else(|| t.clone()), id: id.clone() })
+                ResolvedValue::object(Ent { ctx, ty: alias.clone().unwrap_or_else(|| t.clone()), id: id.as_str().into() })
             }))),
             "edges" => {
                 let edge_ty = info.field_definition().ty.inner_named_type().to_string();
@@ -859,7 +864,7 @@ impl ObjectValue for Edge<'_, '_> {
 
     fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
         match info.field_name() {
-            "node" => Ok(ResolvedValue::object(Ent { ctx: self.ctx, ty: type_name(&self.node.0), id: self.node.1.clone() })),
+            "node" => Ok(ResolvedValue::object(Ent { ctx: self.ctx, ty: type_name(&self.node.0), id: self.node.1.as_str().into() })),
             "cursor" => Ok(leaf(Value::String(self.node.1.clone()))),
             _ => Ok(ResolvedValue::null()),
         }
@@ -946,11 +951,11 @@ impl ObjectValue for Payload<'_, '_> {
             let types = gql::possible_types(named);
             if def.ty.is_list() {
                 let items: Vec<(String, String)> = self.list.iter().filter(|(t, _)| types.contains(t)).cloned().collect();
-                return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: type_name(&t), id }))));
+                return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: type_name(&t), id: id.into() }))));
             }
             if let Some((t, id)) = &self.entity {
                 if types.contains(t) && ctx.w.borrow().get(t, id).is_some() {
-                    return Ok(ResolvedValue::object(Ent { ctx, ty: type_name(t), id: id.clone() }));
+                    return Ok(ResolvedValue::object(Ent { ctx, ty: type_name(t), id: id.as_str().into() }));
                 }
             }
             return Ok(ResolvedValue::null());

@@ -101,20 +101,20 @@ impl ObjectValue for Root<'_, '_> {
         match name {
             "viewer" => {
                 let id = ctx.w.borrow().viewer.clone();
-                return Ok(ResolvedValue::object(Ent { ctx, ty: "User".into(), id }));
+                return Ok(ResolvedValue::object(Ent { ctx, ty: "User".into(), id: id.into() }));
             }
             "organization" => {
                 let id = ctx.w.borrow().org.clone();
-                return Ok(ResolvedValue::object(Ent { ctx, ty: "Organization".into(), id }));
+                return Ok(ResolvedValue::object(Ent { ctx, ty: "Organization".into(), id: id.into() }));
             }
             "userSettings" => {
                 ctx.volatile.set(true);
                 let id = crate::mutate::user_settings(&mut ctx.w.borrow_mut(), &ctx.now);
-                return Ok(ResolvedValue::object(Ent { ctx, ty: "UserSettings".into(), id }));
+                return Ok(ResolvedValue::object(Ent { ctx, ty: "UserSettings".into(), id: id.into() }));
             }
             "archivedTeams" => {
                 let ids: Vec<String> = ctx.w.borrow().all("Team").filter(|(_, t)| t.get("archivedAt").is_some_and(|v| !v.is_null())).map(|(id, _)| id.clone()).collect();
-                return Ok(ResolvedValue::list(ids.into_iter().map(move |id| ResolvedValue::object(Ent { ctx, ty: "Team".into(), id }))));
+                return Ok(ResolvedValue::list(ids.into_iter().map(move |id| ResolvedValue::object(Ent { ctx, ty: "Team".into(), id: id.into() }))));
             }
             "organizationExists" => {
                 let key = args.get("urlKey").and_then(Value::as_str).unwrap_or("");
@@ -146,7 +146,7 @@ impl ObjectValue for Root<'_, '_> {
                 let w = ctx.w.borrow();
                 let found = w.all("Issue").find(|(_, e)| e.get("branchName").and_then(Value::as_str).is_some_and(|b| b.eq_ignore_ascii_case(&branch)) || e.get("identifier").and_then(Value::as_str).is_some_and(|i| branch.contains(&i.to_ascii_lowercase()))).map(|(id, _)| id.clone());
                 drop(w);
-                return Ok(ResolvedValue::nullable_object(found.map(|id| Ent { ctx, ty: "Issue".into(), id })));
+                return Ok(ResolvedValue::nullable_object(found.map(|id| Ent { ctx, ty: "Issue".into(), id: id.into() })));
             }
             "attachmentIssue" => {
                 let id = args.get("id").and_then(Value::as_str).unwrap_or("");
@@ -154,7 +154,7 @@ impl ObjectValue for Root<'_, '_> {
                 let issue = w.get("Attachment", id).or_else(|| w.all("Attachment").find(|(_, a)| a.get("url").and_then(Value::as_str) == Some(id)).map(|(_, a)| a)).and_then(|a| a.get("issueId")).and_then(Value::as_str).map(String::from);
                 drop(w);
                 return match issue {
-                    Some(id) => Ok(ResolvedValue::object(Ent { ctx, ty: "Issue".into(), id })),
+                    Some(id) => Ok(ResolvedValue::object(Ent { ctx, ty: "Issue".into(), id: id.into() })),
                     None => Err(ctx.not_found("Attachment")),
                 };
             }
@@ -207,7 +207,7 @@ impl ObjectValue for Root<'_, '_> {
                 .flat_map(|t| w.all(&t).filter(|(_, e)| e.get("archivedAt").is_none_or(Value::is_null)).map(|(id, _)| (t.clone(), id.clone())).collect::<Vec<_>>())
                 .collect();
             drop(w);
-            return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: exec::type_name(&t), id }))));
+            return Ok(ResolvedValue::list(items.into_iter().map(move |(t, id)| ResolvedValue::object(Ent { ctx, ty: exec::type_name(&t), id: id.into() }))));
         }
         let id = args.get("id").and_then(Value::as_str).unwrap_or("").to_string();
         let w = ctx.w.borrow();
@@ -227,7 +227,7 @@ impl ObjectValue for Root<'_, '_> {
         match found {
             Some((t, id)) => {
                 let t = if store_ty(named) != named { named.to_string() } else { t };
-                Ok(ResolvedValue::object(Ent { ctx, ty: exec::type_name(&t), id }))
+                Ok(ResolvedValue::object(Ent { ctx, ty: exec::type_name(&t), id: id.into() }))
             }
             None => Err(ctx.not_found(store_ty(named))),
         }
