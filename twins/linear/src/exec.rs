@@ -789,15 +789,13 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: TypeName, 
         }
     };
     let total = items.len();
-    // The items are nearly always of one type: each type is named once.
-    let mut names: Vec<(&'e str, TypeName)> = Vec::new();
+    // The items are nearly always of one type: it is named once, not once per item.
+    let mut last: Option<(&'e str, TypeName)> = None;
     let mut name = |t: &'e str| -> TypeName {
-        if let Some((_, n)) = names.iter().find(|(x, _)| *x == t) {
-            return n.clone();
+        match &last {
+            Some((x, n)) if *x == t => n.clone(),
+            _ => last.insert((t, type_name(t))).1.clone(),
         }
-        let n = type_name(t);
-        names.push((t, n.clone()));
-        n
     };
     let page: Vec<(TypeName, String)> = items[s..e].iter().map(|(_, (t, id))| (name(t), id.to_string())).collect();
     let info = (e < total, s > 0);
