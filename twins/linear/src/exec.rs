@@ -166,16 +166,13 @@ pub fn find_type(w: &Inner, named: &str, id: &str) -> Option<&'static str> {
     find_type_in(w, crate::tables::ty(named)?, id)
 }
 
-/// [`find_type`] for a type already found in the tables.
+/// [`find_type`] for a type already found in the tables (an issue found by its `ENG-123`
+/// identifier too).
 pub fn find_type_in(w: &Inner, t: &'static crate::tables::TypeRow, id: &str) -> Option<&'static str> {
-    let named = t.name();
-    if t.kind == crate::tables::Kind::Object {
-        if named == "Issue" {
-            return w.issue_id(id).map(|_| "Issue");
-        }
-        return w.get(named, id).map(|_| t.name());
+    if t.name() == "Issue" {
+        return w.issue_id(id).map(|_| "Issue");
     }
-    t.possible.iter().copied().find(|t| w.get(t, id).is_some())
+    find_entity_in(w, t, id).map(|(t, _)| t)
 }
 
 pub fn singular(field: &str) -> String {
@@ -200,10 +197,15 @@ pub fn lcfirst(s: &str) -> String {
 
 /// The value a field takes on an entity: computed fields first, then the stored one.
 pub fn field_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &Entity, name: &str) -> Option<Value> {
-    if !maybe_computed(name) {
-        return crate::model::field(e, name).cloned();
+    field_ref(w, base_url, ty, id, e, name).map(std::borrow::Cow::into_owned)
+}
+
+/// [`field_value`], the stored value borrowed rather than copied.
+fn field_ref<'e>(w: &Inner, base_url: &str, ty: &str, id: &str, e: &'e Entity, name: &str) -> Option<std::borrow::Cow<'e, Value>> {
+    if let Some(c) = maybe_computed(name).then(|| computed_value(w, base_url, ty, id, e, name)).flatten() {
+        return Some(std::borrow::Cow::Owned(c));
     }
-    computed_value(w, base_url, ty, id, e, name).or_else(|| e.get(name).cloned())
+    crate::model::field(e, name).map(std::borrow::Cow::Borrowed)
 }
 
 /// [`coerce`]d `v`, written as JSON without copying it.
@@ -443,15 +445,7 @@ impl ObjectValue for Ent<'_, '_> {
                         Ok(ResolvedValue::Raw(start..scratch.len()))
                     }
                     Some(e) if !info.meta.composite => {
-                        let name = info.field_name();
-                        let computed = if maybe_computed(name) { computed_value(&w, &self.ctx.base_url, sty, &self.id, e, name) } else { None };
-                        let v = match computed {
-                            Some(c) => std::borrow::Cow::Owned(c),
-                            None => match crate::model::field(e, name) {
-                                Some(v) => std::borrow::Cow::Borrowed(v),
-                                None => std::borrow::Cow::Owned(Value::Null),
-                            },
-                        };
+                        let v = field_ref(&w, &self.ctx.base_url, sty, &self.id, e, info.field_name()).unwrap_or(std::borrow::Cow::Owned(Value::Null));
                         if v.is_null() {
                             return self.field(&w, sty, e, &info);
                         }
@@ -607,7 +601,7 @@ pub fn connection_of_all<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, args:
     // order is the one before the write): walked in order, and only until the page is full.
     // (No connection of Linear's has a `totalCount`, which would need every match: only the
     // search payloads do, and they are listed by [`connection`].)
-    let arg = |name: &str| args.as_object().and_then(|m| crate::model::field(m, name)).filter(|v| !v.is_null());
+    let arg = |name: &str| arg(args, name);
     let in_order = types.len() == 1
         && arg("last").is_none()
         && arg("before").is_none()
@@ -627,6 +621,12 @@ pub fn connection_of_all<'a, 'c: 'a, 'w: 'a>(ctx: &'c Ctx<'w>, conn: &str, args:
     page(ctx, &w, type_name(conn), type_name(&node), listed, InOrder::No, args)
 }
 
+/// A connection's argument `name`, unless absent or null. A handful of arguments: found by
+/// comparing names, not by hashing them.
+fn arg<'v>(args: &'v Value, name: &str) -> Option<&'v Value> {
+    args.as_object().and_then(|m| crate::model::field(m, name)).filter(|v| !v.is_null())
+}
+
 /// Whether what a connection lists comes in the connection's order already
 /// ([`Inner::order`]), so listing may stop once the page is full.
 #[derive(PartialEq)]
@@ -637,7 +637,7 @@ enum InOrder {
 
 /// The field a connection orders by (`orderBy: updatedAt`, else `createdAt`).
 fn sort_field(args: &Value) -> &'static str {
-    match args.as_object().and_then(|m| crate::model::field(m, "orderBy")).and_then(Value::as_str) {
+    match arg(args, "orderBy").and_then(Value::as_str) {
         Some("updatedAt") => "updatedAt",
         _ => "createdAt",
     }
@@ -686,8 +686,7 @@ fn sort_order(w: &Inner, sort: &[Value], x: &Entity, y: &Entity) -> std::cmp::Or
 
 /// Filter, order and page entities (type, id, entity) as a `…Connection`.
 fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: TypeName, node: TypeName, listed: impl Iterator<Item = (&'e str, &'e str, &'e Entity)>, ordered: InOrder, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
-    // A handful of arguments: found by comparing names, not by hashing them.
-    let arg = |name: &str| args.as_object().and_then(|m| crate::model::field(m, name));
+    let arg = |name: &str| arg(args, name);
     let include_archived = arg("includeArchived").and_then(Value::as_bool).unwrap_or(false);
     let filt = arg("filter").filter(|f| f.is_object());
     // Relative dates (`createdAt: {gt: "-P1W"}`) read against this request's now.
