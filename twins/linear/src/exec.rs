@@ -690,7 +690,11 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: TypeName, 
     let include_archived = arg("includeArchived").and_then(Value::as_bool).unwrap_or(false);
     let filt = arg("filter").filter(|f| f.is_object());
     // Relative dates (`createdAt: {gt: "-P1W"}`) read against this request's now.
-    let absolute = filt.filter(|f| filter::has_duration(f)).and_then(|f| Some(filter::absolute_dates(&node, f, crate::dates::parse_now(&ctx.now)?)));
+    let absolute = filt.filter(|f| filter::has_duration(f)).and_then(|f| {
+        // The answer depends on the clock: it is not kept.
+        ctx.volatile.set(true);
+        Some(filter::absolute_dates(&node, f, crate::dates::parse_now(&ctx.now)?))
+    });
     let filt = absolute.as_ref().or(filt);
     // The filter compiled once per entity type the connection lists.
     let mut compiled: Vec<(&str, filter::Compiled<'_>)> = Vec::new();

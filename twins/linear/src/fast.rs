@@ -135,7 +135,8 @@ pub struct Exec<'d> {
     /// Collected fields by (concrete type, first selection set): a list of fifty issues
     /// collects its fields once.
     /// A handful per document: a list scanned in order beats hashing the key every object.
-    pub collected: Vec<((Box<str>, usize), Fields<'d>)>,
+    /// Each with its plan in [`Exec::memo`], when its objects may be kept there.
+    pub collected: Vec<((Box<str>, usize), Fields<'d>, Option<usize>)>,
     /// The `data` JSON being written.
     pub out: Vec<u8>,
     /// Leaves resolved ahead of being written ([`Out::Raw`]): each object appends to it and
@@ -146,6 +147,13 @@ pub struct Exec<'d> {
     /// a root field begins (a mutation changes the world) and on any error (a failed field
     /// truncates `out`, and its path differs at every place).
     pub rendered: Vec<Rendered>,
+    /// Objects earlier requests of this document rendered ([`crate::memo`]); `None` for a
+    /// mutation. Read only while `unchanged` says this request has not changed the world.
+    pub memo: Option<&'d std::cell::RefCell<crate::memo::Memo>>,
+    pub unchanged: &'d dyn Fn() -> bool,
+    /// Objects this request rendered that the memo may keep, if the request ends as one
+    /// whose objects may be kept.
+    pub fresh: Vec<crate::memo::Rendered>,
 }
 
 /// The objects of one plan already written: where in `out` each one's JSON is, by identity.
@@ -217,11 +225,11 @@ impl<'d> Exec<'d> {
     /// The plan of an object's fields for concrete type `ty`: collected once per request
     /// for each (type, selection sets), with each field's definition and coerced arguments
     /// (constant for the request: they depend only on the document and the variables).
-    fn plan(&mut self, ty: &str, sets: &[&'d SelectionSet]) -> Fields<'d> {
+    fn plan(&mut self, ty: &str, sets: &[&'d SelectionSet]) -> (Fields<'d>, Option<usize>) {
         let at = sets.first().map(|s| *s as *const SelectionSet as usize).unwrap_or(0) ^ sets.len();
         // The selection set first: an integer, and nearly always enough to tell plans apart.
-        if let Some((_, f)) = self.collected.iter().find(|((t, a), _)| *a == at && **t == *ty) {
-            return f.clone();
+        if let Some((_, f, kept)) = self.collected.iter().find(|((t, a), _, _)| *a == at && **t == *ty) {
+            return (f.clone(), *kept);
         }
         let key = (Box::<str>::from(ty), at);
         let mut grouped: Vec<(&'d str, Vec<&'d Field>)> = Vec::new();
@@ -246,8 +254,9 @@ impl<'d> Exec<'d> {
             })
             .collect();
         let f = std::rc::Rc::new(planned);
-        self.collected.push((key, f.clone()));
-        f
+        let kept = self.memo.and_then(|m| m.borrow_mut().plan(ty, sets, self.doc));
+        self.collected.push((key, f.clone(), kept));
+        (f, kept)
     }
 
     fn meta(&self, def: &FieldDefinition) -> std::rc::Rc<Meta> {
@@ -267,9 +276,15 @@ impl<'d> Exec<'d> {
         sets: &[&'d SelectionSet],
         path: &mut Vec<Seg<'d>>,
     ) -> Result<(), Propagate> {
-        let fields = self.plan(ty, sets);
+        let (fields, kept) = self.plan(ty, sets);
         let plan_at = std::rc::Rc::as_ptr(&fields) as usize;
         let identity = obj.identity().filter(|_| !path.is_empty());
+        if let (Some(id), Some(plan), Some(memo)) = (identity, kept, self.memo) {
+            if let Some(json) = memo.borrow().get(plan, id).filter(|_| (self.unchanged)()) {
+                self.out.extend_from_slice(json);
+                return Ok(());
+            }
+        }
         if let Some(id) = identity {
             // A plan of distinct entities is not looked in: it rarely repeats one.
             let memo = self.rendered.iter_mut().find(|m| m.plan == plan_at).filter(|m| !m.distinct());
@@ -338,6 +353,9 @@ impl<'d> Exec<'d> {
         self.scratch.truncate(base);
         if let Some(id) = identity.filter(|_| self.errors.len() == errors) {
             let end = self.out.len();
+            if let Some(plan) = kept {
+                self.fresh.push(crate::memo::Rendered { plan, id: id.into(), at: start..end });
+            }
             match self.rendered.iter_mut().find(|m| m.plan == plan_at) {
                 Some(m) if m.distinct() => {}
                 Some(m) => {

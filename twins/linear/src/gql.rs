@@ -50,6 +50,8 @@ pub struct Doc {
     /// What the executor learns about each field definition it meets (by address in `sub`),
     /// kept with the document so later requests do not look it up again.
     pub metas: RefCell<Vec<(usize, Rc<crate::fast::Meta>)>>,
+    /// Objects its requests rendered, for the next ones ([`crate::memo`]).
+    pub memo: RefCell<crate::memo::Memo>,
 }
 
 impl Doc {
@@ -89,7 +91,7 @@ pub fn document(text: &str) -> DocResult {
     let sub = (!introspects(text)).then(|| build(&tables::sub_schema(text)));
     let schema = &sub.as_ref().unwrap_or_else(|| prepared_full()).schema;
     let result: DocResult = match ExecutableDocument::parse_and_validate(schema, text, "query.graphql") {
-        Ok(doc) => Ok(Rc::new(Doc { sub, doc, metas: RefCell::default() })),
+        Ok(doc) => Ok(Rc::new(Doc { sub, doc, metas: RefCell::default(), memo: RefCell::default() })),
         Err(with) => Err(Rc::new(with.errors.iter().map(|d| d.unstable_to_json_compat()).collect())),
     };
     DOCS.with(|d| {

@@ -15,6 +15,7 @@ pub mod exec;
 pub mod fast;
 pub mod filter;
 pub mod gql;
+pub mod memo;
 pub mod mcp;
 pub mod model;
 pub mod mutate;
@@ -257,6 +258,9 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     let now = request_time(w).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     w.0.request_clock.start(&now);
     let base = call.req.base_url.clone();
+    if !is_mutation {
+        prepared.memo.borrow_mut().enter(w.generation.key(), &w.viewer, &base);
+    }
     let ctx = exec::Ctx { w: RefCell::new(&mut w.0), base_url: base, now, fx: RefCell::new(exec::Effects::default()), volatile: std::cell::Cell::new(false) };
     let root = root::Root { ctx: &ctx, ty: if is_mutation { "Mutation" } else { "Query" } };
     let introspection = gql::introspects(query);
@@ -268,6 +272,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
             return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "BAD_USER_INPUT", "statusCode": 400, "userError": true, "userPresentableMessage": msg}})]));
         }
     };
+    let mut fresh = Vec::new();
     let (data, raw_errors): (Vec<u8>, Vec<Value>) = if introspection {
         let top = fast::Apollo(Box::new(root));
         match Execution::new(&p.schema, doc).operation(operation).implementers_map(&p.implementers).coerced_variable_values(&coerced).enable_schema_introspection(true).execute_sync(&top) {
@@ -279,8 +284,11 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
         }
     } else {
         let vars = exec::map_to_json(&coerced);
-        let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc, metas: &prepared.metas, vars, errors: Vec::new(), collected: Default::default(), out: Vec::with_capacity(4096), scratch: Vec::new(), rendered: Vec::new() };
+        let unchanged = || ctx.fx.borrow().changes.is_empty() && !ctx.volatile.get();
+        let memo = (!is_mutation).then_some(&prepared.memo);
+        let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc, metas: &prepared.metas, vars, errors: Vec::new(), collected: Default::default(), out: Vec::with_capacity(4096), scratch: Vec::new(), rendered: Vec::new(), memo, unchanged: &unchanged, fresh: Vec::new() };
         let data = ex.run(&root, &operation.selection_set);
+        fresh = ex.fresh;
         (data, ex.errors)
     };
     let volatile = ctx.volatile.get() || ctx.w.borrow().request_clock.was_read();
@@ -289,6 +297,9 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
         w.generation.bump();
     }
     let keep = !is_mutation && !volatile && fx.changes.is_empty() && fx.deliveries.is_empty();
+    if keep && raw_errors.is_empty() {
+        prepared.memo.borrow_mut().keep(&data, fresh);
+    }
     if let Some(a) = fx.actions.first() {
         call.action = Some(a.clone());
     } else if let Some(u) = fx.unsupported.first() {

@@ -309,6 +309,63 @@ fn a_root_connection_read_in_kept_order_lists_what_sorting_every_match_lists() {
 
 /// The executor asks `computed_value` only for the names `maybe_computed` lists: a field
 /// computed on any type must be among them.
+/// Objects an earlier request of the same document rendered are copied into later answers
+/// only while nothing they show has changed: the world, the acting user, the base URL, the
+/// variables their selection reads, and the clock.
+#[test]
+fn a_rendered_object_is_reused_only_while_what_it_shows_is_unchanged() {
+    use pome_twin_sdk::Auth;
+    let mut seed = crate::seed::default_seed();
+    seed["clock"] = json!("2026-07-21T00:00:00Z");
+    seed["labels"] = json!([{"id": "label_bug", "name": "Bug"}, {"id": "label_feature", "name": "Feature"}]);
+    seed["issues"] = json!([{"id": "issue_one", "team": "ENG", "title": "One", "state": "Todo", "assignee": "dev@pome-twin.test", "labels": ["Bug", "Feature"]}]);
+    seed["tokens"] = json!([{"token": "lin_api_admin", "user": "user_admin"}, {"token": "lin_api_dev", "user": "user_dev"}]);
+    let mut w = World::init(Some(seed)).unwrap();
+    let ask = |w: &mut World, doc: &str, vars: Value, key: &str, base: &str| -> Value {
+        let mut req = Request::new(Method::Post, "/graphql").with_json(&json!({"query": doc, "variables": vars}));
+        req.auth = Auth::Invalid;
+        req.base_url = base.to_string();
+        req.headers.push(("authorization".into(), key.into()));
+        let resp = World::router().dispatch(w, &mut Call::new(req));
+        let body = resp.json_body();
+        assert!(body.get("errors").is_none(), "{body}");
+        body["data"]["issues"]["nodes"][0].clone()
+    };
+    let here = "http://127.0.0.1:1/s/sb_a/linear";
+    let doc = "query($f: IssueFilter) { issues(filter: $f, first: 3) { nodes { id title url assignee { isMe } } } }";
+    let other = |n: u32| json!({"f": {"title": {"neq": format!("nothing {n}")}}});
+
+    let first = ask(&mut w, doc, other(1), "lin_api_dev", here);
+    assert_eq!((first["title"].as_str(), first["assignee"]["isMe"].as_bool()), (Some("One"), Some(true)));
+    assert_eq!(ask(&mut w, doc, other(2), "lin_api_dev", here), first, "another filter, the same issue");
+
+    // The acting user and the base URL.
+    assert_eq!(ask(&mut w, doc, other(3), "lin_api_admin", here)["assignee"]["isMe"], false);
+    let moved = ask(&mut w, doc, other(4), "lin_api_dev", "http://127.0.0.1:2/s/sb_b/linear");
+    assert!(moved["url"].as_str().unwrap().starts_with("http://127.0.0.1:2/s/sb_b/linear/"), "{moved}");
+
+    // A write.
+    let renamed = "mutation { issueUpdate(id: \"issue_one\", input: {title: \"Renamed\"}) { success } }";
+    let mut req = Request::new(Method::Post, "/graphql").with_json(&json!({"query": renamed}));
+    req.auth = Auth::Agent;
+    World::router().dispatch(&mut w, &mut Call::new(req));
+    assert_eq!(ask(&mut w, doc, other(5), "lin_api_dev", here)["title"], "Renamed");
+
+    // A variable the object's own selection reads.
+    let labels = "query($f: IssueFilter, $n: Int) { issues(filter: $f, first: 3) { nodes { id labels(first: $n) { nodes { name } } } } }";
+    let count = |v: Value| v["labels"]["nodes"].as_array().unwrap().len();
+    assert_eq!(count(ask(&mut w, labels, json!({"f": {}, "n": 1}), "lin_api_dev", here)), 1);
+    assert_eq!(count(ask(&mut w, labels, json!({"f": {}, "n": 2}), "lin_api_dev", here)), 2);
+
+    // The clock: a relative date inside the object, then a month later.
+    let recent = "query($f: IssueFilter) { issues(filter: $f) { nodes { id team { issues(filter: {createdAt: {gt: \"-P1W\"}}) { nodes { id } } } } } }";
+    let listed = |v: Value| v["team"]["issues"]["nodes"].as_array().unwrap().len();
+    assert_eq!(listed(ask(&mut w, recent, other(6), "lin_api_dev", here)), 1);
+    w.clock = Some("2026-08-21T00:00:00Z".into());
+    w.clock_anchor_us = None;
+    assert_eq!(listed(ask(&mut w, recent, other(7), "lin_api_dev", here)), 0, "a week before now no longer reaches the issue");
+}
+
 #[test]
 fn every_computed_field_is_named_as_one() {
     let w = crate::model::Inner::default();
