@@ -6,7 +6,12 @@
 //! first it is answered from the twin's answer cache: it measures a client polling a view. The
 //! "executed" line beside it sends the same document with a variable that differs on every
 //! request (a state type no state has, in the filter's `nin`), so the answer is the same but no
-//! cache can give it: it measures executing the document.
+//! answer cache can give it: every request is parsed, its variables coerced, the 200 issues
+//! filtered and paged, and the answer written, with each issue's JSON copied from the twin's
+//! memo of objects its earlier requests rendered (`twins/linear/src/memo.rs`). The last line,
+//! "all rendered", also reads the variable inside each issue's selection (a label
+//! filter that excludes nothing), so no object may be copied: the worst case, a client whose
+//! every request renders every field afresh.
 
 use serde_json::{Value, json};
 
@@ -52,6 +57,8 @@ const CREATE_QUERY: &str = "mutation Create($input: IssueCreateInput!) { issueCr
 /// The issues document with a variable in the filter that matches nothing, so a fresh value
 /// changes the request but not the answer.
 const ISSUES_VARIED: &str = "query Open($first: Int, $nonce: String) { issues(first: $first, filter: {team: {key: {eq: \"ENG\"}}, state: {type: {nin: [\"completed\", \"canceled\", $nonce]}}}) { nodes { id identifier title priority assignee { id name email } labels { nodes { id name color } } state { id name type } } pageInfo { hasNextPage endCursor } } }";
+/// The same, with the variable read inside each issue too (no label has that name).
+const ISSUES_RENDERED: &str = "query Open($first: Int, $nonce: String) { issues(first: $first, filter: {team: {key: {eq: \"ENG\"}}, state: {type: {nin: [\"completed\", \"canceled\", $nonce]}}}) { nodes { id identifier title priority assignee { id name email } labels(filter: {name: {neq: $nonce}}) { nodes { id name color } } state { id name type } } pageInfo { hasNextPage endCursor } } }";
 
 fn post_script(body: &Value) -> String {
     // Lua long brackets: the JSON needs no escaping.
@@ -76,6 +83,8 @@ pub async fn run(server: &Server) {
     std::fs::write(&list, post_script(&json!({"query": ISSUES_QUERY, "variables": {"first": 50}, "operationName": "Open"}))).unwrap();
     let varied = dir.path().join("varied.lua");
     std::fs::write(&varied, varied_script(&json!({"query": ISSUES_VARIED, "variables": {"first": 50, "nonce": "NONCE"}, "operationName": "Open"}))).unwrap();
+    let rendered = dir.path().join("rendered.lua");
+    std::fs::write(&rendered, varied_script(&json!({"query": ISSUES_RENDERED, "variables": {"first": 50, "nonce": "NONCE"}, "operationName": "Open"}))).unwrap();
     let create = dir.path().join("create.lua");
     std::fs::write(&create, post_script(&json!({"query": CREATE_QUERY, "variables": {"input": {"teamId": "team_eng", "title": "Load test issue", "description": "created by wrk"}}}))).unwrap();
     let big = json!({"twins": ["linear"], "seed": team_seed(200)});
@@ -83,13 +92,14 @@ pub async fn run(server: &Server) {
     let cases = [
         ("issues(filter, first: 50) nested, of 200", &big, &list),
         ("issues(filter, first: 50) nested, of 200, executed", &big, &varied),
+        ("issues(filter, first: 50) nested, of 200, all rendered", &big, &rendered),
         ("issueCreate (default world)", &default, &create),
     ];
     for (label, body, script) in cases {
         for conns in [1u32, 64] {
             let sb = server.create(body).await;
             let id = sb["id"].as_str().unwrap();
-            if script == &varied {
+            if script == &varied || script == &rendered {
                 same_answer(server, &sb).await;
             }
             let r = wrk(&format!("{}/s/{id}/linear/graphql", server.url), sb["agent_token"].as_str().unwrap(), conns, Some(script));
@@ -101,17 +111,19 @@ pub async fn run(server: &Server) {
     memory(server, true).await;
 }
 
-/// The varied document answers what the issue's document answers: fifty issues, the same.
+/// The varied documents answer what the issue's document answers: fifty issues, the same.
 async fn same_answer(server: &Server, sb: &Value) {
     let url = format!("{}/s/{}/linear/graphql", server.url, sb["id"].as_str().unwrap());
     let mut answers = Vec::new();
-    for body in [json!({"query": ISSUES_QUERY, "variables": {"first": 50}}), json!({"query": ISSUES_VARIED, "variables": {"first": 50, "nonce": "n0-0"}})] {
+    let varied = |doc: &str| json!({"query": doc, "variables": {"first": 50, "nonce": "n0-0"}});
+    for body in [json!({"query": ISSUES_QUERY, "variables": {"first": 50}}), varied(ISSUES_VARIED), varied(ISSUES_RENDERED)] {
         let resp = server.http.post(&url).header("authorization", sb["agent_token"].as_str().unwrap()).json(&body).send().await.unwrap();
         assert_eq!(resp.status().as_u16(), 200);
         answers.push(resp.json::<Value>().await.unwrap());
     }
     assert_eq!(answers[0]["data"]["issues"]["nodes"].as_array().map(Vec::len), Some(50), "{}", answers[0]);
     assert_eq!(answers[0], answers[1], "the nonce changes the request, not the answer");
+    assert_eq!(answers[0], answers[2], "the nonce changes the request, not the answer");
 }
 
 /// Resident memory per idle sandbox on the default world, over 1,000 sandboxes: untouched,

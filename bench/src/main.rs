@@ -197,9 +197,9 @@ impl WrkResult {
 /// cheaper than an answer, and a dropped connection cheaper still).
 fn report(label: &str, conns: u32, r: &WrkResult) {
     if !r.all_succeeded() {
-        println!("{label:<52} c={conns:<3} NO FIGURE: {} non-2xx answers, {} requests unanswered", r.non_2xx, r.socket_errors);
+        println!("{label:<64} c={conns:<3} NO FIGURE: {} non-2xx answers, {} requests unanswered", r.non_2xx, r.socket_errors);
     } else {
-        println!("{label:<52} c={conns:<3} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms", r.rps, r.p50_ms, r.p99_ms);
+        println!("{label:<64} c={conns:<3} {:>9.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms", r.rps, r.p50_ms, r.p99_ms);
     }
 }
 
