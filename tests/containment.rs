@@ -62,6 +62,41 @@ async fn a_trap_is_answered_recorded_and_survived() {
     assert!(tape[0]["error"].is_null() && tape[2]["error"].is_null());
 }
 
+/// A store checkpoints its world between requests once it has spent `checkpoint_after` of
+/// guest time since the last checkpoint, and a trap rebuilds it from the newest one: only the
+/// rows after it are replayed, however long the tape (its older rows on disk, not in memory),
+/// and nothing is lost. Without a checkpoint the whole tape is replayed.
+#[tokio::test]
+async fn a_rebuild_replays_only_the_rows_after_the_newest_checkpoint() {
+    let metric = |text: &str, name: &str| -> u64 {
+        let line = format!("pome_{name}_total{{twin=\"hostile\"}} ");
+        text.lines().find_map(|l| l.strip_prefix(&line)).map_or(0, |v| v.parse().unwrap())
+    };
+    for checkpoint_after in [Duration::ZERO, Duration::from_secs(3600)] {
+        let limits = pome::limits::Limits { checkpoint_after, tape_memory_rows: 4, max_stores: 64, ..Default::default() };
+        let server = Server::with(Opts { limits, ..Opts::default() }).await;
+        let sb = server.sandbox(&["hostile"], None).await;
+        for i in 0..30 {
+            assert_eq!(sb.call("hostile", "POST", "/notes", Some(json!({"text": format!("note {i}")}))).await.status, 201);
+        }
+        assert_eq!(sb.call("hostile", "GET", "/trap", None).await.status, 500);
+        assert_eq!(sb.call("hostile", "POST", "/notes", Some(json!({"text": "after"}))).await.status, 201);
+
+        let texts: Vec<String> = sb.state("hostile").await["notes"].as_array().unwrap().iter().map(|n| n["text"].as_str().unwrap().to_string()).collect();
+        let mut want: Vec<String> = (0..30).map(|i| format!("note {i}")).collect();
+        want.push("after".into());
+        assert_eq!(texts, want, "checkpoint_after {checkpoint_after:?}");
+
+        let text = server.http.get(format!("{}/metrics", server.url)).send().await.unwrap().text().await.unwrap();
+        let (taken, replayed) = (metric(&text, "twin_checkpoints"), metric(&text, "twin_replayed_rows"));
+        if checkpoint_after.is_zero() {
+            assert!(taken >= 1 && replayed < 30, "checkpoints {taken}, rows replayed {replayed}");
+        } else {
+            assert_eq!((taken, replayed), (0, 30), "no checkpoint: the whole tape");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_memory_balloon_stops_at_the_cap() {
     let server = Server::with(Opts { limits: pome::limits::Limits { store_memory_bytes: 32 << 20, max_stores: 64, ..Default::default() }, ..Opts::default() }).await;

@@ -190,6 +190,10 @@ pub struct LimitArgs {
     /// Seed snapshots kept in memory.
     #[arg(long, default_value_t = Limits::default().seed_cache_entries)]
     pub seed_cache_entries: usize,
+    /// Guest time a twin store spends serving after its last checkpoint before it takes
+    /// another; a trap replays only the requests since the newest one (e.g. 250ms).
+    #[arg(long, default_value = "250ms", value_parser = humantime::parse_duration)]
+    pub checkpoint_after: Duration,
     /// Memory all twin stores and tapes may hold together (e.g. 12GiB, 800MiB); past it new
     /// sandboxes get 503 with Retry-After. Default: three quarters of this machine's memory.
     #[arg(long, value_parser = parse_size)]
@@ -231,6 +235,7 @@ impl LimitArgs {
             seed_bytes: self.seed_mib << 20,
             store_queue: self.store_queue.max(1),
             seed_cache_entries: self.seed_cache_entries.max(1),
+            checkpoint_after: self.checkpoint_after,
             memory_budget: self.memory_budget.unwrap_or_else(pome_runtime::limits::default_memory_budget),
         }
     }

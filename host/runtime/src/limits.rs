@@ -49,6 +49,12 @@ pub struct Limits {
     /// one (so also how long a kept-alive connection may sit idle); then it is closed. A slow
     /// client (slowloris) holds a connection no longer than this.
     pub header_timeout: Duration,
+    /// Guest time a store spends on requests after its last checkpoint before it takes
+    /// another (its world's snapshot, taken between requests). A trap or a deadline rebuilds
+    /// the store from its newest checkpoint and replays only the rows after it, so recovering
+    /// costs about this much however long the tape. A world whose snapshot is slow waits ten
+    /// snapshots' time, so checkpoints never take more than a tenth of a busy store's time.
+    pub checkpoint_after: Duration,
     /// Memory all twin stores' linear memories and all tapes may hold together. Past it, new
     /// sandboxes are refused with 503 and `Retry-After` (open ones keep working) rather than
     /// the machine running out. Default: three quarters of the machine's memory.
@@ -83,6 +89,7 @@ impl Default for Limits {
             seed_cache_entries: 256,
             max_connections: 10_000,
             header_timeout: Duration::from_secs(30),
+            checkpoint_after: Duration::from_millis(250),
             memory_budget: default_memory_budget(),
         }
     }

@@ -1,5 +1,5 @@
 //! Prometheus metrics for `/metrics`: sandboxes open, twin requests and their latency, traps,
-//! rebuilds and tape rows.
+//! rebuilds, checkpoints and the rows rebuilds replayed.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -25,6 +25,8 @@ pub struct Metrics {
     guest: Family<TwinLabel, Histogram>,
     traps: Family<TwinLabel, Counter>,
     rebuilds: Family<TwinLabel, Counter>,
+    replayed: Family<TwinLabel, Counter>,
+    checkpoints: Family<TwinLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -37,6 +39,8 @@ impl Default for Metrics {
         let guest = Family::<TwinLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.000_01, 4.0, 10)));
         let traps = Family::<TwinLabel, Counter>::default();
         let rebuilds = Family::<TwinLabel, Counter>::default();
+        let replayed = Family::<TwinLabel, Counter>::default();
+        let checkpoints = Family::<TwinLabel, Counter>::default();
         registry.register("sandboxes_open", "Sandboxes open now", sandboxes_open.clone());
         registry.register("sandboxes_created", "Sandboxes created since start", sandboxes_created.clone());
         registry.register("twin_requests", "Requests served by twins (tape rows written)", requests.clone());
@@ -44,7 +48,9 @@ impl Default for Metrics {
         registry.register("twin_guest_seconds", "Of that, the time inside the twin's own code (its handle call)", guest.clone());
         registry.register("twin_traps", "Guest traps and deadline overruns", traps.clone());
         registry.register("twin_rebuilds", "Twin stores rebuilt from snapshot and tape", rebuilds.clone());
-        Metrics { registry: Mutex::new(registry), sandboxes_open, sandboxes_created, requests, latency, guest, traps, rebuilds }
+        registry.register("twin_replayed_rows", "Tape rows replayed to rebuild twin stores", replayed.clone());
+        registry.register("twin_checkpoints", "Checkpoints taken: a store's world snapshotted between requests, so a rebuild replays only the rows after it", checkpoints.clone());
+        Metrics { registry: Mutex::new(registry), sandboxes_open, sandboxes_created, requests, latency, guest, traps, rebuilds, replayed, checkpoints }
     }
 }
 
@@ -70,6 +76,12 @@ impl Metrics {
     }
     pub fn rebuild(&self, twin: &str) {
         self.rebuilds.get_or_create(&TwinLabel { twin: twin.to_string() }).inc();
+    }
+    pub fn replayed(&self, twin: &str, rows: u64) {
+        self.replayed.get_or_create(&TwinLabel { twin: twin.to_string() }).inc_by(rows);
+    }
+    pub fn checkpoint(&self, twin: &str) {
+        self.checkpoints.get_or_create(&TwinLabel { twin: twin.to_string() }).inc();
     }
 
     /// Prometheus text exposition.

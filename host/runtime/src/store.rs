@@ -4,9 +4,11 @@
 //! the task and frees the store.
 //!
 //! A trap or a deadline poisons a wasmtime store. The task then rebuilds it: a fresh store
-//! restored from the seed snapshot, with the tape's successful requests replayed at their
-//! recorded times. Nothing the agent created is lost; the failed request is on the tape with
-//! its error.
+//! restored from the newest checkpoint (or the seed snapshot), with the tape's successful
+//! requests after it replayed at their recorded times. Nothing the agent created is lost; the
+//! failed request is on the tape with its error. A checkpoint is the world's snapshot, taken
+//! between requests once the store has spent `Limits::checkpoint_after` of guest time since
+//! the last one, so a rebuild costs about that much however long the tape has grown.
 //!
 //! When the store writes its rows to a [`Journal`] (a durable server), a tape keeps only its
 //! newest rows in memory (bounded by `Limits::tape_memory_rows` and `tape_memory_bytes`):
@@ -17,7 +19,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
@@ -170,7 +172,7 @@ impl TwinStore {
         journal: Option<Arc<dyn Journal>>,
         restore: bool,
     ) -> Result<TwinStore, StoreError> {
-        let (store, instance) = boot(&rt, &image, &seed).await?;
+        let (store, instance) = boot(&rt, &image, &seed.snapshot).await?;
         let (tx, rx) = mpsc::channel(rt.limits.store_queue);
         let twin = image.name.clone();
         let credentials = image.description.credentials.clone().into();
@@ -189,9 +191,11 @@ impl TwinStore {
             outbound: Some((outbound, deliveries.clone())),
             journal,
             full: None,
+            checkpoints: Checkpoints::default(),
         };
         if restore {
             worker.restore().await?;
+            worker.checkpoint_if_due().await;
         }
         tokio::spawn(worker.run(rx));
         Ok(TwinStore { twin, credentials, deliveries, tx })
@@ -242,10 +246,11 @@ impl TwinStore {
     }
 }
 
-async fn boot(rt: &Runtime, image: &TwinImage, seed: &SeedImage) -> Result<(Store<HostState>, TwinInstance), StoreError> {
+/// A fresh store holding the world `snapshot` captured (a seed's, or a checkpoint's).
+async fn boot(rt: &Runtime, image: &TwinImage, snapshot: &[u8]) -> Result<(Store<HostState>, TwinInstance), StoreError> {
     let mut store = rt.new_store();
     let instance = rt.instantiate(&mut store, image).await.map_err(|e| StoreError::Instantiate(format!("{e:#}")))?;
-    rt.call(&mut store, async |s| instance.restore(s, &seed.snapshot).await)
+    rt.call(&mut store, async |s| instance.restore(s, snapshot).await)
         .await?
         .map_err(StoreError::Restore)?;
     Ok((store, instance))
@@ -280,6 +285,24 @@ impl Tape {
     }
 }
 
+/// The world after row `seq`, as the twin's snapshot.
+struct Checkpoint {
+    seq: u64,
+    snapshot: Vec<u8>,
+}
+
+/// What a store knows about checkpointing itself.
+#[derive(Default)]
+struct Checkpoints {
+    newest: Option<Checkpoint>,
+    /// Guest time of the applied rows after the newest checkpoint: what a rebuild replays.
+    since: Duration,
+    /// How long the last snapshot took.
+    cost: Duration,
+    /// Set when a snapshot failed: this store takes no more.
+    off: bool,
+}
+
 struct Worker {
     rt: Arc<Runtime>,
     image: Arc<TwinImage>,
@@ -299,11 +322,13 @@ struct Worker {
     /// Set when the world itself has outgrown the memory cap: the refusal every later
     /// request gets.
     full: Option<String>,
+    checkpoints: Checkpoints,
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        self.rt.held.tapes.fetch_sub(self.tape.recent_bytes, Relaxed);
+        let checkpoint = self.checkpoints.newest.as_ref().map_or(0, |c| c.snapshot.len());
+        self.rt.held.tapes.fetch_sub(self.tape.recent_bytes + checkpoint, Relaxed);
     }
 }
 
@@ -329,6 +354,8 @@ impl Worker {
                             let _ = reply.send(answer);
                         }
                     }
+                    // After the answer left, so no request waits on the snapshot.
+                    self.checkpoint_if_due().await;
                 }
                 Msg::RenderError(kind, message, reply) => {
                     let _ = reply.send(self.render_error(kind, message).await);
@@ -445,6 +472,9 @@ impl Worker {
             for (index, d) in row.deliveries.iter().enumerate() {
                 crate::outbound::send(policy.clone(), log.clone(), crate::outbound::Outgoing { seq, index, delivery: d.clone() });
             }
+        }
+        if row.applied {
+            self.checkpoints.since += guest;
         }
         let row = Arc::new(row);
         self.push(row.clone());
@@ -581,10 +611,26 @@ impl Worker {
     }
 
     async fn rebuild(&mut self) -> Result<(), StoreError> {
-        let (store, instance) = boot(&self.rt, &self.image, &self.seed).await?;
+        let from_checkpoint = match &self.checkpoints.newest {
+            Some(c) => match boot(&self.rt, &self.image, &c.snapshot).await {
+                Ok(booted) => Some((booted, c.seq + 1)),
+                Err(e) => {
+                    // The twin's own snapshot did not restore: start over from the seed.
+                    tracing::warn!(twin = %self.image.name, error = %e, "a checkpoint did not restore; replaying the whole tape");
+                    self.drop_checkpoint();
+                    self.checkpoints.off = true;
+                    None
+                }
+            },
+            None => None,
+        };
+        let ((store, instance), from) = match from_checkpoint {
+            Some(c) => c,
+            None => (boot(&self.rt, &self.image, &self.seed.snapshot).await?, 1),
+        };
         let old_store = std::mem::replace(&mut self.store, store);
         let old_instance = std::mem::replace(&mut self.instance, instance);
-        if let Err(e) = self.replay_tape().await {
+        if let Err(e) = self.replay_tape(from).await {
             self.store = old_store;
             self.instance = old_instance;
             return Err(e);
@@ -592,26 +638,63 @@ impl Worker {
         Ok(())
     }
 
-    /// Apply the tape's applied rows to the current store, each at its recorded time: the
-    /// older ones read back from the journal a page at a time, then those in memory.
-    async fn replay_tape(&mut self) -> Result<(), StoreError> {
+    /// Apply the tape's applied rows from `from` on to the current store, each at its
+    /// recorded time: the older ones read back from the journal a page at a time, then those
+    /// in memory.
+    async fn replay_tape(&mut self, from: u64) -> Result<(), StoreError> {
         let first = self.tape.first_in_memory();
-        let recent: Vec<Arc<TapeRow>> = self.tape.recent.iter().filter(|r| r.applied).cloned().collect();
-        if first > 1 {
+        let recent: Vec<Arc<TapeRow>> = self.tape.recent.iter().filter(|r| r.applied && r.seq >= from).cloned().collect();
+        let mut replayed = 0;
+        if from < first {
             let journal = self.journal.clone().ok_or_else(|| StoreError::Journal("rows left memory without a journal".into()))?;
-            let mut from = 1;
+            let mut from = from;
             while from < first {
                 let page = read_all(&journal, from, first, READ_PAGE).await?;
                 from += page.len() as u64;
                 for row in page.iter().filter(|r| r.applied) {
                     self.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
+                    replayed += 1;
                 }
             }
         }
         for row in recent {
             self.call_handle(&mut replay_request(&row), row.ts, row.seq).await?;
+            replayed += 1;
         }
+        self.metrics.replayed(&self.image.name, replayed);
         Ok(())
+    }
+
+    /// Take a checkpoint when the rows since the last one took long enough to be worth
+    /// not replaying. A snapshot that fails poisons the store like any guest failure: it is
+    /// rebuilt, and takes no more checkpoints.
+    async fn checkpoint_if_due(&mut self) {
+        let c = &self.checkpoints;
+        if c.off || c.since < self.rt.limits.checkpoint_after.max(c.cost * 10) {
+            return;
+        }
+        let started = Instant::now();
+        let twin = &self.instance;
+        match self.rt.call(&mut self.store, async |s| twin.snapshot(s).await).await {
+            Ok(snapshot) => {
+                self.drop_checkpoint();
+                self.rt.held.tapes.fetch_add(snapshot.len(), Relaxed);
+                self.checkpoints.newest = Some(Checkpoint { seq: self.tape.rows, snapshot });
+                self.checkpoints.since = Duration::ZERO;
+                self.checkpoints.cost = started.elapsed();
+                self.metrics.checkpoint(&self.image.name);
+            }
+            Err(e) => {
+                self.checkpoints.off = true;
+                self.recover(&e).await;
+            }
+        }
+    }
+
+    fn drop_checkpoint(&mut self) {
+        if let Some(c) = self.checkpoints.newest.take() {
+            self.rt.held.tapes.fetch_sub(c.snapshot.len(), Relaxed);
+        }
     }
 
     /// Continue the tape the journal holds from before a restart: replay its rows a page at
@@ -624,7 +707,9 @@ impl Worker {
             let last_page = page.len() < READ_PAGE;
             for row in page {
                 if row.applied {
+                    let started = Instant::now();
                     self.call_handle(&mut replay_request(&row), row.ts, row.seq).await?;
+                    self.checkpoints.since += started.elapsed();
                 }
                 self.last_us = self.last_us.max(row.ts);
                 self.tape.durable = row.seq;
@@ -695,10 +780,10 @@ pub struct Mismatch {
 /// and sequence number, and report every response that differs from the recorded one.
 /// A deterministic twin gives none.
 pub async fn replay(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, rows: &[TapeRow]) -> Result<Vec<Mismatch>, StoreError> {
-    let (store, instance) = boot(&rt, &image, &seed).await?;
+    let (store, instance) = boot(&rt, &image, &seed.snapshot).await?;
     let metrics = Arc::new(Metrics::default());
     let served = metrics.twin_requests(&image.name);
-    let mut w = Worker { rt, image, seed, store, instance, tape: Tape::default(), last_us: 0, metrics, served, outbound: None, journal: None, full: None };
+    let mut w = Worker { rt, image, seed, store, instance, tape: Tape::default(), last_us: 0, metrics, served, outbound: None, journal: None, full: None, checkpoints: Checkpoints::default() };
     let mut out = Vec::new();
     for row in rows.iter().filter(|r| r.applied) {
         let (reply, facts) = w.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
