@@ -86,6 +86,12 @@ async fn a_rebuild_replays_only_the_rows_after_the_newest_checkpoint() {
         let mut want: Vec<String> = (0..30).map(|i| format!("note {i}")).collect();
         want.push("after".into());
         assert_eq!(texts, want, "checkpoint_after {checkpoint_after:?}");
+        // The rebuilt store answered what the seed and the whole tape give.
+        let rows: Vec<pome::tape::TapeRow> = serde_json::from_value(Value::Array(sb.events("hostile").await)).unwrap();
+        let app = server.app();
+        let image = app.twins["hostile"].clone();
+        let seed = app.seeds.get(&app.rt, &image, "").await.unwrap();
+        assert_eq!(pome::store::replay(app.rt.clone(), image, seed, &rows).await.unwrap().len(), 0);
 
         let text = server.http.get(format!("{}/metrics", server.url)).send().await.unwrap().text().await.unwrap();
         let (taken, replayed) = (metric(&text, "twin_checkpoints"), metric(&text, "twin_replayed_rows"));
