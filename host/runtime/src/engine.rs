@@ -109,7 +109,7 @@ impl Drop for MemoryCap {
 }
 
 /// What the server holds in memory, counted toward `--memory-budget`: twin stores' linear
-/// memories and tapes' rows.
+/// memories, and tapes' rows in memory with their stores' checkpoints.
 #[derive(Debug, Default)]
 pub struct Held {
     pub linear: std::sync::atomic::AtomicUsize,
