@@ -132,11 +132,10 @@ pub struct Exec<'d> {
     pub metas: &'d std::cell::RefCell<Vec<(usize, std::rc::Rc<Meta>)>>,
     pub vars: Map<String, Value>,
     pub errors: Vec<Value>,
-    /// Collected fields by (concrete type, first selection set): a list of fifty issues
-    /// collects its fields once.
-    /// A handful per document: a list scanned in order beats hashing the key every object.
-    /// Each with its plan in [`Exec::memo`], when its objects may be kept there.
-    pub collected: Vec<((Box<str>, usize), Fields<'d>, Option<usize>)>,
+    /// Collected fields by concrete type and selection sets: a list of fifty issues collects
+    /// its fields once. A handful per document: a list scanned in order beats hashing the key
+    /// every object.
+    pub collected: Vec<Collected<'d>>,
     /// The `data` JSON being written.
     pub out: Vec<u8>,
     /// Leaves resolved ahead of being written ([`Out::Raw`]): each object appends to it and
@@ -208,6 +207,22 @@ impl Planned<'_> {
 
 type Fields<'s> = std::rc::Rc<Vec<Planned<'s>>>;
 
+/// The fields collected for one concrete type over some selection sets (one, or several
+/// merged under a response key), with their plan in [`Exec::memo`] when its objects may be
+/// kept there.
+pub struct Collected<'d> {
+    ty: Box<str>,
+    /// The selection sets, by address: the same field merged with other partners elsewhere
+    /// is another plan.
+    sets: Vec<usize>,
+    fields: Fields<'d>,
+    kept: Option<usize>,
+}
+
+pub fn address(set: &SelectionSet) -> usize {
+    set as *const SelectionSet as usize
+}
+
 impl<'d> Exec<'d> {
     /// Execute an operation's selection set on its root object, writing the `data` JSON.
     pub fn run(&mut self, root: &dyn Resolve, set: &'d SelectionSet) -> Vec<u8> {
@@ -226,12 +241,11 @@ impl<'d> Exec<'d> {
     /// for each (type, selection sets), with each field's definition and coerced arguments
     /// (constant for the request: they depend only on the document and the variables).
     fn plan(&mut self, ty: &str, sets: &[&'d SelectionSet]) -> (Fields<'d>, Option<usize>) {
-        let at = sets.first().map(|s| *s as *const SelectionSet as usize).unwrap_or(0) ^ sets.len();
-        // The selection set first: an integer, and nearly always enough to tell plans apart.
-        if let Some((_, f, kept)) = self.collected.iter().find(|((t, a), _, _)| *a == at && **t == *ty) {
-            return (f.clone(), *kept);
+        // The selection sets first: integers, and nearly always enough to tell plans apart.
+        let same = |c: &Collected<'_>| c.sets.len() == sets.len() && c.sets.iter().zip(sets).all(|(a, s)| *a == address(s)) && *c.ty == *ty;
+        if let Some(c) = self.collected.iter().find(|c| same(c)) {
+            return (c.fields.clone(), c.kept);
         }
-        let key = (Box::<str>::from(ty), at);
         let mut grouped: Vec<(&'d str, Vec<&'d Field>)> = Vec::new();
         for set in sets {
             self.collect(ty, set, &mut grouped, &mut Vec::new());
@@ -255,7 +269,7 @@ impl<'d> Exec<'d> {
             .collect();
         let f = std::rc::Rc::new(planned);
         let kept = self.memo.and_then(|m| m.borrow_mut().plan(ty, sets, self.doc));
-        self.collected.push((key, f.clone(), kept));
+        self.collected.push(Collected { ty: ty.into(), sets: sets.iter().map(|s| address(s)).collect(), fields: f.clone(), kept });
         (f, kept)
     }
 

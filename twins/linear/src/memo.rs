@@ -73,7 +73,7 @@ impl Memo {
 
     /// The plan for type `ty` over `sets`, when its objects may be kept.
     pub fn plan(&mut self, ty: &str, sets: &[&SelectionSet], doc: &ExecutableDocument) -> Option<usize> {
-        let addrs = || sets.iter().map(|s| *s as *const SelectionSet as usize);
+        let addrs = || sets.iter().map(|s| crate::fast::address(s));
         let found = self.plans.iter().position(|p| *p.ty == *ty && p.sets.iter().copied().eq(addrs()));
         let at = found.unwrap_or_else(|| {
             let keeps = !sets.iter().any(|s| reads_variable(s, doc, &mut Vec::new()));

@@ -226,6 +226,18 @@ fn fragments_aliases_directives_and_typename() {
     assert!(d["__schema"]["types"].as_array().unwrap().len() > 500);
 }
 
+/// Fields merged from two fragments are planned by every selection merged into them: the
+/// same field merged with different partners in two places selects what each place merges.
+#[test]
+fn a_field_merged_from_fragments_selects_what_each_place_merges() {
+    let mut w = seeded(TASK24);
+    let q = "{ a: issue(id: \"ENG-1\") { ...A ...B } b: issue(id: \"ENG-1\") { ...A ...C } } fragment A on Issue { team { id } } fragment B on Issue { team { key } } fragment C on Issue { team { name } }";
+    let d = data(&mut w, q, json!({}));
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&d["a"]["team"]), ["id", "key"], "{d}");
+    assert_eq!(keys(&d["b"]["team"]), ["id", "name"], "{d}");
+}
+
 #[test]
 fn connections_page_forward_and_back() {
     let mut w = seeded(TASK24);
