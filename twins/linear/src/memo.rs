@@ -107,6 +107,12 @@ impl Memo {
         }
     }
 
+    /// What the memos of this instance hold together.
+    #[cfg(test)]
+    pub fn held() -> usize {
+        HELD.get()
+    }
+
     fn release(&mut self) {
         HELD.set(HELD.get() - self.bytes.len());
         self.bytes = Vec::new();

@@ -378,6 +378,22 @@ fn a_rendered_object_is_reused_only_while_what_it_shows_is_unchanged() {
     assert_eq!(listed(ask(&mut w, recent, other(7), "lin_api_dev", here)), 0, "a week before now no longer reaches the issue");
 }
 
+/// The memo holds 1 MiB per instance at most: past it, objects are rendered rather than
+/// kept, and the answers are the same.
+#[test]
+fn the_memo_stops_keeping_at_its_budget_and_answers_the_same() {
+    let mut seed = crate::seed::default_seed();
+    let long = "x".repeat(10_000);
+    seed["issues"] = json!((0..200).map(|i| json!({"team": "ENG", "title": format!("Issue {i}"), "description": long, "state": "Todo"})).collect::<Vec<_>>());
+    let mut w = World::init(Some(seed)).unwrap();
+    let doc = "query($f: IssueFilter) { issues(filter: $f, first: 200) { nodes { id description } } }";
+    let answers: Vec<Value> = (0..3).map(|n| data(&mut w, doc, json!({"f": {"title": {"neq": format!("nothing {n}")}}}))).collect();
+    assert_eq!(answers[0]["issues"]["nodes"].as_array().unwrap().len(), 200);
+    assert!(answers.iter().all(|a| *a == answers[0]));
+    let held = crate::memo::Memo::held();
+    assert!(held > 512 * 1024 && held <= 1 << 20, "held {held} bytes");
+}
+
 #[test]
 fn every_computed_field_is_named_as_one() {
     let w = crate::model::Inner::default();
