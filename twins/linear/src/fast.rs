@@ -152,7 +152,7 @@ pub struct Exec<'d> {
     pub unchanged: &'d dyn Fn() -> bool,
     /// Objects this request rendered that the memo may keep, if the request ends as one
     /// whose objects may be kept.
-    pub fresh: Vec<crate::memo::Rendered>,
+    pub fresh: Vec<crate::memo::Fresh>,
 }
 
 /// The objects of one plan already written: where in `out` each one's JSON is, by identity.
@@ -207,20 +207,31 @@ impl Planned<'_> {
 
 type Fields<'s> = std::rc::Rc<Vec<Planned<'s>>>;
 
-/// The fields collected for one concrete type over some selection sets (one, or several
-/// merged under a response key), with their plan in [`Exec::memo`] when its objects may be
-/// kept there.
-pub struct Collected<'d> {
+/// What tells one plan from another: a concrete type and the selection sets merged for it
+/// (one, or several under a response key), by address. The same field merged with other
+/// partners elsewhere is another plan.
+pub struct PlanKey {
     ty: Box<str>,
-    /// The selection sets, by address: the same field merged with other partners elsewhere
-    /// is another plan.
     sets: Vec<usize>,
-    fields: Fields<'d>,
-    kept: Option<usize>,
 }
 
-pub fn address(set: &SelectionSet) -> usize {
-    set as *const SelectionSet as usize
+impl PlanKey {
+    pub fn new(ty: &str, sets: &[&SelectionSet]) -> PlanKey {
+        PlanKey { ty: ty.into(), sets: sets.iter().map(|s| *s as *const SelectionSet as usize).collect() }
+    }
+
+    /// The selection sets first: integers, and nearly always enough to tell plans apart.
+    pub fn is(&self, ty: &str, sets: &[&SelectionSet]) -> bool {
+        self.sets.len() == sets.len() && self.sets.iter().zip(sets).all(|(a, s)| *a == *s as *const SelectionSet as usize) && *self.ty == *ty
+    }
+}
+
+/// The fields collected for one plan, with the plan in [`Exec::memo`] when its objects may be
+/// kept there.
+pub struct Collected<'d> {
+    key: PlanKey,
+    fields: Fields<'d>,
+    kept: Option<usize>,
 }
 
 impl<'d> Exec<'d> {
@@ -241,9 +252,7 @@ impl<'d> Exec<'d> {
     /// for each (type, selection sets), with each field's definition and coerced arguments
     /// (constant for the request: they depend only on the document and the variables).
     fn plan(&mut self, ty: &str, sets: &[&'d SelectionSet]) -> (Fields<'d>, Option<usize>) {
-        // The selection sets first: integers, and nearly always enough to tell plans apart.
-        let same = |c: &Collected<'_>| c.sets.len() == sets.len() && c.sets.iter().zip(sets).all(|(a, s)| *a == address(s)) && *c.ty == *ty;
-        if let Some(c) = self.collected.iter().find(|c| same(c)) {
+        if let Some(c) = self.collected.iter().find(|c| c.key.is(ty, sets)) {
             return (c.fields.clone(), c.kept);
         }
         let mut grouped: Vec<(&'d str, Vec<&'d Field>)> = Vec::new();
@@ -269,7 +278,7 @@ impl<'d> Exec<'d> {
             .collect();
         let f = std::rc::Rc::new(planned);
         let kept = self.memo.and_then(|m| m.borrow_mut().plan(ty, sets, self.doc));
-        self.collected.push(Collected { ty: ty.into(), sets: sets.iter().map(|s| address(s)).collect(), fields: f.clone(), kept });
+        self.collected.push(Collected { key: PlanKey::new(ty, sets), fields: f.clone(), kept });
         (f, kept)
     }
 
@@ -368,7 +377,7 @@ impl<'d> Exec<'d> {
         if let Some(id) = identity.filter(|_| self.errors.len() == errors) {
             let end = self.out.len();
             if let Some(plan) = kept {
-                self.fresh.push(crate::memo::Rendered { plan, id: id.into(), at: start..end });
+                self.fresh.push(crate::memo::Fresh { plan, id: id.into(), at: start..end });
             }
             match self.rendered.iter_mut().find(|m| m.plan == plan_at) {
                 Some(m) if m.distinct() => {}

@@ -18,6 +18,8 @@ use apollo_compiler::ast::Value as AstValue;
 use apollo_compiler::executable::{DirectiveList, Selection, SelectionSet};
 use apollo_compiler::ExecutableDocument;
 
+use crate::fast::PlanKey;
+
 /// What the memos of one instance hold together at most; past it, new objects are not kept.
 const MAX_BYTES: usize = 1 << 20;
 
@@ -44,17 +46,15 @@ pub struct Memo {
 
 /// One selection on one concrete type: the objects rendered under it, by entity id.
 struct Plan {
-    ty: Box<str>,
-    /// The selection sets merged into it, by address.
-    sets: Vec<usize>,
+    key: PlanKey,
     /// Whether objects may be kept: the selection reads no variable.
     keeps: bool,
     objects: BTreeMap<Box<str>, Range<usize>>,
 }
 
-/// An object a request rendered: its plan, its entity's id, and where its JSON is in the
-/// request's `data`.
-pub struct Rendered {
+/// An object a request rendered afresh: its plan, its entity's id, and where its JSON is in
+/// the request's `data`.
+pub struct Fresh {
     pub plan: usize,
     pub id: Box<str>,
     pub at: Range<usize>,
@@ -73,11 +73,10 @@ impl Memo {
 
     /// The plan for type `ty` over `sets`, when its objects may be kept.
     pub fn plan(&mut self, ty: &str, sets: &[&SelectionSet], doc: &ExecutableDocument) -> Option<usize> {
-        let addrs = || sets.iter().map(|s| crate::fast::address(s));
-        let found = self.plans.iter().position(|p| *p.ty == *ty && p.sets.iter().copied().eq(addrs()));
+        let found = self.plans.iter().position(|p| p.key.is(ty, sets));
         let at = found.unwrap_or_else(|| {
             let keeps = !sets.iter().any(|s| reads_variable(s, doc, &mut Vec::new()));
-            self.plans.push(Plan { ty: ty.into(), sets: addrs().collect(), keeps, objects: BTreeMap::new() });
+            self.plans.push(Plan { key: PlanKey::new(ty, sets), keeps, objects: BTreeMap::new() });
             self.plans.len() - 1
         });
         self.plans[at].keeps.then_some(at)
@@ -90,8 +89,8 @@ impl Memo {
     }
 
     /// Keep the objects a request rendered, from its `data`, as far as the budget allows.
-    pub fn keep(&mut self, data: &[u8], rendered: Vec<Rendered>) {
-        for r in rendered {
+    pub fn keep(&mut self, data: &[u8], fresh: Vec<Fresh>) {
+        for r in fresh {
             let len = r.at.len();
             if HELD.get() + len > MAX_BYTES {
                 return;

@@ -319,8 +319,6 @@ fn a_root_connection_read_in_kept_order_lists_what_sorting_every_match_lists() {
     assert_eq!(paged(&mut w, "updatedAt", 7), by_update);
 }
 
-/// The executor asks `computed_value` only for the names `maybe_computed` lists: a field
-/// computed on any type must be among them.
 /// Objects an earlier request of the same document rendered are copied into later answers
 /// only while nothing they show has changed: the world, the acting user, the base URL, the
 /// variables their selection reads, and the clock.
@@ -394,6 +392,8 @@ fn the_memo_stops_keeping_at_its_budget_and_answers_the_same() {
     assert!(held > 512 * 1024 && held <= 1 << 20, "held {held} bytes");
 }
 
+/// The executor asks `computed_value` only for the names `maybe_computed` lists: a field
+/// computed on any type must be among them.
 #[test]
 fn every_computed_field_is_named_as_one() {
     let w = crate::model::Inner::default();
