@@ -6,6 +6,7 @@ use pome_twin_sdk::{Call, Method, Response, Value, json};
 use serde_json::Map;
 
 use crate::World;
+use crate::limits::{MAX_EXPAND_PATHS, MAX_PARAM_DEPTH, SHOWN_NAME_CHARS};
 
 /// A Stripe API error: `{"error": {type, code, decline_code, param, message, doc_url}}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,11 +97,18 @@ pub fn nest(pairs: &[(String, String)]) -> Result<Map<String, Value>, StripeErro
         let mut keys: Vec<&str> = vec![head];
         let mut r = rest;
         while let Some(s) = r.strip_prefix('[') {
-            let Some(end) = s.find(']') else { return Err(invalid(format!("Invalid parameter name: {k}"))) };
+            let Some(end) = s.find(']') else { return Err(invalid(format!("Invalid parameter name: {}", shown(k)))) };
             keys.push(&s[..end]);
+            if keys.len() > MAX_PARAM_DEPTH + 1 {
+                return Err(invalid(format!(
+                    "Invalid parameter name: {} is nested more than {MAX_PARAM_DEPTH} levels deep.",
+                    shown(k)
+                ))
+                .param(head));
+            }
             r = &s[end + 1..];
         }
-        insert(&mut root, &keys, Value::String(v.clone())).map_err(|_| invalid(format!("Invalid array or hash: {k}")).param(head))?;
+        insert(&mut root, &keys, Value::String(v.clone())).map_err(|_| invalid(format!("Invalid array or hash: {}", shown(k))).param(head))?;
     }
     // Hashes keyed 0..n become arrays.
     fn arrays(v: &mut Value) {
@@ -122,6 +130,14 @@ pub fn nest(pairs: &[(String, String)]) -> Result<Map<String, Value>, StripeErro
     match root {
         Value::Object(m) => Ok(m),
         _ => Ok(Map::new()),
+    }
+}
+
+/// A parameter's name as an error repeats it: cut at [`SHOWN_NAME_CHARS`] characters.
+fn shown(name: &str) -> String {
+    match name.char_indices().nth(SHOWN_NAME_CHARS) {
+        Some((at, _)) => format!("{}…", &name[..at]),
+        None => name.to_string(),
     }
 }
 
@@ -629,12 +645,30 @@ const TEXT_FIELDS: &[&str] = &["email", "name", "description", "phone", "stateme
 /// Replace id strings named by `expand[]` paths (`customer`, `latest_charge.balance_transaction`,
 /// `data.customer` inside lists) with the objects they name.
 pub fn expand(w: &World, v: &mut Value, paths: &[String]) -> Result<(), StripeError> {
+    // A path asked for twice expands once: repeating it must not repeat the work.
+    too_many_expansions(paths)?;
+    let mut done: Vec<&String> = Vec::new();
     for path in paths {
+        if done.contains(&path) {
+            continue;
+        }
+        done.push(path);
         let parts: Vec<&str> = path.split('.').collect();
         if parts.len() > 4 {
             return Err(invalid("You cannot expand more than 4 levels of a property.").param("expand"));
         }
         expand_one(w, v, &parts, path)?;
+    }
+    Ok(())
+}
+
+/// More distinct `expand[]` paths than [`MAX_EXPAND_PATHS`] is refused before anything runs.
+fn too_many_expansions(paths: &[String]) -> Result<(), StripeError> {
+    let mut distinct: Vec<&String> = paths.iter().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() > MAX_EXPAND_PATHS {
+        return Err(invalid(format!("You cannot expand more than {MAX_EXPAND_PATHS} properties in one request.")).param("expand"));
     }
     Ok(())
 }
@@ -742,6 +776,9 @@ fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
         }
     }
 
+    if let Err(e) = too_many_expansions(&params.strs("expand")) {
+        return finish(error_response(&e, &request_id));
+    }
     if let Some(name) = unknown_param(call.action.as_deref(), &params) {
         let e = invalid(format!("Received unknown parameter: {name}")).code("parameter_unknown").param(name);
         return finish(error_response(&e, &request_id));

@@ -17,6 +17,7 @@ pub mod billing;
 pub mod checks;
 pub mod commerce;
 pub mod core;
+pub mod limits;
 pub mod mcp_tools;
 pub mod seed;
 pub mod store;
@@ -573,3 +574,5 @@ pome_twin_sdk::export_twin!(World);
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_input;
