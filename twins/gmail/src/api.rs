@@ -311,7 +311,7 @@ pub fn raw_of(meta: &Value, media: Option<Vec<u8>>) -> Result<Vec<u8>, Response>
 /// Send a message: parse it, add the headers a sent message carries, thread it, label it
 /// SENT and, with `seeded-mailboxes`, deliver it to seeded recipients.
 pub fn send_raw(w: &mut World, b: usize, call: &mut Call, raw: Vec<u8>, thread_hint: Option<String>, id: Option<String>) -> Response {
-    let summary = match mime::summarize(&raw) {
+    let summary = match mime::accept(&raw) {
         Ok(s) => s,
         Err(e) => return gerr(400, "invalidArgument", &e),
     };
@@ -418,7 +418,7 @@ pub fn messages_import(w: &mut World, call: &mut Call) -> Response {
 pub fn insert_with(w: &mut World, call: &mut Call, meta: Value, media: Option<Vec<u8>>) -> Response {
     let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
     let raw = match raw_of(&meta, media) { Ok(r) => r, Err(r) => return r };
-    let summary = match mime::summarize(&raw) {
+    let summary = match mime::accept(&raw) {
         Ok(s) => s,
         Err(e) => return gerr(400, "invalidArgument", &e),
     };
@@ -861,7 +861,7 @@ fn draft_message(w: &mut World, b: usize, meta: &Value, media: Option<Vec<u8>>, 
         return Err(gerr(400, "invalidArgument", "Missing draft message"));
     }
     let raw = raw_of(&msg, media)?;
-    let summary = mime::summarize(&raw).map_err(|e| gerr(400, "invalidArgument", &e))?;
+    let summary = mime::accept(&raw).map_err(|e| gerr(400, "invalidArgument", &e))?;
     let now = pome_twin_sdk::time::now();
     let rfc = format!("CAPome{}@mail.gmail.com", id.to_ascii_uppercase());
     let from = w.mailboxes[b].email.clone();

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::limits::MAX_FIELDS_DEPTH;
+
 /// A selection: field name → its own sub-selection (`None`: the whole field).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Sel(pub BTreeMap<String, Option<Sel>>);
@@ -32,17 +34,18 @@ pub fn apply_current(v: &Value) -> Option<Value> {
 pub fn parse(s: &str) -> Result<Sel, String> {
     let cs: Vec<char> = s.chars().collect();
     let mut i = 0;
-    let sel = list(&cs, &mut i)?;
+    let sel = list(&cs, &mut i, 0)?;
     if i != cs.len() {
         return Err(format!("Invalid field selection {s}"));
     }
     Ok(sel)
 }
 
-fn list(cs: &[char], i: &mut usize) -> Result<Sel, String> {
+/// Levels below the top are counted ([`MAX_FIELDS_DEPTH`] at most): each recurses.
+fn list(cs: &[char], i: &mut usize, depth: usize) -> Result<Sel, String> {
     let mut out = Sel::default();
     loop {
-        let (name, sub) = path(cs, i)?;
+        let (name, sub) = path(cs, i, depth)?;
         merge(&mut out, name, sub);
         match cs.get(*i) {
             Some(',') => *i += 1,
@@ -51,7 +54,10 @@ fn list(cs: &[char], i: &mut usize) -> Result<Sel, String> {
     }
 }
 
-fn path(cs: &[char], i: &mut usize) -> Result<(String, Option<Sel>), String> {
+fn path(cs: &[char], i: &mut usize, depth: usize) -> Result<(String, Option<Sel>), String> {
+    if depth > MAX_FIELDS_DEPTH {
+        return Err(format!("Invalid field selection: nested more than {MAX_FIELDS_DEPTH} levels deep"));
+    }
     let start = *i;
     while *i < cs.len() && !matches!(cs[*i], ',' | '(' | ')' | '/') {
         *i += 1;
@@ -63,14 +69,14 @@ fn path(cs: &[char], i: &mut usize) -> Result<(String, Option<Sel>), String> {
     match cs.get(*i) {
         Some('/') => {
             *i += 1;
-            let (child, sub) = path(cs, i)?;
+            let (child, sub) = path(cs, i, depth + 1)?;
             let mut s = Sel::default();
             merge(&mut s, child, sub);
             Ok((name, Some(s)))
         }
         Some('(') => {
             *i += 1;
-            let s = list(cs, i)?;
+            let s = list(cs, i, depth + 1)?;
             if cs.get(*i) != Some(&')') {
                 return Err("Invalid field selection: unbalanced parentheses".into());
             }

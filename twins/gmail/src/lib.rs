@@ -10,6 +10,7 @@
 pub mod api;
 pub mod checks;
 pub mod fields;
+pub mod limits;
 pub mod mcp;
 pub mod mime;
 pub mod model;
@@ -274,3 +275,5 @@ pome_twin_sdk::export_twin!(World);
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_input;

@@ -10,6 +10,8 @@ use mail_builder::mime::{BodyPart, MimePart};
 use mail_parser::{HeaderValue, MessageParser, MimeHeaders, PartType};
 use serde_json::{Value, json};
 
+use crate::limits::{MAX_MIME_DEPTH, MAX_MIME_PARTS};
+
 /// base64url with padding, as Gmail writes `raw` and `body.data`.
 pub fn b64url(bytes: &[u8]) -> String {
     URL_SAFE.encode(bytes)
@@ -62,9 +64,50 @@ fn id_list(v: &HeaderValue<'_>) -> Vec<String> {
     }
 }
 
-/// Parse `raw` or say why it is not a message.
+/// The deepest multipart nesting of a parsed message and its number of parts, counted
+/// without recursion (the parser keeps parts in one flat list, children by index).
+pub fn shape(msg: &mail_parser::Message<'_>) -> (usize, usize) {
+    let mut deepest = 0;
+    let mut stack = vec![(0u32, 0usize)];
+    let mut seen = vec![false; msg.parts.len()];
+    while let Some((idx, depth)) = stack.pop() {
+        // A part reached twice would be a cycle: the parser never writes one, but a walk
+        // over agent bytes does not rely on it.
+        let Some(done) = seen.get_mut(idx as usize) else { continue };
+        if std::mem::replace(done, true) {
+            continue;
+        }
+        deepest = deepest.max(depth);
+        if let PartType::Multipart(children) = &msg.parts[idx as usize].body {
+            stack.extend(children.iter().map(|c| (*c, depth + 1)));
+        }
+    }
+    (deepest, msg.parts.len())
+}
+
+/// Parse a message an agent or a seed gives, refusing one nested past [`MAX_MIME_DEPTH`] or
+/// with more than [`MAX_MIME_PARTS`] parts, as Gmail refuses what it cannot store.
+pub fn accept(raw: &[u8]) -> Result<Summary, String> {
+    let msg = MessageParser::default().parse(raw).ok_or_else(|| "Invalid RFC 5322 message".to_string())?;
+    let (depth, parts) = shape(&msg);
+    if depth > MAX_MIME_DEPTH {
+        return Err(format!("Invalid MIME message: multipart parts nest {depth} levels deep; at most {MAX_MIME_DEPTH} are allowed"));
+    }
+    if parts > MAX_MIME_PARTS {
+        return Err(format!("Invalid MIME message: {parts} parts; at most {MAX_MIME_PARTS} are allowed"));
+    }
+    summary_of(raw, &msg)
+}
+
+/// Parse `raw` or say why it is not a message. Any message it was given: reading never
+/// refuses what was stored (see [`accept`] for what an agent may store).
 pub fn summarize(raw: &[u8]) -> Result<Summary, String> {
     let msg = MessageParser::default().parse(raw).ok_or_else(|| "Invalid RFC 5322 message".to_string())?;
+    summary_of(raw, &msg)
+}
+
+/// The summary of `raw`, parsed once as `msg`.
+fn summary_of(raw: &[u8], msg: &mail_parser::Message<'_>) -> Result<Summary, String> {
     if msg.headers().is_empty() {
         return Err("Invalid RFC 5322 message: no headers".into());
     }
@@ -203,10 +246,15 @@ pub fn payload(raw: &[u8], message_id: &str) -> Value {
     let Some(msg) = MessageParser::default().parse(raw) else {
         return json!({"partId": "", "mimeType": "text/plain", "filename": "", "headers": [], "body": {"size": 0}});
     };
-    part_json(raw, &msg, 0, String::new(), message_id)
+    let mut budget = MAX_MIME_PARTS;
+    part_json(raw, &msg, 0, String::new(), message_id, 0, &mut budget)
 }
 
-fn part_json(raw: &[u8], msg: &mail_parser::Message<'_>, idx: u32, part_id: String, message_id: &str) -> Value {
+/// One part of the payload tree. Past [`MAX_MIME_DEPTH`] levels or [`MAX_MIME_PARTS`] parts a
+/// multipart is answered as a leaf without its children, so a message stored before these
+/// limits (or by a seed that predates them) still reads.
+fn part_json(raw: &[u8], msg: &mail_parser::Message<'_>, idx: u32, part_id: String, message_id: &str, depth: usize, budget: &mut usize) -> Value {
+    *budget = budget.saturating_sub(1);
     let part = &msg.parts[idx as usize];
     let headers: Vec<Value> = headers_of(raw, part).into_iter().map(|(n, v)| json!({"name": n, "value": v})).collect();
     let filename = part.attachment_name().unwrap_or("").to_string();
@@ -218,15 +266,17 @@ fn part_json(raw: &[u8], msg: &mail_parser::Message<'_>, idx: u32, part_id: Stri
     match &part.body {
         PartType::Multipart(children) => {
             out.insert("body".into(), json!({"size": 0}));
-            let parts: Vec<Value> = children
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
+            if depth < MAX_MIME_DEPTH {
+                let mut parts = Vec::with_capacity(children.len().min(*budget));
+                for (i, c) in children.iter().enumerate() {
+                    if *budget == 0 {
+                        break;
+                    }
                     let pid = if part_id.is_empty() { i.to_string() } else { format!("{part_id}.{i}") };
-                    part_json(raw, msg, *c, pid, message_id)
-                })
-                .collect();
-            out.insert("parts".into(), Value::Array(parts));
+                    parts.push(part_json(raw, msg, *c, pid, message_id, depth + 1, budget));
+                }
+                out.insert("parts".into(), Value::Array(parts));
+            }
         }
         _ => {
             let bytes = part.contents();
@@ -248,7 +298,7 @@ fn part_json(raw: &[u8], msg: &mail_parser::Message<'_>, idx: u32, part_id: Stri
 pub fn attachment(raw: &[u8], message_id: &str, att_id: &str) -> Option<Vec<u8>> {
     let msg = MessageParser::default().parse(raw)?;
     let mut found = None;
-    walk(&msg, 0, String::new(), &mut |pid, part| {
+    walk(&msg, 0, String::new(), 0, &mut |pid, part| {
         if found.is_none() && attachment_id(message_id, pid) == att_id {
             found = Some(part.contents().to_vec());
         }
@@ -256,13 +306,16 @@ pub fn attachment(raw: &[u8], message_id: &str, att_id: &str) -> Option<Vec<u8>>
     found
 }
 
-fn walk<'a>(msg: &'a mail_parser::Message<'a>, idx: u32, pid: String, f: &mut dyn FnMut(&str, &mail_parser::MessagePart<'a>)) {
+/// Every part the payload tree shows, with its part id: the same bounds as [`payload`].
+fn walk<'a>(msg: &'a mail_parser::Message<'a>, idx: u32, pid: String, depth: usize, f: &mut dyn FnMut(&str, &mail_parser::MessagePart<'a>)) {
     let part = &msg.parts[idx as usize];
     f(&pid, part);
-    if let PartType::Multipart(children) = &part.body {
-        for (i, c) in children.iter().enumerate() {
+    if let PartType::Multipart(children) = &part.body
+        && depth < MAX_MIME_DEPTH
+    {
+        for (i, c) in children.iter().enumerate().take(MAX_MIME_PARTS) {
             let p = if pid.is_empty() { i.to_string() } else { format!("{pid}.{i}") };
-            walk(msg, *c, p, f);
+            walk(msg, *c, p, depth + 1, f);
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::limits::MAX_QUERY_DEPTH;
 use crate::model::{Mailbox, term_key, tokens};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -88,6 +89,8 @@ fn lex(q: &str) -> Result<Vec<Tok>, String> {
 struct Parser {
     toks: Vec<Tok>,
     pos: usize,
+    /// Groups and negations open around the current token ([`MAX_QUERY_DEPTH`] at most).
+    depth: usize,
 }
 
 impl Parser {
@@ -117,7 +120,17 @@ impl Parser {
         }
         Ok(if items.len() == 1 { items.pop().unwrap() } else { Node::And(items) })
     }
+    /// One operand, counting the nesting it opens: each group and negation recurses.
     fn unary(&mut self) -> Result<Node, String> {
+        if self.depth >= MAX_QUERY_DEPTH {
+            return Err(format!("Invalid search query: groups and negations nest more than {MAX_QUERY_DEPTH} levels deep"));
+        }
+        self.depth += 1;
+        let n = self.operand();
+        self.depth -= 1;
+        n
+    }
+    fn operand(&mut self) -> Result<Node, String> {
         match self.next() {
             Some(Tok::Minus) => Ok(Node::Not(Box::new(self.unary()?))),
             Some(Tok::LParen) => {
@@ -181,7 +194,7 @@ pub fn parse(q: &str) -> Result<Option<Node>, String> {
     if toks.is_empty() {
         return Ok(None);
     }
-    let mut p = Parser { toks, pos: 0 };
+    let mut p = Parser { toks, pos: 0, depth: 0 };
     let n = p.or()?;
     if p.pos < p.toks.len() {
         return Err("Invalid search query: unbalanced parentheses".into());

@@ -272,7 +272,7 @@ fn message(mb: &mut Mailbox, v: &Value, p: &str, clock_ms: i64, draft: bool) -> 
             })
         }
     };
-    let summary = mime::summarize(&raw).map_err(|e| format!("{p}.raw: {e}"))?;
+    let summary = mime::accept(&raw).map_err(|e| format!("{p}.raw: {e}"))?;
     let mut labels = Vec::new();
     let mut names = strings(o, p, "labels")?;
     names.extend(strings(o, p, "labelIds")?);

@@ -9,6 +9,7 @@ use crate::api;
 use crate::mime;
 use crate::model::{Upload, World};
 use crate::gerr;
+use crate::limits::{MAX_BATCH_PARTS, MAX_BOUNDARY_CHARS};
 
 pub const DISCOVERY: &str = include_str!("../discovery/gmail.v1.json");
 
@@ -42,7 +43,9 @@ pub fn split_multipart(body: &[u8], boundary: &str) -> Vec<Part> {
     let mut positions = Vec::new();
     let mut i = 0;
     while i + d.len() <= body.len() {
-        if &body[i..i + d.len()] == d && (i == 0 || body[i - 1] == b'\n') {
+        // The line start first: the boundary is compared only where a line begins, so the
+        // scan costs the body's length once, whatever the boundary and the body hold.
+        if (i == 0 || body[i - 1] == b'\n') && &body[i..i + d.len()] == d {
             positions.push(i);
             i += d.len();
         } else {
@@ -178,12 +181,32 @@ fn resumable(w: &mut World, call: &mut Call, f: WithMedia) -> Response {
 /// The batch endpoint: each part is an HTTP request served as if it came alone; the answer
 /// is a multipart/mixed of HTTP responses with `Content-ID: <response-…>`.
 pub fn batch(w: &mut World, call: &mut Call) -> Response {
+    // A batch inside a batch (a part that routes here, however its path is spelt) would serve
+    // itself recursively: each part is one API call, never another batch.
+    if IN_BATCH.get() {
+        return gerr(400, "badRequest", "A batch request cannot contain another batch request");
+    }
+    IN_BATCH.set(true);
+    let r = batch_parts(w, call);
+    IN_BATCH.set(false);
+    r
+}
+
+thread_local! {
+    /// Set while a batch's parts are served.
+    static IN_BATCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn batch_parts(w: &mut World, call: &mut Call) -> Response {
     let Some(b) = boundary(call.req.content_type()) else {
         return gerr(400, "badRequest", "Batch requests need a multipart/mixed body with a boundary");
     };
+    if b.is_empty() || b.chars().count() > MAX_BOUNDARY_CHARS {
+        return gerr(400, "badRequest", &format!("A multipart boundary has 1 to {MAX_BOUNDARY_CHARS} characters"));
+    }
     let parts = split_multipart(&call.req.body, &b);
-    if parts.len() > 100 {
-        return gerr(400, "badRequest", "A batch holds at most 100 requests");
+    if parts.len() > MAX_BATCH_PARTS {
+        return gerr(400, "badRequest", &format!("A batch holds at most {MAX_BATCH_PARTS} requests"));
     }
     let out_boundary = format!("batch_{:016x}", mime::fnv(&String::from_utf8_lossy(&call.req.body)));
     let mut out = Vec::new();
