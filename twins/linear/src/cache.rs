@@ -7,7 +7,7 @@
 //! entries are keyed by the world's identity and generation (every mutation, and every query
 //! that wrote to the world, starts a new generation; a world built by `init` or `restore` or
 //! cloned is a new identity), answers that read the clock are not kept, and the key is the
-//! whole request (body, query string, base URL, credentials). The cache lives outside the
+//! whole request (body, query string, base URL) and the user it acts as. The cache lives outside the
 //! world, bounded in entries and bytes.
 
 use std::cell::RefCell;
@@ -34,12 +34,13 @@ struct Entry {
     kept: Kept,
 }
 
-/// The request as the answer depends on it.
-pub fn key(call: &Call) -> Vec<u8> {
+/// The request as the answer depends on it: who acts (`user`, the id of the user the
+/// request's credential resolved to) and what it asks. Not the `Authorization` header: the host
+/// redacts it for every caller, so the agent token and a seeded API key would look alike.
+pub fn key(call: &Call, user: &str) -> Vec<u8> {
     let r = &call.req;
-    let auth = r.header("authorization").unwrap_or("");
-    let mut k = Vec::with_capacity(r.body.len() + r.query.len() + r.base_url.len() + auth.len() + 8);
-    for part in [r.method.as_str().as_bytes(), r.base_url.as_bytes(), r.query.as_bytes(), auth.as_bytes(), &r.body] {
+    let mut k = Vec::with_capacity(r.body.len() + r.query.len() + r.base_url.len() + user.len() + 8);
+    for part in [r.method.as_str().as_bytes(), r.base_url.as_bytes(), r.query.as_bytes(), user.as_bytes(), &r.body] {
         k.extend_from_slice(&(part.len() as u32).to_le_bytes());
         k.extend_from_slice(part);
     }

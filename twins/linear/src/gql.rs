@@ -16,6 +16,8 @@ use std::sync::OnceLock;
 use apollo_compiler::collections::HashMap as AHashMap;
 use apollo_compiler::schema::Implementers;
 
+use crate::cost::OpCost;
+use crate::limits::{DOC_CACHE_BYTES, DOC_CACHE_ENTRIES};
 use crate::tables::{self, Kind};
 use apollo_compiler::validation::Valid;
 use apollo_compiler::{ExecutableDocument, Name, Schema};
@@ -52,11 +54,23 @@ pub struct Doc {
     pub metas: RefCell<Vec<(usize, Rc<crate::fast::Meta>)>>,
     /// Objects its requests rendered, for the next ones ([`crate::memo`]).
     pub memo: RefCell<crate::memo::Memo>,
+    /// Each operation's depth and complexity, counted the first time it runs ([`crate::cost`]).
+    pub costs: RefCell<Vec<Rc<OpCost>>>,
 }
 
 impl Doc {
     pub fn prepared(&self) -> &Prepared {
         self.sub.as_ref().unwrap_or_else(|| prepared_full())
+    }
+
+    /// What `op` (an operation of this document) costs, counted once.
+    pub fn cost(&self, op: &apollo_compiler::executable::Operation) -> Rc<OpCost> {
+        if let Some(c) = self.costs.borrow().iter().find(|c| c.op == op.name) {
+            return c.clone();
+        }
+        let c = Rc::new(crate::cost::count(&self.doc, op));
+        self.costs.borrow_mut().push(c.clone());
+        c
     }
 }
 
@@ -68,11 +82,15 @@ pub fn introspects(text: &str) -> bool {
 /// A prepared document, or Linear's validation errors for it.
 pub type DocResult = Result<Rc<Doc>, Rc<Vec<apollo_compiler::response::GraphQLError>>>;
 
-/// Documents kept per instance (each with its small schema); clients send a handful.
-const CACHE_CAP: usize = 64;
+/// Prepared documents by the hash of their text, and the bytes of text they hold.
+#[derive(Default)]
+struct Docs {
+    map: HashMap<u64, (Rc<str>, DocResult)>,
+    bytes: usize,
+}
 
 thread_local! {
-    static DOCS: RefCell<HashMap<u64, (Rc<str>, DocResult)>> = RefCell::new(HashMap::new());
+    static DOCS: RefCell<Docs> = RefCell::new(Docs::default());
 }
 
 fn hash(text: &str) -> u64 {
@@ -85,21 +103,27 @@ fn hash(text: &str) -> u64 {
 /// Parse and validate `text` against the schema, or take it from the cache.
 pub fn document(text: &str) -> DocResult {
     let key = hash(text);
-    if let Some(hit) = DOCS.with(|d| d.borrow().get(&key).filter(|(t, _)| &**t == text).map(|(_, r)| r.clone())) {
+    if let Some(hit) = DOCS.with(|d| d.borrow().map.get(&key).filter(|(t, _)| &**t == text).map(|(_, r)| r.clone())) {
         return hit;
     }
     let sub = (!introspects(text)).then(|| build(&tables::sub_schema(text)));
     let schema = &sub.as_ref().unwrap_or_else(|| prepared_full()).schema;
     let result: DocResult = match ExecutableDocument::parse_and_validate(schema, text, "query.graphql") {
-        Ok(doc) => Ok(Rc::new(Doc { sub, doc, metas: RefCell::default(), memo: RefCell::default() })),
+        Ok(doc) => Ok(Rc::new(Doc { sub, doc, metas: RefCell::default(), memo: RefCell::default(), costs: RefCell::default() })),
         Err(with) => Err(Rc::new(with.errors.iter().map(|d| d.unstable_to_json_compat()).collect())),
     };
     DOCS.with(|d| {
         let mut d = d.borrow_mut();
-        if d.len() >= CACHE_CAP {
-            d.clear();
+        // Bounded in entries and in bytes of text (a prepared document costs a multiple of
+        // its text): when either would pass its bound, the cache starts over.
+        if d.map.len() >= DOC_CACHE_ENTRIES || d.bytes + text.len() > DOC_CACHE_BYTES {
+            d.map.clear();
+            d.bytes = 0;
         }
-        d.insert(key, (Rc::from(text), result.clone()));
+        if let Some((old, _)) = d.map.insert(key, (Rc::from(text), result.clone())) {
+            d.bytes -= old.len();
+        }
+        d.bytes += text.len();
     });
     result
 }

@@ -10,11 +10,13 @@
 
 pub mod cache;
 pub mod checks;
+pub mod cost;
 pub mod dates;
 pub mod exec;
 pub mod fast;
 pub mod filter;
 pub mod gql;
+pub mod limits;
 pub mod memo;
 pub mod mcp;
 pub mod model;
@@ -28,15 +30,14 @@ pub mod tools;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use apollo_compiler::executable::{Selection, SelectionSet};
 use apollo_compiler::resolvers::Execution;
 use apollo_compiler::response::JsonMap;
 use pome_twin_sdk::{Auth, Call, CheckDecl, CheckWorld, Credential, Fidelity, HostError, HostErrorKind, Method, Outcome, Params, Response, Router, Twin, Value, json};
 
 pub use model::World;
 
-/// Linear's depth limit for a document's selections.
-pub const MAX_DEPTH: usize = 24;
+pub use limits::{MAX_COMPLEXITY, MAX_DEPTH};
+pub use cost::complexity;
 
 fn errors(status: u16, list: Vec<Value>) -> Response {
     Response::json(status, &json!({"errors": list}))
@@ -44,61 +45,6 @@ fn errors(status: u16, list: Vec<Value>) -> Response {
 
 fn gql_error(message: &str, code: &str) -> Value {
     json!({"message": message, "extensions": {"type": "graphql error", "code": code, "statusCode": 400, "userError": true, "userPresentableMessage": message}})
-}
-
-fn depth(set: &SelectionSet, doc: &apollo_compiler::ExecutableDocument, seen: usize) -> usize {
-    if seen > MAX_DEPTH + 1 {
-        return seen;
-    }
-    set.selections
-        .iter()
-        .map(|s| match s {
-            Selection::Field(f) => {
-                if f.selection_set.selections.is_empty() {
-                    seen
-                } else {
-                    depth(&f.selection_set, doc, seen + 1)
-                }
-            }
-            Selection::InlineFragment(i) => depth(&i.selection_set, doc, seen),
-            Selection::FragmentSpread(s) => doc.fragments.get(&s.fragment_name).map(|f| depth(&f.selection_set, doc, seen)).unwrap_or(seen),
-        })
-        .max()
-        .unwrap_or(seen)
-}
-
-/// Linear's complexity ceiling: points per query.
-pub const MAX_COMPLEXITY: f64 = 10_000.0;
-
-/// Linear's documented point system: 0.1 per scalar field, 1 per object, and a connection's
-/// selection counted once per item it may return (`first`/`last`, 50 by default).
-pub fn complexity(set: &SelectionSet, doc: &apollo_compiler::ExecutableDocument, vars: &serde_json::Map<String, Value>) -> f64 {
-    set.selections
-        .iter()
-        .map(|s| match s {
-            Selection::Field(f) if f.selection_set.selections.is_empty() => 0.1,
-            Selection::Field(f) => {
-                let inner = 1.0 + complexity(&f.selection_set, doc, vars);
-                if f.selection_set.ty.as_str().ends_with("Connection") {
-                    let n = ["first", "last"]
-                        .iter()
-                        .filter_map(|a| f.arguments.iter().find(|x| x.name == *a))
-                        .filter_map(|a| match a.value.as_ref() {
-                            apollo_compiler::ast::Value::Int(i) => i.as_str().parse::<f64>().ok(),
-                            apollo_compiler::ast::Value::Variable(v) => vars.get(v.as_str()).and_then(Value::as_f64),
-                            _ => None,
-                        })
-                        .next()
-                        .unwrap_or(50.0);
-                    inner * n.max(1.0)
-                } else {
-                    inner
-                }
-            }
-            Selection::InlineFragment(i) => complexity(&i.selection_set, doc, vars),
-            Selection::FragmentSpread(sp) => doc.fragments.get(&sp.fragment_name).map(|fr| complexity(&fr.selection_set, doc, vars)).unwrap_or(0.0),
-        })
-        .sum()
 }
 
 /// The header a host sends with the SHA-256 (hex) of a credential it did not recognise, so
@@ -164,7 +110,7 @@ pub fn graphql(w: &mut World, call: &mut Call) -> Response {
 fn graphql_as(w: &mut World, call: &mut Call) -> Response {
     w.requests += 1;
     let remaining = 5000u64.saturating_sub(w.requests % 5000);
-    let key = cache::key(call);
+    let key = cache::key(call, &w.viewer);
     let resp = match cache::get(&w.generation, &key) {
         Some(kept) => {
             call.action = kept.action;
@@ -224,6 +170,10 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
         Some(_) => return Err(errors(400, vec![gql_error("Variables must be an object.", "BAD_REQUEST")])),
     };
     let op_name = body.get("operationName").and_then(Value::as_str).map(String::from);
+    if query.len() > limits::MAX_DOCUMENT_BYTES {
+        let msg = format!("Query too large - the document is {} bytes, more than the maximum of {}", query.len(), limits::MAX_DOCUMENT_BYTES);
+        return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too large."}})]));
+    }
     let prepared = match gql::document(query) {
         Ok(d) => d,
         Err(errs) => {
@@ -244,12 +194,16 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
         Ok(op) => op,
         Err(e) => return Err(errors(400, vec![gql_error(&e.message().to_string(), "GRAPHQL_VALIDATION_FAILED")])),
     };
-    if depth(&operation.selection_set, doc, 0) > MAX_DEPTH {
+    let cost = prepared.cost(operation);
+    if cost.depth > MAX_DEPTH {
         return Err(errors(400, vec![json!({"message": format!("Query has depth greater than the allowed maximum of {MAX_DEPTH}"), "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too deep."}})]));
     }
     let no_vars = serde_json::Map::new();
     let plain_vars = body.get("variables").and_then(Value::as_object).unwrap_or(&no_vars);
-    let points = complexity(&operation.selection_set, doc, plain_vars);
+    let points = match cost.complexity {
+        Some(points) => points,
+        None => complexity(&operation.selection_set, doc, plain_vars),
+    };
     if points > MAX_COMPLEXITY {
         let msg = format!("Query too complex - complexity of {} exceeds the maximum of {}", points.round(), MAX_COMPLEXITY);
         return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too complex; request fewer items or fields."}})]));
@@ -451,3 +405,5 @@ pome_twin_sdk::export_twin!(World);
 mod tests;
 #[cfg(test)]
 mod tests_mcp;
+#[cfg(test)]
+mod tests_input;
