@@ -6,6 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// Directories a file's path may nest. Git itself refuses trees deeper than 4,096
+/// (`core.maxTreeDepth`); the tree writer and [`GitStore::flatten`] here recurse once per
+/// directory, so the twin stops far sooner, and far past any real repository (the Linux
+/// kernel's deepest path has under 20).
+pub const MAX_PATH_DEPTH: usize = 256;
+
 /// Bytes that serialise as raw bytes in snapshots and as text (lossy) in JSON state.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Bytes(pub Vec<u8>);
@@ -285,7 +291,8 @@ impl GitStore {
         cur
     }
 
-    /// Every file under a tree, by path.
+    /// Every file under `tree`, by path. Recurses once per directory: paths are bounded by
+    /// [`MAX_PATH_DEPTH`] where agents write them.
     pub fn flatten(&self, tree: &str) -> Flat {
         let mut out = Flat::new();
         self.flatten_into(tree, "", &mut out);

@@ -57,6 +57,17 @@ pub fn resolve_ref(r: &Repo, reference: Option<&str>) -> Result<String, ApiError
         .ok_or_else(|| ApiError::new(404, format!("No commit found for the ref {reference}")))
 }
 
+/// A path an agent writes, refused with GitHub's 422 when it nests past
+/// [`crate::git::MAX_PATH_DEPTH`].
+pub fn check_path(path: &str) -> Result<(), ApiError> {
+    use crate::git::MAX_PATH_DEPTH;
+    let depth = path.split('/').count();
+    if depth > MAX_PATH_DEPTH {
+        return Err(ApiError::new(422, format!("path nests {depth} directories deep; at most {MAX_PATH_DEPTH} are allowed")));
+    }
+    Ok(())
+}
+
 /// Commit `flat` on `branch` (creating the branch for an empty repository); returns the
 /// new commit sha. Records the ref change.
 pub fn commit_on_branch(
@@ -246,6 +257,7 @@ fn branch_for_write(r: &Repo, branch: &Option<String>) -> Result<String, ApiErro
 pub fn put_content(w: &mut World, call: &mut Call) -> ApiResult {
     let inp: PutFile = input(call)?;
     let path = call.param("path").trim_matches('/').to_string();
+    check_path(&path)?;
     let key = w.repo_key_for(call)?;
     w.repo_mut(call, Role::Write)?;
     let message = inp.message.clone().ok_or_else(|| ApiError::invalid("Commit", "message", "missing_field"))?;
@@ -298,6 +310,7 @@ pub struct DeleteFile {
 pub fn delete_content(w: &mut World, call: &mut Call) -> ApiResult {
     let inp: DeleteFile = input(call)?;
     let path = call.param("path").trim_matches('/').to_string();
+    check_path(&path)?;
     let key = w.repo_key_for(call)?;
     w.repo_mut(call, Role::Write)?;
     let message = inp.message.clone().ok_or_else(|| ApiError::invalid("Commit", "message", "missing_field"))?;
@@ -718,28 +731,51 @@ pub fn get_blob(w: &mut World, call: &mut Call) -> ApiResult {
     )
 }
 
+/// Entries a recursive tree answer lists at most before it says `truncated`: GitHub's
+/// documented limit. Trees are content-addressed, so an agent can build a tree whose subtrees
+/// share children (each tree naming the previous one twice): 40 requests make 2^40 paths.
+const TREE_ENTRIES: usize = 100_000;
+
+/// Bytes of entries a recursive tree answer holds at most before it says `truncated`:
+/// GitHub's documented 7 MB, under the host's response cap.
+const TREE_BYTES: usize = 7_000_000;
+
 fn tree_json(b: &str, r: &Repo, sha: &str, recursive: bool) -> Value {
     let fname = r.full_name();
     let mut items = Vec::new();
-    fn walk(r: &Repo, b: &str, fname: &str, tree: &str, prefix: &str, recursive: bool, out: &mut Vec<Value>) {
-        for e in r.git.tree(tree).cloned().unwrap_or_default() {
-            let path = if prefix.is_empty() { e.name.clone() } else { format!("{prefix}/{}", e.name) };
-            if e.is_tree() {
-                out.push(json!({"path": path, "mode": "040000", "type": "tree", "sha": e.sha,
-                    "url": format!("{b}/repos/{fname}/git/trees/{}", e.sha)}));
-                if recursive {
-                    walk(r, b, fname, &e.sha, &path, recursive, out);
-                }
-            } else {
-                let kind = if e.mode == "160000" { "commit" } else { "blob" };
-                let size = r.git.blob_bytes(&e.sha).map(|x| x.len()).unwrap_or(0);
-                out.push(json!({"path": path, "mode": e.mode, "type": kind, "sha": e.sha, "size": size,
-                    "url": format!("{b}/repos/{fname}/git/blobs/{}", e.sha)}));
+    let mut bytes = 0usize;
+    let mut truncated = false;
+    // Depth first in git's order (a subtree's entries right after the subtree), with a stack
+    // of its own: a chain of trees as deep as an agent cares to build never deepens the
+    // guest's call stack. Each level: its entries, the next to list, and its path.
+    let mut stack = vec![(r.git.tree(sha).cloned().unwrap_or_default(), 0usize, String::new())];
+    while let Some((entries, next, prefix)) = stack.last_mut() {
+        let Some(e) = entries.get(*next).cloned() else {
+            stack.pop();
+            continue;
+        };
+        *next += 1;
+        if items.len() >= TREE_ENTRIES || bytes >= TREE_BYTES {
+            truncated = true;
+            break;
+        }
+        let path = if prefix.is_empty() { e.name.clone() } else { format!("{prefix}/{}", e.name) };
+        // The entry's size as written: its path, its URL and about 160 bytes of the rest.
+        bytes += path.len() + b.len() + fname.len() + 160;
+        if e.is_tree() {
+            items.push(json!({"path": path, "mode": "040000", "type": "tree", "sha": e.sha,
+                "url": format!("{b}/repos/{fname}/git/trees/{}", e.sha)}));
+            if recursive {
+                stack.push((r.git.tree(&e.sha).cloned().unwrap_or_default(), 0, path));
             }
+        } else {
+            let kind = if e.mode == "160000" { "commit" } else { "blob" };
+            let size = r.git.blob_bytes(&e.sha).map(|x| x.len()).unwrap_or(0);
+            items.push(json!({"path": path, "mode": e.mode, "type": kind, "sha": e.sha, "size": size,
+                "url": format!("{b}/repos/{fname}/git/blobs/{}", e.sha)}));
         }
     }
-    walk(r, b, &fname, sha, "", recursive, &mut items);
-    json!({"sha": sha, "url": format!("{b}/repos/{fname}/git/trees/{sha}"), "tree": items, "truncated": false})
+    json!({"sha": sha, "url": format!("{b}/repos/{fname}/git/trees/{sha}"), "tree": items, "truncated": truncated})
 }
 
 /// `GET /repos/{owner}/{repo}/git/trees/{tree_sha}` (`git/get-tree`); a branch name or a
@@ -809,6 +845,7 @@ pub fn create_tree(w: &mut World, call: &mut Call) -> ApiResult {
         if path.split('/').any(|s| s.is_empty() || s == "." || s == ".." || s == ".git") {
             return Err(ApiError::new(422, format!("tree.path contains a malformed path component: {path}")));
         }
+        check_path(&path)?;
         let mode = it.mode.clone().unwrap_or_else(|| "100644".into());
         if !["100644", "100755", "040000", "160000", "120000"].contains(&mode.as_str()) {
             return Err(ApiError::new(422, format!("tree.mode {mode:?} is invalid")));
@@ -825,7 +862,14 @@ pub fn create_tree(w: &mut World, call: &mut Call) -> ApiResult {
                         return Err(ApiError::new(422, format!("tree.sha {sha} is not a valid tree")));
                     }
                     for (k, v) in sub {
-                        flat.insert(format!("{path}/{k}"), v);
+                        let full = format!("{path}/{k}");
+                        check_path(&full)?;
+                        flat.insert(full, v);
+                        // Subtrees may share children: a tree naming the previous one twice
+                        // doubles the files with each request. GitHub stops at its limit.
+                        if flat.len() > TREE_ENTRIES {
+                            return Err(ApiError::new(422, format!("A tree may hold at most {TREE_ENTRIES} entries")));
+                        }
                     }
                 } else {
                     if r.git.get(sha).is_none() && mode != "160000" {

@@ -89,6 +89,7 @@ pub fn push_files(w: &mut World, call: &mut Call) -> ApiResult {
     let mut flat = r.git.flatten(&tree_of(r, &head));
     for f in &inp.files {
         let path = f.path.trim_matches('/').to_string();
+        git::check_path(&path)?;
         if path.is_empty() || flat.keys().any(|k| path.starts_with(&format!("{k}/"))) {
             return Err(ApiError::new(422, format!("{} cannot be written: a file is in its way", f.path)));
         }
