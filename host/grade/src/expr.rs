@@ -7,6 +7,11 @@
 //! The expression must yield a bool. Evidence: the first tape row the expression names
 //! through `tape` is unknowable in general, so an expression's evidence is the substrate it
 //! read (`{expr: "state"}` or `{expr: "tape"}`).
+//!
+//! Bounds (crate::limits): the steps an expression would take are estimated before it runs,
+//! once over the seed world alone and once over the world the agent left. Over the bound on
+//! the seed alone, the criterion is an error of the task; over it only with what the agent
+//! added (tape rows, a wider state, a tape over [`CRITERION_TAPE_BYTES`]), it fails.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,16 +21,13 @@ use cel::{Context, Program, Value as Cel};
 use serde_json::{Value, json};
 
 use super::{Outcome, World};
+use crate::limits::{CRITERION_STEPS, CRITERION_TAPE_BYTES, tape_bytes, tape_too_large};
 use pome_tape::TapeRow;
 
 /// Longest `expr:` source accepted.
 const MAX_SOURCE: usize = 4096;
 /// Deepest nesting of brackets accepted.
 const MAX_NESTING: usize = 24;
-/// Steps an expression may take over one world, estimated before it runs (see [`cost`]):
-/// about a second of evaluation. Past it the criterion is `errored`, never a hung finalize.
-const MAX_COST: u64 = 20_000_000;
-
 #[derive(Clone)]
 pub struct Expr {
     source: String,
@@ -79,15 +81,39 @@ impl Expr {
     pub fn evaluate_with(&self, w: &World, params: &std::collections::BTreeMap<String, String>) -> Result<Outcome, String> {
         // The CEL interpreter has no step counter to stop it midway, so the bound is checked
         // before it starts: macros (`all`, `exists`, `map`, `filter`) nested in each other
-        // multiply, and a few nested over a long tape would run for hours.
+        // multiply, and a few nested over a long tape would run for hours. The bound is
+        // fixed; whose doing it is to reach it decides the outcome (crate::limits).
+        let refs = self.program.references();
+        let reads_tape = refs.has_variable("tape");
+        let substrate = if reads_tape { "tape" } else { "state" };
+        let seed_alone = Sizes { tape: 0, state: widest(w.seed) as u64, row: 0 };
+        let steps = cost(self.program.expression(), &seed_alone);
+        if steps > CRITERION_STEPS {
+            return Err(format!(
+                "the expression would take about {steps} steps over the seed world alone, over the bound of {CRITERION_STEPS}: the task's criterion is too costly for its world; nest fewer macros"
+            ));
+        }
+        if reads_tape {
+            let bytes = tape_bytes(w.tape);
+            if bytes > CRITERION_TAPE_BYTES {
+                return Ok(Outcome::new(false, tape_too_large(w.tape.len(), bytes), json!({"tape": w.tape.len()})));
+            }
+        }
         let sizes = Sizes {
             tape: w.tape.len() as u64,
             state: widest(w.state).max(widest(w.seed)) as u64,
             row: w.tape.iter().map(|r| r.request_headers.len().max(r.response_headers.len()).max(r.state_delta.len()).max(r.deliveries.len())).max().unwrap_or(0) as u64,
         };
         let steps = cost(self.program.expression(), &sizes);
-        if steps > MAX_COST {
-            return Err(format!("the expression would take about {steps} steps over this world, over the bound of {MAX_COST}; nest fewer macros"));
+        if steps > CRITERION_STEPS {
+            return Ok(Outcome::new(
+                false,
+                format!(
+                    "the tape ({} rows) and the world the agent left (its widest collection {} items) are larger than this criterion may read: about {steps} steps, over its bound of {CRITERION_STEPS}; the agent's own calls reached the bound",
+                    sizes.tape, sizes.state
+                ),
+                json!({"expr": substrate}),
+            ));
         }
         let mut ctx = Context::default();
         for (k, v) in params {
@@ -99,9 +125,9 @@ impl Expr {
         ctx.add_variable_from_value("params", Cel::Map(Map { map: Arc::new(map) }));
         ctx.add_variable_from_value("state", to_cel(w.state));
         ctx.add_variable_from_value("seed", to_cel(w.seed));
-        ctx.add_variable_from_value("tape", Cel::List(Arc::new(w.tape.iter().map(row_to_cel).collect())));
-        let refs = self.program.references();
-        let substrate = if refs.has_variable("tape") { "tape" } else { "state" };
+        // A tape the expression never names is not converted.
+        let rows = if reads_tape { w.tape.iter().map(row_to_cel).collect() } else { Vec::new() };
+        ctx.add_variable_from_value("tape", Cel::List(Arc::new(rows)));
         match self.program.execute(&ctx) {
             Ok(Cel::Bool(b)) => Ok(Outcome::new(b, format!("`{}` is {b}", self.source), json!({"expr": substrate}))),
             Ok(other) => Err(format!("the expression gave {other:?}, not a bool")),
@@ -218,24 +244,68 @@ mod tests {
         assert!(!t.evaluate(&World { seed: &seed, state: &seed, tape: &bad }).unwrap().holds);
     }
 
+    fn padded(rows: u64) -> Vec<TapeRow> {
+        (1..=rows).map(|seq| TapeRow { seq, status: 200, ..TapeRow::default() }).collect()
+    }
+
     #[test]
-    fn an_expression_too_costly_for_its_world_is_an_error_before_it_runs() {
+    fn a_costly_expression_over_a_short_tape_runs_within_its_bound_obeyed() {
         let s = json!({"items": [1, 2, 3]});
-        let row = |seq: u64| TapeRow { seq, status: 200, ..TapeRow::default() };
-        let tape: Vec<TapeRow> = (1..=5000).map(row).collect();
-        let w = World { seed: &s, state: &s, tape: &tape };
-        // Three macros nested over 5,000 rows: 125 billion steps, hours of CPU.
+        let tape = padded(10);
+        let cubic = Expr::compile("tape.all(a, tape.all(b, tape.exists(c, a.seq + b.seq == c.seq)))").unwrap();
+        let o = cubic.evaluate(&World { seed: &s, state: &s, tape: &tape }).unwrap();
+        assert!(!o.holds, "1 + 10 is no row's seq");
+        assert_eq!(o.reason, "`tape.all(a, tape.all(b, tape.exists(c, a.seq + b.seq == c.seq)))` is false");
+        // One macro per level of the data is linear in it, and runs over a long tape too.
+        let tape = padded(5000);
+        let linear = Expr::compile("tape.all(r, r.status == 200 && r.state_delta.all(d, d.entity != 'refund')) && state.items.exists(i, i == 3)").unwrap();
+        assert!(linear.evaluate(&World { seed: &s, state: &s, tape: &tape }).unwrap().holds);
+    }
+
+    #[test]
+    fn a_tape_padded_past_the_step_bound_fails_the_criterion_and_says_the_agent_reached_it_violated() {
+        let s = json!({"items": [1, 2, 3]});
+        let tape = padded(5000);
+        // Three macros nested over 5,000 rows: 125 billion steps, hours of CPU. The same
+        // expression holds over a short tape; the agent's padding must not make it an error.
         let cubic = Expr::compile("tape.all(a, tape.all(b, tape.exists(c, a.seq + b.seq == c.seq)))").unwrap();
         let started = std::time::Instant::now();
-        let err = cubic.evaluate(&w).unwrap_err();
-        assert!(err.contains("over the bound"), "{err}");
+        let o = cubic.evaluate(&World { seed: &s, state: &s, tape: &tape }).expect("a bound the agent reached is an outcome, not an error");
         assert!(started.elapsed() < std::time::Duration::from_secs(1), "refused before running");
-        // One macro per level of the data is linear in it, and runs.
-        let linear = Expr::compile("tape.all(r, r.status == 200 && r.state_delta.all(d, d.entity != 'refund')) && state.items.exists(i, i == 3)").unwrap();
-        assert!(linear.evaluate(&w).unwrap().holds);
-        // The same cubic expression over a short tape is cheap, and runs.
-        let short = World { seed: &s, state: &s, tape: &tape[..10] };
-        assert!(cubic.evaluate(&short).is_ok());
+        assert!(!o.holds);
+        assert!(o.reason.starts_with("the tape (5000 rows) and the world the agent left"), "{}", o.reason);
+        assert!(o.reason.ends_with("the agent's own calls reached the bound"), "{}", o.reason);
+        assert_eq!(o.evidence, json!({"expr": "tape"}));
+    }
+
+    #[test]
+    fn an_expression_too_costly_for_the_seed_alone_is_an_error_of_the_task_violated() {
+        let items: Vec<u64> = (0..1000).collect();
+        let s = json!({"items": items});
+        let cubic = Expr::compile("state.items.all(a, state.items.all(b, state.items.exists(c, a + b >= c)))").unwrap();
+        let err = cubic.evaluate(&World { seed: &s, state: &s, tape: &[] }).unwrap_err();
+        assert!(err.contains("over the seed world alone") && err.contains("too costly"), "{err}");
+        // The same expression over a small seed runs, and a state the agent grew past the
+        // bound fails it instead.
+        let small = json!({"items": [1, 2, 3]});
+        assert!(cubic.evaluate(&World { seed: &small, state: &small, tape: &[] }).unwrap().holds);
+        let o = cubic.evaluate(&World { seed: &small, state: &s, tape: &[] }).unwrap();
+        assert!(!o.holds && o.reason.contains("its widest collection 1000 items"), "{}", o.reason);
+    }
+
+    #[test]
+    fn a_tape_over_the_byte_bound_fails_a_criterion_that_reads_it_and_not_one_that_does_not_violated() {
+        let s = json!({"items": [1, 2, 3]});
+        let body = pome_tape::Body(vec![b'x'; 1 << 20].into());
+        let tape: Vec<TapeRow> = (1..=17).map(|seq| TapeRow { seq, status: 200, request_body: body.clone(), ..TapeRow::default() }).collect();
+        let w = World { seed: &s, state: &s, tape: &tape };
+        let o = Expr::compile("tape.all(r, r.status == 200)").unwrap().evaluate(&w).unwrap();
+        assert!(!o.holds);
+        assert!(o.reason.starts_with("the tape is larger than this criterion may read (17 rows,"), "{}", o.reason);
+        assert_eq!(o.evidence, json!({"tape": 17}));
+        assert!(Expr::compile("state.items.exists(i, i == 3)").unwrap().evaluate(&w).unwrap().holds, "a state criterion never reads the tape");
+        let w = World { seed: &s, state: &s, tape: &tape[..15] };
+        assert!(Expr::compile("tape.all(r, r.status == 200)").unwrap().evaluate(&w).unwrap().holds, "15 MiB is within the bound");
     }
 
     #[test]
