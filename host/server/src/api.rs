@@ -328,16 +328,18 @@ struct DeleteQuery {
 }
 
 async fn delete_sandbox(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, Query(q): Query<DeleteQuery>) -> Result<Json<Value>, ApiError> {
-    stop(&app, &team, &id, q.confirm_discard).map(Json)
+    stop(&app, &team, &id, q.confirm_discard).await.map(Json)
 }
 
 /// Stop a sandbox (REST `DELETE`, MCP `stop_sandbox`): an ungraded one only with its discard
-/// token, since stopping it loses its run.
-pub fn stop(app: &App, team: &str, id: &str, confirm_discard: Option<String>) -> Result<Value, ApiError> {
+/// token, since stopping it loses its run. The close is committed before the answer, so a
+/// discarded sandbox stays discarded across a crash.
+pub async fn stop(app: &App, team: &str, id: &str, confirm_discard: Option<String>) -> Result<Value, ApiError> {
     let s = open_sandbox(app, team, id)?;
     match confirm_discard {
         Some(t) if crate::auth::same(&t, &s.discard_token) => {
             app.sandboxes.close(&s, CloseReason::Discarded, None);
+            app.sandboxes.durable().await.map_err(|e| ApiError::internal(format!("sandbox {id} is discarded but its close could not be committed: {e}")))?;
             Ok(json!({"id": s.id, "session_id": s.id, "state": "closed", "discarded": true}))
         }
         Some(_) => Err(ApiError::new(ErrorType::Conflict, "confirm_discard does not match this sandbox's discard token")

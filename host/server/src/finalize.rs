@@ -1,7 +1,15 @@
-//! Finalize: the end of a sandbox's life as one service — collect every twin's tape and
-//! state, grade against the task version the sandbox booted from, persist the run with its
-//! verdict in one transaction, close the sandbox and free its slot. It either completes or
-//! leaves the sandbox as it was; it runs detached from the request that asked for it.
+//! Finalize: the end of a sandbox's life as one service — shut the door to twin calls, let
+//! the calls already in finish, collect every twin's tape and state, grade against the task
+//! version the sandbox booted from, persist the run with its verdict in one transaction,
+//! close the sandbox and free its slot. It either completes or leaves the sandbox as it was
+//! (door open again); it runs detached from the request that asked for it.
+//!
+//! Nothing answered is lost (issue #32): every call the agent was answered is on the tapes
+//! the run holds (the door, [`Sandbox::admit`]), and the run and the close are both committed
+//! before finalize answers, so a crash after the answer finds the sandbox finalized with its
+//! run. A sandbox has one run: the database refuses a second, and a finalize that finds one
+//! stored (another finalize's, or one that stored it and crashed before its close was
+//! committed) answers that one.
 
 use std::sync::Arc;
 
@@ -63,20 +71,37 @@ pub async fn finalize_sandbox(app: &Arc<App>, team: &str, id: &str) -> Result<Va
     }
 }
 
-/// The finalize job proper; on any failure the sandbox is reopened untouched.
+/// The finalize job proper, on a sandbox whose door `begin_close` has shut; on any failure
+/// the sandbox is reopened untouched.
 async fn finalize_job(app: &App, team: &str, s: &Sandbox) -> Result<Value, ApiError> {
+    // Calls let in before the door shut are answered first, so the tapes read below hold
+    // every answer the agent was given.
+    s.drained().await;
     let result = async {
+        if let Some(stored) = app.storage.run_of_sandbox(team, &s.id).await? {
+            return read_run(&s.id, stored);
+        }
         let mut run = collect_run(s).await?;
         // Graded before it is written: the verdict is in the same row, the same transaction.
         let task = s.meta.task_id.as_deref().zip(s.meta.task_version.as_deref());
         crate::task_api::grade_into(app, team, task, &mut run).await?;
-        app.storage.insert_run(team, &run).await?;
-        Ok::<Run, ApiError>(run)
+        if app.storage.insert_run(team, &run).await? {
+            return Ok(run);
+        }
+        // Another finalize stored this sandbox's run first: that one is the run.
+        let stored = app.storage.run_of_sandbox(team, &s.id).await?.ok_or_else(|| ApiError::internal(format!("the run of sandbox {} is neither new nor stored", s.id)))?;
+        read_run(&s.id, stored)
     }
     .await;
     match result {
         Ok(run) => {
             app.sandboxes.close(s, CloseReason::Finalized, Some(run.id.clone()));
+            // The close is committed before the answer leaves: a crash after it cannot bring
+            // the sandbox back open. (The run already is: it was written with FULL sync.)
+            app.sandboxes
+                .durable()
+                .await
+                .map_err(|e| ApiError::internal(format!("sandbox {} is finalized as run {} but its close could not be committed ({e}); finalize it again", s.id, run.id)))?;
             Ok(finalize_answer(&s.id, &run))
         }
         Err(e) => {
@@ -84,6 +109,10 @@ async fn finalize_job(app: &App, team: &str, s: &Sandbox) -> Result<Value, ApiEr
             Err(e)
         }
     }
+}
+
+fn read_run(id: &str, stored: Value) -> Result<Run, ApiError> {
+    serde_json::from_value(stored).map_err(|e| ApiError::internal(format!("the run of sandbox {id} does not read back: {e}")))
 }
 
 fn finalize_answer(id: &str, run: &Run) -> Value {

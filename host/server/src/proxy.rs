@@ -80,9 +80,14 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
         }
         sandbox.touch();
         let target = crate::mcp::twin::Target { store: t.store.clone(), token: sandbox.token.clone(), base_url, tools: app.mcp.tools[&twin].clone(), request_id: current_request_id() };
+        let Some(_admitted) = sandbox.admit() else { return Box::pin(sandbox_twin(State(app.clone()), req)).await };
         return app.mcp.serve_twin(req, target).await;
     }
 
+    // Finalize may have closed the door since the lookup: a call let in is on the tapes it
+    // reads (held until the answer is built); one not let in is answered as the closed
+    // sandbox answers, by looking again.
+    let Some(_admitted) = sandbox.admit() else { return Box::pin(sandbox_twin(State(app.clone()), req)).await };
     // Only the agent's own calls keep a sandbox alive: knowing its id is not enough.
     forward(&t.store, &sandbox.token, base_url, &app.rt.limits, req, rest, || sandbox.touch()).await
 }

@@ -7,7 +7,7 @@
 //! so later calls answer 410 `session_expired` rather than 404.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -81,6 +81,11 @@ pub struct Sandbox {
     idle_deadline: Mutex<Instant>,
     /// Set once, when the sandbox closes or starts finalizing.
     closing: Mutex<Option<CloseReason>>,
+    /// Twin calls let in while the sandbox was open and not yet answered (see [`Admission`]):
+    /// finalize closes the door, then waits for these to drain before it reads the tapes.
+    in_flight: AtomicUsize,
+    /// Woken when `in_flight` falls to zero.
+    drained: tokio::sync::Notify,
     /// Where the sandbox's record lives on disk (`None` in memory-only mode), and the idle
     /// deadline last written there (Unix ms).
     live: Option<Arc<dyn LiveStore>>,
@@ -159,6 +164,34 @@ impl Sandbox {
     pub fn closing(&self) -> Option<CloseReason> {
         *self.closing.lock().unwrap()
     }
+
+    /// Let one twin call in, unless the sandbox is closing: the door finalize shuts (issue
+    /// #32). Between a call's `lookup` and its store call, finalize may start and read the
+    /// tapes; a call let in here is counted until its answer is built, and finalize waits for
+    /// the count to drain, so every call answered is on the tapes it reads. The count moves
+    /// under the `closing` lock, so no call slips in after [`Registry::begin_close`].
+    pub fn admit(self: &Arc<Self>) -> Option<Admission> {
+        let closing = self.closing.lock().unwrap();
+        if closing.is_some() {
+            return None;
+        }
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        Some(Admission(self.clone()))
+    }
+
+    /// Wait until no admitted twin call is in flight. After `begin_close` none can start, so
+    /// once this returns the tapes hold every call the agent will ever be answered.
+    pub async fn drained(&self) {
+        loop {
+            let woken = self.drained.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if self.in_flight.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            woken.await;
+        }
+    }
 }
 
 fn wall(deadline: Instant) -> SystemTime {
@@ -181,6 +214,17 @@ pub fn unix_ms(t: SystemTime) -> u64 {
 
 pub fn from_unix_ms(ms: u64) -> SystemTime {
     std::time::UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+/// A twin call let in by [`Sandbox::admit`]; hold it until the answer is built.
+pub struct Admission(Arc<Sandbox>);
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.drained.notify_waiters();
+        }
+    }
 }
 
 /// What a closed sandbox leaves behind.
@@ -333,6 +377,8 @@ impl Registry {
             idle: self.lifetimes.idle,
             idle_deadline: Mutex::new(instant(identity.idle_deadline)),
             closing: Mutex::new(None),
+            in_flight: AtomicUsize::new(0),
+            drained: tokio::sync::Notify::new(),
             live: self.live.get().cloned(),
             idle_written_ms: AtomicU64::new(unix_ms(identity.idle_deadline)),
         });
@@ -406,7 +452,8 @@ impl Registry {
         true
     }
 
-    /// Undo `begin_close` (finalize could not persist its run; the sandbox stays usable).
+    /// Undo `begin_close` (finalize could not persist its run; the sandbox stays usable, and
+    /// its door opens again to twin calls).
     pub fn abort_close(&self, sandbox: &Sandbox) {
         *sandbox.closing.lock().unwrap() = None;
         self.changes.notify_waiters();
@@ -446,6 +493,15 @@ impl Registry {
         self.changes.notify_waiters();
         self.metrics.sandbox_closed();
         tracing::info!(sandbox = %sandbox.id, reason = reason.as_str(), "sandbox closed");
+    }
+
+    /// Wait until every close so far is committed where open sandboxes are kept durable, so
+    /// a close answered survives a crash (nothing to wait for in memory-only mode).
+    pub async fn durable(&self) -> Result<(), String> {
+        match self.live.get() {
+            Some(live) => crate::live::wait(|done| live.flush(done)).await,
+            None => Ok(()),
+        }
     }
 
     /// The team's open sandboxes, oldest first.

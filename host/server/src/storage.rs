@@ -344,8 +344,11 @@ impl Storage {
         .await
     }
 
-    /// Persist a finalized run in one transaction.
-    pub async fn insert_run(&self, team_id: &str, run: &pome_grade::run::Run) -> Result<(), StorageError> {
+    /// Persist a finalized run in one transaction, unless its sandbox has a run already: a
+    /// sandbox has one run (the `runs_one_per_sandbox` index), so a second finalize that
+    /// raced the first, or ran again after a crash, stores nothing. True when this run was
+    /// stored; otherwise [`Storage::run_of_sandbox`] reads the one that was.
+    pub async fn insert_run(&self, team_id: &str, run: &pome_grade::run::Run) -> Result<bool, StorageError> {
         let team_id = team_id.to_string();
         // Written once, as the JSON the API serves.
         let body = serde_json::to_string(run).map_err(|e| StorageError::Corrupt(e.to_string()))?;
@@ -356,13 +359,24 @@ impl Storage {
         let twins = serde_json::to_string(&run.twins).unwrap_or_else(|_| "[]".into());
         self.with(move |c| {
             let tx = c.transaction()?;
-            tx.execute(
+            let stored = tx.execute(
                 "INSERT INTO runs (id, team_id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (session_id) DO NOTHING",
                 params![id, team_id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, body],
             )?;
             tx.commit()?;
-            Ok(())
+            Ok(stored == 1)
+        })
+        .await
+    }
+
+    /// The run of the team's sandbox `session_id`, whole, if it was finalized.
+    pub async fn run_of_sandbox(&self, team_id: &str, session_id: &str) -> Result<Option<Value>, StorageError> {
+        let (t, s) = (team_id.to_string(), session_id.to_string());
+        self.with(move |c| {
+            let body: Option<String> =
+                c.query_row("SELECT body FROM runs WHERE team_id = ?1 AND session_id = ?2", [t, s], |row| row.get(0)).optional()?;
+            body.map(|b| serde_json::from_str(&b).map_err(|e| StorageError::Corrupt(e.to_string()))).transpose()
         })
         .await
     }
@@ -437,6 +451,47 @@ pub fn now() -> String {
 mod tests {
     use super::*;
 
+    fn run(id: &str, session: &str, at: &str) -> pome_grade::run::Run {
+        pome_grade::run::Run { id: id.into(), session_id: session.into(), twins: vec!["acme".into()], finalized_at: at.into(), ..Default::default() }
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_has_one_run_and_a_second_insert_keeps_the_first() {
+        let db = Storage::in_memory().unwrap();
+        let (team, _) = db.ensure_default_team().await.unwrap();
+        assert!(db.insert_run(&team, &run("run_a", "ses_1", "2026-01-01T00:00:00Z")).await.unwrap());
+        assert!(!db.insert_run(&team, &run("run_b", "ses_1", "2026-01-01T00:00:01Z")).await.unwrap(), "the sandbox has its run");
+        assert_eq!(db.run_of_sandbox(&team, "ses_1").await.unwrap().unwrap()["id"], "run_a");
+        assert!(db.run(&team, "run_b").await.unwrap().is_none());
+        assert!(db.run_of_sandbox(&team, "ses_2").await.unwrap().is_none());
+    }
+
+    #[test]
+    fn a_database_holding_two_runs_of_one_sandbox_keeps_the_oldest_when_opened() {
+        let path = std::env::temp_dir().join(format!("pome-one-run-{}-{}.db", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
+        {
+            // A database as an older pome left it: no unique index, a sandbox finalized twice.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(SCHEMA).unwrap();
+            for (id, session, at) in [("run_late", "ses_1", "2026-01-01T00:00:05Z"), ("run_first", "ses_1", "2026-01-01T00:00:01Z"), ("run_other", "ses_2", "2026-01-01T00:00:03Z")] {
+                c.execute(
+                    "INSERT INTO runs (id, team_id, session_id, twins, created_at, body) VALUES (?1, 'team', ?2, '[]', ?3, '{}')",
+                    params![id, session, at],
+                )
+                .unwrap();
+            }
+        }
+        Storage::open(&path).unwrap();
+        let c = Connection::open(&path).unwrap();
+        let ids: Vec<String> = c.prepare("SELECT id FROM runs ORDER BY id").unwrap().query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
+        assert_eq!(ids, ["run_first", "run_other"]);
+        let again = c.execute("INSERT INTO runs (id, team_id, session_id, twins, created_at, body) VALUES ('run_x', 'team', 'ses_2', '[]', 'now', '{}')", []);
+        assert!(again.is_err(), "the index refuses a second run of a sandbox");
+        drop(c);
+        Storage::open(&path).expect("opens again with the index in place");
+        let _ = std::fs::remove_file(&path);
+    }
+
     #[tokio::test]
     async fn keys_resolve_to_their_team_and_runs_stay_with_it() {
         let db = Storage::in_memory().unwrap();
@@ -479,12 +534,31 @@ pub struct KeyInfo {
 
 /// Bring a database written by an older pome up to this schema.
 fn migrate(conn: &Connection) -> Result<(), StorageError> {
+    one_run_per_sandbox(conn)?;
     let columns: Vec<String> = conn.prepare("PRAGMA table_info(api_keys)")?.query_map([], |r| r.get(1))?.collect::<Result<_, _>>()?;
     for (name, ty) in [("id", "TEXT"), ("prefix", "TEXT"), ("revoked_at", "TEXT")] {
         if !columns.iter().any(|c| c == name) {
             conn.execute_batch(&format!("ALTER TABLE api_keys ADD COLUMN {name} {ty}"))?;
         }
     }
+    Ok(())
+}
+
+/// One run per sandbox (issue #32). A database written before this rule may hold two runs of
+/// one sandbox (two finalizes that raced): the oldest is the one its finalize answered first,
+/// so it stays and the later ones go, then a unique index keeps it so.
+fn one_run_per_sandbox(conn: &Connection) -> Result<(), StorageError> {
+    let indexed: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'runs_one_per_sandbox')", [], |r| r.get(0))?;
+    if indexed {
+        return Ok(());
+    }
+    // With one MIN() aggregate, SQLite takes the bare `rowid` from the row holding the minimum.
+    conn.execute_batch(
+        "BEGIN;
+         DELETE FROM runs WHERE rowid NOT IN (SELECT keep FROM (SELECT rowid AS keep, MIN(created_at) FROM runs GROUP BY session_id));
+         CREATE UNIQUE INDEX runs_one_per_sandbox ON runs (session_id);
+         COMMIT;",
+    )?;
     Ok(())
 }
 

@@ -181,7 +181,7 @@ async fn run(t: &Target, name: &str, args: &Map<String, Value>) -> Result<Value,
         "list_sandboxes" => Ok(crate::api::list(app, team, &t.headers)),
         "heartbeat" => crate::api::beat(app, team, &sandbox()),
         "finalize" => crate::finalize::finalize_sandbox(app, team, &sandbox()).await,
-        "stop_sandbox" => crate::api::stop(app, team, &sandbox(), text(args, "confirm_discard")),
+        "stop_sandbox" => crate::api::stop(app, team, &sandbox(), text(args, "confirm_discard")).await,
         "get_run" => crate::api::run(app, team, &text(args, "run_id").unwrap_or_default()).await,
         "list_runs" => {
             let q = serde_json::from_value(Value::Object(args.clone())).map_err(|e| ApiError::validation(format!("list_runs: {e}")))?;
