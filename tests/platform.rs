@@ -69,7 +69,9 @@ async fn a_third_party_twin_accepts_only_the_credential_form_it_declares_and_giv
 
 #[tokio::test]
 async fn a_third_party_twins_webhooks_are_signed_by_it_delivered_by_the_host_and_logged() {
-    let server = Server::start().await;
+    // The receivers are on loopback, which the operator must allow (`--deliver-to`).
+    let outbound = pome::outbound::Policy { allowed: pome::outbound::loopback(), ..pome_e2e::Opts::default().outbound };
+    let server = Server::with(pome_e2e::Opts { outbound, ..pome_e2e::Opts::default() }).await;
     let (ok_url, got) = receiver(200).await;
     let (down_url, down_got) = receiver(503).await;
     let seed = json!({
@@ -102,7 +104,7 @@ async fn a_third_party_twins_webhooks_are_signed_by_it_delivered_by_the_host_and
     assert_eq!(down["attempts"][0]["status"], 503);
 
     let refused = by_url("http://10.9.9.9/hook");
-    assert_eq!(refused["state"], "refused", "only loopback by default: {refused}");
+    assert_eq!(refused["state"], "refused", "only loopback is allowed: {refused}");
     assert!(refused["attempts"][0]["error"].as_str().unwrap().contains("--deliver-to"));
 
     let tape = sb.events("tickets").await;

@@ -20,7 +20,8 @@ export function servePome(apiKey) {
   before(async () => {
     const bin = process.env.POME_BIN ?? join(ROOT, "target", "release", "pome");
     assert.ok(existsSync(bin), `${bin} is missing: build the host first (make build)`);
-    const args = ["serve", "--listen", "127.0.0.1:0", "--data", mkdtempSync(join(tmpdir(), "pome-node-"))];
+    // Webhook receivers in the suites listen on loopback, which `pome serve` allows only when told.
+    const args = ["serve", "--listen", "127.0.0.1:0", "--data", mkdtempSync(join(tmpdir(), "pome-node-")), "--deliver-to", "127.0.0.1/32"];
     if (process.env.POME_TEST_TWINS_DIR) args.push("--twins-dir", process.env.POME_TEST_TWINS_DIR);
     server = spawn(bin, args, { env: { ...process.env, POME_API_KEY: apiKey, POME_LOG: "warn" }, stdio: ["ignore", "pipe", "inherit"] });
     pome.base = await new Promise((resolve, reject) => {

@@ -121,15 +121,26 @@ pub struct ServeArgs {
     #[arg(long, env = "POME_PUBLIC_URL")]
     pub public_url: Option<String>,
     /// Where twins may deliver webhooks: a CIDR, an IP address or a host name; repeat for
-    /// more. Without it, loopback only (a hosted pome must not reach into a private network).
+    /// more. Without it, nowhere: a hosted pome must not reach into its own host or a private
+    /// network. Loopback, link-local and cloud metadata addresses need an entry naming them
+    /// (e.g. 127.0.0.1/32); a host name's addresses are checked too.
     #[arg(long = "deliver-to", value_name = "CIDR|HOST")]
     pub deliver_to: Vec<pome_runtime::outbound::Destination>,
     /// Attempts per webhook delivery, the first included.
-    #[arg(long, default_value_t = pome_runtime::outbound::Policy::default().attempts)]
+    #[arg(long, default_value_t = pome_runtime::limits::DELIVERY_ATTEMPTS)]
     pub delivery_attempts: u32,
     /// Wait before a delivery's second attempt; doubled for each after.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub delivery_backoff: Duration,
+    /// Distinct endpoint URLs one sandbox's twin may deliver webhooks to.
+    #[arg(long, default_value_t = pome_runtime::limits::DELIVERY_ENDPOINTS)]
+    pub delivery_endpoints: usize,
+    /// Webhook deliveries one sandbox's twin may have pending or retrying at once.
+    #[arg(long, default_value_t = pome_runtime::limits::DELIVERIES_IN_FLIGHT)]
+    pub deliveries_in_flight: usize,
+    /// Webhook delivery attempts in progress at once across the server.
+    #[arg(long, default_value_t = pome_runtime::limits::DELIVERY_ATTEMPTS_AT_ONCE)]
+    pub delivery_concurrency: usize,
     /// When an answered twin call is on disk, so a restart brings live sandboxes back:
     /// `window` (within 50 ms of its answer; a crash may lose that much), `sync` (before its
     /// answer is sent; nothing answered is ever lost, at a large cost in throughput),
@@ -251,9 +262,12 @@ impl ServeArgs {
             limits: self.limits.to_limits(),
             twins_dir: self.twins_dir.clone(),
             outbound: pome_runtime::outbound::Policy {
-                allowed: if self.deliver_to.is_empty() { pome_runtime::outbound::default_destinations() } else { self.deliver_to.clone() },
+                allowed: self.deliver_to.clone(),
                 attempts: self.delivery_attempts.max(1),
                 backoff: self.delivery_backoff,
+                max_endpoints: self.delivery_endpoints,
+                max_in_flight: self.deliveries_in_flight,
+                concurrency: self.delivery_concurrency.max(1),
                 ..Default::default()
             },
             api_key: std::env::var("POME_API_KEY").ok().filter(|k| !k.is_empty()),
@@ -292,6 +306,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let running = pome_server::server::start(cfg.clone()).await?;
     println!("pome listening on http://{}", running.addr);
     println!("twins: {}", running.app.twins.keys().cloned().collect::<Vec<_>>().join(", "));
+    if cfg.outbound.allowed.is_empty() {
+        eprintln!("pome: webhooks are delivered nowhere; name where with --deliver-to (a CIDR, an IP address or a host name)");
+    }
     if let Some(key) = &running.new_api_key {
         println!("created the default team; its API key (shown once): {key}");
         println!("  export POME_API_KEY={key}");

@@ -78,7 +78,10 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
             };
             let seed_image = SeedCache::new(1).get(&rt, &image, &seed).await.map_err(|e| anyhow::anyhow!("the {twin} twin refused the seed: {e}"))?;
             let mcp = pome_server::mcp::Doors::new(limits.request_body_bytes, &[(twin.clone(), image.clone())].into_iter().collect());
-            let store = TwinStore::start(rt.clone(), image, seed_image, Arc::new(Metrics::default()), Arc::new(pome_runtime::outbound::Policy::default())).await?;
+            // A twin on the developer's own machine delivers its webhooks to receivers there.
+            let outbound = pome_runtime::outbound::Policy { allowed: pome_runtime::outbound::loopback(), ..Default::default() };
+            eprintln!("pome: webhooks are delivered to loopback only (127.0.0.0/8, ::1): a local convenience `pome serve` does not allow by default");
+            let store = TwinStore::start(rt.clone(), image, seed_image, Arc::new(Metrics::default()), Arc::new(outbound)).await?;
             let local = Arc::new(Local { store, token: pome_server::auth::new_agent_token(), limits, mcp, twin: twin.clone() });
             let listener = TcpListener::bind(("127.0.0.1", port)).await.with_context(|| format!("binding port {port}"))?;
             let addr = listener.local_addr()?;

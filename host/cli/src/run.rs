@@ -82,7 +82,8 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
             lifetimes: Lifetimes::default(),
             limits: Limits::default(),
             twins_dir: args.twins_dir.clone(),
-            outbound: Default::default(),
+            // A local run's receivers are on this machine; `pome serve` allows none by default.
+            outbound: pome_runtime::outbound::Policy { allowed: pome_runtime::outbound::loopback(), ..Default::default() },
             api_key: Some(key.clone()),
             public_url: None,
             cache_dir: Some(args.data.join("cache")),
@@ -90,6 +91,7 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
             durability: pome_server::live::Durability::Memory,
         };
         let running = pome_server::server::start(cfg).await.map_err(|e| fail(exit::ORCHESTRATION, format!("starting the local server: {e:#}")))?;
+        eprintln!("pome: local run: webhooks are delivered to loopback only (127.0.0.0/8, ::1)");
         let base = format!("http://{}", running.addr);
         local = Some(running);
         _local_data = Some(TempDir(data));

@@ -114,3 +114,45 @@ impl Default for Lifetimes {
 /// Twins per sandbox: fixed by the platform, on every plan (task files are checked against it
 /// too, so it lives with the shared vocabulary).
 pub use pome_contract::MAX_TWINS_PER_SANDBOX;
+
+// ---- Outbound webhook deliveries (`outbound::Policy`, `pome serve --delivery-*`) ----------
+
+/// Attempts per delivery, the first included. Webhook senders retry a few times; four spans a
+/// receiver's restart without keeping work for a closed sandbox long.
+pub const DELIVERY_ATTEMPTS: u32 = 4;
+
+/// Wait before a delivery's second attempt; doubled for each one after (1 s, 2 s, 4 s).
+pub const DELIVERY_BACKOFF: Duration = Duration::from_secs(1);
+
+/// One attempt (and one host-name lookup) may take this long: a receiver that cannot answer
+/// in ten seconds is down, as Stripe and GitHub treat it.
+pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Distinct endpoint URLs one twin store may deliver to. Stripe allows 16 webhook endpoints
+/// per account and a task needs one or two, so every honest world fits, while a tenant cannot
+/// make the host knock on a whole network.
+pub const DELIVERY_ENDPOINTS: usize = 16;
+
+/// Deliveries of one twin store pending or retrying at once. A store serves one request at a
+/// time and a request asks for a few deliveries that settle within a second against a live
+/// receiver; 64 covers a burst of them, while one store's dead endpoint cannot pile up
+/// tasks (each retrying for about 50 s) without end.
+pub const DELIVERIES_IN_FLIGHT: usize = 64;
+
+/// Delivery attempts (and host-name lookups) in progress at once across the process: each holds
+/// a socket (or a blocking-pool thread for a lookup). 64 keeps deliveries a small share of the
+/// file descriptors the clients' connections need, and of the 512 blocking threads; more
+/// deliveries wait their turn rather than fail.
+pub const DELIVERY_ATTEMPTS_AT_ONCE: usize = 64;
+
+/// Entries one twin store's delivery log keeps (the newest): far more than a task's run
+/// produces, and a bound on what a tenant that never stops asking can make the log hold.
+pub const DELIVERY_LOG_ENTRIES: usize = 1_000;
+
+/// Bytes one twin store's delivery log keeps (the newest entries; the newest one always). It
+/// counts in the memory budget with the tapes; 4 MiB is a few thousand real events.
+pub const DELIVERY_LOG_BYTES: usize = 4 << 20;
+
+/// Bytes of a delivery's body its log entry keeps: a Stripe or Linear event is a few KiB, and
+/// the whole body is on the tape row that asked for it.
+pub const DELIVERY_LOG_BODY_BYTES: usize = 64 << 10;

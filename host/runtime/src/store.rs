@@ -177,7 +177,7 @@ impl TwinStore {
         let twin = image.name.clone();
         let credentials = image.description.credentials.clone().into();
         let served = metrics.twin_requests(&twin);
-        let deliveries = crate::outbound::Log::default();
+        let deliveries = crate::outbound::Deliveries::new(rt.held.clone());
         let mut worker = Worker {
             rt,
             image,
@@ -338,19 +338,30 @@ impl Worker {
             match msg {
                 Msg::Handle(req, reply) => {
                     let (answer, row) = self.serve(req).await;
+                    // Webhooks the row asked for leave with its answer, never before the row
+                    // is durable: a delivery must not announce what a crash then forgets.
+                    let outbound = self.outbound.clone().filter(|_| row.as_ref().is_some_and(|r| !r.deliveries.is_empty()));
                     match (&self.journal, row) {
                         // The answer leaves once its row is durable (per the mode).
                         (Some(journal), Some(row)) => journal.append(
-                            row,
+                            row.clone(),
                             Box::new(move |written| {
                                 let answer = match written {
-                                    Ok(()) => answer,
+                                    Ok(()) => {
+                                        if let Some((policy, log)) = outbound {
+                                            crate::outbound::send_row(&policy, &log, &row);
+                                        }
+                                        answer
+                                    }
                                     Err(e) => fallback(503, &format!("the request was served but could not be recorded durably: {e}")),
                                 };
                                 let _ = reply.send(answer);
                             }),
                         ),
-                        _ => {
+                        (_, row) => {
+                            if let (Some((policy, log)), Some(row)) = (outbound, row) {
+                                crate::outbound::send_row(&policy, &log, &row);
+                            }
                             let _ = reply.send(answer);
                         }
                     }
@@ -468,11 +479,6 @@ impl Worker {
             error,
             applied,
         };
-        if let Some((policy, log)) = &self.outbound {
-            for (index, d) in row.deliveries.iter().enumerate() {
-                crate::outbound::send(policy.clone(), log.clone(), crate::outbound::Outgoing { seq, index, delivery: d.clone() });
-            }
-        }
         if row.applied {
             self.checkpoints.since += guest;
         }
