@@ -251,6 +251,258 @@ fn slack_form_bodies_and_github_json_bodies_get_answers_below_500() {
     });
 }
 
+/// The vendor's error shape for an answer that is not a success: Stripe's
+/// `{error: {type, message}}`, Google's `{error: {code, message, status}}`, Linear's
+/// `{errors: [{message}]}`.
+fn vendor_shaped(twin: &str, status: u16, text: &str) -> bool {
+    if status < 400 {
+        return true;
+    }
+    let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    match twin {
+        "stripe" => v["error"]["type"].is_string() && v["error"]["message"].is_string(),
+        "gmail" => v["error"]["code"] == json!(status) && v["error"]["message"].is_string() && v["error"]["status"].is_string(),
+        "linear" => v["errors"][0]["message"].is_string(),
+        _ => false,
+    }
+}
+
+async fn send(sb: &pome_e2e::Sandbox, method: &str, url: String, content_type: &str, body: Vec<u8>) -> (u16, String) {
+    let resp = sb.http.request(method.parse().unwrap(), url).bearer_auth(&sb.token).header("content-type", content_type).body(body).send().await.unwrap();
+    (resp.status().as_u16(), resp.text().await.unwrap())
+}
+
+/// A Stripe parameter name: a head, then brackets (deep or unclosed ones included).
+fn stripe_key() -> impl Strategy<Value = String> {
+    let head = prop_oneof![Just("metadata".to_string()), Just("expand".to_string()), Just("email".to_string()), Just("items".to_string()), "[a-z_]{1,10}", ".{0,6}"];
+    let seg = prop_oneof![Just("[]".to_string()), "\\[[a-z0-9]{0,4}\\]", Just("[".to_string()), Just("]".to_string()), "\\[.{0,3}\\]"];
+    (head, prop::collection::vec(seg, 0..8), 0usize..3, 0usize..80).prop_map(|(h, segs, deep, n)| {
+        let mut k = h + &segs.concat();
+        // Now and then far past the depth limit.
+        if deep == 0 {
+            k.push_str(&"[a]".repeat(n * 20));
+        }
+        k
+    })
+}
+
+#[test]
+fn stripe_form_bodies_of_any_shape_get_answers_in_stripes_shape() {
+    block_on(async {
+        let server = Server::start().await;
+        let sb = server.sandbox(&["stripe"], None).await;
+        let mut r = runner(96);
+        let pairs = prop::collection::vec((stripe_key(), ".{0,20}"), 0..8);
+        let route = prop_oneof![
+            Just(("POST", "/v1/customers")),
+            Just(("POST", "/v1/payment_intents")),
+            Just(("POST", "/v1/products")),
+            Just(("GET", "/v1/customers")),
+            Just(("GET", "/v1/customers/search")),
+            Just(("GET", "/v1/payment_intents")),
+        ];
+        for _ in 0..cases(96) {
+            let ((method, path), fields) = (route.new_tree(&mut r).unwrap().current(), pairs.new_tree(&mut r).unwrap().current());
+            let encoded: String = form_urlencoded::Serializer::new(String::new()).extend_pairs(fields.iter()).finish();
+            let (status, text) = if method == "GET" {
+                send(&sb, "GET", format!("{}{path}?{encoded}", sb.base("stripe")), "text/plain", Vec::new()).await
+            } else {
+                send(&sb, "POST", format!("{}{path}", sb.base("stripe")), "application/x-www-form-urlencoded", encoded.clone().into_bytes()).await
+            };
+            assert!(status < 500, "stripe {method} {path} answered {status} to {encoded:?}: {text}");
+            assert!(vendor_shaped("stripe", status, &text), "stripe {method} {path} answered {status} off Stripe's shape: {text}");
+        }
+        let (status, _) = send(&sb, "GET", format!("{}/v1/customers", sb.base("stripe")), "text/plain", Vec::new()).await;
+        assert_eq!(status, 200, "the sandbox still serves");
+    });
+}
+
+/// A Gmail search query: words, operators, groups, braces, negations and quotes, nested at
+/// random, sometimes far past the nesting limit.
+fn gmail_query() -> impl Strategy<Value = String> {
+    let atom = prop_oneof![
+        "[a-z]{1,8}",
+        "(from|to|subject|label|in|is|has|larger|newer_than|older_than|after|filename):[a-z0-9/]{0,8}",
+        Just("OR".to_string()),
+        Just("AND".to_string()),
+        Just("\"".to_string()),
+        Just("-".to_string()),
+        ".{0,4}",
+    ];
+    let tree = atom.prop_recursive(6, 40, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 1..4).prop_map(|v| format!("({})", v.join(" "))),
+            prop::collection::vec(inner.clone(), 1..4).prop_map(|v| format!("{{{}}}", v.join(" "))),
+            inner.clone().prop_map(|v| format!("-{v}")),
+            prop::collection::vec(inner, 1..4).prop_map(|v| v.join(" ")),
+        ]
+    });
+    (tree, 0usize..4, 0usize..2_000).prop_map(|(q, deep, n)| if deep == 0 { format!("{}{q}{}", "(".repeat(n), ")".repeat(n)) } else { q })
+}
+
+/// A `fields` selection: names, parentheses, slashes and commas, nested at random.
+fn gmail_fields() -> impl Strategy<Value = String> {
+    let name = prop_oneof!["[a-zA-Z]{1,10}", Just("messages".to_string()), Just("id".to_string()), Just("payload".to_string()), ".{0,3}"];
+    let tree = name.prop_recursive(6, 40, 4, |inner| {
+        prop_oneof![
+            (inner.clone(), prop::collection::vec(inner.clone(), 1..4)).prop_map(|(n, v)| format!("{n}({})", v.join(","))),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{a}/{b}")),
+            prop::collection::vec(inner, 1..4).prop_map(|v| v.join(",")),
+        ]
+    });
+    (tree, 0usize..4, 0usize..2_000).prop_map(|(f, deep, n)| if deep == 0 { format!("{}{f}{}", "a(".repeat(n), ")".repeat(n)) } else { f })
+}
+
+/// A MIME message: headers, then a random tree of multiparts (deep ones included) with
+/// arbitrary text leaves, broken boundaries now and then.
+fn mime_message() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![".{0,40}".prop_map(|t| format!("Content-Type: text/plain\r\n\r\n{t}\r\n")), ".{0,40}".prop_map(|t| format!("{t}\r\n"))];
+    let tree = leaf.prop_recursive(8, 64, 4, |inner| {
+        (prop::collection::vec(inner, 0..4), "[a-z0-9]{1,8}", any::<bool>()).prop_map(|(parts, b, close)| {
+            let mut m = format!("Content-Type: multipart/mixed; boundary=\"{b}\"\r\n\r\n");
+            for p in parts {
+                m.push_str(&format!("--{b}\r\n{p}"));
+            }
+            if close {
+                m.push_str(&format!("--{b}--\r\n"));
+            }
+            m
+        })
+    });
+    (tree, 0usize..4, 0usize..3_000).prop_map(|(body, deep, n)| {
+        let mut m = String::from("From: a@example.com\r\nTo: bob@example.com\r\nSubject: fuzz\r\n");
+        if deep == 0 {
+            for i in 0..n {
+                m.push_str(&format!("Content-Type: multipart/mixed; boundary=\"d{i}\"\r\n\r\n--d{i}\r\n"));
+            }
+        }
+        m.push_str(&body);
+        m
+    })
+}
+
+/// A batch body: parts holding requests (some of them batches), under a random boundary.
+fn batch_body() -> impl Strategy<Value = (String, String)> {
+    let request = prop_oneof![
+        Just("GET /gmail/v1/users/me/profile HTTP/1.1\r\n".to_string()),
+        Just("GET /gmail/v1/users/me/labels HTTP/1.1\r\n".to_string()),
+        Just("POST /batch/gmail/v1 HTTP/1.1\r\nContent-Type: multipart/mixed; boundary=in\r\n\r\n--in\r\nContent-Type: application/http\r\n\r\nGET /gmail/v1/users/me/profile HTTP/1.1\r\n\r\n--in--".to_string()),
+        Just("POST /batch HTTP/1.1\r\n".to_string()),
+        ".{0,40}",
+    ];
+    // Boundaries RFC 2046 allows, and others a header can still carry (empty, spaces, quotes).
+    ("[a-zA-Z0-9'()+_,./:=?-]{1,70}|[ -~]{0,8}", prop::collection::vec((request, any::<bool>()), 0..6)).prop_map(|(b, parts)| {
+        let mut body = String::new();
+        for (req, typed) in parts {
+            body.push_str(&format!("--{b}\r\n"));
+            if typed {
+                body.push_str("Content-Type: application/http\r\n");
+            }
+            body.push_str(&format!("\r\n{req}\r\n"));
+        }
+        body.push_str(&format!("--{b}--\r\n"));
+        (b, body)
+    })
+}
+
+#[test]
+fn gmail_queries_fields_mime_and_batches_of_any_shape_get_answers_in_googles_shape() {
+    block_on(async {
+        let server = Server::start().await;
+        let sb = server.sandbox(&["gmail"], None).await;
+        let base = sb.base("gmail");
+        let mut r = runner(64);
+        let pct = |s: &str| -> String { form_urlencoded::byte_serialize(s.as_bytes()).collect() };
+        for _ in 0..cases(64) {
+            let q = gmail_query().new_tree(&mut r).unwrap().current();
+            let path = prop_oneof![Just("messages"), Just("threads"), Just("drafts")].new_tree(&mut r).unwrap().current();
+            let (status, text) = send(&sb, "GET", format!("{base}/gmail/v1/users/me/{path}?q={}", pct(&q)), "text/plain", Vec::new()).await;
+            assert!(status < 500 && vendor_shaped("gmail", status, &text), "gmail q={q:?} answered {status}: {text}");
+        }
+        for _ in 0..cases(64) {
+            let f = gmail_fields().new_tree(&mut r).unwrap().current();
+            let (status, text) = send(&sb, "GET", format!("{base}/gmail/v1/users/me/messages?fields={}", pct(&f)), "text/plain", Vec::new()).await;
+            assert!(status < 500 && vendor_shaped("gmail", status, &text), "gmail fields={f:?} answered {status}: {text}");
+        }
+        use base64::Engine as _;
+        for _ in 0..cases(48) {
+            let m = mime_message().new_tree(&mut r).unwrap().current();
+            let path = prop_oneof![Just("messages/send"), Just("messages"), Just("messages/import"), Just("drafts")].new_tree(&mut r).unwrap().current();
+            let raw = base64::engine::general_purpose::URL_SAFE.encode(&m);
+            let body = if path == "drafts" { json!({"message": {"raw": raw}}) } else { json!({"raw": raw}) };
+            let (status, text) = send(&sb, "POST", format!("{base}/gmail/v1/users/me/{path}"), "application/json", body.to_string().into_bytes()).await;
+            assert!(status < 500 && vendor_shaped("gmail", status, &text), "gmail {path} of {} bytes of MIME answered {status}: {text}", m.len());
+        }
+        for _ in 0..cases(48) {
+            let (b, body) = batch_body().new_tree(&mut r).unwrap().current();
+            let (status, text) = send(&sb, "POST", format!("{base}/batch/gmail/v1"), &format!("multipart/mixed; boundary={b}"), body.clone().into_bytes()).await;
+            assert!(status < 500, "gmail batch {body:?} answered {status}: {text}");
+            assert!(status == 200 || vendor_shaped("gmail", status, &text), "gmail batch answered {status} off Google's shape: {text}");
+        }
+        // The mailbox lists and every message in it reads.
+        let (status, text) = send(&sb, "GET", format!("{base}/gmail/v1/users/me/messages?maxResults=500&includeSpamTrash=true"), "text/plain", Vec::new()).await;
+        assert_eq!(status, 200, "{text}");
+        let list: Value = serde_json::from_str(&text).unwrap();
+        for m in list["messages"].as_array().into_iter().flatten() {
+            let (status, text) = send(&sb, "GET", format!("{base}/gmail/v1/users/me/messages/{}?format=full", m["id"].as_str().unwrap()), "text/plain", Vec::new()).await;
+            assert_eq!(status, 200, "{text}");
+        }
+    });
+}
+
+/// A GraphQL document: operations and fragments built from Linear's names, nested and spread
+/// at random, sometimes broken, sometimes far past the nesting and complexity limits.
+fn graphql_document() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![Just("id"), Just("title"), Just("name"), Just("__typename"), Just("nope"), Just("...F0"), Just("...F1"), Just("{"), Just("}")].prop_map(String::from);
+    let sel = leaf.prop_recursive(6, 48, 4, |inner| {
+        let field = prop_oneof![
+            Just("viewer"), Just("issues(first: 50)"), Just("issues(first: $n)"), Just("nodes"), Just("assignee"), Just("team"), Just("teams"), Just("parent"), Just("labels"), Just("... on Query"), Just("... on Issue"),
+        ];
+        (field, prop::collection::vec(inner, 1..4)).prop_map(|(f, v)| format!("{f} {{ {} }}", v.join(" ")))
+    });
+    let fragment = |i: usize| (prop_oneof![Just("Query"), Just("Issue"), Just("User")], prop::collection::vec(sel.clone(), 1..3)).prop_map(move |(ty, v)| format!("fragment F{i} on {ty} {{ {} }}", v.join(" ")));
+    (prop::collection::vec(sel.clone(), 1..4), proptest::option::of(fragment(0)), proptest::option::of(fragment(1)), 0usize..4, 0usize..60).prop_map(|(ops, f0, f1, kind, n)| {
+        let mut d = format!("query Q($n: Int) {{ {} }}", ops.join(" "));
+        for f in [f0, f1].into_iter().flatten() {
+            d.push('\n');
+            d.push_str(&f);
+        }
+        match kind {
+            // Fragments each spreading the next twice.
+            0 => {
+                d = format!("query {{ ...G0 }}\n");
+                for i in 0..n {
+                    d.push_str(&format!("fragment G{i} on Query {{ ...G{} ...G{} }}\n", i + 1, i + 1));
+                }
+                d.push_str(&format!("fragment G{n} on Query {{ viewer {{ id }} }}"));
+            }
+            // Selections nested past every bound.
+            1 => d = format!("{{ {}viewer {{ id }}{} }}", "... on Query { ".repeat(n * 10), " }".repeat(n * 10)),
+            _ => {}
+        }
+        d
+    })
+}
+
+#[test]
+fn graphql_documents_of_any_shape_get_answers_in_linears_shape() {
+    block_on(async {
+        let server = Server::start().await;
+        let sb = server.sandbox(&["linear"], None).await;
+        let mut r = runner(96);
+        for _ in 0..cases(96) {
+            let doc = graphql_document().new_tree(&mut r).unwrap().current();
+            let n = prop_oneof![Just(json!(null)), Just(json!(5)), Just(json!(250)), Just(json!("x")), Just(json!(-1))].new_tree(&mut r).unwrap().current();
+            let body = json!({"query": doc, "variables": {"n": n}});
+            let (status, text) = send(&sb, "POST", format!("{}/graphql", sb.base("linear")), "application/json", body.to_string().into_bytes()).await;
+            assert!(status < 500, "linear answered {status} to {doc:?}: {text}");
+            assert!(vendor_shaped("linear", status, &text), "linear answered {status} off Linear's shape to {doc:?}: {text}");
+        }
+        let (status, text) = send(&sb, "POST", format!("{}/graphql", sb.base("linear")), "application/json", json!({"query": "{ viewer { id } }"}).to_string().into_bytes()).await;
+        assert_eq!(status, 200, "{text}");
+    });
+}
+
 /// A JSON body nested 100,000 deep must be refused (by the twin's parser), not overflow a
 /// stack; the sandbox keeps serving.
 #[test]
