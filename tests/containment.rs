@@ -93,7 +93,7 @@ async fn a_rebuild_replays_only_the_rows_after_the_newest_checkpoint() {
         let seed = app.seeds.get(&app.rt, &image, "").await.unwrap();
         assert_eq!(pome::store::replay(app.rt.clone(), image, seed, &rows).await.unwrap().len(), 0);
 
-        let text = server.http.get(format!("{}/metrics", server.url)).send().await.unwrap().text().await.unwrap();
+        let text = server.http.get(format!("{}/metrics", server.url)).header("x-api-key", pome_e2e::API_KEY).send().await.unwrap().text().await.unwrap();
         let (taken, replayed) = (metric(&text, "twin_checkpoints"), metric(&text, "twin_replayed_rows"));
         if checkpoint_after.is_zero() {
             assert!(taken >= 1 && replayed < 30, "checkpoints {taken}, rows replayed {replayed}");

@@ -41,6 +41,10 @@ pub struct Opts {
     pub lifetimes: Lifetimes,
     pub limits: Limits,
     pub outbound: pome::outbound::Policy,
+    /// Failed authentications allowed per address and window. The suites that send wrong
+    /// credentials on purpose, many times from one address (fuzz, isolation), are not about
+    /// the limiter, so it is out of their way; tests/secrets.rs tests it at its default.
+    pub auth_failures_allowed: u32,
 }
 
 impl Default for Opts {
@@ -51,6 +55,7 @@ impl Default for Opts {
             limits: Limits { max_stores: 64, call_deadline: Duration::from_millis(500), ..Limits::default() },
             // Retries in milliseconds, so a test sees every attempt.
             outbound: pome::outbound::Policy { attempts: 3, backoff: Duration::from_millis(20), ..Default::default() },
+            auth_failures_allowed: u32::MAX,
         }
     }
 }
@@ -82,6 +87,8 @@ impl Server {
             // Shared across tests so each component is compiled once per build.
             cache_dir: Some(workspace().join("target/pome-test-cache")),
             durability: Default::default(),
+            metrics_public: false,
+            auth_failures_allowed: opts.auth_failures_allowed,
         };
         let running = pome::server::start(cfg).await.expect("server starts");
         Server { url: format!("http://{}", running.addr), running: Some(running), http: reqwest::Client::new(), _data: data }

@@ -147,6 +147,14 @@ pub struct ServeArgs {
     /// `memory` (never; a restart ends every open sandbox).
     #[arg(long, env = "POME_DURABILITY", default_value_t = pome_server::live::Durability::default())]
     pub durability: pome_server::live::Durability,
+    /// Serve `/metrics` without an API key, for a scraper on a trusted network (by default
+    /// it needs a team key, like `/v1`).
+    #[arg(long)]
+    pub metrics_public: bool,
+    /// Failed authentications one client address may make per 10 s before its further
+    /// failing attempts are answered 429 (a valid key is never refused).
+    #[arg(long, default_value_t = pome_runtime::limits::AUTH_FAILURES_ALLOWED, value_parser = clap::value_parser!(u32).range(1..))]
+    pub auth_failures: u32,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -274,6 +282,8 @@ impl ServeArgs {
             public_url: self.public_url.clone(),
             cache_dir: None,
             durability: self.durability,
+            metrics_public: self.metrics_public,
+            auth_failures_allowed: self.auth_failures,
         }
     }
 }

@@ -89,6 +89,8 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
             cache_dir: Some(args.data.join("cache")),
             // A local run's sandboxes end with it: nothing to bring back.
             durability: pome_server::live::Durability::Memory,
+            metrics_public: false,
+            auth_failures_allowed: pome_runtime::limits::AUTH_FAILURES_ALLOWED,
         };
         let running = pome_server::server::start(cfg).await.map_err(|e| fail(exit::ORCHESTRATION, format!("starting the local server: {e:#}")))?;
         eprintln!("pome: local run: webhooks are delivered to loopback only (127.0.0.0/8, ::1)");

@@ -156,3 +156,24 @@ pub const DELIVERY_LOG_BYTES: usize = 4 << 20;
 /// Bytes of a delivery's body its log entry keeps: a Stripe or Linear event is a few KiB, and
 /// the whole body is on the tape row that asked for it.
 pub const DELIVERY_LOG_BODY_BYTES: usize = 64 << 10;
+
+/// Failed authentications one client address may make within [`AUTH_FAILURE_WINDOW`] before
+/// its further failing attempts are answered 429 without being checked. Twenty covers a
+/// person retyping a key and a script retrying with a stale one; a key guesser needs far more.
+pub const AUTH_FAILURES_ALLOWED: u32 = 20;
+/// The window [`AUTH_FAILURES_ALLOWED`] counts in, and how long an address stays refused
+/// after it passed the count (from its first failure in the window).
+pub const AUTH_FAILURE_WINDOW: Duration = Duration::from_secs(10);
+/// Client addresses whose failures are remembered at once (about 64 bytes each, so 4 MiB at
+/// most); past it the oldest is forgotten, so a flood of addresses cannot grow memory.
+pub const AUTH_TRACKED_ADDRESSES: usize = 65_536;
+/// Live API keys one team may hold. Keys are checked in memory (no database query per
+/// request), so their number must be bounded; a hundred is more than any team rotates.
+pub const MAX_LIVE_KEYS_PER_TEAM: usize = 100;
+/// Body bytes read from a twin request that does not carry the sandbox's agent token: enough
+/// for a credential in a form body (Slack's `token=`) or a GraphQL document sent with a
+/// seeded key, while a stranger cannot make the host read 16 MiB for a refusal.
+pub const UNAUTHENTICATED_BODY_BYTES: usize = 256 << 10;
+/// How long a request for a sandbox waits while open sandboxes are being restored at start
+/// before it is answered as if the sandbox did not exist. Replaying a long tape takes seconds.
+pub const RESTORE_WAIT: Duration = Duration::from_secs(60);

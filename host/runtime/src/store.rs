@@ -54,11 +54,14 @@ pub struct TwinReply {
     pub status: u16,
     pub headers: Headers,
     pub body: Bytes,
+    /// The twin refused the request for its credential (it had no agent token and the twin
+    /// did not serve it): the host counts such refusals per client address.
+    pub refused: bool,
 }
 
 impl From<engine::HttpResponse> for TwinReply {
     fn from(r: engine::HttpResponse) -> TwinReply {
-        TwinReply { status: r.status, headers: r.headers.into(), body: r.body.into() }
+        TwinReply { status: r.status, headers: r.headers.into(), body: r.body.into(), refused: false }
     }
 }
 
@@ -424,7 +427,7 @@ impl Worker {
             // Refused by the host and only rendered by the twin: not a tape row. (A twin
             // may serve a route without a credential, e.g. a pre-signed upload URL; that
             // request reached its router, so it is recorded like any other.)
-            Ok((reply, facts)) if req.auth != Auth::Agent && facts.action.is_none() && !facts.unsupported => return (reply, None),
+            Ok((reply, facts)) if req.auth != Auth::Agent && facts.action.is_none() && !facts.unsupported => return (TwinReply { refused: true, ..reply }, None),
             Ok((reply, facts)) if reply.body.len() > self.rt.limits.response_body_bytes => {
                 let msg = format!(
                     "the {twin} twin answered {} bytes, over the {} MiB response cap",
@@ -769,6 +772,7 @@ fn fallback(status: u16, message: &str) -> TwinReply {
         status,
         headers: vec![("content-type".to_string(), "application/json".to_string())].into(),
         body: serde_json::to_vec(&body).unwrap().into(),
+        refused: false,
     }
 }
 

@@ -242,30 +242,32 @@ fn sandbox_json(app: &App, s: &Sandbox, headers: &HeaderMap, with_token: bool) -
         "agent_id": s.meta.agent_id,
         "agent_version": s.meta.agent_version,
     });
-    if with_token {
-        v["agent_token"] = json!(s.token);
+    // Only the hash of a sandbox's token outlives a restart: until its agent presents it
+    // again, a restored sandbox cannot show it.
+    if with_token && let Some(token) = crate::auth::AgentSecret::clear(&s.token) {
+        v["agent_token"] = json!(token);
         // Twins whose clients expect a key of a vendor's shape get it ready-made.
         for t in &s.twins {
             let prefix = app.twins.get(&t.name).and_then(|i| Credential::prefix_of(&i.description.credentials));
             if let Some(p) = prefix {
-                v["per_twin"][&t.name]["api_key"] = json!(format!("{p}{}", s.token));
+                v["per_twin"][&t.name]["api_key"] = json!(format!("{p}{token}"));
             }
         }
-        v["agent_env"] = agent_env(app, s, &v["per_twin"]);
+        v["agent_env"] = agent_env(app, s, token, &v["per_twin"]);
     }
     v
 }
 
 /// The environment an agent gets for this sandbox (DESIGN §9): the host's own names, and for
 /// each twin its URLs plus whatever its description declares (`POME_STRIPE_API_KEY`, …).
-fn agent_env(app: &App, s: &Sandbox, per_twin: &Value) -> Value {
+fn agent_env(app: &App, s: &Sandbox, token: &str, per_twin: &Value) -> Value {
     let mut env = Map::new();
     let mut put = |k: String, v: String| {
         env.insert(k, Value::String(v));
     };
     put("POME_SANDBOX_ID".into(), s.id.clone());
     put("POME_SESSION_ID".into(), s.id.clone());
-    put("POME_AUTH_TOKEN".into(), s.token.clone());
+    put("POME_AUTH_TOKEN".into(), token.to_string());
     put("POME_TWIN_NAMES".into(), s.twin_names().join(","));
     for t in &s.twins {
         let up = t.name.to_uppercase().replace('-', "_");
@@ -275,7 +277,7 @@ fn agent_env(app: &App, s: &Sandbox, per_twin: &Value) -> Value {
         put(format!("POME_{up}_BASE_URL"), base_url.to_string());
         put(format!("POME_{up}_MCP_URL"), format!("{base_url}/mcp"));
         for var in app.twins.get(&t.name).map(|i| i.description.agent_env.as_slice()).unwrap_or_default() {
-            put(var.name.clone(), var.render(api_url, base_url, &s.token, &s.id));
+            put(var.name.clone(), var.render(api_url, base_url, token, &s.id));
         }
     }
     Value::Object(env)
@@ -366,11 +368,13 @@ async fn list_keys(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json
     Ok(Json(json!({"object": "list", "data": app.storage.api_keys(&team).await?})))
 }
 
-/// `DELETE /v1/keys/:id`: revoke a key; it stops working at once. The key making the request
-/// cannot revoke itself, so a team cannot lock itself out by accident.
-async fn revoke_key(State(app): State<Arc<App>>, Team(team): Team, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    let caller = headers.get("x-api-key").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    if app.storage.key_id(caller).await?.as_deref() == Some(id.as_str()) {
+/// `DELETE /v1/keys/:id`: revoke a key; it stops working at once (no request with it
+/// authenticates once this answers, and its live tape streams end). The key making the
+/// request, however it was sent, cannot revoke itself, so a team cannot lock itself out by
+/// accident.
+async fn revoke_key(State(app): State<Arc<App>>, caller: crate::app::Caller, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let team = caller.team;
+    if caller.key_id == id {
         return Err(ApiError::new(ErrorType::Conflict, "a key cannot revoke itself; revoke it with another of your team's keys"));
     }
     if !app.storage.revoke_api_key(&team, &id).await? {

@@ -38,6 +38,68 @@ pub struct ServeConfig {
     pub cache_dir: Option<PathBuf>,
     /// When an answered twin call is on disk (`--durability`).
     pub durability: crate::live::Durability,
+    /// Serve `/metrics` without an API key (`--metrics-public`), for a scraper on a
+    /// trusted network.
+    pub metrics_public: bool,
+    /// Failed authentications one address may make per window (`--auth-failures`).
+    pub auth_failures_allowed: u32,
+}
+
+/// The sandboxes being brought back at start. The server listens before they are back, so a
+/// request for one of them waits (at most `RESTORE_WAIT`) rather than hearing 404.
+pub struct Restoring {
+    pending: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Bumped each time one comes back (or fails to).
+    changed: tokio::sync::watch::Sender<u64>,
+    /// Records found malformed in live.db at start and moved aside.
+    pub quarantined: std::sync::atomic::AtomicU64,
+    /// Sandboxes found past their lifetime or idle clock at start, closed without replay.
+    pub expired: std::sync::atomic::AtomicU64,
+}
+
+impl Default for Restoring {
+    fn default() -> Restoring {
+        Restoring {
+            pending: Default::default(),
+            changed: tokio::sync::watch::Sender::new(0),
+            quarantined: Default::default(),
+            expired: Default::default(),
+        }
+    }
+}
+
+impl Restoring {
+    pub fn begin(&self, ids: impl IntoIterator<Item = String>) {
+        self.pending.lock().unwrap().extend(ids);
+    }
+
+    pub fn finish(&self, id: &str) {
+        self.pending.lock().unwrap().remove(id);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Wait until `id` is back (or no longer being restored), at most `RESTORE_WAIT`.
+    pub async fn wait_for(&self, id: &str) {
+        self.wait_until(|p| !p.contains(id)).await
+    }
+
+    /// Wait until every sandbox is back, at most `RESTORE_WAIT`.
+    pub async fn wait_all(&self) {
+        self.wait_until(|p| p.is_empty()).await
+    }
+
+    async fn wait_until(&self, done: impl Fn(&std::collections::HashSet<String>) -> bool) {
+        let mut changed = self.changed.subscribe();
+        let _ = tokio::time::timeout(pome_runtime::limits::RESTORE_WAIT, async {
+            loop {
+                let finished = done(&self.pending.lock().unwrap());
+                if finished || changed.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+    }
 }
 
 /// Shared by every request handler.
@@ -57,6 +119,12 @@ pub struct App {
     pub decider: crate::twins::TwinDecider,
     /// The MCP door: each twin's tools, and the twin and control services.
     pub mcp: crate::mcp::Doors,
+    /// Failed authentications per client address.
+    pub auth_failures: crate::auth::AuthLimiter,
+    /// Whether `/metrics` answers without a key.
+    pub metrics_public: bool,
+    /// The sandboxes being brought back at start, which requests for them wait for.
+    pub restoring: Restoring,
 }
 
 
@@ -67,18 +135,68 @@ impl FromRequestParts<Arc<App>> for Team {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Team, ApiError> {
-        let key = parts
-            .headers
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok())
-            .or_else(|| parts.headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")))
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
-            .ok_or_else(|| ApiError::new(ErrorType::InvalidAuth, "missing API key: send your team key as `X-API-KEY: pme_…`"))?;
-        match app.storage.team_for_key(key).await? {
-            Some(team) => Ok(Team(team)),
-            None => Err(ApiError::new(ErrorType::InvalidAuth, "invalid API key: check POME_API_KEY; keys look like pme_…")),
+        Caller::from_request_parts(parts, app).await.map(|c| Team(c.team))
+    }
+}
+
+/// The key a control-plane request authenticated with: its team, its id and its hash.
+/// Extracted from the headers alone, so it runs (and refuses) before any body extractor
+/// reads a byte of the body.
+pub struct Caller {
+    pub team: String,
+    pub key_id: String,
+    pub key_hash: String,
+}
+
+/// The team key on a request, as `X-API-KEY` or `Authorization: Bearer`.
+pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")))
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+}
+
+/// The address a request came from (the TCP peer), when the listener recorded it.
+pub fn client_addr(extensions: &axum::http::Extensions) -> std::net::IpAddr {
+    extensions
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |c| c.0.ip())
+}
+
+/// The control plane's answer to an address past its allowance of failed authentications.
+pub fn rate_limited(wait: std::time::Duration) -> ApiError {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    ApiError::new(ErrorType::RateLimited, format!("too many failed authentications from your address; try again in {secs} s"))
+        .with_details(serde_json::json!({"retry_after": secs}))
+        .with_retry_after(secs)
+}
+
+impl App {
+    /// Check a team key: the live key, or the refusal (401, or 429 once the client's
+    /// address has failed too often). A valid key is never refused for its address.
+    pub fn authenticate(&self, key: Option<&str>, addr: std::net::IpAddr) -> Result<Caller, ApiError> {
+        let hash = key.map(crate::auth::hash_key);
+        if let Some(live) = hash.as_deref().and_then(|h| self.storage.live_key_by_hash(h)) {
+            return Ok(Caller { team: live.team, key_id: live.id, key_hash: hash.unwrap_or_default() });
         }
+        if let Some(wait) = self.auth_failures.refused(addr) {
+            return Err(rate_limited(wait));
+        }
+        self.auth_failures.failed(addr);
+        Err(match key {
+            None => ApiError::new(ErrorType::InvalidAuth, "missing API key: send your team key as `X-API-KEY: pme_…`"),
+            Some(_) => ApiError::new(ErrorType::InvalidAuth, "invalid API key: check POME_API_KEY; keys look like pme_…"),
+        })
+    }
+}
+
+impl FromRequestParts<Arc<App>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Caller, ApiError> {
+        app.authenticate(presented_key(&parts.headers), client_addr(&parts.extensions))
     }
 }
 
@@ -144,8 +262,9 @@ impl App {
             let record = crate::live::SandboxRecord {
                 id: identity.id.clone(),
                 team_id: team.to_string(),
-                token: identity.token.clone(),
-                discard_token: identity.discard_token.clone(),
+                token_hash: identity.token.hash().to_string(),
+                legacy_token: None,
+                legacy_discard_token: None,
                 twins: names.to_vec(),
                 seeds: seeds.to_vec(),
                 twin_digests: names.iter().map(|n| hex::encode(self.twins[n].digest)).collect(),
@@ -164,29 +283,62 @@ impl App {
 }
 
 impl App {
+    /// Take what a start found on disk: tombstones at once, sandboxes past their lifetime
+    /// or idle clock (by the recorded times) closed without replaying anything, and the
+    /// rest marked as being restored, so requests for them wait. Returns the sandboxes to
+    /// bring back with [`App::restore`].
+    pub fn admit_restored(&self, restored: crate::live::Restored) -> Vec<crate::live::SandboxRecord> {
+        use crate::sandbox::{CloseReason, Tombstone};
+        self.restoring.quarantined.fetch_add(restored.quarantined.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        for (id, tombstone) in restored.closed {
+            self.sandboxes.restore_tombstone(id, tombstone);
+        }
+        let now = crate::sandbox::unix_ms(std::time::SystemTime::now());
+        let live = self.sandboxes.live().cloned();
+        let mut open = Vec::with_capacity(restored.open.len());
+        for record in restored.open {
+            let reason = if record.expires_at_ms <= now {
+                CloseReason::LifetimeExpired
+            } else if record.idle_deadline_ms <= now {
+                CloseReason::IdleExpired
+            } else {
+                open.push(record);
+                continue;
+            };
+            let tombstone = Tombstone { team_id: record.team_id, token_hash: record.token_hash, reason, run_id: None };
+            if let Some(live) = &live {
+                live.close(&record.id, &tombstone);
+            }
+            tracing::info!(sandbox = %record.id, reason = reason.as_str(), "a sandbox expired while the server was down; closed without replaying its tape");
+            self.restoring.expired.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.sandboxes.restore_tombstone(record.id, tombstone);
+        }
+        self.restoring.begin(open.iter().map(|r| r.id.clone()));
+        open
+    }
+
     /// Bring back every sandbox open before a restart: the same id, token, twins and clocks,
     /// each twin's world rebuilt by replaying its tape on its seed snapshot. Sandboxes come
     /// back in parallel; one that cannot (its twin is gone, or replays differently) is
     /// logged and left on disk untouched. Returns how many came back.
-    pub async fn restore(self: &Arc<Self>, restored: crate::live::Restored) -> usize {
-        for (id, tombstone) in restored.closed {
-            self.sandboxes.restore_tombstone(id, tombstone);
-        }
+    pub async fn restore(self: &Arc<Self>, open: Vec<crate::live::SandboxRecord>) -> usize {
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get() * 2);
         let gate = Arc::new(tokio::sync::Semaphore::new(parallel));
         let mut jobs = tokio::task::JoinSet::new();
-        for record in restored.open {
+        for record in open {
             let (app, gate) = (self.clone(), gate.clone());
             jobs.spawn(async move {
                 let _permit = gate.acquire().await;
                 let id = record.id.clone();
-                match app.restore_one(record).await {
+                let ok = match app.restore_one(record).await {
                     Ok(()) => true,
                     Err(e) => {
                         tracing::error!(sandbox = %id, error = %e, "a live sandbox could not be restored; its record stays on disk");
                         false
                     }
-                }
+                };
+                app.restoring.finish(&id);
+                ok
             });
         }
         let mut n = 0;
@@ -213,8 +365,10 @@ impl App {
         }
         let identity = Identity {
             id: record.id,
-            token: record.token,
-            discard_token: record.discard_token,
+            token: crate::auth::AgentToken::from_hash(record.token_hash),
+            // Only held in memory: a discard token handed out before the restart is replaced
+            // (the next 409 hands out this one).
+            discard_token: crate::auth::new_id("dsc"),
             created_at: crate::sandbox::from_unix_ms(record.created_at_ms),
             expires_at: crate::sandbox::from_unix_ms(record.expires_at_ms),
             idle_deadline: crate::sandbox::from_unix_ms(record.idle_deadline_ms),

@@ -125,6 +125,9 @@ impl From<crate::storage::StorageError> for ApiError {
         if let crate::storage::StorageError::KeyTaken = e {
             return ApiError::new(ErrorType::Conflict, e.to_string());
         }
+        if let crate::storage::StorageError::TooManyKeys(max) = e {
+            return ApiError::validation(e.to_string()).with_details(json!({"error": "too_many_keys", "max_live_keys": max}));
+        }
         tracing::error!(error = %e, "storage failed");
         ApiError::internal(format!("storage failed: {e}"))
     }

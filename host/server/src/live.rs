@@ -78,9 +78,16 @@ pub const MAX_PENDING: usize = 8192;
 pub struct SandboxRecord {
     pub id: String,
     pub team_id: String,
-    /// The agent's token: the agent continues with it after a restart.
-    pub token: String,
-    pub discard_token: String,
+    /// SHA-256 (hex) of the agent's token: the agent continues with its token after a
+    /// restart, and the disk never holds it.
+    #[serde(default)]
+    pub token_hash: String,
+    /// The agent and discard tokens in clear, as an older pome wrote them: read, hashed into
+    /// `token_hash` at load (and the record rewritten without them), never written.
+    #[serde(default, rename = "token", skip_serializing)]
+    pub legacy_token: Option<String>,
+    #[serde(default, rename = "discard_token", skip_serializing)]
+    pub legacy_discard_token: Option<String>,
     /// Primary twin first, with the seed text each booted from ("" = the twin's default).
     pub twins: Vec<String>,
     pub seeds: Vec<String>,
@@ -102,6 +109,9 @@ pub struct Restored {
     pub open: Vec<SandboxRecord>,
     /// Closed sandboxes, oldest first: callers with the token still hear 410, not 404.
     pub closed: Vec<(String, Tombstone)>,
+    /// Records that could not be read (malformed JSON, a wrong type, twins without seeds),
+    /// moved into the `quarantine` table: one bad record never stops a start.
+    pub quarantined: Vec<String>,
 }
 
 /// Called once a write is as durable as the mode promises, or with why it is not.
@@ -465,28 +475,112 @@ impl LiveStore for Live {
     }
 }
 
-fn load(conn: &Connection) -> Result<Restored, StorageError> {
-    let mut out = Restored::default();
+/// A stored value as text, if it is text.
+fn text_of(v: rusqlite::types::Value) -> Option<String> {
+    match v {
+        rusqlite::types::Value::Text(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// An open sandbox's stored record, checked: why it cannot be restored otherwise.
+fn parse_record(id: Option<&str>, text: Option<&str>) -> Result<SandboxRecord, String> {
+    let (id, text) = (id.ok_or("its id is not text")?, text.ok_or("its record is not text")?);
+    let mut record: SandboxRecord = serde_json::from_str(text).map_err(|e| format!("its record is not a sandbox record: {e}"))?;
+    if record.id != id {
+        return Err(format!("its record names another sandbox, {}", record.id));
+    }
+    if record.twins.is_empty() || record.twins.len() != record.seeds.len() {
+        return Err(format!("it has {} twins and {} seeds", record.twins.len(), record.seeds.len()));
+    }
+    // An older pome kept the tokens in clear: only the agent token's hash is kept (the
+    // discard token is made anew at restore and lives in memory only).
+    if let Some(token) = record.legacy_token.take()
+        && record.token_hash.is_empty()
     {
-        let mut st = conn.prepare("SELECT id, record, idle_deadline_ms FROM sandboxes WHERE closed IS NULL AND record IS NOT NULL ORDER BY id")?;
-        let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))?;
+        record.token_hash = crate::auth::hash_key(&token);
+    }
+    record.legacy_discard_token = None;
+    if record.token_hash.len() != 64 || !record.token_hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("it has no agent token hash".into());
+    }
+    Ok(record)
+}
+
+fn load(conn: &Connection) -> Result<Restored, StorageError> {
+    use rusqlite::types::Value as Sql;
+    let mut out = Restored::default();
+    // (rowid, id, what it is, its text, why it is bad)
+    let mut bad: Vec<(i64, Option<String>, &str, Option<String>, String)> = Vec::new();
+    // Records written by an older pome with tokens in clear, to rewrite without them.
+    let mut rewrite: Vec<SandboxRecord> = Vec::new();
+    {
+        let mut st = conn.prepare("SELECT rowid, id, record, idle_deadline_ms FROM sandboxes WHERE closed IS NULL AND record IS NOT NULL ORDER BY id")?;
+        let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Sql>(1)?, r.get::<_, Sql>(2)?, r.get::<_, Sql>(3)?)))?;
         for row in rows {
-            let (id, record, idle) = row?;
-            let mut record: SandboxRecord = serde_json::from_str(&record).map_err(|e| StorageError::Corrupt(format!("sandbox {id}: {e}")))?;
-            record.idle_deadline_ms = record.idle_deadline_ms.max(idle.max(0) as u64);
-            out.open.push(record);
+            let (rowid, id, record, idle) = row?;
+            let (id, text) = (text_of(id), text_of(record));
+            let legacy = text.as_deref().is_some_and(|t| t.contains("\"token\""));
+            match parse_record(id.as_deref(), text.as_deref()) {
+                Ok(mut record) => {
+                    let idle = if let Sql::Integer(i) = idle { i.max(0) as u64 } else { 0 };
+                    record.idle_deadline_ms = record.idle_deadline_ms.max(idle);
+                    if legacy {
+                        rewrite.push(record.clone());
+                    }
+                    out.open.push(record);
+                }
+                Err(why) => bad.push((rowid, id, "sandbox", text, why)),
+            }
         }
     }
     {
-        let mut st = conn.prepare("SELECT id, closed FROM sandboxes WHERE closed IS NOT NULL ORDER BY closed_seq DESC LIMIT ?1")?;
-        let rows = st.query_map([MAX_TOMBSTONES], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        let mut st = conn.prepare("SELECT rowid, id, closed FROM sandboxes WHERE closed IS NOT NULL ORDER BY closed_seq DESC LIMIT ?1")?;
+        let rows = st.query_map([MAX_TOMBSTONES], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Sql>(1)?, r.get::<_, Sql>(2)?)))?;
         for row in rows {
-            let (id, text) = row?;
-            let t: StoredTombstone = serde_json::from_str(&text).map_err(|e| StorageError::Corrupt(format!("sandbox {id}: {e}")))?;
-            let Some(reason) = CloseReason::parse(&t.reason) else { continue };
-            out.closed.push((id, Tombstone { team_id: t.team_id, token_hash: t.token_hash, reason, run_id: t.run_id }));
+            let (rowid, id, text) = row?;
+            let (id, text) = (text_of(id), text_of(text));
+            let parsed = match (&id, &text) {
+                (Some(_), Some(t)) => serde_json::from_str::<StoredTombstone>(t).map_err(|e| format!("its tombstone is not a tombstone: {e}")),
+                _ => Err("its id or tombstone is not text".to_string()),
+            };
+            match parsed {
+                Ok(t) => {
+                    let Some(reason) = CloseReason::parse(&t.reason) else {
+                        bad.push((rowid, id, "tombstone", text, format!("`{}` is not a reason a sandbox closes for", t.reason)));
+                        continue;
+                    };
+                    out.closed.push((id.unwrap_or_default(), Tombstone { team_id: t.team_id, token_hash: t.token_hash, reason, run_id: t.run_id }));
+                }
+                Err(why) => bad.push((rowid, id, "tombstone", text, why)),
+            }
         }
         out.closed.reverse();
+    }
+    if !bad.is_empty() || !rewrite.is_empty() {
+        // Freed pages are zeroed, so a rewritten record's clear token does not linger in
+        // the file.
+        conn.pragma_update(None, "secure_delete", "ON")?;
+        let tx = conn.unchecked_transaction()?;
+        tx.execute_batch(
+            "CREATE TABLE IF NOT EXISTS quarantine (
+                id TEXT, what TEXT NOT NULL, content TEXT, error TEXT NOT NULL, at_ms INTEGER NOT NULL
+            )",
+        )?;
+        let now = crate::sandbox::unix_ms(std::time::SystemTime::now()) as i64;
+        for (rowid, id, what, text, why) in &bad {
+            tracing::error!(sandbox = id.as_deref().unwrap_or("?"), what, error = %why, "a malformed record in live.db was moved to its quarantine table; start goes on without it");
+            tx.execute("INSERT INTO quarantine (id, what, content, error, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)", params![id, what, text, why, now])?;
+            // Its tape segments stay, for the operator to look at.
+            tx.execute("DELETE FROM sandboxes WHERE rowid = ?1", [rowid])?;
+            out.quarantined.push(id.clone().unwrap_or_else(|| format!("rowid {rowid}")));
+        }
+        for record in &rewrite {
+            let text = serde_json::to_string(record).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+            tx.execute("UPDATE sandboxes SET record = ?2 WHERE id = ?1", params![record.id, text])?;
+        }
+        tx.commit()?;
+        let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     }
     Ok(out)
 }
@@ -600,8 +694,9 @@ mod tests {
         SandboxRecord {
             id: id.into(),
             team_id: "team_1".into(),
-            token: "tok".into(),
-            discard_token: "dsc".into(),
+            token_hash: crate::auth::hash_key("tok"),
+            legacy_token: None,
+            legacy_discard_token: None,
             twins: vec!["acme".into()],
             seeds: vec!["{}".into()],
             twin_digests: vec![],

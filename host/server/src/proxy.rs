@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::error::{ApiError, current_request_id};
-use pome_runtime::limits::Limits;
 use pome_runtime::engine::{Auth, HostErrorKind};
+use pome_runtime::limits::{Limits, UNAUTHENTICATED_BODY_BYTES};
 use crate::sandbox::Lookup;
 use crate::app::App;
 use pome_runtime::store::{TwinReply, TwinRequest, TwinStore};
@@ -30,6 +30,7 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
     let id = parts.next().unwrap_or_default().to_string();
     let twin = parts.next().unwrap_or_default().to_string();
     let rest = format!("/{}", parts.next().unwrap_or_default());
+    let addr = crate::app::client_addr(req.extensions());
     let span = tracing::Span::current();
     span.record("sandbox", id.as_str());
     span.record("twin", twin.as_str());
@@ -56,18 +57,35 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
             }
             return ApiError::not_found(format!("no sandbox {id}")).into_response();
         }
-        Lookup::Unknown => return ApiError::not_found(format!("no sandbox {id}")).into_response(),
+        Lookup::Unknown => {
+            // Guessing sandbox ids counts like guessing tokens.
+            if let Some(wait) = app.auth_failures.refused(addr) {
+                return crate::app::rate_limited(wait).into_response();
+            }
+            app.auth_failures.failed(addr);
+            return ApiError::not_found(format!("no sandbox {id}")).into_response();
+        }
     };
     let Some(t) = sandbox.twin(&twin) else {
         return ApiError::not_found(format!("sandbox {id} has no `{twin}` twin; it has {:?}", sandbox.twin_names())).into_response();
     };
+    // The agent's token settles it at once; anything else is a stranger until the twin says
+    // otherwise, and a stranger past its allowance of failures is refused before its body is
+    // read or the twin is asked (in the twin's own shape, with Retry-After).
+    let verify = |c: &str| crate::auth::AgentSecret::verify(&sandbox.token, c);
+    let agent = credential.as_deref().is_some_and(verify)
+        || crate::auth::twin_credential(req.headers(), req.uri().query().unwrap_or(""), None, &t.store.credentials).as_deref().is_some_and(verify);
+    let owner = !agent && key.is_some() && team_of_key(&app).await.as_deref() == Some(sandbox.team_id.as_str());
+    if !agent && !owner && let Some(wait) = app.auth_failures.refused(addr) {
+        return rate_limited_by_twin(&t.store, wait).await;
+    }
     let origin = crate::app::origin(&app, req.headers());
     let base_url = format!("{origin}/s/{id}/{twin}");
 
     if let Some(reserved) = rest.strip_prefix("/_pome/") {
         // Readable with the agent token or the owning team's API key.
-        let token_ok = credential.as_deref().is_some_and(|c| crate::auth::same(c, &sandbox.token));
-        if !token_ok && team_of_key(&app).await.as_deref() != Some(sandbox.team_id.as_str()) {
+        if !agent && !owner {
+            app.auth_failures.failed(addr);
             return ApiError::new(crate::error::ErrorType::InvalidAuth, "the host's routes under a twin need the sandbox's agent token or its team's API key").into_response();
         }
         return reserved_route(&t.store, reserved).await;
@@ -75,11 +93,12 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
 
     if rest == "/mcp" {
         // The MCP door takes the agent token alone: a team key grades, it does not act.
-        if !credential.as_deref().is_some_and(|c| crate::auth::same(c, &sandbox.token)) {
+        if !agent {
+            app.auth_failures.failed(addr);
             return ApiError::new(crate::error::ErrorType::InvalidAuth, format!("the MCP door of sandbox {id} needs its agent token as `Authorization: Bearer <agent_token>`")).into_response();
         }
         sandbox.touch();
-        let target = crate::mcp::twin::Target { store: t.store.clone(), token: sandbox.token.clone(), base_url, tools: app.mcp.tools[&twin].clone(), request_id: current_request_id() };
+        let target = crate::mcp::twin::Target { store: t.store.clone(), token: crate::auth::AgentSecret::clear(&sandbox.token).unwrap_or_default().to_string(), base_url, tools: app.mcp.tools[&twin].clone(), request_id: current_request_id() };
         let Some(_admitted) = sandbox.admit() else { return Box::pin(sandbox_twin(State(app.clone()), req)).await };
         return app.mcp.serve_twin(req, target).await;
     }
@@ -89,7 +108,24 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
     // sandbox answers, by looking again.
     let Some(_admitted) = sandbox.admit() else { return Box::pin(sandbox_twin(State(app.clone()), req)).await };
     // Only the agent's own calls keep a sandbox alive: knowing its id is not enough.
-    forward(&t.store, &sandbox.token, base_url, &app.rt.limits, req, rest, || sandbox.touch()).await
+    let resp = forward(&t.store, &sandbox.token, base_url, &app.rt.limits, req, rest, || sandbox.touch()).await;
+    if resp.extensions().get::<Refused>().is_some() {
+        app.auth_failures.failed(addr);
+    }
+    resp
+}
+
+/// Marks an answer the twin gave as a refusal of the request's credential.
+#[derive(Clone, Copy)]
+struct Refused;
+
+/// The twin's own 429 for a client past its allowance of failed authentications.
+async fn rate_limited_by_twin(store: &TwinStore, wait: std::time::Duration) -> Response {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let msg = format!("too many failed authentications from your address; try again in {secs} s");
+    let mut resp = reply(store.render_error(HostErrorKind::RateLimited, msg).await);
+    resp.headers_mut().insert("retry-after", secs.into());
+    resp
 }
 
 /// The host's own routes under a twin.
@@ -109,16 +145,35 @@ pub async fn reserved_route(store: &TwinStore, route: &str) -> Response {
     }
 }
 
+
 /// Authenticate, bound, redact and hand one request to a twin store; turn its reply into
 /// the HTTP response. Shared by sandboxes and local twins.
-pub async fn forward(store: &TwinStore, token: &str, base_url: String, limits: &Limits, req: Request, path: String, on_agent: impl FnOnce()) -> Response {
+pub async fn forward<T: crate::auth::AgentSecret + ?Sized>(store: &TwinStore, token: &T, base_url: String, limits: &Limits, req: Request, path: String, on_agent: impl FnOnce()) -> Response {
     let (parts, body) = req.into_parts();
     let query = parts.uri.query().unwrap_or("").to_string();
-    let body = match axum::body::to_bytes(body, limits.request_body_bytes).await {
+    // The credential in the headers or the query decides how much body is read: up to the
+    // cap for the agent; for anyone else only what a credential in a form body (Slack's
+    // `token=`) or a request the twin serves without the agent token (a seeded key) needs,
+    // so a stranger cannot make the host read 16 MiB to refuse it.
+    let head = crate::auth::twin_credential(&parts.headers, &query, None, &store.credentials);
+    let agent_by_head = head.as_deref().is_some_and(|c| token.verify(c));
+    let limit = if agent_by_head { limits.request_body_bytes } else { UNAUTHENTICATED_BODY_BYTES.min(limits.request_body_bytes) };
+    let body = match axum::body::to_bytes(body, limit).await {
         Ok(b) => b,
-        Err(_) => {
+        Err(_) if agent_by_head => {
             let msg = format!("request body is over the {} MiB limit", limits.request_body_bytes >> 20);
             return reply(store.render_error(HostErrorKind::PayloadTooLarge, msg).await);
+        }
+        Err(_) => {
+            let msg = format!(
+                "a request without this sandbox's agent token may carry at most {} KiB of body; send the agent token (Authorization: Bearer <agent_token>)",
+                limit >> 10
+            );
+            let mut resp = reply(store.render_error(HostErrorKind::PayloadTooLarge, msg).await);
+            if head.is_some() {
+                resp.extensions_mut().insert(Refused);
+            }
+            return resp;
         }
     };
     let form = parts
@@ -130,13 +185,13 @@ pub async fn forward(store: &TwinStore, token: &str, base_url: String, limits: &
     let presented = crate::auth::twin_credential(&parts.headers, &query, form, &store.credentials);
     let auth = match &presented {
         None => Auth::Missing,
-        Some(c) if crate::auth::same(c, token) => Auth::Agent,
+        Some(c) if token.verify(c) => Auth::Agent,
         Some(_) => Auth::Invalid,
     };
     if auth == Auth::Agent {
         on_agent();
     }
-    let secrets = [token];
+    let secrets: Vec<&str> = token.clear().into_iter().collect();
     let mut headers: Vec<(String, String)> = parts
         .headers
         .iter()
@@ -171,6 +226,11 @@ fn reply(result: Result<TwinReply, pome_runtime::store::StoreError>) -> Response
         Ok(r) => r,
         Err(e) => return ApiError::internal(format!("the twin is unavailable: {e}")).into_response(),
     };
+    if r.refused {
+        let mut resp = reply(Ok(TwinReply { refused: false, ..r }));
+        resp.extensions_mut().insert(Refused);
+        return resp;
+    }
     let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut headers = HeaderMap::with_capacity(r.headers.len());
     for (k, v) in r.headers.iter() {

@@ -68,8 +68,9 @@ pub struct SandboxTwin {
 pub struct Sandbox {
     pub id: String,
     pub team_id: String,
-    /// The agent's bearer token; valid only while the sandbox is open.
-    pub token: String,
+    /// The agent's bearer token; valid only while the sandbox is open. Known only by its
+    /// hash after a restart, until the agent presents it.
+    pub token: crate::auth::AgentToken,
     /// Primary twin first.
     pub twins: Vec<SandboxTwin>,
     pub meta: SandboxMeta,
@@ -96,7 +97,7 @@ pub struct Sandbox {
 /// the id), or read back from disk on restart.
 pub struct Identity {
     pub id: String,
-    pub token: String,
+    pub token: crate::auth::AgentToken,
     pub discard_token: String,
     pub created_at: SystemTime,
     pub expires_at: SystemTime,
@@ -108,7 +109,7 @@ impl Identity {
         let now = SystemTime::now();
         Identity {
             id: crate::auth::new_sandbox_id(),
-            token: crate::auth::new_agent_token(),
+            token: crate::auth::AgentToken::new(crate::auth::new_agent_token()),
             discard_token: crate::auth::new_id("dsc"),
             created_at: now,
             expires_at: now + lifetimes.lifetime,
@@ -432,7 +433,7 @@ impl Registry {
             }
         };
         if let Some(reason) = sandbox.closing() {
-            return Lookup::Closed(Tombstone { team_id: sandbox.team_id.clone(), token_hash: crate::auth::hash_key(&sandbox.token), reason, run_id: None });
+            return Lookup::Closed(Tombstone { team_id: sandbox.team_id.clone(), token_hash: sandbox.token.hash().to_string(), reason, run_id: None });
         }
         if let Some(reason) = sandbox.expired(Instant::now()) {
             self.close(&sandbox, reason, None);
@@ -475,7 +476,7 @@ impl Registry {
             *n = n.saturating_sub(1);
         }
         inner.idempotency.retain(|_, id| id.as_deref() != Some(sandbox.id.as_str()));
-        let tombstone = Tombstone { team_id: sandbox.team_id.clone(), token_hash: crate::auth::hash_key(&sandbox.token), reason, run_id };
+        let tombstone = Tombstone { team_id: sandbox.team_id.clone(), token_hash: sandbox.token.hash().to_string(), reason, run_id };
         // A shutdown is not an end: the sandbox comes back on the next start.
         if reason != CloseReason::ServerShutdown
             && let Some(live) = self.live.get()

@@ -52,7 +52,11 @@ impl Running {
 
 /// Open a directory as a capability: nothing reached through it can escape it.
 pub fn open_dir(path: &std::path::Path) -> anyhow::Result<Dir> {
-    std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
+    // Made private when made: the data directory's cache, a twins directory.
+    if !path.exists() {
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path).with_context(|| format!("creating {}", path.display()))?;
+    }
     Dir::open_ambient_dir(path, ambient_authority()).with_context(|| format!("opening {}", path.display()))
 }
 
@@ -82,6 +86,10 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     {
         anyhow::bail!("POME_API_KEY must look like `pme_` followed by at least 16 letters, digits, `_` or `-`; unset it to have pome make one");
     }
+    // Keys' hashes, tapes and seeds are the tenants' own: only this user may read them,
+    // whatever the umask.
+    private_dir(&cfg.data_dir)?;
+    private_file(&cfg.data_dir.join("pome.db"))?;
     let storage = Storage::open(&cfg.data_dir.join("pome.db")).context("opening the database")?;
     let (team, _) = storage.ensure_default_team().await?;
     let new_api_key = match &cfg.api_key {
@@ -111,21 +119,39 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         decider,
         outbound: Arc::new(cfg.outbound.clone()),
         mcp,
+        auth_failures: crate::auth::AuthLimiter::new(cfg.auth_failures_allowed),
+        metrics_public: cfg.metrics_public,
+        restoring: Default::default(),
     });
 
-    // Live sandboxes from before this start come back before anything is served.
-    let live: Option<Arc<dyn crate::live::LiveStore>> = match cfg.durability {
-        crate::live::Durability::Memory => None,
-        mode => Some(Arc::new(crate::live::Live(crate::live::SqliteLive::open(&cfg.data_dir.join("live.db"), mode).context("opening live.db")?))),
+    // Live sandboxes from before this start: their records are read now (quick), their
+    // worlds are rebuilt in the background once the server listens; a request for one that
+    // is not back yet waits for it.
+    let (live, restored) = match cfg.durability {
+        crate::live::Durability::Memory => (None, None),
+        mode => {
+            let (live, restored) = open_live(&cfg.data_dir.join("live.db"), mode)?;
+            (Some(live), Some(restored))
+        }
     };
-    if let Some(live) = &live {
-        let started = std::time::Instant::now();
-        let restored = live.load().context("reading live sandboxes")?;
-        let found = restored.open.len();
+    let mut restoring = None;
+    if let (Some(live), Some(restored)) = (&live, restored) {
         app.sandboxes.set_live(live.clone());
-        let back = app.restore(restored).await;
-        if found > 0 {
-            tracing::info!(restored = back, found, ms = started.elapsed().as_millis() as u64, "live sandboxes restored");
+        if !restored.quarantined.is_empty() {
+            tracing::error!(
+                records = restored.quarantined.len(),
+                sandboxes = ?restored.quarantined,
+                "live.db held malformed records; they were moved to its `quarantine` table and those sandboxes are not restored"
+            );
+        }
+        let open = app.admit_restored(restored);
+        if !open.is_empty() {
+            let app = app.clone();
+            restoring = Some(tokio::spawn(async move {
+                let (started, found) = (std::time::Instant::now(), open.len());
+                let back = app.restore(open).await;
+                tracing::info!(restored = back, found, ms = started.elapsed().as_millis() as u64, "live sandboxes restored");
+            }));
         }
     }
 
@@ -167,6 +193,10 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         crate::listener::serve(listener, router, max_connections, header_timeout, stopped).await;
         closing.abort();
         sweeper.abort();
+        // Sandboxes still coming back are closed with the rest once they are.
+        if let Some(restoring) = restoring {
+            let _ = restoring.await;
+        }
         registry.close_all();
         // Every row written so far is on disk before the process may exit.
         if let Some(live) = live {
@@ -178,6 +208,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
 }
 
 pub fn router(app: Arc<App>) -> Router {
+    let restoring = middleware::from_fn_with_state(app.clone(), wait_restored);
     Router::new()
         .merge(crate::api::routes())
         .merge(crate::ui::routes())
@@ -188,9 +219,24 @@ pub fn router(app: Arc<App>) -> Router {
         .fallback(|| async { ApiError::not_found("no such route; the API lives under /v1 and twins under /s/<sandbox>/<twin>/") })
         .method_not_allowed_fallback(|| async { ApiError::not_found("this route does not take that method") })
         .with_state(app)
+        .layer(restoring)
         // Inside the request context, so a panic's answer carries the request id.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
         .layer(middleware::from_fn(request_context))
+}
+
+/// While sandboxes come back after a start, a request that names one waits until it is
+/// back, and one about every sandbox (a listing, usage, a create) until all are; at most
+/// `RESTORE_WAIT`. Everything else is served at once.
+async fn wait_restored(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let named = ["/s/", "/ui/stream/", "/v1/sandboxes/", "/v1/sessions/"].iter().find_map(|p| path.strip_prefix(p)).map(|rest| rest.split('/').next().unwrap_or(""));
+    match named {
+        Some(id) if !id.is_empty() => app.restoring.wait_for(id).await,
+        _ if matches!(path, "/v1/sandboxes" | "/v1/sessions" | "/v1/usage" | "/mcp") => app.restoring.wait_all().await,
+        _ => {}
+    }
+    next.run(req).await
 }
 
 /// A handler that panicked still answers: 500 in the one envelope, logged with its request id.
@@ -200,8 +246,87 @@ fn panic_answer(cause: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ApiError::internal("the server failed while answering; the request id identifies it in the server's log").into_response()
 }
 
-async fn metrics(State(app): State<Arc<App>>) -> Response {
-    ([("content-type", "text/plain; version=0.0.4")], app.metrics.render()).into_response()
+/// `/metrics`: Prometheus text. It tells how busy the server is and which twins run, so it
+/// needs a team key unless `pome serve --metrics-public`.
+async fn metrics(State(app): State<Arc<App>>, req: Request) -> Response {
+    if !app.metrics_public
+        && let Err(e) = app.authenticate(crate::app::presented_key(req.headers()), crate::app::client_addr(req.extensions()))
+    {
+        return e.into_response();
+    }
+    let mut text = app.metrics.render();
+    // The host's own counters, before the exposition's end marker.
+    let end = text.rfind("# EOF").unwrap_or(text.len());
+    let ordering = std::sync::atomic::Ordering::Relaxed;
+    let mut ours = String::new();
+    for (name, help, value) in [
+        ("pome_auth_failures", "Failed authentications (a missing or wrong key or token)", app.auth_failures.failures.load(ordering)),
+        ("pome_auth_rate_limited", "Attempts refused with 429 after too many failed authentications from one address", app.auth_failures.refusals.load(ordering)),
+        ("pome_live_records_quarantined", "Malformed records found in live.db at start and moved to its quarantine table", app.restoring.quarantined.load(ordering)),
+        ("pome_live_expired_at_start", "Sandboxes found expired at start and closed without replay", app.restoring.expired.load(ordering)),
+    ] {
+        ours.push_str(&format!("# HELP {name} {help}.\n# TYPE {name} counter\n{name}_total {value}\n"));
+    }
+    text.insert_str(end, &ours);
+    ([("content-type", "text/plain; version=0.0.4")], text).into_response()
+}
+
+/// Create `dir` (and its parents) if needed, and make it this user's alone (0700), however
+/// it was created before.
+fn private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).with_context(|| format!("making {} private (0700)", dir.display()))
+}
+
+/// Create the database file `path` as this user's alone (0600) before SQLite opens it, and
+/// tighten it and its write-ahead log and shared-memory files if they exist (SQLite gives
+/// those the database file's mode).
+fn private_file(path: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path).with_context(|| format!("creating {}", path.display()))?;
+    for suffix in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        if file.exists() {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).with_context(|| format!("making {} private (0600)", file.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Open live.db and read its sandboxes. A file that is not a database (or one SQLite finds
+/// corrupt) does not stop the start: it is renamed `live.db.corrupt-<unix seconds>`, beside
+/// its log files, and a fresh one is made. The sandboxes it held are lost, so this is logged
+/// as an error.
+fn open_live(path: &std::path::Path, mode: crate::live::Durability) -> anyhow::Result<(Arc<dyn crate::live::LiveStore>, crate::live::Restored)> {
+    let attempt = || -> Result<(Arc<dyn crate::live::LiveStore>, crate::live::Restored), crate::storage::StorageError> {
+        private_file(path).map_err(|e| crate::storage::StorageError::Corrupt(format!("{e:#}")))?;
+        let live: Arc<dyn crate::live::LiveStore> = Arc::new(crate::live::Live(crate::live::SqliteLive::open(path, mode)?));
+        let restored = live.load()?;
+        Ok((live, restored))
+    };
+    match attempt() {
+        Ok(opened) => Ok(opened),
+        Err(crate::storage::StorageError::Sql(rusqlite::Error::SqliteFailure(e, _)))
+            if matches!(e.code, rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) =>
+        {
+            let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let aside = std::path::PathBuf::from(format!("{}.corrupt-{stamp}", path.display()));
+            for suffix in ["", "-wal", "-shm"] {
+                let (from, to) = (format!("{}{suffix}", path.display()), format!("{}{suffix}", aside.display()));
+                if std::path::Path::new(&from).exists() {
+                    std::fs::rename(&from, &to).with_context(|| format!("moving the corrupt {from} aside"))?;
+                }
+            }
+            tracing::error!(
+                error = %e,
+                moved_to = %aside.display(),
+                "live.db is not a database SQLite can read; it was moved aside and a fresh one made. The open sandboxes it held are not restored"
+            );
+            attempt().context("opening a fresh live.db")
+        }
+        Err(e) => Err(anyhow::Error::new(e).context("opening live.db")),
+    }
 }
 
 /// `req_<process prefix><counter>`: unique across restarts (random prefix) without a

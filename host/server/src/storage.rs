@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use pome_runtime::limits::MAX_LIVE_KEYS_PER_TEAM;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
@@ -19,15 +20,29 @@ pub enum StorageError {
     /// A key is its team's forever: registering it for another team is refused.
     #[error("this API key already belongs to another team")]
     KeyTaken,
+    #[error("your team has {0} live API keys, the most it may hold; revoke one first")]
+    TooManyKeys(usize),
 }
 
 #[derive(Clone)]
 pub struct Storage {
     conn: Arc<Mutex<Connection>>,
-    /// Key hash → team, for keys already seen: every control-plane call authenticates, and
-    /// a database round trip per call would dominate sandbox creation. Keys are never
-    /// revoked today; revocation must clear this.
-    key_cache: Arc<Mutex<std::collections::HashMap<String, String>>>,
+    /// Every live key, by hash: loaded at open and changed only after the database has
+    /// committed a change (under this lock), so it is the database's truth. Every request
+    /// authenticates here, in memory: a wrong key costs a hash and a map lookup, never the
+    /// storage lock, and a revoked key is gone from it before its revocation is answered
+    /// (there is no cache to fill, so nothing can bring it back). Bounded by
+    /// `MAX_LIVE_KEYS_PER_TEAM` per team.
+    keys: Arc<std::sync::RwLock<std::collections::HashMap<String, LiveKey>>>,
+    /// Counts revocations, so what a key holds open (a live tape stream) ends with the key.
+    revocations: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+/// A live key as requests see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveKey {
+    pub team: String,
+    pub id: String,
 }
 
 /// Which runs a listing wants (every field optional).
@@ -138,7 +153,16 @@ impl Storage {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.execute_batch(SCHEMA)?;
         migrate(&conn)?;
-        Ok(Storage { conn: Arc::new(Mutex::new(conn)), key_cache: Default::default() })
+        let keys = {
+            let mut st = conn.prepare("SELECT key_hash, team_id, id FROM api_keys WHERE revoked_at IS NULL")?;
+            let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, LiveKey { team: r.get(1)?, id: r.get(2)? })))?;
+            rows.collect::<Result<std::collections::HashMap<_, _>, _>>()?
+        };
+        Ok(Storage {
+            conn: Arc::new(Mutex::new(conn)),
+            keys: Arc::new(std::sync::RwLock::new(keys)),
+            revocations: Arc::new(tokio::sync::watch::Sender::new(0)),
+        })
     }
 
     /// Run `f` on the connection off the async runtime.
@@ -192,26 +216,38 @@ impl Storage {
     pub async fn add_api_key(&self, team_id: &str, key: &str) -> Result<String, StorageError> {
         let (team_id, hash) = (team_id.to_string(), crate::auth::hash_key(key));
         let prefix: String = key.chars().take(12).collect();
+        let keys = self.keys.clone();
         self.with(move |c| {
-            let existing: Option<(String, Option<String>)> =
-                c.query_row("SELECT team_id, id FROM api_keys WHERE key_hash = ?1", [&hash], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
-            match existing {
-                Some((owner, _)) if owner != team_id => Err(StorageError::KeyTaken),
-                Some((_, Some(id))) => Ok(id),
-                Some((_, None)) => {
+            let existing: Option<(String, Option<String>, Option<String>)> = c
+                .query_row("SELECT team_id, id, revoked_at FROM api_keys WHERE key_hash = ?1", [&hash], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?;
+            // A revoked key stays revoked: registering it again answers its id, and it does
+            // not come back to life.
+            let (id, live) = match existing {
+                Some((owner, _, _)) if owner != team_id => return Err(StorageError::KeyTaken),
+                Some((_, Some(id), revoked)) => (id, revoked.is_none()),
+                Some((_, None, revoked)) => {
                     let id = crate::auth::new_id("key");
                     c.execute("UPDATE api_keys SET id = ?1, prefix = ?2 WHERE key_hash = ?3", params![id, prefix, hash])?;
-                    Ok(id)
+                    (id, revoked.is_none())
                 }
                 None => {
+                    let n: i64 = c.query_row("SELECT COUNT(*) FROM api_keys WHERE team_id = ?1 AND revoked_at IS NULL", [&team_id], |r| r.get(0))?;
+                    if n as usize >= MAX_LIVE_KEYS_PER_TEAM {
+                        return Err(StorageError::TooManyKeys(MAX_LIVE_KEYS_PER_TEAM));
+                    }
                     let id = crate::auth::new_id("key");
                     c.execute(
                         "INSERT INTO api_keys (key_hash, team_id, created_at, id, prefix) VALUES (?1, ?2, ?3, ?4, ?5)",
                         params![hash, team_id, now(), id, prefix],
                     )?;
-                    Ok(id)
+                    (id, true)
                 }
+            };
+            if live {
+                keys.write().unwrap().insert(hash, LiveKey { team: team_id, id: id.clone() });
             }
+            Ok(id)
         })
         .await
     }
@@ -227,37 +263,53 @@ impl Storage {
         .await
     }
 
-    /// Revoke one of the team's keys by id; false when the team has no such live key.
+    /// Revoke one of the team's keys by id; false when the team has no such live key. When
+    /// this returns, no request with the key authenticates any more.
     pub async fn revoke_api_key(&self, team_id: &str, key_id: &str) -> Result<bool, StorageError> {
         let (t, k) = (team_id.to_string(), key_id.to_string());
-        let n = self
-            .with(move |c| Ok(c.execute("UPDATE api_keys SET revoked_at = ?1 WHERE team_id = ?2 AND id = ?3 AND revoked_at IS NULL", params![now(), t, k])?))
+        let keys = self.keys.clone();
+        let revoked = self
+            .with(move |c| {
+                let hash: Option<String> =
+                    c.query_row("SELECT key_hash FROM api_keys WHERE team_id = ?1 AND id = ?2 AND revoked_at IS NULL", params![t, k], |r| r.get(0)).optional()?;
+                let Some(hash) = hash else { return Ok(false) };
+                c.execute("UPDATE api_keys SET revoked_at = ?1 WHERE key_hash = ?2", params![now(), hash])?;
+                // Committed (autocommit) before the key leaves memory: a failed write leaves
+                // it live in both.
+                keys.write().unwrap().remove(&hash);
+                Ok(true)
+            })
             .await?;
-        // Cached lookups must not outlive the key.
-        self.key_cache.lock().unwrap().clear();
-        Ok(n > 0)
+        if revoked {
+            self.revocations.send_modify(|n| *n += 1);
+        }
+        Ok(revoked)
+    }
+
+    /// The live key `key`, with its team and id. Lookup is by hash, in memory, so no key is
+    /// ever compared in clear and a wrong guess costs no database work.
+    pub fn live_key(&self, key: &str) -> Option<LiveKey> {
+        self.live_key_by_hash(&crate::auth::hash_key(key))
+    }
+
+    /// The live key whose hash is `hash`.
+    pub fn live_key_by_hash(&self, hash: &str) -> Option<LiveKey> {
+        self.keys.read().unwrap().get(hash).cloned()
+    }
+
+    /// Changes on every revocation.
+    pub fn revocations(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.revocations.subscribe()
     }
 
     /// The id of the key `key` (when it is live).
     pub async fn key_id(&self, key: &str) -> Result<Option<String>, StorageError> {
-        let hash = crate::auth::hash_key(key);
-        self.with(move |c| Ok(c.query_row("SELECT id FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL", [hash], |r| r.get(0)).optional()?.flatten()))
-            .await
+        Ok(self.live_key(key).map(|k| k.id))
     }
 
-    /// The team a key belongs to. Lookup is by hash, so no key is ever compared in clear.
+    /// The team a key belongs to (when it is live).
     pub async fn team_for_key(&self, key: &str) -> Result<Option<String>, StorageError> {
-        let hash = crate::auth::hash_key(key);
-        if let Some(team) = self.key_cache.lock().unwrap().get(&hash) {
-            return Ok(Some(team.clone()));
-        }
-        let h = hash.clone();
-        let team: Option<String> =
-            self.with(move |c| Ok(c.query_row("SELECT team_id FROM api_keys WHERE key_hash = ?1 AND revoked_at IS NULL", [h], |r| r.get(0)).optional()?)).await?;
-        if let Some(t) = &team {
-            self.key_cache.lock().unwrap().insert(hash, t.clone());
-        }
-        Ok(team)
+        Ok(self.live_key(key).map(|k| k.team))
     }
 
     pub async fn put_seed(&self, team_id: &str, name: &str, twin: &str, seed: &str) -> Result<(), StorageError> {
@@ -520,6 +572,43 @@ mod tests {
         assert!(db.task(&other, "triage").await.unwrap().is_none(), "tasks stay with their team");
         assert!(db.seeds(&team).await.unwrap().is_empty(), "tasks are not seeds");
     }
+
+    #[tokio::test]
+    async fn a_key_an_older_pome_stored_without_an_id_gets_one_and_can_be_revoked() {
+        let path = std::env::temp_dir().join(format!("pome-storage-old-keys-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE teams (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
+                 CREATE TABLE api_keys (key_hash TEXT PRIMARY KEY, team_id TEXT NOT NULL REFERENCES teams(id), created_at TEXT NOT NULL);
+                 INSERT INTO teams VALUES ('team_old', 'default', '2026-01-01T00:00:00Z');",
+            )
+            .unwrap();
+            old.execute("INSERT INTO api_keys VALUES (?1, 'team_old', '2026-01-01T00:00:00Z')", [crate::auth::hash_key("pme_old_key_0123456789")]).unwrap();
+        }
+        let db = Storage::open(&path).unwrap();
+        let live = db.live_key("pme_old_key_0123456789").expect("the old key works");
+        assert_eq!(live.team, "team_old");
+        assert!(live.id.starts_with("key_"), "it has an id to be revoked by");
+        assert!(db.revoke_api_key("team_old", &live.id).await.unwrap());
+        assert_eq!(db.live_key("pme_old_key_0123456789"), None, "revoked at once");
+        assert_eq!(Storage::open(&path).unwrap().live_key("pme_old_key_0123456789"), None, "and after a restart");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[tokio::test]
+    async fn a_team_holds_at_most_its_live_key_allowance() {
+        let db = Storage::in_memory().unwrap();
+        let (team, _) = db.ensure_default_team().await.unwrap();
+        let mut ids = Vec::new();
+        for _ in 0..MAX_LIVE_KEYS_PER_TEAM {
+            ids.push(db.add_api_key(&team, &crate::auth::new_api_key()).await.unwrap());
+        }
+        assert!(matches!(db.add_api_key(&team, &crate::auth::new_api_key()).await, Err(StorageError::TooManyKeys(_))));
+        assert!(db.revoke_api_key(&team, &ids[0]).await.unwrap());
+        db.add_api_key(&team, &crate::auth::new_api_key()).await.expect("a revoked key frees its place");
+    }
 }
 
 /// One API key as the team may see it.
@@ -540,6 +629,12 @@ fn migrate(conn: &Connection) -> Result<(), StorageError> {
         if !columns.iter().any(|c| c == name) {
             conn.execute_batch(&format!("ALTER TABLE api_keys ADD COLUMN {name} {ty}"))?;
         }
+    }
+    // Keys an older pome stored had no id, so they could not be named to revoke them: each
+    // gets one (their prefix is unknown: only their hash was kept).
+    let unnamed: Vec<String> = conn.prepare("SELECT key_hash FROM api_keys WHERE id IS NULL")?.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    for hash in unnamed {
+        conn.execute("UPDATE api_keys SET id = ?1 WHERE key_hash = ?2", params![crate::auth::new_id("key"), hash])?;
     }
     Ok(())
 }

@@ -24,7 +24,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::app::{App, Team};
+use crate::app::{App, Caller};
 use crate::error::ApiError;
 use crate::sandbox::Lookup;
 
@@ -99,6 +99,10 @@ struct Tail {
     first: bool,
     /// Changes when the server starts shutting down.
     shutdown: tokio::sync::watch::Receiver<u64>,
+    /// The hash of the key that opened the stream, and a receiver that changes when any key
+    /// is revoked: the stream ends with its key.
+    key_hash: String,
+    revocations: tokio::sync::watch::Receiver<u64>,
     /// Whether the page has been told the stream is live.
     announced: bool,
     done: bool,
@@ -107,14 +111,27 @@ struct Tail {
 /// `GET /ui/stream/:id`: the sandbox's tape as server-sent events. `row` events carry one
 /// tape row each (with its twin); `closed` says the sandbox closed (and its run, if any) and
 /// ends the stream. Authenticated with the team key, like `/v1`; another team's sandbox is 404.
-async fn tape_stream(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, Query(q): Query<StreamQuery>) -> Result<Response, ApiError> {
+async fn tape_stream(State(app): State<Arc<App>>, caller: Caller, Path(id): Path<String>, Query(q): Query<StreamQuery>) -> Result<Response, ApiError> {
+    let team = caller.team;
     let twins = match app.sandboxes.lookup(&id) {
         Lookup::Open(s) if s.team_id == team => s.twin_names(),
         Lookup::Closed(t) if t.team_id == team => Vec::new(),
         _ => return Err(ApiError::not_found(format!("no sandbox {id} in your team"))),
     };
     let after = q.after.unwrap_or(0);
-    let tail = Tail { app, id, sent: twins.into_iter().map(|t| (t, after)).collect(), queue: VecDeque::new(), first: true, shutdown: SHUTDOWN.subscribe(), announced: false, done: false };
+    let revocations = app.storage.revocations();
+    let tail = Tail {
+        app,
+        id,
+        sent: twins.into_iter().map(|t| (t, after)).collect(),
+        queue: VecDeque::new(),
+        first: true,
+        shutdown: SHUTDOWN.subscribe(),
+        key_hash: caller.key_hash,
+        revocations,
+        announced: false,
+        done: false,
+    };
     let stream = futures_util::stream::unfold(tail, |mut tail| async move {
         loop {
             if let Some(ev) = tail.queue.pop_front() {
@@ -127,7 +144,12 @@ async fn tape_stream(State(app): State<Arc<App>>, Team(team): Team, Path(id): Pa
                 tokio::select! {
                     _ = tokio::time::sleep(TAPE_POLL) => {}
                     _ = tail.shutdown.changed() => return None,
+                    _ = tail.revocations.changed() => {}
                 }
+            }
+            if tail.app.storage.live_key_by_hash(&tail.key_hash).is_none() {
+                // The key was revoked: what it opened ends with it.
+                return None;
             }
             tail.first = false;
             tail.poll().await;
