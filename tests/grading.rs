@@ -32,13 +32,10 @@ impl Agent {
     }
 
     /// A tickets call as the agent, with a request id of our choosing; its status and body.
-    /// The token goes in the twin's own header and as a bearer: a closed sandbox recognises
-    /// its agent by the generic forms only.
     async fn call(&self, http: &reqwest::Client, method: &str, path: &str, body: Option<Value>, rid: &str) -> Result<(u16, Value), reqwest::Error> {
         let mut req = http
             .request(method.parse().unwrap(), format!("{}/s/{}/tickets{path}", self.url, self.id))
             .header("x-ticket-key", &self.token)
-            .bearer_auth(&self.token)
             .header("x-request-id", rid);
         if let Some(b) = body {
             req = req.json(&b);
