@@ -75,6 +75,9 @@ test: test-rust test-python test-node test-browser
 bench: host
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(CARGO) run --release -p pome-bench
+	# The neighbour of a hostile tenant: its latency alone and under every attack at once.
+	# `--workspace` keeps the feature set of the test build, so nothing compiles twice.
+	$(CARGO) test --release --workspace --test hostile -- --ignored --nocapture bench_the_neighbour
 
 clean-data:
 	rm -rf pome-data

@@ -200,9 +200,18 @@ pub struct LimitArgs {
     /// connection), e.g. 30s.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub header_timeout: Duration,
+    /// Time a client has to send a request's whole body once its headers arrived, e.g. 30s.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub body_timeout: Duration,
+    /// Requests one HTTP/2 connection may have in flight at once.
+    #[arg(long, default_value_t = Limits::default().h2_streams)]
+    pub h2_streams: u32,
     /// Largest seed accepted at sandbox create, MiB.
     #[arg(long, default_value_t = Limits::default().seed_bytes >> 20)]
     pub seed_mib: usize,
+    /// Bytes of named seeds one team may store, MiB.
+    #[arg(long, default_value_t = Limits::default().team_seed_bytes >> 20)]
+    pub team_seed_mib: usize,
     /// Requests queued for one twin store before callers wait.
     #[arg(long, default_value_t = Limits::default().store_queue)]
     pub store_queue: usize,
@@ -251,7 +260,10 @@ impl LimitArgs {
             max_stores: self.max_stores,
             max_connections: self.max_connections,
             header_timeout: self.header_timeout,
+            body_timeout: self.body_timeout,
+            h2_streams: self.h2_streams,
             seed_bytes: self.seed_mib << 20,
+            team_seed_bytes: self.team_seed_mib << 20,
             store_queue: self.store_queue.max(1),
             seed_cache_entries: self.seed_cache_entries.max(1),
             checkpoint_after: self.checkpoint_after,

@@ -50,6 +50,8 @@ struct Local {
     store: TwinStore,
     token: String,
     limits: Limits,
+    /// What requests in flight hold, counted like the hosted server's.
+    held: Arc<pome_runtime::engine::Held>,
     /// The twin's MCP server, at `/mcp`.
     mcp: pome_server::mcp::Doors,
     twin: String,
@@ -82,7 +84,7 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
             let outbound = pome_runtime::outbound::Policy { allowed: pome_runtime::outbound::loopback(), ..Default::default() };
             eprintln!("pome: webhooks are delivered to loopback only (127.0.0.0/8, ::1): a local convenience `pome serve` does not allow by default");
             let store = TwinStore::start(rt.clone(), image, seed_image, Arc::new(Metrics::default()), Arc::new(outbound)).await?;
-            let local = Arc::new(Local { store, token: pome_server::auth::new_agent_token(), limits, mcp, twin: twin.clone() });
+            let local = Arc::new(Local { store, token: pome_server::auth::new_agent_token(), limits, held: rt.held.clone(), mcp, twin: twin.clone() });
             let listener = TcpListener::bind(("127.0.0.1", port)).await.with_context(|| format!("binding port {port}"))?;
             let addr = listener.local_addr()?;
             println!("{twin} twin at http://{addr}");
@@ -92,7 +94,7 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
             let app = Router::new().route("/{*path}", any(serve)).route("/", any(serve)).with_state(local.clone());
             // Served until the process is stopped, with the hosted server's client bounds.
             let (_never, stopped) = tokio::sync::watch::channel(false);
-            pome_server::listener::serve(listener, app, local.limits.max_connections, local.limits.header_timeout, stopped).await;
+            pome_server::listener::serve(listener, app, (&local.limits).into(), stopped).await;
             Ok(())
         }
     }
@@ -101,7 +103,7 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
 async fn serve(State(local): State<Arc<Local>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     if let Some(route) = path.strip_prefix("/_pome/") {
-        return pome_server::proxy::reserved_route(&local.store, route).await;
+        return pome_server::proxy::reserved_route(&local.store, route, req.uri().query().unwrap_or(""), &local.held).await;
     }
     let host = req.headers().get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost").to_string();
     if path == "/mcp" {

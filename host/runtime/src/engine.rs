@@ -109,17 +109,37 @@ impl Drop for MemoryCap {
 }
 
 /// What the server holds in memory, counted toward `--memory-budget`: twin stores' linear
-/// memories, and tapes' rows in memory with their stores' checkpoints.
+/// memories, tapes' rows in memory with their stores' checkpoints, and everything else a
+/// tenant can make it hold (`other`): seed images, tape rows being streamed out.
 #[derive(Debug, Default)]
 pub struct Held {
     pub linear: std::sync::atomic::AtomicUsize,
     pub tapes: std::sync::atomic::AtomicUsize,
+    pub other: std::sync::atomic::AtomicUsize,
 }
 
 impl Held {
     pub fn total(&self) -> usize {
         use std::sync::atomic::Ordering::Relaxed;
-        self.linear.load(Relaxed) + self.tapes.load(Relaxed)
+        self.linear.load(Relaxed) + self.tapes.load(Relaxed) + self.other.load(Relaxed)
+    }
+
+    /// Count `bytes` in `other` until the guard drops.
+    pub fn hold(self: &std::sync::Arc<Self>, bytes: usize) -> HeldBytes {
+        self.other.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+        HeldBytes { held: self.clone(), bytes }
+    }
+}
+
+/// Bytes counted in [`Held::other`] while the guard lives.
+pub struct HeldBytes {
+    held: std::sync::Arc<Held>,
+    bytes: usize,
+}
+
+impl Drop for HeldBytes {
+    fn drop(&mut self) {
+        self.held.other.fetch_sub(self.bytes, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -552,7 +572,14 @@ impl Runtime {
         if e.is::<MemoryCapExceeded>() || e.chain().any(|c| c.is::<MemoryCapExceeded>()) {
             return GuestError::Memory(self.limits.store_memory_bytes >> 20);
         }
-        GuestError::Trap(format!("{e:#}"))
+        // The agent reads this message (its answer, its tape): it names the kind of trap
+        // and no more. The backtrace, with the guest's function names and offsets, is for
+        // the operator's log only.
+        tracing::warn!(error = %format!("{e:?}"), "twin trapped");
+        GuestError::Trap(match e.downcast_ref::<wasmtime::Trap>() {
+            Some(trap) => trap.to_string(),
+            None => "the twin failed while serving the request".to_string(),
+        })
     }
 
     pub fn engine(&self) -> &Engine {

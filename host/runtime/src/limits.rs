@@ -34,6 +34,9 @@ pub struct Limits {
     pub tape_memory_bytes: usize,
     /// Largest seed accepted at sandbox create.
     pub seed_bytes: usize,
+    /// Bytes of named seeds (`POST /v1/seeds`) one team may store. Sixteen seeds at the seed
+    /// cap: room for a suite's worlds, not for using the server as a disk.
+    pub team_seed_bytes: usize,
     /// Twin stores that may exist at once, across all sandboxes: the pooling allocator
     /// reserves address space for this many up front.
     pub max_stores: u32,
@@ -49,6 +52,14 @@ pub struct Limits {
     /// one (so also how long a kept-alive connection may sit idle); then it is closed. A slow
     /// client (slowloris) holds a connection no longer than this.
     pub header_timeout: Duration,
+    /// Time a client has to send a request's whole body, from when its headers arrived. A
+    /// client trickling its body a byte at a time holds the request (and the connection)
+    /// no longer than this; 16 MiB takes well under a second on any link that serves agents.
+    pub body_timeout: Duration,
+    /// Requests one HTTP/2 connection may have in flight at once. hyper's default (200) lets
+    /// one connection queue more work than a hundred HTTP/1 clients; an agent's SDK opens a
+    /// handful of streams at most.
+    pub h2_streams: u32,
     /// Guest time a store spends on requests after its last checkpoint before it takes
     /// another (its world's snapshot, taken between requests). A trap or a deadline rebuilds
     /// the store from its newest checkpoint and replays only the rows after it, so recovering
@@ -84,11 +95,14 @@ impl Default for Limits {
             tape_memory_rows: 256,
             tape_memory_bytes: 1 << 20,
             seed_bytes: 16 << 20,
+            team_seed_bytes: 256 << 20,
             max_stores: 12_000,
             store_queue: 256,
             seed_cache_entries: 256,
             max_connections: 10_000,
             header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
+            h2_streams: 32,
             checkpoint_after: Duration::from_millis(250),
             memory_budget: default_memory_budget(),
         }
@@ -114,6 +128,27 @@ impl Default for Lifetimes {
 /// Twins per sandbox: fixed by the platform, on every plan (task files are checked against it
 /// too, so it lives with the shared vocabulary).
 pub use pome_contract::MAX_TWINS_PER_SANDBOX;
+
+/// Failed authentications one client address may make within [`AUTH_FAILURE_WINDOW`] before
+/// its further failing attempts are answered 429 without being checked. Twenty covers a
+/// person retyping a key and a script retrying with a stale one; a key guesser needs far more.
+pub const AUTH_FAILURES_ALLOWED: u32 = 20;
+/// The window [`AUTH_FAILURES_ALLOWED`] counts in, and how long an address stays refused
+/// after it passed the count (from its first failure in the window).
+pub const AUTH_FAILURE_WINDOW: Duration = Duration::from_secs(10);
+/// Client addresses whose failures are remembered at once (about 64 bytes each, so 4 MiB at
+/// most); past it the oldest is forgotten, so a flood of addresses cannot grow memory.
+pub const AUTH_TRACKED_ADDRESSES: usize = 65_536;
+/// Live API keys one team may hold. Keys are checked in memory (no database query per
+/// request), so their number must be bounded; a hundred is more than any team rotates.
+pub const MAX_LIVE_KEYS_PER_TEAM: usize = 100;
+/// Body bytes read from a twin request that does not carry the sandbox's agent token: enough
+/// for a credential in a form body (Slack's `token=`) or a GraphQL document sent with a
+/// seeded key, while a stranger cannot make the host read 16 MiB for a refusal.
+pub const UNAUTHENTICATED_BODY_BYTES: usize = 256 << 10;
+/// How long a request for a sandbox waits while open sandboxes are being restored at start
+/// before it is answered as if the sandbox did not exist. Replaying a long tape takes seconds.
+pub const RESTORE_WAIT: Duration = Duration::from_secs(60);
 
 // ---- Outbound webhook deliveries (`outbound::Policy`, `pome serve --delivery-*`) ----------
 
@@ -156,24 +191,3 @@ pub const DELIVERY_LOG_BYTES: usize = 4 << 20;
 /// Bytes of a delivery's body its log entry keeps: a Stripe or Linear event is a few KiB, and
 /// the whole body is on the tape row that asked for it.
 pub const DELIVERY_LOG_BODY_BYTES: usize = 64 << 10;
-
-/// Failed authentications one client address may make within [`AUTH_FAILURE_WINDOW`] before
-/// its further failing attempts are answered 429 without being checked. Twenty covers a
-/// person retyping a key and a script retrying with a stale one; a key guesser needs far more.
-pub const AUTH_FAILURES_ALLOWED: u32 = 20;
-/// The window [`AUTH_FAILURES_ALLOWED`] counts in, and how long an address stays refused
-/// after it passed the count (from its first failure in the window).
-pub const AUTH_FAILURE_WINDOW: Duration = Duration::from_secs(10);
-/// Client addresses whose failures are remembered at once (about 64 bytes each, so 4 MiB at
-/// most); past it the oldest is forgotten, so a flood of addresses cannot grow memory.
-pub const AUTH_TRACKED_ADDRESSES: usize = 65_536;
-/// Live API keys one team may hold. Keys are checked in memory (no database query per
-/// request), so their number must be bounded; a hundred is more than any team rotates.
-pub const MAX_LIVE_KEYS_PER_TEAM: usize = 100;
-/// Body bytes read from a twin request that does not carry the sandbox's agent token: enough
-/// for a credential in a form body (Slack's `token=`) or a GraphQL document sent with a
-/// seeded key, while a stranger cannot make the host read 16 MiB for a refusal.
-pub const UNAUTHENTICATED_BODY_BYTES: usize = 256 << 10;
-/// How long a request for a sandbox waits while open sandboxes are being restored at start
-/// before it is answered as if the sandbox did not exist. Replaying a long tape takes seconds.
-pub const RESTORE_WAIT: Duration = Duration::from_secs(60);

@@ -22,7 +22,22 @@ pub struct SeedImage {
     pub snapshot: Vec<u8>,
     /// `state()` right after init: the run's initial state.
     pub state: String,
+    /// Its bytes, counted in the memory budget for as long as anything holds the image (the
+    /// cache, or the sandboxes that may rebuild from it).
+    _held: crate::engine::HeldBytes,
 }
+
+impl SeedImage {
+    /// Bytes it holds: what the cache's byte bound counts.
+    pub fn bytes(&self) -> usize {
+        self.snapshot.len() + self.state.len()
+    }
+}
+
+/// Seed images the cache keeps, by their bytes, besides its count of entries: a tenant that
+/// sends large distinct seeds cannot make the cache hold more than this (sandboxes still
+/// booting from an evicted image hold it until they close, counted in the budget).
+pub const SEED_CACHE_BYTES: usize = 512 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SeedError {
@@ -48,9 +63,30 @@ struct CacheInner {
     order: VecDeque<Key>,
 }
 
+impl CacheInner {
+    /// Drop the oldest images (never `keep`, just made) while the cache holds over `bytes`.
+    fn evict_past(&mut self, bytes: usize, keep: Key) {
+        let size = |m: &BTreeMap<Key, Arc<OnceCell<Arc<SeedImage>>>>| m.values().filter_map(|c| c.get()).map(|i| i.bytes()).sum::<usize>();
+        let mut total = size(&self.map);
+        while total > bytes {
+            let Some(pos) = self.order.iter().position(|k| *k != keep) else { break };
+            let old = self.order.remove(pos).expect("a position found in it");
+            total -= self.map.remove(&old).and_then(|c| c.get().map(|i| i.bytes())).unwrap_or(0);
+        }
+    }
+}
+
 impl SeedCache {
     pub fn new(cap: usize) -> SeedCache {
         SeedCache { cap: cap.max(1), inner: Mutex::new(CacheInner::default()) }
+    }
+
+    /// Forget every cached image: memory to give back when the budget is reached. Images
+    /// that open sandboxes still hold stay until they close.
+    pub fn clear(&self) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.map.clear();
+        inner.order.clear();
     }
 
     /// The snapshot for `seed` on `image`, running `init` once per pair. Concurrent creates
@@ -75,10 +111,13 @@ impl SeedCache {
             }
         };
         let result = cell.get_or_try_init(|| init_seed(rt, image, seed, key)).await.cloned();
-        if result.is_err() {
-            let mut inner = self.inner.lock().unwrap();
-            inner.map.remove(&key);
-            inner.order.retain(|k| *k != key);
+        let mut inner = self.inner.lock().unwrap();
+        match &result {
+            Err(_) => {
+                inner.map.remove(&key);
+                inner.order.retain(|k| *k != key);
+            }
+            Ok(_) => inner.evict_past(SEED_CACHE_BYTES, key),
         }
         result
     }
@@ -99,5 +138,6 @@ async fn init_seed(rt: &Runtime, image: &TwinImage, seed: &str, key: Key) -> Res
     rt.call(&mut store, async |s| twin.init(s, &seed).await).await?.map_err(SeedError::Rejected)?;
     let snapshot = rt.call(&mut store, async |s| twin.snapshot(s).await).await?;
     let state = rt.call(&mut store, async |s| twin.state(s).await).await?;
-    Ok(Arc::new(SeedImage { digest, snapshot, state }))
+    let _held = rt.held.hold(snapshot.len() + state.len());
+    Ok(Arc::new(SeedImage { digest, snapshot, state, _held }))
 }

@@ -93,6 +93,12 @@ pub trait Journal: Send + Sync {
     fn durable_through(&self) -> u64;
     /// The committed rows with `from <= seq < to`, in order, at most `limit` of them.
     fn read(&self, from: u64, to: u64, limit: usize, done: Box<dyn FnOnce(Result<Vec<TapeRow>, String>) + Send>);
+    /// Why rows cannot be made durable now (storage is failing and its writer retrying),
+    /// as a message for the agent. While it says so, the store serves nothing: an answer it
+    /// cannot record is not given.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Read committed rows back from `journal` (see [`Journal::read`]), checked to run on from
@@ -416,6 +422,16 @@ impl Worker {
         }
         if let Some(msg) = self.full.clone() {
             return (self.render_error(HostErrorKind::TapeFull, msg).await, None);
+        }
+        if let Some(msg) = self.journal.as_ref().and_then(|j| j.unavailable()) {
+            // In the twin's own error shape, with the status and header every client library
+            // knows to retry on.
+            let mut reply = self.render_error(HostErrorKind::TwinFailed, msg).await;
+            reply.status = 503;
+            let mut headers: Vec<(String, String)> = reply.headers.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("retry-after")).cloned().collect();
+            headers.push(("retry-after".into(), "1".into()));
+            reply.headers = headers.into();
+            return (reply, None);
         }
 
         let started = Instant::now();

@@ -459,6 +459,11 @@ async fn put_seed(State(app): State<Arc<App>>, Team(team): Team, ApiBody(body): 
         Some(v @ Value::Object(_)) => v.to_string(),
         _ => return Err(ApiError::validation("`seed` must be a JSON object")),
     };
+    let (stored, cap) = (app.storage.seed_bytes(&team, &name).await?, app.rt.limits.team_seed_bytes);
+    if stored + seed.len() > cap {
+        return Err(ApiError::new(crate::error::ErrorType::QuotaExceeded, format!("your team's named seeds would hold {} MiB, over its {} MiB; delete or replace one", (stored + seed.len()) >> 20, cap >> 20))
+            .with_details(json!({"error": "seed_storage_full", "stored_bytes": stored, "limit_bytes": cap})));
+    }
     app.seeds.get(&app.rt, &image, &seed).await.map_err(|e| match e {
         SeedError::Rejected(msg) => ApiError::validation(format!("the {twin} twin refused the seed: {msg}")).with_details(json!({"twin": twin, "error": "invalid_seed", "message": msg})),
         other => ApiError::internal(format!("the {twin} twin failed while loading the seed: {other}")),

@@ -237,7 +237,12 @@ impl App {
         meta: SandboxMeta,
         idempotency_key: Option<String>,
     ) -> Result<Arc<Sandbox>, CreateError> {
-        let (held, budget) = (self.rt.held.total(), self.rt.limits.memory_budget);
+        let budget = self.rt.limits.memory_budget;
+        if self.rt.held.total() >= budget {
+            // The seed cache is the one thing held that can be given back at once.
+            self.seeds.clear();
+        }
+        let held = self.rt.held.total();
         if held >= budget {
             return Err(CreateError::OverBudget { held_mib: held >> 20, budget_mib: budget >> 20 });
         }

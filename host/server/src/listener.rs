@@ -2,18 +2,26 @@
 //!
 //! - **A cap on connections** (`--max-connections`). Each connection holds a permit until it
 //!   closes. At the cap, a new client takes the place of the connection that has been idle
-//!   longest (no request in flight and no answer still streaming): ten thousand idle
-//!   connections, or clients that connect and send nothing, cannot lock out the next one.
-//!   Only when every connection is busy does a new client wait.
-//! - **A header timeout** (`--header-timeout`): hyper closes a connection whose request
-//!   headers have not all arrived in time, counted from when it is ready for a request, so a
-//!   slowloris client or an idle keep-alive connection holds its permit no longer than that.
+//!   longest (no request in flight and no answer still streaming) or, failing that, of one
+//!   whose every request is still waiting for its body: ten thousand idle connections, or
+//!   clients that connect and trickle, cannot lock out the next one. When every connection
+//!   is doing work, a new client waits for a place in a task of its own (a bounded number of
+//!   them; past that it is told 503 at once): the accept loop itself never waits.
+//! - **A header timeout** (`--header-timeout`): hyper closes an HTTP/1 connection whose
+//!   request headers have not all arrived in time, counted from when it is ready for a
+//!   request, so a slowloris client or an idle keep-alive connection holds its permit no
+//!   longer than that. HTTP/2 connections get the same limit as an idle timer (no stream in
+//!   flight for that long closes them), keep-alive pings, and at most `--h2-streams`
+//!   requests in flight each.
+//! - **A body timeout** (`--body-timeout`): a request whose body has not all arrived within
+//!   it, from its headers, fails, so a trickled body holds its request no longer.
 //! - **Graceful shutdown**: on stop, connections finish the request they are serving and
 //!   close; idle ones close at once.
 //!
 //! axum's own `serve` sets neither a timer (so no header timeout) nor a cap, hence this loop.
 
 use std::collections::BTreeMap;
+use std::future::Future as _;
 use std::convert::Infallible;
 use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,13 +43,52 @@ use tower_service::Service as _;
 
 /// How long a stop waits for connections to finish before it drops them.
 const DRAIN: Duration = Duration::from_secs(10);
+/// Clients past the connection cap that may wait for a place at once, each in its own task
+/// holding only its socket; more are answered 503 and closed straight away.
+const MAX_WAITING: usize = 1024;
+/// How long a client past the cap waits for a place before it is answered 503.
+const WAIT_FOR_PLACE: Duration = Duration::from_secs(5);
+
+/// Client bounds the listener keeps (from [`pome_runtime::limits::Limits`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ConnLimits {
+    pub max_connections: usize,
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+    pub h2_streams: u32,
+}
+
+impl From<&pome_runtime::limits::Limits> for ConnLimits {
+    fn from(l: &pome_runtime::limits::Limits) -> ConnLimits {
+        ConnLimits { max_connections: l.max_connections, header_timeout: l.header_timeout, body_timeout: l.body_timeout, h2_streams: l.h2_streams }
+    }
+}
 
 /// One open connection, as the cap sees it.
 struct Conn {
     /// Requests in flight, counted until their answer's body is sent.
     busy: AtomicUsize,
-    /// Asks the connection to close if it is idle.
+    /// Of those, the ones whose request body has not all arrived.
+    reading: AtomicUsize,
+    /// When the last request's answer finished, in milliseconds after `opened`.
+    last_done_ms: std::sync::atomic::AtomicU64,
+    opened: tokio::time::Instant,
+    /// Asks the connection to close if it is idle (or only waiting for bodies).
     evict: Notify,
+}
+
+impl Conn {
+    /// Since when nothing has been in flight; `None` while something is.
+    fn idle_since(&self) -> Option<tokio::time::Instant> {
+        (self.busy.load(Ordering::Acquire) == 0).then(|| self.opened + Duration::from_millis(self.last_done_ms.load(Ordering::Acquire)))
+    }
+
+    /// Closing it would cost no work: nothing in flight, or only requests still waiting for
+    /// their bodies (a trickling client).
+    fn evictable(&self) -> bool {
+        let busy = self.busy.load(Ordering::Acquire);
+        busy == 0 || busy == self.reading.load(Ordering::Acquire)
+    }
 }
 
 /// Open connections by age (ids grow), so the longest-idle is found first.
@@ -51,10 +98,12 @@ struct Conns {
 }
 
 impl Conns {
-    /// Ask the oldest idle connection to close; whether there was one.
+    /// Ask the oldest idle connection to close, else the oldest that only waits for request
+    /// bodies; whether there was one.
     fn evict_one(&self) -> bool {
         let open = self.open.lock().unwrap();
-        match open.values().find(|c| c.busy.load(Ordering::Acquire) == 0) {
+        let idle = open.values().find(|c| c.busy.load(Ordering::Acquire) == 0);
+        match idle.or_else(|| open.values().find(|c| c.evictable())) {
             Some(c) => {
                 c.evict.notify_one();
                 true
@@ -65,15 +114,29 @@ impl Conns {
 }
 
 /// Serve `router` on `listener` until `stopped` turns true.
-pub async fn serve(listener: TcpListener, router: Router, max_connections: usize, header_timeout: Duration, mut stopped: watch::Receiver<bool>) {
-    let permits = Arc::new(Semaphore::new(max_connections.max(1)));
+pub async fn serve(listener: TcpListener, router: Router, limits: ConnLimits, mut stopped: watch::Receiver<bool>) {
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let waiting = Arc::new(Semaphore::new(MAX_WAITING));
     let conns = Arc::new(Conns::default());
-    let graceful = GracefulShutdown::new();
+    let graceful = Arc::new(GracefulShutdown::new());
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(limits.h2_streams)
+        // A peer that stops answering pings is gone; its connection goes with it.
+        .keep_alive_interval(Some(limits.header_timeout))
+        .keep_alive_timeout(Duration::from_secs(20))
+        // Bounded as HTTP/1's headers are (hyper's HTTP/1 default is about 400 KiB).
+        .max_header_list_size(256 << 10)
+        // Streams a client may open and reset at once before it is told to go away (the
+        // "rapid reset" attack).
+        .max_pending_accept_reset_streams(Some(32));
     let builder = Arc::new(builder);
-    let mut next_id = 0u64;
-    'accept: loop {
+    let next_id = Arc::new(AtomicUsize::new(0));
+    let accept = Accept { router, limits, conns: conns.clone(), graceful: graceful.clone(), builder, next_id };
+    loop {
         let io = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((io, _)) => io,
@@ -87,55 +150,200 @@ pub async fn serve(listener: TcpListener, router: Router, max_connections: usize
             },
             _ = stopped.changed() => break,
         };
-        let permit = match permits.clone().try_acquire_owned() {
-            Ok(p) => p,
-            // At the cap: make room by closing an idle connection, or wait for one to close
-            // (asking again now and then, in case the one asked had just become busy).
-            Err(_) => loop {
-                conns.evict_one();
-                tokio::select! {
-                    p = permits.clone().acquire_owned() => break p.expect("the semaphore is never closed"),
-                    _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-                    _ = stopped.changed() => break 'accept,
-                }
-            },
+        if let Ok(permit) = permits.clone().try_acquire_owned() {
+            accept.start(io, permit);
+            continue;
+        }
+        // At the cap: make room by closing an idle connection, and wait for its place in a
+        // task of the newcomer's own, so the next client is accepted meanwhile.
+        conns.evict_one();
+        let Ok(wait) = waiting.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(io));
+            continue;
         };
+        let (accept, permits, conns, mut stopped) = (accept.clone(), permits.clone(), conns.clone(), stopped.clone());
+        tokio::spawn(async move {
+            let _wait = wait;
+            let deadline = tokio::time::Instant::now() + WAIT_FOR_PLACE;
+            loop {
+                tokio::select! {
+                    p = permits.clone().acquire_owned() => return accept.start(io, p.expect("the semaphore is never closed")),
+                    // Ask again now and then, in case the one asked had just become busy.
+                    _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                        if tokio::time::Instant::now() >= deadline {
+                            return refuse(io).await;
+                        }
+                        conns.evict_one();
+                    }
+                    _ = stopped.changed() => return,
+                }
+            }
+        });
+    }
+    drop(listener);
+    drop(accept);
+    // Newcomers still waiting for a place end on the stop and let go of `graceful`.
+    let mut graceful = graceful;
+    let graceful = loop {
+        match Arc::try_unwrap(graceful) {
+            Ok(g) => break g,
+            Err(g) => {
+                graceful = g;
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    if tokio::time::timeout(DRAIN, graceful.shutdown()).await.is_err() {
+        tracing::warn!("connections still open {DRAIN:?} after the stop; dropping them");
+    }
+}
+
+/// Tell a client past the cap that the server is full, and close: a complete HTTP/1.1
+/// answer, so its client library reports an overloaded server and not a broken connection.
+async fn refuse(mut io: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt as _;
+    let body = r#"{"error":{"type":"rate_limited","message":"the server is at its connection cap; try again shortly"}}"#;
+    let answer = format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+    let _ = tokio::time::timeout(Duration::from_secs(1), io.write_all(answer.as_bytes())).await;
+    let _ = io.shutdown().await;
+}
+
+/// What starting a connection needs, shared by the accept loop and newcomers' tasks.
+#[derive(Clone)]
+struct Accept {
+    router: Router,
+    limits: ConnLimits,
+    conns: Arc<Conns>,
+    graceful: Arc<GracefulShutdown>,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    next_id: Arc<AtomicUsize>,
+}
+
+impl Accept {
+    /// Serve one connection, holding `permit` until it closes.
+    fn start(&self, io: tokio::net::TcpStream, permit: tokio::sync::OwnedSemaphorePermit) {
         // Answers are written whole; Nagle's algorithm would only hold small ones back.
         let _ = io.set_nodelay(true);
-        next_id += 1;
-        let id = next_id;
-        let conn = Arc::new(Conn { busy: AtomicUsize::new(0), evict: Notify::new() });
-        conns.open.lock().unwrap().insert(id, conn.clone());
+        // The client's address, for what is counted per address (failed authentication).
+        let peer = io.peer_addr().unwrap_or_else(|_| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) as u64;
+        let conn = Arc::new(Conn {
+            busy: AtomicUsize::new(0),
+            reading: AtomicUsize::new(0),
+            last_done_ms: Default::default(),
+            opened: tokio::time::Instant::now(),
+            evict: Notify::new(),
+        });
+        self.conns.open.lock().unwrap().insert(id, conn.clone());
+        let body_timeout = self.limits.body_timeout;
         let service = {
-            let (router, conn) = (router.clone(), conn.clone());
+            let (router, conn) = (self.router.clone(), conn.clone());
             hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
                 let busy = Busy::start(&conn);
                 let mut router = router.clone();
+                let mut req = req.map(|body| Body::new(Timed::new(body, body_timeout, &conn)));
+                req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
                 async move {
-                    let resp: Response = router.call(req.map(Body::new)).await.unwrap_or_else(|e: Infallible| match e {});
+                    let resp: Response = router.call(req).await.unwrap_or_else(|e: Infallible| match e {});
                     Ok::<_, Infallible>(resp.map(|body| Body::new(Tracked { body, _busy: busy })))
                 }
             })
         };
-        let served = graceful.watch(builder.serve_connection_with_upgrades(TokioIo::new(io), service).into_owned());
-        let conns = conns.clone();
+        let served = self.graceful.watch(self.builder.serve_connection_with_upgrades(TokioIo::new(io), service).into_owned());
+        let conns = self.conns.clone();
+        let idle_limit = self.limits.header_timeout;
         tokio::spawn(async move {
             let mut served = pin!(served);
+            // HTTP/2 has no header timer in hyper: a connection with nothing in flight for
+            // the header timeout is closed here, as an idle HTTP/1 one is by hyper. One
+            // timer a connection, woken once per idle limit, not per request.
+            let mut check = tokio::time::Instant::now() + idle_limit;
             loop {
                 tokio::select! {
                     _ = served.as_mut() => break,
                     // Dropping the connection closes it; a request that started meanwhile
                     // keeps it.
-                    _ = conn.evict.notified() => if conn.busy.load(Ordering::Acquire) == 0 { break },
+                    _ = conn.evict.notified() => if conn.evictable() { break },
+                    _ = tokio::time::sleep_until(check) => {
+                        let now = tokio::time::Instant::now();
+                        match conn.idle_since() {
+                            Some(since) if now.duration_since(since) >= idle_limit => break,
+                            Some(since) => check = since + idle_limit,
+                            None => check = now + idle_limit,
+                        }
+                    }
                 }
             }
             conns.open.lock().unwrap().remove(&id);
             drop(permit);
         });
     }
-    drop(listener);
-    if tokio::time::timeout(DRAIN, graceful.shutdown()).await.is_err() {
-        tracing::warn!("connections still open {DRAIN:?} after the stop; dropping them");
+}
+
+/// A request body with a deadline: past `--body-timeout` from the headers, reading it fails
+/// (the handler answers as for any broken body). While it is unread it marks its connection
+/// as only waiting, so the connection cap may evict it.
+struct Timed {
+    body: hyper::body::Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    conn: Option<Arc<Conn>>,
+}
+
+impl Timed {
+    fn new(body: hyper::body::Incoming, timeout: Duration, conn: &Arc<Conn>) -> Timed {
+        let conn = (!http_body::Body::is_end_stream(&body)).then(|| {
+            conn.reading.fetch_add(1, Ordering::AcqRel);
+            conn.clone()
+        });
+        Timed { body, deadline: Box::pin(tokio::time::sleep(timeout)), conn }
+    }
+
+    fn finished(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.reading.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Timed {
+    fn drop(&mut self) {
+        self.finished();
+    }
+}
+
+impl http_body::Body for Timed {
+    type Data = axum::body::Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.body).poll_frame(cx) {
+            Poll::Ready(None) => {
+                this.finished();
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(frame)) => {
+                if this.body.is_end_stream() {
+                    this.finished();
+                }
+                Poll::Ready(Some(frame.map_err(Into::into)))
+            }
+            Poll::Pending => match this.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    this.finished();
+                    Poll::Ready(Some(Err("the request body did not arrive within the body timeout".into())))
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -151,6 +359,8 @@ impl Busy {
 
 impl Drop for Busy {
     fn drop(&mut self) {
+        let since_open = self.0.opened.elapsed().as_millis() as u64;
+        self.0.last_done_ms.store(since_open, Ordering::Release);
         self.0.busy.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -182,7 +182,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
 
     let router = router(app.clone());
     let registry = app.sandboxes.clone();
-    let (max_connections, header_timeout) = (cfg.limits.max_connections, cfg.limits.header_timeout);
+    let conn_limits = crate::listener::ConnLimits::from(&cfg.limits);
     let task = tokio::spawn(async move {
         let mut stopping = stopped.clone();
         let closing = tokio::spawn(async move {
@@ -190,7 +190,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
             let _ = stopping.changed().await;
             crate::ui::shutting_down();
         });
-        crate::listener::serve(listener, router, max_connections, header_timeout, stopped).await;
+        crate::listener::serve(listener, router, conn_limits, stopped).await;
         closing.abort();
         sweeper.abort();
         // Sandboxes still coming back are closed with the rest once they are.

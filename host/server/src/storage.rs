@@ -325,6 +325,14 @@ impl Storage {
         .await
     }
 
+    /// Bytes of the named seeds a team stores, leaving out the one named `except` (a put
+    /// replaces it).
+    pub async fn seed_bytes(&self, team_id: &str, except: &str) -> Result<usize, StorageError> {
+        let (t, n) = (team_id.to_string(), except.to_string());
+        self.with(move |c| Ok(c.query_row("SELECT COALESCE(SUM(LENGTH(CAST(seed AS BLOB))), 0) FROM seeds WHERE team_id = ?1 AND name != ?2", [t, n], |r| r.get::<_, i64>(0))?.max(0) as usize))
+            .await
+    }
+
     /// Named seeds of a team: (name, twin, seed JSON).
     pub async fn seeds(&self, team_id: &str) -> Result<Vec<(String, String, String)>, StorageError> {
         let t = team_id.to_string();

@@ -153,7 +153,7 @@ impl TapeRow {
             + self.deliveries.iter().map(|d| d.url.len() + d.method.len() + d.event.len() + d.body.len() + pairs(&d.headers)).sum::<usize>();
         let text = self.twin.len() + self.request_id.len() + self.method.len() + self.path.len() + self.query.len() + self.base_url.len() + self.auth.len();
         let extra = self.action.as_ref().map_or(0, String::len) + self.error.as_ref().map_or(0, String::len);
-        self.request_body.len() + self.response_body.len() + pairs(&self.request_headers) + pairs(&self.response_headers) + text + extra + delta + 256
+        self.request_body.served_len() + self.response_body.served_len() + pairs(&self.request_headers) + pairs(&self.response_headers) + text + extra + delta + 256
     }
 }
 
@@ -201,6 +201,23 @@ impl Body {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Bytes of its JSON form, as the events route and a run serve it: a body of control
+    /// bytes is six times its size there (`\u0001`), binary a third more (base64). Tape caps
+    /// and the memory budget count this, so what an agent can make the host serve is what
+    /// they bound.
+    pub fn served_len(&self) -> usize {
+        match std::str::from_utf8(&self.0) {
+            Ok(text) if !text.starts_with(BASE64_PREFIX) => {
+                2 + text.bytes().map(|b| match b {
+                    b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+                    0..0x20 => 6,
+                    _ => 1,
+                }).sum::<usize>()
+            }
+            _ => 2 + BASE64_PREFIX.len() + self.0.len().div_ceil(3) * 4,
+        }
     }
 
     /// The text form.
@@ -337,6 +354,16 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_is_weighed_as_the_json_it_is_served_as() {
+        let bodies: [&[u8]; 6] = [b"", b"plain text", &[0x01; 1000], b"quote \" back\\slash\n\t", &[0xff, 0xfe, 0x00, 0x10], b"base64:looks encoded"];
+        for b in bodies {
+            let body = Body(Bytes::copy_from_slice(b));
+            assert_eq!(body.served_len(), serde_json::to_string(&body).unwrap().len(), "{b:?}");
+        }
+        assert_eq!(Body(Bytes::from(vec![1u8; 8 << 20])).served_len(), (6 << 23) + 2, "control bytes weigh six each");
+    }
 
     #[test]
     fn secret_headers_and_token_occurrences_are_redacted() {
