@@ -97,28 +97,49 @@ async fn at_the_connection_cap_the_longest_idle_connection_makes_room() {
 
 #[tokio::test]
 async fn at_the_connection_cap_a_new_client_waits_while_every_connection_is_busy() {
-    let server = Server::with(Opts { limits: pome::limits::Limits { max_connections: 2, max_stores: 8, ..Default::default() }, ..Opts::default() }).await;
+    let server = Server::with(Opts { limits: pome::limits::Limits { max_connections: 3, max_stores: 8, ..Default::default() }, ..Opts::default() }).await;
     let addr = addr(&server.url);
-    // Two requests in flight: their bodies are promised and not yet sent.
-    let body = br#"{"twins": ["github"]}"#;
-    let head = format!("POST /v1/sandboxes HTTP/1.1\r\nhost: pome\r\nx-api-key: {API_KEY}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
+    let sb = server.sandbox(&["github"], None).await;
+    // Two connections each streaming a long answer (the dashboard's live tape): busy.
+    let stream = format!("GET /ui/stream/{} HTTP/1.1\r\nhost: pome\r\nx-api-key: {API_KEY}\r\n\r\n", sb.id);
     let mut busy = Vec::new();
     for _ in 0..2 {
         let mut conn = TcpStream::connect(&addr).await.unwrap();
-        conn.write_all(head.as_bytes()).await.unwrap();
+        conn.write_all(stream.as_bytes()).await.unwrap();
+        let mut buf = [0u8; 256];
+        assert!(conn.read(&mut buf).await.unwrap() > 0, "the stream started");
         busy.push(conn);
     }
+    // A third connection whose request still waits for its promised body: it does no work,
+    // so the cap may evict it.
+    let body = br#"{"twins": ["github"]}"#;
+    let mut trickling = TcpStream::connect(&addr).await.unwrap();
+    let head = format!("POST /v1/sandboxes HTTP/1.1\r\nhost: pome\r\nx-api-key: {API_KEY}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
+    trickling.write_all(head.as_bytes()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let mut third = TcpStream::connect(&addr).await.unwrap();
-    third.write_all(GET).await.unwrap();
-    let waited = tokio::time::timeout(Duration::from_millis(400), next_answer(&mut third)).await;
-    assert!(waited.is_err(), "served past the cap while both connections were busy: {waited:?}");
 
-    // One request completes; its connection, now idle, makes room.
-    busy[0].write_all(body).await.unwrap();
-    assert!(next_answer(&mut busy[0]).await.starts_with("HTTP/1.1 201"));
-    let served = tokio::time::timeout(Duration::from_secs(5), next_answer(&mut third)).await.expect("served once a connection was idle");
+    // A newcomer takes the trickling connection's place.
+    let mut fourth = TcpStream::connect(&addr).await.unwrap();
+    fourth.write_all(GET).await.unwrap();
+    let served = tokio::time::timeout(Duration::from_secs(5), next_answer(&mut fourth)).await.expect("served in the place of the trickling connection");
     assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+    assert_eq!(tokio::time::timeout(Duration::from_secs(5), next_answer(&mut trickling)).await.unwrap(), "", "the trickling connection was closed");
+
+    // Now every connection is busy (two streams, and one more stream on the fourth): the
+    // next client waits.
+    fourth.write_all(stream.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 256];
+    assert!(fourth.read(&mut buf).await.unwrap() > 0, "the third stream started");
+    let mut fifth = TcpStream::connect(&addr).await.unwrap();
+    fifth.write_all(GET).await.unwrap();
+    let waited = tokio::time::timeout(Duration::from_millis(400), next_answer(&mut fifth)).await;
+    assert!(waited.is_err(), "served past the cap while every connection was busy: {waited:?}");
+
+    // No place frees: after its wait the client is told the server is full, in a complete
+    // answer, and the busy connections are untouched.
+    let told = tokio::time::timeout(Duration::from_secs(10), next_answer(&mut fifth)).await.expect("answered within the wait");
+    assert!(told.starts_with("HTTP/1.1 503") && told.to_ascii_lowercase().contains("retry-after: 1"), "{told}");
+    drop(busy);
 }
 
 // --- ten thousand idle connections, against the real process --------------------------------
