@@ -277,9 +277,12 @@ async fn a_criterion_past_its_bound_is_errored_and_the_others_are_still_graded()
     assert_eq!(s, 200, "{fin}");
     let results = fin["criteria_results"].as_array().unwrap();
     let status: Vec<&str> = results.iter().map(|r| r["status"].as_str().unwrap()).collect();
-    assert_eq!(status, ["passed", "errored", "errored", "passed"], "{fin}");
+    // The twin's spinning check is the twin's failure (errored); the expression is over its
+    // bound only because of the agent's own 80 calls, so it fails, never `incomplete` by
+    // the agent's doing.
+    assert_eq!(status, ["passed", "errored", "failed", "passed"], "{fin}");
     assert!(results[1]["reason"].as_str().unwrap().contains("deadline"), "{fin}");
-    assert!(results[2]["reason"].as_str().unwrap().contains("over the bound"), "{fin}");
-    assert_eq!(fin["verdict"], "incomplete", "an errored criterion is never a pass");
+    assert!(results[2]["reason"].as_str().unwrap().contains("the agent's own calls reached the bound"), "{fin}");
+    assert_ne!(fin["verdict"], "pass", "an errored or failed criterion is never a pass");
     assert!(started.elapsed() < Duration::from_secs(30), "bounded: {:?}", started.elapsed());
 }
