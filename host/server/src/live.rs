@@ -75,10 +75,6 @@ impl std::fmt::Display for Durability {
 /// The longest a committed row waits for its fsync in `window` mode: what a power cut (not
 /// a crash) may lose.
 pub const WINDOW: Duration = Duration::from_millis(50);
-/// Rows queued but not yet committed, at most, before `memory` mode's answers wait for the
-/// queue to drain: the queue (and every row in it, held in memory) must not grow without
-/// bound when rows come faster than they are handed over.
-pub const MAX_PENDING: usize = 8192;
 /// How long the writer waits before trying a failed batch again, at first and at most:
 /// short enough that a freed disk is noticed within a second, long enough that a broken
 /// disk is not hammered.
@@ -183,8 +179,6 @@ pub struct SqliteLive {
     /// Reader connections kept for reading tapes back (WAL: readers never wait for the
     /// writer).
     readers: Mutex<Vec<Connection>>,
-    /// Rows sent to the writer and not yet committed.
-    pending: Arc<std::sync::atomic::AtomicUsize>,
     /// Why the last write failed, while the writer is retrying it; `None` when writes go
     /// through. Read by every twin store before it serves a request.
     failing: Arc<Mutex<Option<String>>>,
@@ -240,14 +234,13 @@ impl SqliteLive {
         conn.execute_batch(SCHEMA)?;
         migrate_rows_table(&mut conn)?;
         let queue = Arc::new(Queue::default());
-        let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let failing = Arc::new(Mutex::new(None));
-        let writer_state = Writer { queue: queue.clone(), mode, pending: pending.clone(), failing: failing.clone(), db: path.to_path_buf() };
+        let writer_state = Writer { queue: queue.clone(), mode, failing: failing.clone(), db: path.to_path_buf() };
         std::thread::Builder::new()
             .name("pome-live-writer".into())
             .spawn(move || writer_state.run(conn))
             .map_err(|e| StorageError::Corrupt(format!("starting the live-sandbox writer: {e}")))?;
-        Ok(Arc::new(SqliteLive { queue, mode, path: path.to_path_buf(), readers: Mutex::new(Vec::new()), pending, failing }))
+        Ok(Arc::new(SqliteLive { queue, mode, path: path.to_path_buf(), readers: Mutex::new(Vec::new()), failing }))
     }
 
     /// Why writes are failing now, if they are.
@@ -453,17 +446,9 @@ struct RowJournal {
 impl Journal for RowJournal {
     fn append(&self, row: Arc<TapeRow>, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
         let op = Op::Row { sandbox: self.sandbox.clone(), twin: self.twin.clone(), row, committed: self.committed.clone() };
-        let backlog = self.live.pending.fetch_add(1, Ordering::AcqRel);
-        match self.live.mode {
-            // Nothing is promised: the answer goes now, unless the queue is long.
-            Durability::Memory if backlog < MAX_PENDING => {
-                self.live.send(op, None);
-                done(Ok(()));
-            }
-            // `window` and `sync`: the answer waits for the commit (and, in `sync`, its
-            // fsync). Every row of a batch shares the one commit.
-            _ => self.live.send(op, Some(done)),
-        }
+        // The answer waits for the commit (and, in `sync`, its fsync); every row of a batch
+        // shares the one commit. (`memory` mode opens no live store at all.)
+        self.live.send(op, Some(done));
     }
 
     fn durable_through(&self) -> u64 {
@@ -631,7 +616,6 @@ fn load(conn: &Connection) -> Result<Restored, StorageError> {
 struct Writer {
     queue: Arc<Queue>,
     mode: Durability,
-    pending: Arc<std::sync::atomic::AtomicUsize>,
     failing: Arc<Mutex<Option<String>>>,
     /// The database, whose log the syncer fsyncs and checkpoints in `window` mode.
     db: std::path::PathBuf,
@@ -674,8 +658,6 @@ impl Writer {
                     if let Some(s) = &syncer {
                         s.dirty.store(true, Ordering::Release);
                     }
-                    let rows = batch.iter().filter(|e| matches!(e.op, Op::Row { .. })).count();
-                    self.pending.fetch_sub(rows, Ordering::AcqRel);
                     for e in batch.drain(..) {
                         if let Op::Row { row, committed, .. } = &e.op {
                             committed.fetch_max(row.seq, Ordering::Release);
