@@ -6,9 +6,8 @@
 
 use std::cell::RefCell;
 
-use apollo_compiler::response::JsonValue;
 use apollo_compiler::resolvers::FieldError;
-use crate::fast::{Info as ResolveInfo, Out as ResolvedValue, Resolve as ObjectValue};
+use pome_graphql::exec::{Info as ResolveInfo, Out as ResolvedValue, Resolve as ObjectValue};
 use pome_twin_sdk::{Change, Delivery};
 use serde_json::{Map, Value, json};
 
@@ -36,76 +35,7 @@ pub struct Ctx<'w> {
     pub volatile: std::cell::Cell<bool>,
 }
 
-/// Executor JSON to serde_json, variant by variant (no serializer round trip).
-pub fn to_json(v: &JsonValue) -> Value {
-    match v {
-        JsonValue::Null => Value::Null,
-        JsonValue::Bool(b) => Value::Bool(*b),
-        JsonValue::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                n.as_f64().map(Value::from).unwrap_or(Value::Null)
-            }
-        }
-        JsonValue::String(s) => Value::String(s.as_str().to_string()),
-        JsonValue::Array(a) => Value::Array(a.iter().map(to_json).collect()),
-        JsonValue::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.as_str().to_string(), to_json(v))).collect()),
-    }
-}
-
-/// serde_json to executor JSON without taking the value.
-pub fn from_json_ref(v: &Value) -> JsonValue {
-    use apollo_compiler::response::serde_json_bytes::{ByteString, Map as BMap};
-    match v {
-        Value::Null => JsonValue::Null,
-        Value::Bool(b) => JsonValue::Bool(*b),
-        Value::Number(_) => from_json(v.clone()),
-        Value::String(s) => JsonValue::String(ByteString::from(s.as_str())),
-        Value::Array(a) => JsonValue::Array(a.iter().map(from_json_ref).collect()),
-        Value::Object(m) => {
-            let mut out = BMap::new();
-            for (k, v) in m {
-                out.insert(ByteString::from(k.as_str()), from_json_ref(v));
-            }
-            JsonValue::Object(out)
-        }
-    }
-}
-
-/// Executor JSON object to a serde_json map, without copying it first.
-pub fn map_to_json(m: &apollo_compiler::response::JsonMap) -> Map<String, Value> {
-    m.iter().map(|(k, v)| (k.as_str().to_string(), to_json(v))).collect()
-}
-
-/// serde_json to executor JSON, variant by variant.
-pub fn from_json(v: Value) -> JsonValue {
-    use apollo_compiler::response::serde_json_bytes::{ByteString, Map as BMap};
-    match v {
-        Value::Null => JsonValue::Null,
-        Value::Bool(b) => JsonValue::Bool(b),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                JsonValue::from(i)
-            } else if let Some(u) = n.as_u64() {
-                JsonValue::from(u)
-            } else {
-                n.as_f64().map(JsonValue::from).unwrap_or(JsonValue::Null)
-            }
-        }
-        Value::String(s) => JsonValue::String(ByteString::from(s)),
-        Value::Array(a) => JsonValue::Array(a.into_iter().map(from_json).collect()),
-        Value::Object(m) => {
-            let mut out = BMap::new();
-            for (k, v) in m {
-                out.insert(ByteString::from(k), from_json(v));
-            }
-            JsonValue::Object(out)
-        }
-    }
-}
+pub use pome_graphql::json::{from_json, from_json_ref, map_to_json, to_json};
 
 fn leaf<'a>(v: Value) -> ResolvedValue<'a> {
     ResolvedValue::Leaf(v)
@@ -175,17 +105,7 @@ pub fn find_type_in(w: &Inner, t: &'static crate::tables::TypeRow, id: &str) -> 
     find_entity_in(w, t, id).map(|(t, _)| t)
 }
 
-pub fn singular(field: &str) -> String {
-    if field == "children" {
-        "child".into()
-    } else if let Some(s) = field.strip_suffix("ies") {
-        format!("{s}y")
-    } else if let Some(s) = field.strip_suffix('s') {
-        s.to_string()
-    } else {
-        field.to_string()
-    }
-}
+pub use pome_graphql::exec::singular;
 
 pub fn lcfirst(s: &str) -> String {
     let mut c = s.chars();
@@ -430,7 +350,7 @@ impl ObjectValue for Ent<'_, '_> {
 
     /// The entity is looked up once for all its fields, and stored leaves are written
     /// straight from the world, not copied out of it.
-    fn resolve_all<'a>(&'a self, fields: &[crate::fast::Planned<'_>], scratch: &mut Vec<u8>) -> Option<Vec<Result<ResolvedValue<'a>, FieldError>>> {
+    fn resolve_all<'a>(&'a self, fields: &[pome_graphql::exec::Planned<'_>], scratch: &mut Vec<u8>) -> Option<Vec<Result<ResolvedValue<'a>, FieldError>>> {
         let w = self.ctx.w.borrow();
         let sty = crate::root::store_ty(&self.ty);
         let e = w.get(sty, &self.id);
@@ -538,7 +458,7 @@ impl<'c, 'w> Ent<'c, 'w> {
 }
 
 /// The children of entity `(pty, pid)` that its connection field `field` lists.
-fn children<'e>(w: &'e Inner, pty: &str, pid: &str, e: &'e Entity, field: &str, meta: &crate::fast::Meta) -> Vec<(&'static str, &'e str, &'e Entity)> {
+fn children<'e>(w: &'e Inner, pty: &str, pid: &str, e: &'e Entity, field: &str, meta: &pome_graphql::exec::Meta) -> Vec<(&'static str, &'e str, &'e Entity)> {
     let Some(row) = meta.node_row else { return Vec::new() };
     // A list of ids on the parent (`Issue.labelIds` for `Issue.labels`).
     if let Some(ids) = crate::model::field(e, &meta.ids_key).and_then(Value::as_array) {

@@ -1,159 +1,48 @@
-//! Prepared documents, cached by hash, each with the schema it runs against.
-//!
-//! Linear's SDL is large (1.2 MB; several MB once parsed), so no instance parses it whole
-//! for ordinary requests: the build turns it into static tables ([`tables`]), and each new
-//! document is validated and run against the part of the schema it can reach, built from
-//! them (tens of kilobytes). Only introspection (`__schema`, `__type`) parses the whole
-//! schema, descriptions included. Snapshots carry only the world; the cache is rebuilt the
-//! same way from the same embedded text, so it is deterministic.
+//! Linear's schema and its prepared documents, on the shared engine ([`pome_graphql::doc`]):
+//! each document is validated and run against the part of Linear's 1.2 MB schema it can
+//! reach; only introspection parses the whole schema, descriptions included.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::rc::Rc;
-use std::sync::OnceLock;
+use crate::tables::TABLES;
 
-use apollo_compiler::collections::HashMap as AHashMap;
-use apollo_compiler::schema::Implementers;
+pub use pome_graphql::doc::{Doc, DocResult, Prepared, introspects};
 
-use crate::cost::OpCost;
-use crate::limits::{DOC_CACHE_BYTES, DOC_CACHE_ENTRIES};
-use crate::tables::{self, Kind};
-use apollo_compiler::validation::Valid;
-use apollo_compiler::{ExecutableDocument, Name, Schema};
+/// Linear's SDL (`schema.graphql` of @linear/sdk), descriptions included.
+pub static SCHEMA_TEXT: &str = TABLES.text;
 
-pub const SCHEMA_TEXT: &str = include_str!("../schema/schema.graphql");
-
-pub struct Prepared {
-    pub schema: Valid<Schema>,
-    pub implementers: AHashMap<Name, Implementers>,
-}
-
-fn build(text: &str) -> Prepared {
-    // The embedded SDL is Linear's own and is validated by this crate's tests; at run time
-    // it is only parsed.
-    let schema = apollo_compiler::validation::Valid::assume_valid(Schema::parse(text, "schema.graphql").unwrap_or_else(|e| e.partial));
-    let implementers = schema.implementers_map();
-    Prepared { schema, implementers }
-}
-
-/// The whole schema, descriptions included: built only for introspection (`__schema`,
-/// `__type`), which codegen tools run and which must show Linear's documentation.
+/// The whole schema, built only for introspection.
 pub fn prepared_full() -> &'static Prepared {
-    static P: OnceLock<Prepared> = OnceLock::new();
-    P.get_or_init(|| build(SCHEMA_TEXT))
+    TABLES.prepared_full()
 }
 
-/// A validated document and the schema it runs against: the part of Linear's schema it can
-/// reach ([`tables::sub_schema`]), or the whole schema for introspection.
-pub struct Doc {
-    sub: Option<Prepared>,
-    pub doc: Valid<ExecutableDocument>,
-    /// What the executor learns about each field definition it meets (by address in `sub`),
-    /// kept with the document so later requests do not look it up again.
-    pub metas: RefCell<Vec<(usize, Rc<crate::fast::Meta>)>>,
-    /// Objects its requests rendered, for the next ones ([`crate::memo`]).
-    pub memo: RefCell<crate::memo::Memo>,
-    /// Each operation's depth and complexity, counted the first time it runs ([`crate::cost`]).
-    pub costs: RefCell<Vec<Rc<OpCost>>>,
-}
-
-impl Doc {
-    pub fn prepared(&self) -> &Prepared {
-        self.sub.as_ref().unwrap_or_else(|| prepared_full())
-    }
-
-    /// What `op` (an operation of this document) costs, counted once.
-    pub fn cost(&self, op: &apollo_compiler::executable::Operation) -> Rc<OpCost> {
-        if let Some(c) = self.costs.borrow().iter().find(|c| c.op == op.name) {
-            return c.clone();
-        }
-        let c = Rc::new(crate::cost::count(&self.doc, op));
-        self.costs.borrow_mut().push(c.clone());
-        c
-    }
-}
-
-/// Whether a document introspects the schema (beyond `__typename`).
-pub fn introspects(text: &str) -> bool {
-    text.contains("__schema") || text.match_indices("__type").any(|(i, _)| !text[i..].starts_with("__typename"))
-}
-
-/// A prepared document, or Linear's validation errors for it.
-pub type DocResult = Result<Rc<Doc>, Rc<Vec<apollo_compiler::response::GraphQLError>>>;
-
-/// Prepared documents by the hash of their text, and the bytes of text they hold.
-#[derive(Default)]
-struct Docs {
-    map: HashMap<u64, (Rc<str>, DocResult)>,
-    bytes: usize,
-}
-
-thread_local! {
-    static DOCS: RefCell<Docs> = RefCell::new(Docs::default());
-}
-
-fn hash(text: &str) -> u64 {
-    // SipHash with fixed keys: the same text hashes the same in every instance.
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
-}
-
-/// Parse and validate `text` against the schema, or take it from the cache.
+/// Parse and validate `text` against Linear's schema, or take it from the cache.
 pub fn document(text: &str) -> DocResult {
-    let key = hash(text);
-    if let Some(hit) = DOCS.with(|d| d.borrow().map.get(&key).filter(|(t, _)| &**t == text).map(|(_, r)| r.clone())) {
-        return hit;
-    }
-    let sub = (!introspects(text)).then(|| build(&tables::sub_schema(text)));
-    let schema = &sub.as_ref().unwrap_or_else(|| prepared_full()).schema;
-    let result: DocResult = match ExecutableDocument::parse_and_validate(schema, text, "query.graphql") {
-        Ok(doc) => Ok(Rc::new(Doc { sub, doc, metas: RefCell::default(), memo: RefCell::default(), costs: RefCell::default() })),
-        Err(with) => Err(Rc::new(with.errors.iter().map(|d| d.unstable_to_json_compat()).collect())),
-    };
-    DOCS.with(|d| {
-        let mut d = d.borrow_mut();
-        // Bounded in entries and in bytes of text (a prepared document costs a multiple of
-        // its text): when either would pass its bound, the cache starts over.
-        if d.map.len() >= DOC_CACHE_ENTRIES || d.bytes + text.len() > DOC_CACHE_BYTES {
-            d.map.clear();
-            d.bytes = 0;
-        }
-        if let Some((old, _)) = d.map.insert(key, (Rc::from(text), result.clone())) {
-            d.bytes -= old.len();
-        }
-        d.bytes += text.len();
-    });
-    result
+    TABLES.document(text)
 }
 
 pub fn is_object(name: &str) -> bool {
-    tables::ty(name).is_some_and(|t| t.kind == Kind::Object)
+    TABLES.is_object(name)
 }
 
 pub fn is_composite(name: &str) -> bool {
-    tables::ty(name).is_some_and(|t| matches!(t.kind, Kind::Object | Kind::Interface | Kind::Union))
+    TABLES.is_composite(name)
 }
 
-/// The concrete object types a named output type may be (itself when it is an object;
-/// an interface's implementers sorted, a union's members in order).
+/// The concrete object types a named output type may be.
 pub fn possible_types(name: &str) -> Vec<String> {
-    tables::ty(name).map(|t| t.possible.iter().map(|s| s.to_string()).collect()).unwrap_or_default()
+    TABLES.possible_types(name)
 }
 
 /// The node type of a `…Connection` type (the type of its `nodes` list).
 pub fn connection_node(conn: &str) -> Option<String> {
-    tables::field(conn, "pageInfo")?;
-    tables::field(conn, "nodes").map(|f| f.ty.to_string())
+    TABLES.connection_node(conn)
 }
 
 /// Whether a type is a connection (has `nodes` and `pageInfo`), without allocating.
 pub fn is_connection(name: &str) -> bool {
-    tables::field(name, "pageInfo").is_some() && tables::field(name, "nodes").is_some()
+    TABLES.is_connection(name)
 }
 
 /// Whether object type `ty` has field `f`.
 pub fn has_field(ty: &str, f: &str) -> bool {
-    tables::ty(ty).is_some_and(|t| t.kind == Kind::Object) && tables::field(ty, f).is_some()
+    TABLES.has_field(ty, f)
 }

@@ -2,36 +2,37 @@
 //! (`schema.graphql` of @linear/sdk 88.3.0), faithful enough that @linear/sdk cannot tell it
 //! from api.linear.app.
 //!
-//! Every document is parsed and validated against the schema by apollo-compiler, then
-//! executed by its executor with this twin's resolvers ([`exec`], [`root`], [`mutate`]),
-//! so fragments, inline fragments, aliases, variables, directives and introspection behave
-//! as GraphQL specifies. Modules by role: [`model`] (the world), [`seed`] (strict seeds),
-//! [`gql`] (schema and document cache), [`filter`] (Linear's filters), [`checks`].
+//! Every document is parsed, validated and executed by the GraphQL engine pome's GraphQL
+//! twins share ([`pome_graphql`]: apollo-compiler's parser and validator, the engine's
+//! executor) with this twin's resolvers ([`exec`], [`root`], [`mutate`]), so fragments,
+//! inline fragments, aliases, variables, directives and introspection behave as GraphQL
+//! specifies. Modules by role: [`model`] (the world), [`seed`] (strict seeds), [`tables`] and
+//! [`gql`] (Linear's schema), [`filter`] (Linear's filters), [`limits`] (Linear's bounds),
+//! [`checks`].
 
 pub mod cache;
 pub mod checks;
-pub mod cost;
 pub mod dates;
 pub mod exec;
-pub mod fast;
 pub mod filter;
 pub mod gql;
 pub mod limits;
-pub mod memo;
 pub mod mcp;
 pub mod model;
 pub mod mutate;
 pub mod root;
-pub mod sdl;
 pub mod seed;
 pub mod tables;
 pub mod tools;
 
+// The engine's cost walk, memo of rendered objects and SDL helpers, under the names this
+// crate (and its tests) have always used.
+pub use pome_graphql::{cost, memo, sdl};
+
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use apollo_compiler::resolvers::Execution;
-use apollo_compiler::response::JsonMap;
+use pome_graphql::request::{Executed, Request, RequestError};
 use pome_twin_sdk::{Auth, Call, CheckDecl, CheckWorld, Credential, Fidelity, HostError, HostErrorKind, Method, Outcome, Params, Response, Router, Twin, Value, json};
 
 pub use model::World;
@@ -142,34 +143,18 @@ fn serve(w: &mut World, call: &mut Call) -> (Response, bool) {
 
 fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response> {
     call.action = Some("graphql".into());
-    let body: Value = if call.req.method == Method::Get {
-        let mut m = serde_json::Map::new();
-        for (k, v) in call.req.query_pairs() {
-            let parsed = if k == "query" || k == "operationName" { Value::String(v) } else { serde_json::from_str(&v).unwrap_or(Value::String(v)) };
-            m.insert(k, parsed);
-        }
-        Value::Object(m)
-    } else {
-        match serde_json::from_slice(&call.req.body) {
-            Ok(v @ Value::Object(_)) => v,
-            _ => return Err(errors(400, vec![gql_error("POST body must be a JSON object with a `query` string", "BAD_REQUEST")])),
-        }
-    };
-    let Some(query) = body.get("query").and_then(Value::as_str) else {
-        if body.pointer("/extensions/persistedQuery").is_some() {
+    let request = match Request::read(call.req.method == Method::Get, call.req.query_pairs(), &call.req.body) {
+        Ok(r) => r,
+        Err(RequestError::NotAnObject) => return Err(errors(400, vec![gql_error("POST body must be a JSON object with a `query` string", "BAD_REQUEST")])),
+        Err(RequestError::NoQuery { persisted: true }) => {
             return Err(errors(200, vec![json!({"message": "PersistedQueryNotFound", "extensions": {"code": "PERSISTED_QUERY_NOT_FOUND", "type": "graphql error", "userError": true}})]));
         }
-        return Err(errors(400, vec![gql_error("Must provide query string.", "BAD_REQUEST")]));
+        Err(RequestError::NoQuery { persisted: false }) => return Err(errors(400, vec![gql_error("Must provide query string.", "BAD_REQUEST")])),
+        Err(RequestError::VariablesNotObject) => return Err(errors(400, vec![gql_error("Variables must be an object.", "BAD_REQUEST")])),
     };
-    let vars: JsonMap = match body.get("variables") {
-        None | Some(Value::Null) => JsonMap::new(),
-        Some(v @ Value::Object(_)) => match exec::from_json_ref(v) {
-            apollo_compiler::response::JsonValue::Object(m) => m,
-            _ => JsonMap::new(),
-        },
-        Some(_) => return Err(errors(400, vec![gql_error("Variables must be an object.", "BAD_REQUEST")])),
-    };
-    let op_name = body.get("operationName").and_then(Value::as_str).map(String::from);
+    let query = request.query();
+    let vars = &request.vars;
+    let op_name = request.operation_name();
     if query.len() > limits::MAX_DOCUMENT_BYTES {
         let msg = format!("Query too large - the document is {} bytes, more than the maximum of {}", query.len(), limits::MAX_DOCUMENT_BYTES);
         return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too large."}})]));
@@ -190,7 +175,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
         }
     };
     let doc = &prepared.doc;
-    let operation = match doc.operations.get(op_name.as_deref()) {
+    let operation = match doc.operations.get(op_name) {
         Ok(op) => op,
         Err(e) => return Err(errors(400, vec![gql_error(&e.message().to_string(), "GRAPHQL_VALIDATION_FAILED")])),
     };
@@ -198,8 +183,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     if cost.depth > MAX_DEPTH {
         return Err(errors(400, vec![json!({"message": format!("Query has depth greater than the allowed maximum of {MAX_DEPTH}"), "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too deep."}})]));
     }
-    let no_vars = serde_json::Map::new();
-    let plain_vars = body.get("variables").and_then(Value::as_object).unwrap_or(&no_vars);
+    let plain_vars = request.plain_vars();
     let points = match cost.complexity {
         Some(points) => points,
         None => complexity(&operation.selection_set, doc, plain_vars),
@@ -219,32 +203,16 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     let root = root::Root { ctx: &ctx, ty: if is_mutation { "Mutation" } else { "Query" } };
     let introspection = gql::introspects(query);
     let p = prepared.prepared();
-    let coerced = match apollo_compiler::request::coerce_variable_values(&p.schema, operation, &vars) {
+    let coerced = match apollo_compiler::request::coerce_variable_values(&p.schema, operation, vars) {
         Ok(v) => v,
         Err(e) => {
             let msg = e.message().to_string();
             return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "BAD_USER_INPUT", "statusCode": 400, "userError": true, "userPresentableMessage": msg}})]));
         }
     };
-    let mut fresh = Vec::new();
-    let (data, raw_errors): (Vec<u8>, Vec<Value>) = if introspection {
-        let top = fast::Apollo(Box::new(root));
-        match Execution::new(&p.schema, doc).operation(operation).implementers_map(&p.implementers).coerced_variable_values(&coerced).enable_schema_introspection(true).execute_sync(&top) {
-            Ok(resp) => (
-                serde_json::to_vec(&resp.data.map(|d| exec::to_json(&apollo_compiler::response::JsonValue::Object(d))).unwrap_or(Value::Null)).unwrap_or_default(),
-                resp.errors.iter().map(|e| serde_json::to_value(e).unwrap_or(json!({}))).collect(),
-            ),
-            Err(e) => (b"null".to_vec(), vec![json!({"message": e.message().to_string()})]),
-        }
-    } else {
-        let vars = exec::map_to_json(&coerced);
-        let unchanged = || ctx.fx.borrow().changes.is_empty() && !ctx.volatile.get();
-        let memo = (!is_mutation).then_some(&prepared.memo);
-        let mut ex = fast::Exec { schema: &p.schema, prepared: p, doc, metas: &prepared.metas, vars, errors: Vec::new(), collected: Default::default(), out: Vec::with_capacity(4096), scratch: Vec::new(), rendered: Vec::new(), memo, unchanged: &unchanged, fresh: Vec::new() };
-        let data = ex.run(&root, &operation.selection_set);
-        fresh = ex.fresh;
-        (data, ex.errors)
-    };
+    let unchanged = || ctx.fx.borrow().changes.is_empty() && !ctx.volatile.get();
+    let memo = (!is_mutation && !introspection).then_some(&prepared.memo);
+    let Executed { data, errors: raw_errors, fresh } = pome_graphql::request::execute(&prepared, operation, &coerced, &root, introspection, memo, &unchanged);
     let volatile = ctx.volatile.get() || ctx.w.borrow().request_clock.was_read();
     let fx = ctx.fx.into_inner();
     if is_mutation || volatile || !fx.changes.is_empty() {
@@ -262,35 +230,18 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     call.unsupported = !fx.unsupported.is_empty();
     call.changes = fx.changes;
     call.deliveries = fx.deliveries;
-    {
-        {
-            let mut body = Vec::with_capacity(data.len() + 64);
-            body.push(b'{');
-            let has_errors = !raw_errors.is_empty();
-            if has_errors {
-                let list: Vec<Value> = raw_errors
-                    .into_iter()
-                    .map(|mut v| {
-                        let full = v.get("message").and_then(Value::as_str).unwrap_or("").to_string();
-                        let msg = full.strip_prefix("resolver error: ").unwrap_or(&full).to_string();
-                        v["message"] = json!(msg);
-                        let ext = fx.error_ext.iter().find(|(m, _)| *m == msg).map(|(_, x)| x.clone()).unwrap_or_else(|| json!({"type": "internal error", "code": "INTERNAL_SERVER_ERROR", "userError": false}));
-                        v["extensions"] = ext;
-                        v
-                    })
-                    .collect();
-                body.extend_from_slice(b"\"errors\":");
-                serde_json::to_writer(&mut body, &list).expect("errors serialise");
-                body.push(b',');
-            }
-            body.extend_from_slice(b"\"data\":");
-            let null = data == b"null";
-            body.extend_from_slice(&data);
-            body.push(b'}');
-            let status = if null && has_errors { 400 } else { 200 };
-            Ok((Response { status, headers: vec![("content-type".into(), "application/json; charset=utf-8".into())], body }, keep))
-        }
-    }
+    let list: Vec<Value> = raw_errors
+        .into_iter()
+        .map(|mut v| {
+            let msg = v.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+            let ext = fx.error_ext.iter().find(|(m, _)| *m == msg).map(|(_, x)| x.clone()).unwrap_or_else(|| json!({"type": "internal error", "code": "INTERNAL_SERVER_ERROR", "userError": false}));
+            v["extensions"] = ext;
+            v
+        })
+        .collect();
+    let status = if data == b"null" && !list.is_empty() { 400 } else { 200 };
+    let body = pome_graphql::request::body(&data, &list);
+    Ok((Response { status, headers: vec![("content-type".into(), "application/json; charset=utf-8".into())], body }, keep))
 }
 
 impl Twin for World {

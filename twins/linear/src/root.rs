@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use apollo_compiler::resolvers::FieldError;
-use crate::fast::{Info as ResolveInfo, Out as ResolvedValue, Resolve as ObjectValue};
+use pome_graphql::exec::{Info as ResolveInfo, Out as ResolvedValue, Resolve as ObjectValue};
 use serde_json::{Value, json};
 
 use crate::exec::{self, Ctx, Ent, Plain, find_typed};

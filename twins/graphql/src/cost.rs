@@ -1,10 +1,10 @@
-//! What a document's operation costs before it runs: its depth and Linear's complexity
-//! points. Each fragment's share is counted once and reused wherever it is spread, so a
+//! What a document's operation costs before it runs: its depth and its complexity points
+//! (Linear's point system; GitHub's node count is a sum of the same kind). Each fragment's share is counted once and reused wherever it is spread, so a
 //! document whose fragments spread each other many times (40 fragments, each spreading the
 //! next twice, is 2^40 paths) is counted in time linear in its text. The executor and the
 //! validator already merge repeated spreads; this makes the limits' arithmetic do the same.
 //!
-//! The counts are kept with the prepared document ([`crate::gql::Doc`]): a document's depth
+//! The counts are kept with the prepared document ([`crate::doc::Doc`]): a document's depth
 //! never changes, and its complexity only when a page size comes from a variable, so the
 //! hot path reads two numbers instead of walking the document.
 
@@ -21,7 +21,7 @@ use crate::limits::MAX_NESTING;
 pub struct OpCost {
     /// The operation's name (`None`: the anonymous one).
     pub op: Option<Name>,
-    /// Levels of nested fields ([`crate::limits::MAX_DEPTH`] is Linear's bound); `usize::MAX`
+    /// Levels of nested fields (a twin's bound: Linear's is 24); `usize::MAX`
     /// when the selections nest past [`MAX_NESTING`] sets, fragments included.
     pub depth: usize,
     /// Complexity points when no page size comes from a variable, else `None` (counted per
@@ -36,6 +36,8 @@ struct Counter<'a> {
     vars: Option<&'a Map<String, Value>>,
     depths: HashMap<&'a Name, usize>,
     points: HashMap<&'a Name, f64>,
+    /// Each fragment's nodes per node it is spread on ([`nodes`] scales them).
+    units: HashMap<&'a Name, f64>,
     /// Selection sets open around the current one; the walk recurses once per set.
     nesting: usize,
     /// Set when a page size came from a variable (and `vars` was `None`).
@@ -44,7 +46,7 @@ struct Counter<'a> {
 
 impl<'a> Counter<'a> {
     fn new(doc: &'a ExecutableDocument, vars: Option<&'a Map<String, Value>>) -> Self {
-        Counter { doc, vars, depths: HashMap::new(), points: HashMap::new(), nesting: 0, read_vars: false }
+        Counter { doc, vars, depths: HashMap::new(), points: HashMap::new(), units: HashMap::new(), nesting: 0, read_vars: false }
     }
 
     /// Levels of fields with selections under `set`.
@@ -114,6 +116,41 @@ impl<'a> Counter<'a> {
         p
     }
 
+    /// Nodes under `set` for one node it is selected on: each connection asks for its page
+    /// size of nodes, and what it selects once per node.
+    fn units(&mut self, set: &'a SelectionSet) -> f64 {
+        if self.nesting >= MAX_NESTING {
+            return f64::INFINITY;
+        }
+        self.nesting += 1;
+        let mut sum = 0.0;
+        for s in &set.selections {
+            sum += match s {
+                Selection::Field(f) if f.selection_set.selections.is_empty() => 0.0,
+                Selection::Field(f) if f.selection_set.ty.as_str().ends_with("Connection") => {
+                    let n = self.page_size(f).max(1.0);
+                    n + n * self.units(&f.selection_set)
+                }
+                Selection::Field(f) => self.units(&f.selection_set),
+                Selection::InlineFragment(i) => self.units(&i.selection_set),
+                Selection::FragmentSpread(sp) => {
+                    if let Some(u) = self.units.get(&sp.fragment_name) {
+                        *u
+                    } else if let Some(f) = self.doc.fragments.get(&sp.fragment_name) {
+                        self.units.insert(&sp.fragment_name, 0.0);
+                        let u = self.units(&f.selection_set);
+                        self.units.insert(&sp.fragment_name, u);
+                        u
+                    } else {
+                        0.0
+                    }
+                }
+            };
+        }
+        self.nesting -= 1;
+        sum
+    }
+
     /// `first` or `last` of a connection field, literal or from a variable; 50 when neither.
     fn page_size(&mut self, f: &apollo_compiler::executable::Field) -> f64 {
         for a in ["first", "last"] {
@@ -150,6 +187,13 @@ pub fn count(doc: &ExecutableDocument, op: &apollo_compiler::executable::Operati
 /// The points of `set` with a request's variables.
 pub fn complexity(set: &SelectionSet, doc: &ExecutableDocument, vars: &Map<String, Value>) -> f64 {
     Counter::new(doc, Some(vars)).points(set)
+}
+
+/// GitHub's node count of `set` with a request's variables: each connection's page size
+/// (`first`/`last`; 50 when neither, which GitHub then refuses) times the page sizes of the
+/// connections around it, summed. Each fragment is counted once and scaled where spread.
+pub fn nodes(set: &SelectionSet, doc: &ExecutableDocument, vars: &Map<String, Value>) -> f64 {
+    Counter::new(doc, Some(vars)).units(set)
 }
 
 /// The depth of `set` (levels of fields with selections).

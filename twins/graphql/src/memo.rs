@@ -4,11 +4,11 @@
 //! the page is rendered once and copied after.
 //!
 //! An entity's JSON under one selection is a pure function of the entity, the world around it,
-//! the acting user (`isMe`), the base URL (`url`) and, when the selection reads one, the
-//! variables. So a memo is kept per document ([`crate::gql::Doc`]: a selection set's address
+//! the acting user (`isMe`, `viewerDidAuthor`), the base URL (`url`) and, when the selection reads one, the
+//! variables. So a memo is kept per document ([`crate::doc::Doc`]: a selection set's address
 //! is stable only while its document lives), holds objects of one [`Scope`] at a time, keeps
 //! no object whose selection reads a variable, and takes objects only from requests that read
-//! neither the clock nor wrote (the answer cache's rule: [`crate::cache`]).
+//! neither the clock nor wrote (the rule of a twin's answer cache).
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -18,7 +18,7 @@ use apollo_compiler::ast::Value as AstValue;
 use apollo_compiler::executable::{DirectiveList, Selection, SelectionSet};
 use apollo_compiler::ExecutableDocument;
 
-use crate::fast::PlanKey;
+use crate::exec::PlanKey;
 
 /// What the memos of one instance hold together at most; past it, new objects are not kept.
 const MAX_BYTES: usize = 1 << 20;
@@ -30,7 +30,7 @@ thread_local! {
 /// What an object's JSON depends on besides its entity and its selection.
 #[derive(PartialEq)]
 struct Scope {
-    /// The world's identity and generation ([`crate::cache::Generation::key`]).
+    /// The world's identity and generation (a twin's `Generation::key`).
     world: (u64, u64),
     viewer: String,
     base_url: String,
@@ -106,8 +106,7 @@ impl Memo {
         }
     }
 
-    /// What the memos of this instance hold together.
-    #[cfg(test)]
+    /// What the memos of this instance hold together (twins' tests read it).
     pub fn held() -> usize {
         HELD.get()
     }

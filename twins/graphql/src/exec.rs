@@ -16,8 +16,9 @@ use apollo_compiler::validation::Valid;
 use apollo_compiler::{ExecutableDocument, Schema};
 use serde_json::{Map, Value, json};
 
-use crate::exec::{from_json, to_json};
-use crate::gql::Prepared;
+use crate::doc::Prepared;
+use crate::json::{from_json, to_json};
+use crate::tables::{Tables, TypeRow};
 
 /// What a resolver gets: the field's definition, its coerced arguments, and what the schema
 /// tables say about its type.
@@ -32,21 +33,22 @@ pub struct Info<'a> {
 pub struct Meta {
     /// The named type (no list or non-null wrappers), and its row in the tables.
     pub named: &'static str,
-    pub row: Option<&'static crate::tables::TypeRow>,
+    pub row: Option<&'static TypeRow>,
     pub composite: bool,
     pub connection: bool,
     /// A connection's node type, and its row in the tables.
     pub node: Option<&'static str>,
-    pub node_row: Option<&'static crate::tables::TypeRow>,
-    /// Where an entity keeps the relation's id (`assigneeId`) and a list's ids (`labelIds`).
+    pub node_row: Option<&'static TypeRow>,
+    /// Where an entity kept as a flat record keeps the relation's id (`assigneeId`) and a
+    /// list's ids (`labelIds`), by the naming convention of such records.
     pub id_key: String,
     pub ids_key: String,
 }
 
 impl Meta {
-    pub fn of(def: &FieldDefinition) -> Meta {
+    pub fn of(tables: &Tables, def: &FieldDefinition) -> Meta {
         let name = def.ty.inner_named_type().as_str();
-        let row = crate::tables::ty(name);
+        let row = tables.ty(name);
         let named = row.map(|t| t.name()).unwrap_or(match name {
             "String" => "String",
             "Int" => "Int",
@@ -55,17 +57,17 @@ impl Meta {
             "ID" => "ID",
             _ => "",
         });
-        let connection = crate::gql::is_connection(named);
-        let node = connection.then(|| crate::tables::field(named, "nodes").map(|f| f.ty)).flatten();
+        let connection = tables.is_connection(named);
+        let node = connection.then(|| tables.field(named, "nodes").map(|f| f.ty)).flatten();
         Meta {
             named,
             row,
-            composite: crate::gql::is_composite(named),
+            composite: tables.is_composite(named),
             connection,
             node,
-            node_row: node.and_then(crate::tables::ty),
+            node_row: node.and_then(|n| tables.ty(n)),
             id_key: format!("{}Id", def.name),
-            ids_key: format!("{}Ids", crate::exec::singular(&def.name)),
+            ids_key: format!("{}Ids", singular(&def.name)),
         }
     }
 }
@@ -128,7 +130,7 @@ pub struct Exec<'d> {
     pub schema: &'d Valid<Schema>,
     pub prepared: &'d Prepared,
     pub doc: &'d Valid<ExecutableDocument>,
-    /// The document's field metadata, shared by its requests ([`crate::gql::Doc::metas`]).
+    /// The document's field metadata, shared by its requests ([`crate::doc::Doc::metas`]).
     pub metas: &'d std::cell::RefCell<Vec<(usize, std::rc::Rc<Meta>)>>,
     pub vars: Map<String, Value>,
     pub errors: Vec<Value>,
@@ -287,7 +289,7 @@ impl<'d> Exec<'d> {
         if let Some((_, m)) = self.metas.borrow().iter().find(|(a, _)| *a == at) {
             return m.clone();
         }
-        let m = std::rc::Rc::new(Meta::of(def));
+        let m = std::rc::Rc::new(Meta::of(self.prepared.tables, def));
         self.metas.borrow_mut().push((at, m.clone()));
         m
     }
@@ -627,7 +629,7 @@ impl<'d> Exec<'d> {
 }
 
 /// A resolver as apollo's executor sees it (introspection documents).
-pub struct Apollo<'a>(pub Box<dyn Resolve + 'a>);
+pub struct Apollo<'a>(pub Box<dyn Resolve + 'a>, pub &'static Tables);
 
 impl ObjectValue for Apollo<'_> {
     fn type_name(&self) -> &str {
@@ -642,27 +644,41 @@ impl ObjectValue for Apollo<'_> {
             info.arguments().clone(),
         ));
         let def = info.field_definition();
-        let meta = Meta::of(def);
+        let meta = Meta::of(self.1, def);
         let out = self.0.resolve_field(&Info { def, args: &args, meta: &meta })?;
-        Ok(convert(out, &def.ty))
+        Ok(convert(out, &def.ty, self.1))
     }
 }
 
-fn convert<'a>(out: Out<'a>, ty: &Type) -> ResolvedValue<'a> {
+fn convert<'a>(out: Out<'a>, ty: &Type, tables: &'static Tables) -> ResolvedValue<'a> {
     match (out, ty) {
         (Out::Null, _) => ResolvedValue::null(),
         (Out::Leaf(Value::Array(a)), Type::List(inner) | Type::NonNullList(inner)) => {
             let inner = (**inner).clone();
-            ResolvedValue::list(a.into_iter().map(move |x| convert(Out::Leaf(x), &inner)))
+            ResolvedValue::list(a.into_iter().map(move |x| convert(Out::Leaf(x), &inner, tables)))
         }
         (Out::Leaf(v), _) => ResolvedValue::Leaf(from_json(v)),
         // Only `resolve_all` answers written leaves, and apollo's executor never calls it.
         (Out::Raw(_), _) => ResolvedValue::null(),
-        (Out::Obj(o), _) => ResolvedValue::object(Apollo(o)),
+        (Out::Obj(o), _) => ResolvedValue::object(Apollo(o, tables)),
         (Out::List(items), Type::List(inner) | Type::NonNullList(inner)) => {
             let inner = (**inner).clone();
-            ResolvedValue::list(items.into_iter().map(move |x| convert(x, &inner)))
+            ResolvedValue::list(items.into_iter().map(move |x| convert(x, &inner, tables)))
         }
         (Out::List(_), _) => ResolvedValue::null(),
+    }
+}
+
+/// The singular of a plural field name (`labels` → `label`, `children` → `child`), as flat
+/// records name a list's ids ([`Meta::ids_key`]).
+pub fn singular(field: &str) -> String {
+    if field == "children" {
+        "child".into()
+    } else if let Some(s) = field.strip_suffix("ies") {
+        format!("{s}y")
+    } else if let Some(s) = field.strip_suffix('s') {
+        s.to_string()
+    } else {
+        field.to_string()
     }
 }
