@@ -220,21 +220,33 @@ pub fn get_profile(w: &mut World, call: &mut Call) -> Response {
 pub fn watch(w: &mut World, call: &mut Call) -> Response {
     let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
     let req = match body(call) { Ok(v) => v, Err(r) => return r };
-    let Some(topic) = req.get("topicName").and_then(Value::as_str).filter(|t| !t.is_empty()) else {
-        return gerr(400, "invalidArgument", "Invalid topicName does not match projects/SOME-PROJECT/topics/SOME-TOPIC");
-    };
-    if !topic.starts_with("projects/") || !topic.contains("/topics/") {
+    let topic = req.get("topicName").and_then(Value::as_str).unwrap_or_default();
+    if !crate::push::is_name(topic, "topics") {
         return gerr(400, "invalidArgument", "Invalid topicName does not match projects/SOME-PROJECT/topics/SOME-TOPIC");
     }
+    if !w.pubsub.topic_exists(topic) {
+        let short = topic.rsplit('/').next().unwrap_or(topic);
+        return gerr(404, "notFound", &format!("Resource not found (resource={short})."));
+    }
+    for k in ["labelFilterBehavior", "labelFilterAction"] {
+        if let Some(v) = req.get(k).and_then(Value::as_str)
+            && v != "include" && v != "exclude" {
+                return gerr(400, "invalidArgument", &format!("Invalid value at '{k}' ({v})"));
+            }
+    }
+    let labels = str_list(&req, "labelIds");
+    if let Err(r) = check_labels(&w.mailboxes[b], &labels, false) {
+        return r;
+    }
+    // A watch lasts a week unless renewed (Gmail: "call watch at least every 7 days").
     let expiration = pome_twin_sdk::time::now().timestamp_millis() + 7 * 24 * 3600 * 1000;
     let mb = &mut w.mailboxes[b];
     let before = mb.settings.watch.clone();
-    let after = json!({"topicName": topic, "labelIds": req.get("labelIds"), "labelFilterBehavior": req.get("labelFilterBehavior"), "expiration": expiration.to_string()});
+    let after = json!({"topicName": topic, "labelIds": labels, "labelFilterBehavior": req.get("labelFilterBehavior"),
+                       "labelFilterAction": req.get("labelFilterAction"), "expiration": expiration.to_string()});
     mb.settings.watch = Some(after.clone());
     call.record("watch", &mb.email, before.as_ref(), Some(&after));
-    // Pushing notifications to Cloud Pub/Sub is out of scope: the watch is registered only.
     ok(&json!({"historyId": mb.history_id.to_string(), "expiration": expiration.to_string()}))
-        .with_header("x-pome-fidelity", "watch registered; no Pub/Sub notifications are pushed")
 }
 
 pub fn stop(w: &mut World, call: &mut Call) -> Response {
@@ -466,13 +478,32 @@ pub fn messages_modify(w: &mut World, call: &mut Call) -> Response {
     ok(&minimal_labels(mb.get(&id).unwrap()))
 }
 
+/// The most ids `batchModify` and `batchDelete` take in one request (Gmail's documented limit).
+pub const MAX_BATCH_IDS: usize = 1000;
+
+/// Whether `id` could be a Gmail message id: Gmail's are hexadecimal numbers (`18c1f2a3b4d5e6f7`).
+fn id_shaped(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 16 && id.bytes().all(|c| c.is_ascii_hexdigit())
+}
+
+/// The ids of a batch request, refused as Gmail refuses them before anything changes: more
+/// than [`MAX_BATCH_IDS`], or one that neither names a message here nor has a message id's
+/// form ("Invalid id value"). A well-formed id of no message is passed over, as Gmail does.
+fn batch_ids(mb: &Mailbox, req: &Value) -> Result<Vec<String>, Response> {
+    let ids = str_list(req, "ids");
+    if ids.len() > MAX_BATCH_IDS {
+        return Err(gerr(400, "invalidArgument", &format!("Number of ids cannot exceed {MAX_BATCH_IDS}")));
+    }
+    if ids.iter().any(|id| mb.key(id).is_none() && !id_shaped(id)) {
+        return Err(gerr(400, "invalidArgument", "Invalid id value"));
+    }
+    Ok(ids)
+}
+
 pub fn messages_batch_modify(w: &mut World, call: &mut Call) -> Response {
     let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
     let req = match body(call) { Ok(v) => v, Err(r) => return r };
-    let ids = str_list(&req, "ids");
-    if ids.len() > 1000 {
-        return gerr(400, "invalidArgument", "Too many ids: at most 1000");
-    }
+    let ids = match batch_ids(&w.mailboxes[b], &req) { Ok(ids) => ids, Err(r) => return r };
     let (add, remove) = (str_list(&req, "addLabelIds"), str_list(&req, "removeLabelIds"));
     if let Err(r) = check_labels(&w.mailboxes[b], &add, true).and_then(|_| check_labels(&w.mailboxes[b], &remove, false)) {
         return r;
@@ -487,8 +518,9 @@ pub fn messages_batch_modify(w: &mut World, call: &mut Call) -> Response {
 pub fn messages_batch_delete(w: &mut World, call: &mut Call) -> Response {
     let b = match mbox(w, call) { Ok(b) => b, Err(r) => return r };
     let req = match body(call) { Ok(v) => v, Err(r) => return r };
+    let ids = match batch_ids(&w.mailboxes[b], &req) { Ok(ids) => ids, Err(r) => return r };
     let mb = &mut w.mailboxes[b];
-    for id in str_list(&req, "ids") {
+    for id in ids {
         delete_message(mb, call, &id);
     }
     ok_empty()
@@ -994,10 +1026,15 @@ pub fn drafts_send_with(w: &mut World, call: &mut Call, meta: Value, media: Opti
         (None, Some(m)) => match raw_of(&m, None) { Ok(r) => r, Err(r) => return r },
         (None, None) => old.raw.clone(),
     };
-    if let Ok(s) = mime::summarize(&raw)
-        && s.to.is_empty() && s.cc.is_empty() && s.bcc.is_empty() {
+    // Everything that can refuse the send is checked before the draft is touched: a send
+    // that fails leaves the draft as it was.
+    match mime::accept(&raw) {
+        Err(e) => return gerr(400, "invalidArgument", &e),
+        Ok(s) if s.to.is_empty() && s.cc.is_empty() && s.bcc.is_empty() => {
             return gerr(400, "invalidArgument", "Recipient address required");
         }
+        Ok(_) => {}
+    }
     mb.drafts.remove(pos);
     mb.remove(&mid);
     call.deleted("draft", &did, &json!({"id": did, "message": tape_view(&old)}));
@@ -1036,7 +1073,9 @@ pub fn history_list(w: &mut World, call: &mut Call) -> Response {
     };
     let mut out = Vec::new();
     let mut next = None;
-    for r in mb.history.iter().filter(|r| r.id > page_from) {
+    // Records are in id order: start where the page does, not at the oldest kept.
+    let from = mb.history.partition_point(|r| r.id <= page_from);
+    for r in &mb.history[from..] {
         let (ty, changed): (&str, &[String]) = match &r.kind {
             HistKind::Added => ("messageAdded", &r.label_ids),
             HistKind::Deleted => ("messageDeleted", &r.label_ids),

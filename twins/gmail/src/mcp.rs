@@ -39,6 +39,7 @@ fn rest(w: &mut World, call: &mut Call, method: Method, path: &str, body: Option
     let mut inner = Call::new(req);
     let resp = World::router().dispatch(w, &mut inner);
     call.changes.extend(inner.changes);
+    call.deliveries.extend(inner.deliveries);
     call.action = inner.action.or(call.action.take());
     let v: Value = serde_json::from_slice(&resp.body).unwrap_or(json!({}));
     if resp.status >= 400 {

@@ -14,8 +14,15 @@ pub const SYSTEM_LABELS: &[&str] = &[
     "CATEGORY_PERSONAL", "CATEGORY_PROMOTIONS", "CATEGORY_SOCIAL", "STARRED", "UNREAD", "YELLOW_STAR",
 ];
 
-/// How many history records a mailbox keeps; an older `startHistoryId` answers 404.
-pub const HISTORY_KEPT: usize = 2000;
+/// How long a mailbox keeps history, in milliseconds of the sandbox clock: Gmail documents a
+/// `startHistoryId` as "typically valid for at least a week", so a week is kept whatever the
+/// traffic, and an older start id answers 404 as Gmail's does.
+pub const HISTORY_KEPT_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// The bytes of history one mailbox may hold (estimated per record as it is stored). A week
+/// of an agent's traffic is a few thousand records of ~150 bytes; 8 MiB is about 50,000 and
+/// a sixteenth of a store's memory cap, so only a flood far past real use trims sooner.
+pub const HISTORY_MAX_BYTES: usize = 8 << 20;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct World {
@@ -28,6 +35,8 @@ pub struct World {
     /// Resumable uploads under way: upload id → (action, userId, metadata JSON, bytes so far).
     pub uploads: BTreeMap<String, Upload>,
     pub seq: u64,
+    /// The seed's Cloud Pub/Sub topics and subscriptions, and what was published to them.
+    pub pubsub: crate::push::PubSub,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -37,6 +46,9 @@ pub struct Upload {
     pub path_id: Option<String>,
     pub metadata: String,
     pub bytes: Vec<u8>,
+    /// When the session began, in Unix milliseconds of the sandbox clock: Google's upload
+    /// sessions expire a week after they begin.
+    pub created_ms: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -134,6 +146,20 @@ pub struct HistoryRecord {
     /// The message's labels after the change.
     pub label_ids: Vec<String>,
     pub kind: HistKind,
+    /// When it happened, in Unix milliseconds of the sandbox clock (for the week kept).
+    pub at_ms: i64,
+}
+
+impl HistoryRecord {
+    /// What the record costs to keep, counted toward [`HISTORY_MAX_BYTES`].
+    pub fn weight(&self) -> usize {
+        let labels = |l: &[String]| l.iter().map(|x| x.len() + 24).sum::<usize>();
+        let kind = match &self.kind {
+            HistKind::LabelsAdded(l) | HistKind::LabelsRemoved(l) => labels(l),
+            HistKind::Added | HistKind::Deleted => 0,
+        };
+        std::mem::size_of::<HistoryRecord>() + self.message_id.len() + self.thread_id.len() + labels(&self.label_ids) + kind
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -149,6 +175,8 @@ pub struct Mailbox {
     pub history: Vec<HistoryRecord>,
     /// The oldest history id still answerable.
     pub history_floor: u64,
+    /// The [`HistoryRecord::weight`] of `history`, kept as records come and go.
+    pub history_bytes: usize,
     pub next_key: u64,
     pub label_seq: u64,
     #[serde(with = "json_text")]
@@ -331,6 +359,7 @@ impl Mailbox {
             history_id: 1000,
             history: Vec::new(),
             history_floor: 1000,
+            history_bytes: 0,
             next_key: 1,
             label_seq: 1,
             settings: Settings::defaults(email, name),
@@ -370,35 +399,57 @@ impl Mailbox {
         self.history_id
     }
 
-    fn push_history(&mut self, rec: HistoryRecord) {
+    /// Record a change at the sandbox clock's now.
+    fn push_history(&mut self, kind: HistKind, message_id: &str, thread_id: &str, label_ids: &[String]) -> u64 {
+        let id = self.bump();
+        let at_ms = pome_twin_sdk::time::now().timestamp_millis();
+        let rec = HistoryRecord { id, message_id: message_id.to_string(), thread_id: thread_id.to_string(), label_ids: label_ids.to_vec(), kind, at_ms };
+        self.keep_history(rec);
+        id
+    }
+
+    /// Keep a record, then let go of what Gmail would no longer answer: records older than a
+    /// week of the sandbox clock, and the oldest ones while the log is over its bytes. The
+    /// floor moves to the last record let go, so a start id at or after it is still whole.
+    pub fn keep_history(&mut self, rec: HistoryRecord) {
+        let now = rec.at_ms;
+        self.history_bytes += rec.weight();
         self.history.push(rec);
-        // Trimmed in batches, so a busy mailbox does not shift the whole log on every change.
-        if self.history.len() > HISTORY_KEPT + HISTORY_KEPT / 4 {
-            let drop = self.history.len() - HISTORY_KEPT;
-            self.history_floor = self.history[drop].id;
-            self.history.drain(..drop);
+        let expired = self.history.partition_point(|r| r.at_ms < now - HISTORY_KEPT_MS);
+        let mut drop = expired;
+        if self.history_bytes > HISTORY_MAX_BYTES {
+            // Down to three quarters, so a full log does not shift on every change.
+            let mut bytes = self.history_bytes;
+            let mut n = 0;
+            for r in &self.history {
+                if bytes <= HISTORY_MAX_BYTES / 4 * 3 {
+                    break;
+                }
+                bytes -= r.weight();
+                n += 1;
+            }
+            drop = drop.max(n);
+        }
+        if drop > 0 {
+            self.history_floor = self.history[drop - 1].id;
+            let gone: usize = self.history.drain(..drop).map(|r| r.weight()).sum();
+            self.history_bytes -= gone;
         }
     }
 
     /// Store a new message (recording history unless `quiet`, which seeding uses).
     pub fn insert(&mut self, mut m: Message, quiet: bool) -> u64 {
-        let hid = self.bump();
-        m.history_id = hid;
+        m.history_id = if quiet {
+            let hid = self.bump();
+            self.history_floor = hid;
+            hid
+        } else {
+            self.push_history(HistKind::Added, &m.id, &m.thread_id, &m.label_ids)
+        };
         let key = self.next_key;
         self.next_key += 1;
         self.idx().add(key, &m);
         self.ids.insert(m.id.clone(), key);
-        if quiet {
-            self.history_floor = hid;
-        } else {
-            self.push_history(HistoryRecord {
-                id: hid,
-                message_id: m.id.clone(),
-                thread_id: m.thread_id.clone(),
-                label_ids: m.label_ids.clone(),
-                kind: HistKind::Added,
-            });
-        }
         self.messages.insert(key, m);
         key
     }
@@ -407,14 +458,7 @@ impl Mailbox {
         let key = self.ids.remove(id)?;
         let m = self.messages.remove(&key)?;
         self.idx().remove(key, &m);
-        let hid = self.bump();
-        self.push_history(HistoryRecord {
-            id: hid,
-            message_id: m.id.clone(),
-            thread_id: m.thread_id.clone(),
-            label_ids: m.label_ids.clone(),
-            kind: HistKind::Deleted,
-        });
+        self.push_history(HistKind::Deleted, &m.id, &m.thread_id, &m.label_ids);
         Some(m)
     }
 
@@ -455,14 +499,8 @@ impl Mailbox {
             if list.is_empty() {
                 continue;
             }
-            let hid = self.bump();
-            self.push_history(HistoryRecord {
-                id: hid,
-                message_id: id.to_string(),
-                thread_id: thread_id.clone(),
-                label_ids: after.clone(),
-                kind: if kind { HistKind::LabelsAdded(list) } else { HistKind::LabelsRemoved(list) },
-            });
+            let kind = if kind { HistKind::LabelsAdded(list) } else { HistKind::LabelsRemoved(list) };
+            self.push_history(kind, id, &thread_id, &after);
         }
         let hid = self.history_id;
         let m = self.messages.get_mut(&key).unwrap();

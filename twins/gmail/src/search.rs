@@ -230,9 +230,13 @@ pub fn run(mb: &mut Mailbox, q: &str, label_ids: &[String], include_spam_trash: 
             None => s,
         });
     }
+    // `labelIds=TRASH` (or `SPAM`) asks for that folder: Gmail lists it without
+    // `includeSpamTrash`, as it does when the query names it.
+    let names = |l: &str| label_ids.iter().any(|x| x == l);
     let ix = mb.idx();
     let empty = BTreeSet::new();
-    let (spam, trash) = if keep_spam_trash { (&empty, &empty) } else { (ix.labels.get("SPAM").unwrap_or(&empty), ix.labels.get("TRASH").unwrap_or(&empty)) };
+    let spam = if keep_spam_trash || names("SPAM") { &empty } else { ix.labels.get("SPAM").unwrap_or(&empty) };
+    let trash = if keep_spam_trash || names("TRASH") { &empty } else { ix.labels.get("TRASH").unwrap_or(&empty) };
     let excluded = |k: &u64| spam.contains(k) || trash.contains(k);
     let keys: Vec<u64> = match set {
         None => ix.by_date.iter().rev().map(|(_, k)| *k).filter(|k| !excluded(k)).collect(),

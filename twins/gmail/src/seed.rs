@@ -4,7 +4,8 @@
 //! {"primaryMailbox": {"email", "displayName", "labels": [{"id", "name"}], "messages": [...],
 //!   "drafts": [...]}, "mailboxes": [...], "deliveryMode": "sender-only" | "seeded-mailboxes",
 //!   "clock": "2026-07-20T00:00:00Z", "faults": [{"type": "rateLimit", "method", "after",
-//!   "count", "retryAfter"}], "_meta": {...}}
+//!   "count", "retryAfter"}], "pubsub": {"topics": [...], "subscriptions": [{"name", "topic",
+//!   "pushConfig": {"pushEndpoint"}}]}, "_meta": {...}}
 //! ```
 //! A message is `{id, threadId, from, to, cc, bcc, subject, text, html, date, messageId,
 //! inReplyTo, references, labels, attachments: [{filename, mimeType, data}]}` (built into
@@ -99,7 +100,7 @@ pub fn default_seed() -> Value {
 
 pub fn from_seed(v: &Value) -> Result<World, String> {
     let top = obj(v, "seed")?;
-    only(top, "seed", &["primaryMailbox", "mailboxes", "deliveryMode", "clock", "faults", "_meta"])?;
+    only(top, "seed", &["primaryMailbox", "mailboxes", "deliveryMode", "clock", "faults", "pubsub", "_meta"])?;
     let delivery_mode = s(top, "seed", "deliveryMode")?.unwrap_or_else(|| "sender-only".into());
     if delivery_mode != "sender-only" && delivery_mode != "seeded-mailboxes" {
         return Err(format!("seed.deliveryMode: expected \"sender-only\" or \"seeded-mailboxes\", got {delivery_mode:?}"));
@@ -138,7 +139,11 @@ pub fn from_seed(v: &Value) -> Result<World, String> {
             });
         }
     }
-    Ok(World { primary: 0, mailboxes, delivery_mode, clock, faults, uploads: BTreeMap::new(), seq: 0 })
+    let pubsub = match top.get("pubsub") {
+        None | Some(Value::Null) => crate::push::PubSub::default(),
+        Some(v) => crate::push::from_seed(v)?,
+    };
+    Ok(World { primary: 0, mailboxes, delivery_mode, clock, faults, uploads: BTreeMap::new(), seq: 0, pubsub })
 }
 
 fn mailbox(v: &Value, path: &str, clock_ms: i64) -> Result<Mailbox, String> {

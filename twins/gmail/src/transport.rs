@@ -143,7 +143,51 @@ fn decode_part(part: &Part) -> Vec<u8> {
     }
 }
 
+/// How long a resumable upload session lives, in milliseconds of the sandbox clock: Google's
+/// session URIs expire after a week, and a chunk sent later is answered 404.
+pub const UPLOAD_SESSION_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// A chunk's `Content-Range`: `bytes FIRST-LAST/TOTAL`, `bytes FIRST-LAST/*`, or
+/// `bytes */TOTAL` (a status query, no bytes).
+#[derive(Debug, PartialEq)]
+pub struct ChunkRange {
+    pub first: Option<usize>,
+    pub total: Option<usize>,
+}
+
+pub fn chunk_range(header: &str) -> Option<ChunkRange> {
+    let spec = header.trim().strip_prefix("bytes")?.trim();
+    let (range, total) = spec.split_once('/')?;
+    let total = match total.trim() {
+        "*" => None,
+        t => Some(t.parse().ok()?),
+    };
+    let first = match range.trim() {
+        "*" => None,
+        r => {
+            let (a, b) = r.split_once('-')?;
+            let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+            if b < a {
+                return None;
+            }
+            Some(a)
+        }
+    };
+    Some(ChunkRange { first, total })
+}
+
+/// Google's answer to an unfinished upload: `308` with the bytes it holds (no `Range` when
+/// it holds none).
+fn incomplete(have: usize) -> Response {
+    let r = Response::empty(308);
+    if have == 0 { r } else { r.with_header("range", format!("bytes=0-{}", have - 1)) }
+}
+
 fn resumable(w: &mut World, call: &mut Call, f: WithMedia) -> Response {
+    let now = pome_twin_sdk::time::now().timestamp_millis();
+    // Sessions past their week are let go whenever one begins or continues, so abandoned
+    // uploads do not pile up in the world.
+    w.uploads.retain(|_, u| now - u.created_ms < UPLOAD_SESSION_MS);
     match call.req.query("upload_id") {
         None => {
             w.seq += 1;
@@ -152,24 +196,53 @@ fn resumable(w: &mut World, call: &mut Call, f: WithMedia) -> Response {
             let path_id = call.params.iter().find(|(k, _)| k == "id").map(|(_, v)| v.clone());
             w.uploads.insert(
                 id.clone(),
-                Upload { action: call.action.clone().unwrap_or_default(), user: call.param("userId").to_string(), path_id, metadata: meta, bytes: Vec::new() },
+                Upload {
+                    action: call.action.clone().unwrap_or_default(),
+                    user: call.param("userId").to_string(),
+                    path_id,
+                    metadata: meta,
+                    bytes: Vec::new(),
+                    created_ms: now,
+                },
             );
             let location = format!("{}{}?uploadType=resumable&upload_id={id}", call.req.base_url, call.req.path);
             Response::empty(200).with_header("location", location).with_header("x-guploader-uploadid", id)
         }
         Some(id) => {
             let Some(up) = w.uploads.get_mut(&id) else { return gerr(404, "notFound", "No such upload session") };
-            up.bytes.extend_from_slice(&call.req.body);
-            let range = call.req.header("content-range").unwrap_or("").to_string();
-            let total = range.rsplit('/').next().and_then(|t| t.trim().parse::<usize>().ok());
-            if let Some(total) = total {
-                if up.bytes.len() < total {
-                    let last = up.bytes.len().saturating_sub(1);
-                    return Response::empty(308).with_header("range", format!("bytes=0-{last}"));
+            let header = call.req.header("content-range").unwrap_or("").to_string();
+            let range = if header.is_empty() {
+                // One request with the whole media: it starts at the beginning.
+                ChunkRange { first: Some(0), total: Some(call.req.body.len()) }
+            } else {
+                match chunk_range(&header) {
+                    Some(r) => r,
+                    None => return gerr(400, "badRequest", &format!("Failed to parse Content-Range header: {header}")),
                 }
-            } else if range.ends_with("/*") {
-                let last = up.bytes.len().saturating_sub(1);
-                return Response::empty(308).with_header("range", format!("bytes=0-{last}"));
+            };
+            match range.first {
+                // A status query: the bytes held so far.
+                None => {}
+                // A chunk is placed where its range says: a re-sent chunk replaces what it
+                // covers (the client never heard the 308), one past the end would leave a hole.
+                Some(first) if first > up.bytes.len() => {
+                    return gerr(
+                        400,
+                        "badRequest",
+                        &format!(
+                            "Invalid request.  According to the Content-Range header, the upload offset is {first} byte(s), which exceeds already uploaded size of {} byte(s).",
+                            up.bytes.len()
+                        ),
+                    );
+                }
+                Some(first) => {
+                    up.bytes.truncate(first);
+                    up.bytes.extend_from_slice(&call.req.body);
+                }
+            }
+            match range.total {
+                Some(total) if up.bytes.len() >= total => {}
+                _ => return incomplete(up.bytes.len()),
             }
             let up = w.uploads.remove(&id).unwrap();
             let meta: Value = serde_json::from_str(&up.metadata).unwrap_or(json!({}));
@@ -217,6 +290,7 @@ fn batch_parts(w: &mut World, call: &mut Call) -> Response {
                 let mut inner = Call::new(req);
                 let r = World::router().dispatch(w, &mut inner);
                 call.changes.extend(inner.changes);
+                call.deliveries.extend(inner.deliveries);
                 // An unsupported request inside a batch is an unsupported call all the same.
                 call.unsupported |= inner.unsupported;
                 r
