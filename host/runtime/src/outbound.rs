@@ -69,6 +69,13 @@ impl std::str::FromStr for Destination {
         {
             return Ok(Destination::Net(IpAddr::V4(v4), bits - 96));
         }
+        // And an exact IPv4-compatible address (`::10.0.0.1`) names the IPv4 address it reaches,
+        // as `canonical` checks it: written this way it would otherwise name nothing.
+        if bits == 128
+            && let IpAddr::V4(v4) = canonical(ip)
+        {
+            return Ok(Destination::Net(IpAddr::V4(v4), 32));
+        }
         Ok(Destination::Net(ip, bits))
     }
 }
@@ -624,6 +631,17 @@ mod tests {
         assert!("a b".parse::<Destination>().is_err());
     }
 
+    /// Found by the property tests (#32, item 8): `--deliver-to ::169.254.169.254` allowed
+    /// nothing, since the address it names is checked as 169.254.169.254.
+    #[test]
+    fn regression_32_an_exact_ipv4_compatible_entry_names_its_ipv4_address() {
+        assert_eq!("::169.254.169.254".parse::<Destination>().unwrap(), "169.254.169.254".parse().unwrap());
+        assert_eq!("::10.0.0.1/128".parse::<Destination>().unwrap(), "10.0.0.1/32".parse().unwrap());
+        assert!(allows(&policy(&["::169.254.169.254"]), "169.254.169.254"));
+        assert_eq!("::1".parse::<Destination>().unwrap(), Destination::Net(Ipv6Addr::LOCALHOST.into(), 128), "IPv6 loopback is not a compatible address");
+        assert_eq!("::/96".parse::<Destination>().unwrap(), Destination::Net(Ipv6Addr::UNSPECIFIED.into(), 96), "a network stays as written");
+    }
+
     #[test]
     fn nothing_is_allowed_by_default() {
         let p = Policy::default();
@@ -779,5 +797,204 @@ mod tests {
         assert!(resolve(&p, "http://[::ffff:7f00:1]:9/hook").await.is_ok(), "the mapped form of an allowed address");
         assert!(resolve(&p, "http://0x7f.1:9/hook").await.is_ok(), "URL parsing reads other IPv4 spellings as the address");
         assert!(resolve(&p, "ftp://127.0.0.1/x").await.is_err());
+    }
+
+    /// Properties over arbitrary addresses, URL spellings and `--deliver-to` lists (issue #32,
+    /// item 8): the decision depends on the address a connection reaches, never on how the
+    /// URL or the entry spells it, and the guarded ranges need an entry naming them.
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// One `--deliver-to` entry as an operator might write it: networks of any width in
+        /// either family (`0.0.0.0/0` included), exact guarded addresses, mapped forms, names.
+        fn entry() -> impl Strategy<Value = String> {
+            prop_oneof![
+                (any::<u32>(), 0u8..=32).prop_map(|(a, b)| format!("{}/{b}", Ipv4Addr::from(a))),
+                (any::<u128>(), 0u8..=128).prop_map(|(a, b)| format!("{}/{b}", Ipv6Addr::from(a))),
+                any::<u32>().prop_map(|a| Ipv4Addr::from(a).to_string()),
+                (any::<u32>(), 96u8..=128).prop_map(|(a, b)| format!("::ffff:{}/{b}", Ipv4Addr::from(a))),
+                prop::sample::select(vec![
+                    "0.0.0.0/0", "::/0", "127.0.0.0/8", "127.0.0.0/7", "169.254.0.0/16", "169.254.0.0/15", "fe80::/10", "fe80::/9",
+                    "fc00::/7", "100.64.0.0/10", "169.254.169.254", "::1", "::/96", "::ffff:0:0/96", "hooks.example.com",
+                ])
+                .prop_map(String::from),
+            ]
+        }
+
+        fn policy_of(entries: &[String]) -> Policy {
+            Policy { allowed: entries.iter().map(|s| s.parse().unwrap()).collect(), ..Policy::default() }
+        }
+
+        /// An address in one of the guarded or never-allowed ranges, with the prefix an entry
+        /// must have at least to name it (`None`: nothing names it).
+        fn guarded_address() -> impl Strategy<Value = (IpAddr, Option<u8>)> {
+            prop_oneof![
+                any::<u32>().prop_map(|r| (IpAddr::V4(Ipv4Addr::from(0x7f00_0000 | (r & 0x00ff_ffff))), Some(8))),
+                any::<u16>().prop_map(|r| (IpAddr::V4(Ipv4Addr::from(0xa9fe_0000 | u32::from(r))), Some(16))),
+                any::<u128>().prop_map(|r| (IpAddr::V6(Ipv6Addr::from((0xfe80u128 << 112) | (r >> 10))), Some(10))),
+                Just((IpAddr::V6(Ipv6Addr::LOCALHOST), Some(128))),
+                prop::sample::select(vec!["169.254.169.254", "100.100.100.200", "fd00:ec2::254"]).prop_map(|s| {
+                    let ip: IpAddr = s.parse().unwrap();
+                    (ip, Some(if ip.is_ipv4() { 32 } else { 128 }))
+                }),
+                any::<u32>().prop_map(|r| (IpAddr::V4(Ipv4Addr::from(r & 0x00ff_ffff)), None)),
+                Just((IpAddr::V6(Ipv6Addr::UNSPECIFIED), None)),
+            ]
+        }
+
+        /// Every way an IPv6 address can carry `v4`: itself, mapped, and compatible (which
+        /// `::` and `::1` are not: they are IPv6's own).
+        fn forms(v4: Ipv4Addr) -> Vec<IpAddr> {
+            let mut f = vec![IpAddr::V4(v4), IpAddr::V6(v4.to_ipv6_mapped())];
+            if u32::from(v4) > 1 {
+                f.push(IpAddr::V6(v4.to_ipv6_compatible()));
+            }
+            f
+        }
+
+        /// Whether `entry`, as written, names `ip` within a guarded range of prefix `min`: the
+        /// entry's network contains the address and is no wider than the range. Written from
+        /// the entry's text, independently of `Destination`.
+        fn names(entry: &str, ip: IpAddr, min: u8) -> bool {
+            let (addr, bits) = entry.split_once('/').unwrap_or((entry, ""));
+            let Ok(net) = addr.parse::<IpAddr>() else { return false };
+            let (net, bits) = match net {
+                IpAddr::V4(_) => (net, bits.parse().unwrap_or(32u8)),
+                IpAddr::V6(v6) => {
+                    let bits = bits.parse().unwrap_or(128u8);
+                    match v6.to_ipv4_mapped() {
+                        Some(v4) if bits >= 96 => (IpAddr::V4(v4), bits - 96),
+                        _ if bits == 128 => (canonical(net), if canonical(net).is_ipv4() { 32 } else { 128 }),
+                        _ => (net, bits),
+                    }
+                }
+            };
+            bits >= min && in_net(net, bits, ip)
+        }
+
+        /// URL spellings of an IPv4 address a browser-grade parser reads as that address.
+        fn spellings(a: Ipv4Addr) -> Vec<String> {
+            let [o0, o1, o2, o3] = a.octets();
+            let n = u32::from(a);
+            let dotted = a.to_string();
+            let mut s = vec![
+                dotted.clone(),
+                n.to_string(),
+                format!("0x{n:x}"),
+                format!("0X{n:X}"),
+                format!("0{n:o}"),
+                format!("0x{o0:x}.0x{o1:x}.0x{o2:x}.0x{o3:x}"),
+                format!("0{o0:o}.0{o1:o}.0{o2:o}.0{o3:o}"),
+                format!("{o0}.{o1}.{}", (u32::from(o2) << 8) | u32::from(o3)),
+                format!("{o0}.{}", n & 0x00ff_ffff),
+                format!("0x{o0:x}.{}", n & 0x00ff_ffff),
+                format!("{dotted}."),
+                dotted.bytes().map(|b| format!("%{b:02X}")).collect(),
+                format!("user:pass@{dotted}"),
+                format!("hooks.example.com@{dotted}"),
+                format!("{dotted}:8080"),
+                format!("{dotted}.:1"),
+                format!("[::ffff:{dotted}]"),
+                format!("[::FFFF:{:x}:{:x}]:9", n >> 16, n & 0xffff),
+            ];
+            if n > 1 {
+                s.push(format!("[::{dotted}]"));
+            }
+            s
+        }
+
+        fn block_on<F: std::future::Future>(f: F) -> F::Output {
+            tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::with_cases(256) })]
+
+            #[test]
+            fn an_ipv4_address_and_its_mapped_and_compatible_forms_get_one_decision(
+                a in any::<u32>(), entries in prop::collection::vec(entry(), 0..6),
+            ) {
+                let p = policy_of(&entries);
+                let v4 = Ipv4Addr::from(a);
+                let want = check_address(&p, IpAddr::V4(v4), false).is_ok();
+                for ip in forms(v4) {
+                    prop_assert_eq!(canonical(ip), IpAddr::V4(v4));
+                    prop_assert_eq!(check_address(&p, ip, false).is_ok(), want, "{} under {:?}", ip, entries);
+                    prop_assert_eq!(check_address(&p, ip, true).is_ok(), check_address(&p, IpAddr::V4(v4), true).is_ok());
+                }
+            }
+
+            #[test]
+            fn a_guarded_address_is_allowed_only_when_an_entry_names_it_and_never_for_the_unspecified(
+                (ip, min) in guarded_address(), entries in prop::collection::vec(entry(), 0..6), by_name in any::<bool>(),
+            ) {
+                let p = policy_of(&entries);
+                let all: Vec<IpAddr> = match ip { IpAddr::V4(v4) => forms(v4), IpAddr::V6(_) => vec![ip] };
+                for form in all {
+                    let allowed = check_address(&p, form, by_name).is_ok();
+                    let named = min.is_some_and(|min| entries.iter().any(|e| names(e, ip, min)));
+                    prop_assert_eq!(allowed, named, "{} under {:?} (by name: {})", form, entries, by_name);
+                }
+            }
+
+            #[test]
+            fn a_guarded_address_named_exactly_in_any_spelling_is_allowed(
+                (ip, min) in guarded_address(), wide in prop::collection::vec(entry(), 0..4), spelling in 0usize..5,
+            ) {
+                let exact = match (ip, spelling) {
+                    (IpAddr::V4(v4), 1) => format!("{v4}/32"),
+                    (IpAddr::V4(v4), 2) => format!("::ffff:{v4}"),
+                    (IpAddr::V4(v4), 3) => format!("[::ffff:{v4}]"),
+                    (IpAddr::V4(v4), 4) if u32::from(v4) > 1 => format!("::{v4}"),
+                    (IpAddr::V6(v6), 1) => format!("{v6}/128"),
+                    (IpAddr::V6(v6), 3) => format!("[{v6}]"),
+                    _ => ip.to_string(),
+                };
+                let mut entries = wide.clone();
+                entries.push(exact.clone());
+                let p = policy_of(&entries);
+                prop_assert_eq!(check_address(&p, ip, false).is_ok(), min.is_some(), "{} named as `{}`", ip, exact);
+            }
+
+            #[test]
+            fn every_url_spelling_of_an_ipv4_address_is_read_as_that_address_and_decided_alike(
+                a in any::<u32>(), entries in prop::collection::vec(entry(), 0..6), scheme in prop::sample::select(vec!["http", "HTTPS", "hTTp"]),
+            ) {
+                let p = policy_of(&entries);
+                let v4 = Ipv4Addr::from(a);
+                let want = check_address(&p, IpAddr::V4(v4), false).is_ok();
+                for host in spellings(v4) {
+                    let url = format!("{scheme}://{host}/hook?x=1");
+                    // Read as an address, so no name is ever looked up for it.
+                    let parsed = reqwest::Url::parse(&url).map_err(|e| TestCaseError::fail(format!("{url}: {e}")))?;
+                    let reached = match parsed.host() {
+                        Some(url::Host::Ipv4(v)) => IpAddr::V4(v),
+                        Some(url::Host::Ipv6(v)) => IpAddr::V6(v),
+                        other => return Err(TestCaseError::fail(format!("{url} read as {other:?}"))),
+                    };
+                    prop_assert_eq!(canonical(reached), IpAddr::V4(v4), "{}", url);
+                    let got = block_on(resolve(&p, &url));
+                    prop_assert_eq!(got.is_ok(), want, "{} under {:?}: {:?}", url, entries, got.as_ref().err());
+                    if let Ok(t) = got {
+                        prop_assert!(t.pin.is_none(), "an address is connected to as itself");
+                        prop_assert_eq!(t.url, parsed, "the request goes to the URL checked");
+                    }
+                }
+            }
+
+            #[test]
+            fn any_text_as_an_entry_or_a_url_is_refused_or_read_without_a_panic(
+                entry_text in ".{0,40}|[0-9a-fA-FxX:./\\[\\]%]{0,40}",
+                url_text in "(https?|ftp|file|HTTP)?(://)?[0-9a-zA-Z:./@%\\[\\]\\\\?#-]{0,50}|.{0,60}",
+            ) {
+                let _ = entry_text.parse::<Destination>();
+                // Only exact names: any other host name is refused before a lookup.
+                let p = policy_of(&["hooks.example.com".to_string()]);
+                if let Ok(t) = block_on(resolve(&p, &url_text)) {
+                    prop_assert!(t.pin.is_some(), "only the named host could be allowed, got {}", t.url);
+                }
+            }
+        }
     }
 }
