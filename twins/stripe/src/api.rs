@@ -239,14 +239,29 @@ pub const CURRENCIES: &[&str] = &[
 
 pub const ZERO_DECIMAL: &[&str] = &["bif", "clp", "djf", "gnf", "jpy", "kmf", "krw", "mga", "pyg", "rwf", "ugx", "vnd", "vuv", "xaf", "xof", "xpf"];
 
-/// Stripe's minimum charge amount (50 cents, or 50 yen-like units).
+/// Stripe's minimum charge amounts (docs.stripe.com/currencies, "Minimum and maximum charge
+/// amounts"), in the currency's minor unit, with the symbol its error shows. Other currencies
+/// have a minimum that follows the exchange rate to $0.50; a twin has no rates, so only
+/// "at least 1" applies to them.
+const MINIMUM_CHARGE: &[(&str, i64, &str)] = &[
+    ("aed", 200, "AED "), ("aud", 50, "$"), ("bgn", 100, "лв"), ("brl", 50, "R$"), ("cad", 50, "$"), ("chf", 50, "CHF "),
+    ("czk", 1500, "Kč"), ("dkk", 250, "kr."), ("eur", 50, "€"), ("gbp", 30, "£"), ("hkd", 400, "$"), ("huf", 17500, "Ft"),
+    ("inr", 50, "₹"), ("jpy", 50, "¥"), ("mxn", 1000, "$"), ("myr", 200, "RM "), ("nok", 300, "kr"), ("nzd", 50, "$"),
+    ("pln", 200, "zł"), ("ron", 200, "lei "), ("sek", 300, "kr"), ("sgd", 50, "$"), ("thb", 1000, "฿"), ("usd", 50, "$"),
+];
+
+/// Stripe's checks on a charge amount: positive, at least the currency's minimum, at most
+/// Stripe's maximum.
 fn check_amount(amount: i64, cur: &str) -> Result<(), StripeError> {
-    let min = if ZERO_DECIMAL.contains(&cur) { 50 } else { 50 };
     if amount < 1 {
         return Err(invalid("This value must be greater than or equal to 1.").param("amount"));
     }
-    if amount < min && cur == "usd" {
-        return Err(invalid("Amount must be at least $0.50 usd").code("amount_too_small").param("amount"));
+    if let Ok(i) = MINIMUM_CHARGE.binary_search_by(|(c, _, _)| (*c).cmp(cur)) {
+        let (_, min, symbol) = MINIMUM_CHARGE[i];
+        if amount < min {
+            let shown = if ZERO_DECIMAL.contains(&cur) { min.to_string() } else { format!("{}.{:02}", min / 100, min % 100) };
+            return Err(invalid(format!("Amount must be at least {symbol}{shown} {cur}")).code("amount_too_small").param("amount"));
+        }
     }
     if amount > 99_999_999 {
         return Err(invalid("Amount must be no more than $999,999.99").code("amount_too_large").param("amount"));
@@ -618,7 +633,20 @@ pub const CARDS: &[(&str, &str, &str, Behaviour)] = &[
     ("4000002760003184", "visa", "authenticationRequired", Behaviour::ThreeDS),
     ("4000000000003220", "visa", "threeDSecure2Required", Behaviour::ThreeDS),
     ("4000000000000259", "visa", "createDispute", Behaviour::Dispute),
+    // Charges succeed; a refund of one stays `pending` (Stripe: "Asynchronous refund").
+    ("4000000000007726", "visa", "pendingRefund", Behaviour::Succeed),
 ];
+
+/// Whether a refund of a charge paid with `details` (its `payment_method_details`) starts
+/// `pending` rather than `succeeded`: bank debits, whose refunds travel back by bank
+/// transfer over days, and the test card Stripe keeps for asynchronous refunds.
+fn refund_starts_pending(details: &Value) -> bool {
+    match details["type"].as_str() {
+        Some("us_bank_account") => true,
+        Some("card") => details["card"]["last4"] == "7726" && details["card"]["brand"] == "visa",
+        _ => false,
+    }
+}
 
 /// The test card a test token or payment method names: `pm_card_chargeDeclined` and the
 /// `pm_card_visa_chargeDeclined…` forms Stripe's tables give for visa cards alike.
@@ -993,8 +1021,23 @@ fn pi_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     if ["succeeded", "canceled", "processing"].contains(&status.as_str()) && (p.has("amount") || p.has("currency") || p.has("payment_method")) {
         return Err(invalid(format!("You cannot update this PaymentIntent because it has a status of {status}. You can only update a PaymentIntent with one of the following statuses: requires_payment_method, requires_confirmation, requires_action.")).code("payment_intent_unexpected_state"));
     }
+    // An authorized PaymentIntent keeps what was authorized: its amount (and so
+    // `amount_capturable`) changes only by capture or incremental authorization.
+    if status == "requires_capture" {
+        if let Some(field) = ["amount", "currency", "payment_method", "payment_method_types"].into_iter().find(|f| p.has(f)) {
+            return Err(invalid(format!(
+                "This PaymentIntent's {field} could not be updated because it has a status of requires_capture. You may only update the {field} of a PaymentIntent with one of the following statuses: requires_payment_method, requires_confirmation, requires_action."
+            ))
+            .code("payment_intent_unexpected_state")
+            .param(field));
+        }
+    }
     let amount = p.int("amount")?;
     let cur = if p.has("currency") { Some(currency(p)?) } else { None };
+    if amount.is_some() || cur.is_some() {
+        let a = amount.unwrap_or_else(|| pi["amount"].as_i64().unwrap_or(0));
+        check_amount(a, cur.as_deref().unwrap_or_else(|| pi["currency"].as_str().unwrap_or("usd")))?;
+    }
     let pm = match p.str("payment_method") {
         Some(pm) => Some(resolve_pm(w, call, pm, "payment_method")?),
         None => None,
@@ -1699,11 +1742,12 @@ fn refund_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     }
     let id = w.new_id("re");
     let txn = balance_txn(w, call, -amount, 0, &cur, &id, "refund", None);
+    let status = if refund_starts_pending(&ch["payment_method_details"]) { "pending" } else { "succeeded" };
     let mut re = json!({
         "id": id, "object": "refund", "amount": amount, "balance_transaction": txn, "charge": ch_id,
         "created": w.now(), "currency": cur, "destination_details": null, "metadata": {},
         "payment_intent": ch["payment_intent"], "reason": reason, "receipt_number": null,
-        "source_transfer_reversal": null, "status": "succeeded", "transfer_reversal": null,
+        "source_transfer_reversal": null, "status": status, "transfer_reversal": null,
     });
     p.metadata_into(&mut re)?;
     let re = w.insert(Some(call), re);
@@ -1735,7 +1779,23 @@ fn refund_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res {
     if re["status"] != "requires_action" && re["status"] != "pending" {
         return Err(invalid(format!("Can't cancel a refund that is in status {}.", re["status"].as_str().unwrap_or(""))).code("refund_cancel_unsupported"));
     }
-    Ok(modify_emit(w, call, &id, "refund.updated", |r| r["status"] = json!("canceled")))
+    // The money comes back: a `refund_failure` balance transaction, and the charge counts it
+    // unrefunded again.
+    let amount = re["amount"].as_i64().unwrap_or(0);
+    let cur = re["currency"].as_str().unwrap_or("usd").to_string();
+    let back = balance_txn(w, call, amount, 0, &cur, &id, "refund_failure", None);
+    if let Some(ch_id) = re["charge"].as_str().filter(|c| w.is_kind("charge", c)).map(str::to_string) {
+        w.modify(call, &ch_id, |c| {
+            let left = c["amount_refunded"].as_i64().unwrap_or(0) - amount;
+            c["amount_refunded"] = json!(left.max(0));
+            c["refunded"] = json!(false);
+        });
+    }
+    Ok(modify_emit(w, call, &id, "refund.updated", |r| {
+        r["status"] = json!("canceled");
+        r["failure_reason"] = json!("merchant_request");
+        r["failure_balance_transaction"] = json!(back);
+    }))
 }
 
 fn refund_list(w: &mut World, call: &mut Call, p: &Params) -> Res {

@@ -424,7 +424,12 @@ fn take_raw() -> Option<String> {
 
 /// A search result object (`object: search_result`, `next_page`, `total_count` absent).
 pub fn search_object(url: &str, items: Vec<Value>, p: &Params) -> Res {
-    let limit = p.int("limit")?.unwrap_or(10).clamp(1, 100) as usize;
+    // Search refuses a limit out of range as lists do (Stripe answers both the same way).
+    let limit = p.int("limit")?.unwrap_or(10);
+    if !(1..=100).contains(&limit) {
+        return Err(invalid("Invalid limit: must be between 1 and 100").param("limit"));
+    }
+    let limit = limit as usize;
     let start = match p.str("page") {
         Some(pg) => pg.strip_prefix("page_").and_then(|s| s.parse::<usize>().ok()).ok_or_else(|| invalid("Invalid page").param("page"))?,
         None => 0,
@@ -673,6 +678,11 @@ fn too_many_expansions(paths: &[String]) -> Result<(), StripeError> {
     Ok(())
 }
 
+/// An API object (one another path of the same request may have expanded already).
+fn is_expanded_object(v: &Value) -> bool {
+    v.get("object").is_some_and(Value::is_string) && v.get("id").is_some()
+}
+
 fn expand_one(w: &World, v: &mut Value, parts: &[&str], full: &str) -> Result<(), StripeError> {
     let Some((first, rest)) = parts.split_first() else { return Ok(()) };
     if v.get("object").and_then(Value::as_str) == Some("list") || v.get("object").and_then(Value::as_str) == Some("search_result") {
@@ -696,6 +706,10 @@ fn expand_one(w: &World, v: &mut Value, parts: &[&str], full: &str) -> Result<()
         }
     } else if field.is_null() {
         return Ok(());
+    } else if rest.is_empty() && !is_expanded_object(field) && !field.is_array() {
+        // A property that is not a reference (an amount, a hash like `metadata`) is refused,
+        // as Stripe refuses `expand[]=amount`, not passed over.
+        return Err(invalid(format!("This property cannot be expanded ({full}).")).param("expand"));
     }
     expand_one(w, field, rest, full)
 }
@@ -749,6 +763,10 @@ fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
         r = r.with_header("request-id", request_id.clone()).with_header("stripe-version", version.clone());
         r
     };
+    if !crate::versions::is_known(&version, w.now()) {
+        let e = invalid(format!("Invalid Stripe API version: {version}"));
+        return Response::json(400, &e.body(&request_id)).with_header("request-id", request_id.clone());
+    }
 
     let pairs = if matches!(call.req.method, Method::Post) {
         if call.req.is_json() && !call.req.body.is_empty() {
@@ -819,6 +837,10 @@ fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
         None
     };
     let fingerprint = if idem_key.is_some() { format!("{method} {path} {}", String::from_utf8_lossy(&call.req.body)) } else { String::new() };
+    // Stripe keeps a key for 24 hours: one older than that on the sandbox's clock is gone,
+    // and the same key starts afresh.
+    let now = w.now();
+    forget_idempotency_keys(w, now);
     if let Some(k) = &idem_key {
         if let Some(prev) = w.idempotency.get(k) {
             // The fingerprint starts with the method and path it was first used on.
@@ -878,13 +900,9 @@ fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
         // (400 invalid_request_error without side effects) are not saved.
         let saved = resp.status == 200 || resp.status == 402;
         if saved {
-            // Keys are forgotten oldest first beyond IDEMPOTENCY_KEPT (Stripe: after 24 hours).
+            // Keys are forgotten 24 hours after their first use (above), oldest first.
             w.idempotency_order.push_back(k.clone());
-            while w.idempotency_order.len() > crate::IDEMPOTENCY_KEPT {
-                if let Some(old) = w.idempotency_order.pop_front() {
-                    w.idempotency.remove(&old);
-                }
-            }
+            w.idempotency_bytes += k.len() + fingerprint.len() + resp.body.len();
             w.idempotency.insert(
                 k,
                 crate::IdemEntry {
@@ -892,6 +910,7 @@ fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
                     status: resp.status,
                     body: String::from_utf8_lossy(&resp.body).into_owned(),
                     request_id: request_id.clone(),
+                    created: now,
                 },
             );
         }
@@ -900,6 +919,24 @@ fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
         return injected(r);
     }
     finish(resp)
+}
+
+/// Let go of idempotency keys first used 24 hours or more before `now` on the sandbox's clock,
+/// and of the oldest while the saved answers are over [`crate::IDEMPOTENCY_MAX_BYTES`].
+pub fn forget_idempotency_keys(w: &mut World, now: i64) {
+    while let Some(old) = w.idempotency_order.front() {
+        let keep = match w.idempotency.get(old) {
+            Some(e) => now - e.created < crate::IDEMPOTENCY_KEPT_SECS && w.idempotency_bytes <= crate::IDEMPOTENCY_MAX_BYTES,
+            None => false,
+        };
+        if keep {
+            break;
+        }
+        let old = w.idempotency_order.pop_front().expect("a front key");
+        if let Some(e) = w.idempotency.remove(&old) {
+            w.idempotency_bytes = w.idempotency_bytes.saturating_sub(old.len() + e.fingerprint.len() + e.body.len());
+        }
+    }
 }
 
 pub fn error_response(e: &StripeError, request_id: &str) -> Response {

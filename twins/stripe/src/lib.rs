@@ -23,6 +23,7 @@ pub mod seed;
 pub mod store;
 pub mod tools;
 pub mod typed;
+pub mod versions;
 pub mod x402;
 
 use std::collections::BTreeMap;
@@ -42,6 +43,8 @@ pub struct IdemEntry {
     pub status: u16,
     pub body: String,
     pub request_id: String,
+    /// When the key was first used (Unix seconds, sandbox clock): it is kept 24 hours.
+    pub created: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -71,10 +74,13 @@ pub struct Data {
     /// Object type (`payment_intent`) → ids in creation order.
     pub order: BTreeMap<String, Vec<String>>,
     pub idempotency: BTreeMap<String, IdemEntry>,
-    /// Idempotency keys, oldest first: Stripe forgets a key after 24 hours; the twin keeps
-    /// the newest [`IDEMPOTENCY_KEPT`].
+    /// Idempotency keys, oldest first: Stripe forgets a key 24 hours after its first use
+    /// ([`IDEMPOTENCY_KEPT_SECS`]); the saved answers are bounded by [`IDEMPOTENCY_MAX_BYTES`].
     #[serde(default)]
     pub idempotency_order: std::collections::VecDeque<String>,
+    /// What the saved answers weigh (keys, fingerprints and bodies).
+    #[serde(default)]
+    pub idempotency_bytes: usize,
     pub failure_injection: Vec<FailureRule>,
     pub attempts: BTreeMap<String, u32>,
     /// Seeded balance on top of what balance transactions add up to: currency → (available, pending).
@@ -99,7 +105,12 @@ pub struct Data {
 /// their rows).
 pub const EVENTS_KEPT: usize = 10_000;
 /// Idempotency keys remembered.
-pub const IDEMPOTENCY_KEPT: usize = 5_000;
+pub const IDEMPOTENCY_KEPT_SECS: i64 = 24 * 3600;
+
+/// The bytes of saved answers a world keeps for idempotent replays: a day of an agent's keyed
+/// requests is far below it (a thousand 4 KB answers are 4 MB); only a flood of keys makes the
+/// oldest go before their 24 hours, so a world stays within its store's memory.
+pub const IDEMPOTENCY_MAX_BYTES: usize = 16 << 20;
 
 impl Data {
     pub fn tombstone(&mut self, id: &str) {
@@ -137,6 +148,7 @@ struct MetaRef<'a> {
     templates: &'a store::Templates,
     idempotency: &'a BTreeMap<String, IdemEntry>,
     idempotency_order: &'a std::collections::VecDeque<String>,
+    idempotency_bytes: usize,
     failure_injection: &'a Vec<FailureRule>,
     attempts: &'a BTreeMap<String, u32>,
     seeded_balance: &'a BTreeMap<String, (i64, i64)>,
@@ -154,6 +166,8 @@ struct Meta {
     templates: store::Templates,
     idempotency: BTreeMap<String, IdemEntry>,
     idempotency_order: std::collections::VecDeque<String>,
+    #[serde(default)]
+    idempotency_bytes: usize,
     failure_injection: Vec<FailureRule>,
     attempts: BTreeMap<String, u32>,
     seeded_balance: BTreeMap<String, (i64, i64)>,
@@ -179,6 +193,7 @@ impl Serialize for World {
             templates: &d.templates,
             idempotency: &d.idempotency,
             idempotency_order: &d.idempotency_order,
+            idempotency_bytes: d.idempotency_bytes,
             failure_injection: &d.failure_injection,
             attempts: &d.attempts,
             seeded_balance: &d.seeded_balance,
@@ -208,6 +223,7 @@ impl<'de> Deserialize<'de> for World {
             order,
             idempotency: m.idempotency,
             idempotency_order: m.idempotency_order,
+            idempotency_bytes: m.idempotency_bytes,
             failure_injection: m.failure_injection,
             attempts: m.attempts,
             seeded_balance: m.seeded_balance,
