@@ -1869,3 +1869,56 @@ fn a_dispute_submitted_with_stripes_winning_or_losing_evidence_is_decided_by_it(
     let (_, d) = post(&mut w, &format!("/v1/disputes/{open}"), &[("evidence[uncategorized_text]", "Delivered on 3 March")]);
     assert_eq!(d["status"], "under_review");
 }
+
+#[test]
+fn an_authorized_payment_intent_refuses_a_new_amount_and_keeps_amount_capturable() {
+    let mut w = world();
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "2000"), ("currency", "usd"), ("payment_method", "pm_card_visa"), ("capture_method", "manual"), ("confirm", "true")]);
+    let id = pi["id"].as_str().unwrap().to_string();
+    let (s, e) = post(&mut w, &format!("/v1/payment_intents/{id}"), &[("amount", "3000")]);
+    assert_eq!((s, e["error"]["code"].as_str(), e["error"]["param"].as_str()), (400, Some("payment_intent_unexpected_state"), Some("amount")));
+    let (_, pi) = get(&mut w, &format!("/v1/payment_intents/{id}"));
+    assert_eq!((pi["amount"].as_i64(), pi["amount_capturable"].as_i64()), (Some(2000), Some(2000)));
+    // Before confirmation an amount is checked as at creation.
+    let (_, open) = post(&mut w, "/v1/payment_intents", &[("amount", "2000"), ("currency", "gbp")]);
+    let open = open["id"].as_str().unwrap().to_string();
+    for (amount, code) in [("-5", None), ("0", None), ("29", Some("amount_too_small"))] {
+        let (s, e) = post(&mut w, &format!("/v1/payment_intents/{open}"), &[("amount", amount)]);
+        assert_eq!((s, e["error"]["code"].as_str(), e["error"]["param"].as_str()), (400, code, Some("amount")), "{amount}");
+    }
+    assert_eq!(post(&mut w, &format!("/v1/payment_intents/{open}"), &[("amount", "30")]).0, 200);
+}
+
+#[test]
+fn a_pending_refund_can_be_canceled_and_gives_the_money_back() {
+    let mut w = world();
+    let (_, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "3000"), ("currency", "usd"), ("payment_method", "pm_card_pendingRefund"), ("confirm", "true")]);
+    let ch = pi["latest_charge"].as_str().unwrap().to_string();
+    let (_, re) = post(&mut w, "/v1/refunds", &[("charge", &ch)]);
+    assert_eq!(re["status"], "pending");
+    assert_eq!(get(&mut w, &format!("/v1/charges/{ch}")).1["amount_refunded"], 3000);
+    let (s, canceled) = post(&mut w, &format!("/v1/refunds/{}/cancel", re["id"].as_str().unwrap()), &[]);
+    assert_eq!((s, canceled["status"].as_str(), canceled["failure_reason"].as_str()), (200, Some("canceled"), Some("merchant_request")));
+    let txn = canceled["failure_balance_transaction"].as_str().unwrap();
+    let (_, t) = get(&mut w, &format!("/v1/balance_transactions/{txn}"));
+    assert_eq!((t["amount"].as_i64(), t["type"].as_str()), (Some(3000), Some("refund_failure")));
+    let (_, c) = get(&mut w, &format!("/v1/charges/{ch}"));
+    assert_eq!((c["amount_refunded"].as_i64(), c["refunded"].as_bool()), (Some(0), Some(false)));
+    // A refund that succeeded at once cannot be canceled.
+    let visa = paid_charge(&mut w, "1000");
+    let (_, done) = post(&mut w, "/v1/refunds", &[("charge", &visa)]);
+    assert_eq!(done["status"], "succeeded");
+    assert_eq!(post(&mut w, &format!("/v1/refunds/{}/cancel", done["id"].as_str().unwrap()), &[]).0, 400);
+}
+
+#[test]
+fn an_unreleased_stripe_version_is_refused_before_anything_runs() {
+    let mut w = world();
+    let mut req = Request::new(Method::Post, "/v1/customers").with_form(&[("email", "a@x.test")]);
+    req.headers.push(("stripe-version".into(), "2099-01-01".into()));
+    let mut c = Call::new(req);
+    let r = World::router().dispatch(&mut w, &mut c);
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json_body()["error"]["message"], "Invalid Stripe API version: 2099-01-01");
+    assert!(c.changes.is_empty());
+}
