@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use bytes::Bytes;
@@ -437,8 +438,24 @@ pub async fn runs(app: &App, team: &str, q: RunsQuery) -> Result<Value, ApiError
     Ok(json!({"object": "list", "data": runs, "has_more": has_more, "next_cursor": next_cursor}))
 }
 
-async fn get_run(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    run(&app, &team, &id).await.map(Json)
+/// `GET /v1/runs/:id`: the run as stored, streamed a chunk at a time (a run holds its tapes
+/// and worlds: it is never loaded whole to be served).
+async fn get_run(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let row = app.storage.run_row(&team, &id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} in your team")))?;
+    let storage = app.storage.clone();
+    Ok(crate::proxy::bulk_stream(move |out| {
+        use std::io::Write as _;
+        let mut buf = vec![0u8; crate::proxy::STREAM_CHUNK];
+        let mut offset = 0;
+        loop {
+            let n = storage.read_run(row, offset, &mut buf).map_err(std::io::Error::other)?;
+            if n == 0 {
+                return Ok(());
+            }
+            out.write_all(&buf[..n])?;
+            offset += n;
+        }
+    }))
 }
 
 /// One of the team's runs (REST and MCP `get_run`).

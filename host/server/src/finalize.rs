@@ -77,20 +77,27 @@ async fn finalize_job(app: &App, team: &str, s: &Sandbox) -> Result<Value, ApiEr
     // Calls let in before the door shut are answered first, so the tapes read below hold
     // every answer the agent was given.
     s.drained().await;
+    // A run in the making holds its tapes, worlds and grading copies: a few at once across
+    // the server, so many sandboxes finalized together cannot hold them all.
+    let Ok(_permit) = FINALIZE_JOBS.acquire().await else {
+        app.sandboxes.abort_close(s);
+        return Err(ApiError::internal("the server is shutting down"));
+    };
     let result = async {
         if let Some(stored) = app.storage.run_of_sandbox(team, &s.id).await? {
-            return read_run(&s.id, stored);
+            return read_run(&s.id, stored).map(Arc::new);
         }
         let mut run = collect_run(s).await?;
         // Graded before it is written: the verdict is in the same row, the same transaction.
         let task = s.meta.task_id.as_deref().zip(s.meta.task_version.as_deref());
         crate::task_api::grade_into(app, team, task, &mut run).await?;
-        if app.storage.insert_run(team, &run).await? {
+        let run = Arc::new(run);
+        if app.storage.insert_run(team, run.clone()).await? {
             return Ok(run);
         }
         // Another finalize stored this sandbox's run first: that one is the run.
         let stored = app.storage.run_of_sandbox(team, &s.id).await?.ok_or_else(|| ApiError::internal(format!("the run of sandbox {} is neither new nor stored", s.id)))?;
-        read_run(&s.id, stored)
+        read_run(&s.id, stored).map(Arc::new)
     }
     .await;
     match result {
@@ -110,6 +117,9 @@ async fn finalize_job(app: &App, team: &str, s: &Sandbox) -> Result<Value, ApiEr
         }
     }
 }
+
+/// Finalize jobs at work at once across the server; more wait their turn.
+static FINALIZE_JOBS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
 fn read_run(id: &str, stored: Value) -> Result<Run, ApiError> {
     serde_json::from_value(stored).map_err(|e| ApiError::internal(format!("the run of sandbox {id} does not read back: {e}")))

@@ -169,62 +169,67 @@ impl TapeRange {
     }
 }
 
-/// Tape streams served at once across the server; more wait their turn. Each holds at most
-/// a page of rows and a chunk of text, so together they hold a bounded amount however
-/// long the tapes and however many readers ask.
-static TAPE_STREAMS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+/// Bulk streams (tapes, runs) served at once across the server; more wait their turn. Each
+/// holds at most a page of rows (or a chunk of stored text) and a chunk of output, so
+/// together they hold a bounded amount however long the tapes and however many readers ask.
+static BULK_STREAMS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
 /// Rows taken from a store at a time while streaming: few, since one row may carry two
 /// bodies at the body caps.
 const STREAM_PAGE: usize = 16;
 /// A stream's JSON goes out in chunks of this size; the next is written only once the
 /// client has taken the one before (the channel holds one), so a slow reader holds no more.
-const STREAM_CHUNK: usize = 64 << 10;
+pub const STREAM_CHUNK: usize = 64 << 10;
 
 /// A tape as a JSON array, written a row at a time and sent a chunk at a time: never one
 /// buffer of the whole tape. The rows a page holds are counted in the memory budget while
 /// they are written.
 pub fn stream_tape(store: TwinStore, range: TapeRange, held: Arc<Held>) -> Response {
+    let rt = tokio::runtime::Handle::current();
+    bulk_stream(move |out| {
+        use std::io::Write as _;
+        out.write_all(b"[")?;
+        let (mut after, mut left, mut first) = (range.after, range.limit, true);
+        while left > 0 {
+            let rows = rt.block_on(store.rows_after(after, STREAM_PAGE.min(left))).map_err(std::io::Error::other)?;
+            let Some(last) = rows.last() else { break };
+            after = last.seq;
+            left -= rows.len();
+            let _held = held.hold(rows.iter().map(|r| r.weight()).sum());
+            for row in &rows {
+                if !std::mem::take(&mut first) {
+                    out.write_all(b",")?;
+                }
+                serde_json::to_writer(&mut *out, &**row)?;
+            }
+        }
+        out.write_all(b"]")
+    })
+}
+
+/// A JSON answer that `write` produces a piece at a time, on a thread of its own at a lower
+/// priority, sent a chunk at a time as the client takes them. At most [`BULK_STREAMS`] run
+/// at once. A `write` that fails ends the body early (the connection is reset), so a client
+/// never sees a truncated document that parses.
+pub fn bulk_stream(write: impl FnOnce(&mut std::io::BufWriter<ChunkSender>) -> std::io::Result<()> + Send + 'static) -> Response {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
     tokio::spawn(async move {
-        let Ok(_permit) = TAPE_STREAMS.acquire().await else { return };
-        let rt = tokio::runtime::Handle::current();
-        let failed = tx.clone();
-        let write = move || -> std::io::Result<()> {
-            use std::io::Write as _;
-            let mut out = std::io::BufWriter::with_capacity(STREAM_CHUNK, ChunkSender(tx));
-            out.write_all(b"[")?;
-            let (mut after, mut left, mut first) = (range.after, range.limit, true);
-            while left > 0 {
-                let rows = rt.block_on(store.rows_after(after, STREAM_PAGE.min(left))).map_err(std::io::Error::other)?;
-                let Some(last) = rows.last() else { break };
-                after = last.seq;
-                left -= rows.len();
-                let _held = held.hold(rows.iter().map(|r| r.weight()).sum());
-                for row in &rows {
-                    if !std::mem::take(&mut first) {
-                        out.write_all(b",")?;
-                    }
-                    serde_json::to_writer(&mut out, &**row)?;
-                }
-            }
-            out.write_all(b"]")?;
-            out.flush()
+        let Ok(_permit) = BULK_STREAMS.acquire().await else {
+            return;
         };
+        let failed = tx.clone();
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-        // A thread of its own at a lower priority: writing out a long tape is bulk work, and
-        // the kernel should serve every tenant's calls before it.
-        let thread = std::thread::Builder::new().name("pome-tape-stream".into()).spawn(move || {
+        // Bulk work: the kernel should serve every tenant's calls before it.
+        let thread = std::thread::Builder::new().name("pome-bulk-stream".into()).spawn(move || {
             lower_priority();
-            let _ = done_tx.send(write());
+            let mut out = std::io::BufWriter::with_capacity(STREAM_CHUNK, ChunkSender(tx));
+            let _ = done_tx.send(write(&mut out).and_then(|()| std::io::Write::flush(&mut out)));
         });
         let written = match thread {
-            Ok(_) => done_rx.await.unwrap_or_else(|_| Err(std::io::Error::other("the tape stream's thread stopped"))),
+            Ok(_) => done_rx.await.unwrap_or_else(|_| Err(std::io::Error::other("the stream's thread stopped"))),
             Err(e) => Err(e),
         };
         if let Err(e) = written {
-            // The client sees the body end early (the connection is reset), never a
-            // truncated array that parses.
-            tracing::warn!(error = %e, "streaming a tape stopped");
+            tracing::warn!(error = %e, "a streamed answer stopped");
             let _ = failed.send(Err(e)).await;
         }
     });
@@ -241,7 +246,7 @@ fn lower_priority() {
 
 /// Hands each buffer it is given to the stream's channel, waiting while the client has not
 /// taken the last one.
-struct ChunkSender(tokio::sync::mpsc::Sender<Result<bytes::Bytes, std::io::Error>>);
+pub struct ChunkSender(tokio::sync::mpsc::Sender<Result<bytes::Bytes, std::io::Error>>);
 
 impl std::io::Write for ChunkSender {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -408,22 +408,27 @@ impl Storage {
     /// sandbox has one run (the `runs_one_per_sandbox` index), so a second finalize that
     /// raced the first, or ran again after a crash, stores nothing. True when this run was
     /// stored; otherwise [`Storage::run_of_sandbox`] reads the one that was.
-    pub async fn insert_run(&self, team_id: &str, run: &pome_grade::run::Run) -> Result<bool, StorageError> {
+    pub async fn insert_run(&self, team_id: &str, run: Arc<pome_grade::run::Run>) -> Result<bool, StorageError> {
         let team_id = team_id.to_string();
-        // Written once, as the JSON the API serves.
-        let body = serde_json::to_string(run).map_err(|e| StorageError::Corrupt(e.to_string()))?;
-        let (id, session_id) = (run.id.clone(), run.session_id.clone());
-        let (task_id, group_id, agent_id, agent_version) = (run.task_id.clone(), run.group_id.clone(), run.agent_id.clone(), run.agent_version.clone());
-        let verdict = run.verdict.clone();
-        let created_at = run.finalized_at.clone();
-        let twins = serde_json::to_string(&run.twins).unwrap_or_else(|_| "[]".into());
         self.with(move |c| {
+            // Written once, as the JSON the API serves, straight into its row: the text of a
+            // run is several times the size of its tapes (every control byte of a body is six
+            // characters), and must not be built in memory. Measured first, then written into
+            // a row of that size through SQLite's incremental I/O.
+            let len = json_len(&*run)?;
+            let twins = serde_json::to_string(&run.twins).unwrap_or_else(|_| "[]".into());
             let tx = c.transaction()?;
             let stored = tx.execute(
                 "INSERT INTO runs (id, team_id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (session_id) DO NOTHING",
-                params![id, team_id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, body],
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, zeroblob(?11)) ON CONFLICT (session_id) DO NOTHING",
+                params![run.id, team_id, run.session_id, run.task_id, run.group_id, run.agent_id, run.agent_version, twins, run.verdict, run.finalized_at, len as i64],
             )?;
+            if stored == 1 {
+                let blob = tx.blob_open(rusqlite::MAIN_DB, "runs", "body", tx.last_insert_rowid(), false)?;
+                let mut out = std::io::BufWriter::with_capacity(1 << 20, blob);
+                serde_json::to_writer(&mut out, &*run).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+                std::io::Write::flush(&mut out).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+            }
             tx.commit()?;
             Ok(stored == 1)
         })
@@ -432,13 +437,9 @@ impl Storage {
 
     /// The run of the team's sandbox `session_id`, whole, if it was finalized.
     pub async fn run_of_sandbox(&self, team_id: &str, session_id: &str) -> Result<Option<Value>, StorageError> {
+        let _permit = WHOLE_RUNS.acquire().await.map_err(|_| StorageError::Gone)?;
         let (t, s) = (team_id.to_string(), session_id.to_string());
-        self.with(move |c| {
-            let body: Option<String> =
-                c.query_row("SELECT body FROM runs WHERE team_id = ?1 AND session_id = ?2", [t, s], |row| row.get(0)).optional()?;
-            body.map(|b| serde_json::from_str(&b).map_err(|e| StorageError::Corrupt(e.to_string()))).transpose()
-        })
-        .await
+        self.with(move |c| c.query_row("SELECT body FROM runs WHERE team_id = ?1 AND session_id = ?2", [t, s], stored_json).optional()?.transpose()).await
     }
 
     /// A team's runs, newest first, optionally filtered by trial group, task or verdict; one
@@ -490,17 +491,67 @@ impl Storage {
         .await
     }
 
-    /// One run, whole; `None` when it is not this team's.
-    pub async fn run(&self, team_id: &str, run_id: &str) -> Result<Option<Value>, StorageError> {
+    /// Where one of the team's runs is stored, for reading it a piece at a time
+    /// ([`Storage::read_run`]); `None` when it is not this team's.
+    pub async fn run_row(&self, team_id: &str, run_id: &str) -> Result<Option<i64>, StorageError> {
         let (t, r) = (team_id.to_string(), run_id.to_string());
-        self.with(move |c| {
-            let body: Option<String> =
-                c.query_row("SELECT body FROM runs WHERE team_id = ?1 AND id = ?2", [t, r], |row| row.get(0)).optional()?;
-            body.map(|b| serde_json::from_str(&b).map_err(|e| StorageError::Corrupt(e.to_string()))).transpose()
-        })
-        .await
+        self.with(move |c| Ok(c.query_row("SELECT rowid FROM runs WHERE team_id = ?1 AND id = ?2", [t, r], |row| row.get(0)).optional()?)).await
+    }
+
+    /// Bytes of run `row`'s stored JSON from `offset` into `buf`; 0 at its end. The row is
+    /// read in place (SQLite's incremental I/O), never loaded whole, and the connection is
+    /// held only for the one read, so a long run streams beside everything else. Blocking.
+    pub fn read_run(&self, row: i64, offset: usize, buf: &mut [u8]) -> Result<usize, StorageError> {
+        let conn = self.conn.lock().unwrap();
+        let blob = conn.blob_open(rusqlite::MAIN_DB, "runs", "body", row, true)?;
+        if offset >= blob.len() {
+            return Ok(0);
+        }
+        Ok(blob.read_at(buf, offset)?)
+    }
+
+    /// One run, whole; `None` when it is not this team's. A run holds its tapes and worlds
+    /// (hundreds of megabytes at the caps), so at most [`WHOLE_RUN_LOADS`] are loaded at
+    /// once; `GET /v1/runs/:id` streams instead ([`Storage::read_run`]).
+    pub async fn run(&self, team_id: &str, run_id: &str) -> Result<Option<Value>, StorageError> {
+        let _permit = WHOLE_RUNS.acquire().await.map_err(|_| StorageError::Gone)?;
+        let (t, r) = (team_id.to_string(), run_id.to_string());
+        self.with(move |c| c.query_row("SELECT body FROM runs WHERE team_id = ?1 AND id = ?2", [t, r], stored_json).optional()?.transpose()).await
     }
 }
+
+/// A run's stored JSON, parsed: text as older pomes stored it, or the bytes `insert_run`
+/// writes in place.
+fn stored_json(row: &rusqlite::Row) -> rusqlite::Result<Result<Value, StorageError>> {
+    let bytes = match row.get_ref(0)? {
+        rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => b,
+        other => {
+            return Ok(Err(StorageError::Corrupt(format!("a run stored as {:?}", other.data_type()))));
+        }
+    };
+    Ok(serde_json::from_slice(bytes).map_err(|e| StorageError::Corrupt(e.to_string())))
+}
+
+/// The length of `value` as JSON, without writing it anywhere.
+fn json_len(value: &impl serde::Serialize) -> Result<usize, StorageError> {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+    Ok(count.0)
+}
+
+/// Whole runs loaded into memory at once (reports, MCP `get_run`, a repeated finalize).
+pub const WHOLE_RUN_LOADS: usize = 2;
+static WHOLE_RUNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(WHOLE_RUN_LOADS);
 
 /// Wall-clock now, RFC 3339 (control-plane timestamps; never reaches a twin).
 pub fn now() -> String {
@@ -519,11 +570,37 @@ mod tests {
     async fn a_sandbox_has_one_run_and_a_second_insert_keeps_the_first() {
         let db = Storage::in_memory().unwrap();
         let (team, _) = db.ensure_default_team().await.unwrap();
-        assert!(db.insert_run(&team, &run("run_a", "ses_1", "2026-01-01T00:00:00Z")).await.unwrap());
-        assert!(!db.insert_run(&team, &run("run_b", "ses_1", "2026-01-01T00:00:01Z")).await.unwrap(), "the sandbox has its run");
+        assert!(db.insert_run(&team, Arc::new(run("run_a", "ses_1", "2026-01-01T00:00:00Z"))).await.unwrap());
+        assert!(!db.insert_run(&team, Arc::new(run("run_b", "ses_1", "2026-01-01T00:00:01Z"))).await.unwrap(), "the sandbox has its run");
         assert_eq!(db.run_of_sandbox(&team, "ses_1").await.unwrap().unwrap()["id"], "run_a");
         assert!(db.run(&team, "run_b").await.unwrap().is_none());
         assert!(db.run_of_sandbox(&team, "ses_2").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_stored_run_reads_back_a_piece_at_a_time_as_the_json_it_was() {
+        let db = Storage::in_memory().unwrap();
+        let (team, _) = db.ensure_default_team().await.unwrap();
+        // Control bytes are six characters each as JSON: the stored text is far larger than
+        // the run, and is written and read without ever being held whole.
+        let mut big = run("run_big", "ses_big", "2026-01-01T00:00:00Z");
+        big.twins = vec!["\u{1}".repeat(300_000), "é\"\n".repeat(1000)];
+        let expected = serde_json::to_vec(&big).unwrap();
+        assert!(db.insert_run(&team, Arc::new(big)).await.unwrap());
+
+        let row = db.run_row(&team, "run_big").await.unwrap().expect("the team's run is found");
+        let (mut read, mut buf) = (Vec::new(), vec![0u8; 65_536]);
+        loop {
+            let n = db.read_run(row, read.len(), &mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            read.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(read.len(), expected.len());
+        assert!(read == expected, "the streamed bytes are the run's JSON");
+        assert_eq!(db.run(&team, "run_big").await.unwrap().unwrap()["twins"][0].as_str().unwrap().len(), 300_000);
+        assert!(db.run_row("another-team", "run_big").await.unwrap().is_none(), "another team's run is not found");
     }
 
     #[test]
@@ -566,7 +643,7 @@ mod tests {
         assert!(matches!(db.add_api_key(&other, "pme_abc").await, Err(StorageError::KeyTaken)), "a key never moves to another team");
         assert_eq!(db.team_for_key("pme_abc").await.unwrap(), Some(team.clone()));
         let run = pome_grade::run::Run { id: "run_1".into(), session_id: "ses_1".into(), twins: vec!["acme".into()], finalized_at: now(), ..Default::default() };
-        db.insert_run(&team, &run).await.unwrap();
+        db.insert_run(&team, Arc::new(run.clone())).await.unwrap();
         assert_eq!(db.runs(&team, RunFilter::default(), RunPage::default()).await.unwrap().unwrap().0.len(), 1);
         assert!(db.runs(&other, RunFilter::default(), RunPage::default()).await.unwrap().unwrap().0.is_empty());
         assert!(db.run(&other, "run_1").await.unwrap().is_none());
