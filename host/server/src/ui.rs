@@ -21,8 +21,9 @@ use axum::http::{HeaderValue, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
+use pome_tape::TapeRow;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::app::{App, Caller};
 use crate::error::ApiError;
@@ -35,9 +36,50 @@ font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-a
 
 /// How often the stream reads the twins' tapes for new rows.
 const TAPE_POLL: Duration = Duration::from_millis(250);
-/// Rows sent per twin per poll, so a 100,000-row tape arrives as a stream rather than one
-/// write the browser must swallow whole.
-const ROWS_PER_POLL: usize = 2_000;
+/// Rows read per twin per poll, so a 100,000-row tape arrives as a stream rather than one
+/// write the browser must swallow whole; a backlog is read again at once.
+const ROWS_PER_POLL: usize = 64;
+/// And at most about this much JSON per twin per poll (one row always goes): a stream holds
+/// what it has queued, and rows can be megabytes each.
+const BYTES_PER_POLL: usize = 1 << 20;
+/// A row whose JSON is larger goes out with its bodies cut to [`TRIMMED_BODY_BYTES`], larger
+/// entities of its state delta named by their size, and `"trimmed": true` (an event is one
+/// string in memory); the whole row is on
+/// `GET /s/:id/:twin/_pome/events`, which streams.
+const SSE_ROW_BYTES: usize = 1 << 20;
+const TRIMMED_BODY_BYTES: usize = 64 << 10;
+/// Live streams one team may hold open at once; more are refused with 429.
+pub const STREAMS_PER_TEAM: usize = 8;
+
+/// Live streams open now, per team.
+static OPEN_STREAMS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, usize>>> = std::sync::LazyLock::new(Default::default);
+
+/// A team's hold on one of its [`STREAMS_PER_TEAM`]; given back when the stream ends.
+struct StreamSlot(String);
+
+impl StreamSlot {
+    fn take(team: &str) -> Option<StreamSlot> {
+        let mut open = OPEN_STREAMS.lock().unwrap();
+        let n = open.entry(team.to_string()).or_default();
+        if *n >= STREAMS_PER_TEAM {
+            return None;
+        }
+        *n += 1;
+        Some(StreamSlot(team.to_string()))
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = OPEN_STREAMS.lock().unwrap();
+        if let Some(n) = open.get_mut(&self.0) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.0);
+            }
+        }
+    }
+}
 
 /// Bumped when a server starts shutting down. Graceful shutdown waits for every connection to
 /// end, and a live tape of an open sandbox never ends by itself, so streams watch this and end.
@@ -106,6 +148,7 @@ struct Tail {
     /// Whether the page has been told the stream is live.
     announced: bool,
     done: bool,
+    _slot: StreamSlot,
 }
 
 /// `GET /ui/stream/:id`: the sandbox's tape as server-sent events. `row` events carry one
@@ -118,6 +161,11 @@ async fn tape_stream(State(app): State<Arc<App>>, caller: Caller, Path(id): Path
         Lookup::Closed(t) if t.team_id == team => Vec::new(),
         _ => return Err(ApiError::not_found(format!("no sandbox {id} in your team"))),
     };
+    let slot = StreamSlot::take(&team).ok_or_else(|| {
+        ApiError::new(crate::error::ErrorType::RateLimited, format!("your team has {STREAMS_PER_TEAM} live tape streams open, the most it may; close one and try again"))
+            .with_details(json!({"error": "too_many_streams", "limit": STREAMS_PER_TEAM}))
+            .with_retry_after(1)
+    })?;
     let after = q.after.unwrap_or(0);
     let revocations = app.storage.revocations();
     let tail = Tail {
@@ -131,6 +179,7 @@ async fn tape_stream(State(app): State<Arc<App>>, caller: Caller, Path(id): Path
         revocations,
         announced: false,
         done: false,
+        _slot: slot,
     };
     let stream = futures_util::stream::unfold(tail, |mut tail| async move {
         loop {
@@ -185,13 +234,15 @@ impl Tail {
             let last = self.sent.get(&twin.name).copied().unwrap_or(0);
             // One more than is sent, to tell a backlog from a tape that has caught up.
             let Ok(rows) = twin.store.rows_after(last, ROWS_PER_POLL + 1).await else { continue };
-            let mut newest = last;
-            if rows.len() > ROWS_PER_POLL {
-                // A backlog (a long tape, or a page opened late): send the rest without waiting.
-                self.first = true;
-            }
-            for row in rows.iter().take(ROWS_PER_POLL) {
-                match serde_json::to_string(&**row) {
+            let (mut newest, mut queued) = (last, 0);
+            for (n, row) in rows.iter().enumerate() {
+                if n == ROWS_PER_POLL || (n > 0 && queued + row.weight() > BYTES_PER_POLL) {
+                    // A backlog (a long tape, or a page opened late): send the rest without waiting.
+                    self.first = true;
+                    break;
+                }
+                queued += row.weight().min(SSE_ROW_BYTES);
+                match row_event(row) {
                     Ok(text) => self.queue.push_back(Event::default().event("row").data(text)),
                     Err(e) => tracing::warn!(error = %e, "a tape row did not serialize"),
                 }
@@ -205,4 +256,24 @@ impl Tail {
             self.announced = true;
         }
     }
+}
+
+/// A row as its `row` event carries it: whole, or trimmed when its JSON is over
+/// [`SSE_ROW_BYTES`].
+fn row_event(row: &TapeRow) -> serde_json::Result<String> {
+    if row.weight() <= SSE_ROW_BYTES {
+        return serde_json::to_string(row);
+    }
+    let cut = |b: &pome_tape::Body| pome_tape::Body(b.0.slice(..b.0.len().min(TRIMMED_BODY_BYTES)));
+    // An entity larger than a cut body is named by its size instead (a JSON string, where
+    // the entity's JSON would be).
+    let entity = |e: &Option<pome_tape::EntityText>| match e {
+        Some(text) if text.0.len() > TRIMMED_BODY_BYTES => Some(pome_tape::EntityText::from(json!(format!("trimmed: {} bytes", text.0.len())).to_string())),
+        other => other.clone(),
+    };
+    let state_delta = row.state_delta.iter().map(|c| pome_tape::StateChange { before: entity(&c.before), after: entity(&c.after), ..c.clone() }).collect();
+    let trimmed = TapeRow { request_body: cut(&row.request_body), response_body: cut(&row.response_body), state_delta, ..row.clone() };
+    let mut v = serde_json::to_value(&trimmed)?;
+    v["trimmed"] = Value::Bool(true);
+    serde_json::to_string(&v)
 }
