@@ -382,6 +382,12 @@ impl Segment {
     }
 
     fn decode(stored: &[u8]) -> Result<Vec<TapeRow>, String> {
+        // LZ4 expands at most 255 to 1: a size header claiming more is a corrupt segment, and
+        // must not make us allocate what it claims.
+        let claimed = stored.get(..4).map_or(0, |n| u32::from_le_bytes(n.try_into().expect("four bytes")) as usize);
+        if claimed > stored.len().saturating_mul(255) + 16 {
+            return Err(format!("a segment claims {claimed} bytes from {} stored", stored.len()));
+        }
         let payload = bytes::Bytes::from(lz4_flex::decompress_size_prepended(stored).map_err(|e| e.to_string())?);
         // The next length-prefixed part of `rest`, shared with the payload, not copied.
         fn part(rest: &mut bytes::Bytes) -> Result<bytes::Bytes, String> {
@@ -828,6 +834,70 @@ fn write_batch(conn: &mut Connection, batch: &[Entry], closed_seq: &mut i64) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn tape_row(seq: u64, path: String, headers: Vec<(String, String)>, req: Vec<u8>, resp: Vec<u8>) -> TapeRow {
+        let mut row: TapeRow = serde_json::from_value(serde_json::json!({
+            "seq": seq, "ts": "2026-01-01T00:00:00.000001Z", "twin": "acme", "request_id": "r", "method": "POST",
+            "path": path, "query": "", "request_headers": headers, "request_body": "", "base_url": "http://h/s/x/acme",
+            "auth": "agent", "status": 200, "response_headers": [], "response_body": "", "latency_ms": 0.5, "action": null,
+            "fidelity": "semantic", "state_mutation": false, "state_delta": [], "error": null
+        }))
+        .unwrap();
+        row.request_body = Body(req.into());
+        row.response_body = Body(resp.into());
+        row
+    }
+
+    fn stored(rows: &[TapeRow]) -> Vec<u8> {
+        let mut segment = Segment::default();
+        for row in rows {
+            segment.push(&row.json_without_bodies(), row);
+        }
+        lz4_flex::compress_prepend_size(&segment.payload)
+    }
+
+    fn any_row() -> impl Strategy<Value = TapeRow> {
+        (0u64..1 << 53, ".{0,40}", prop::collection::vec(("[a-z-]{1,12}", ".{0,30}"), 0..4), prop::collection::vec(any::<u8>(), 0..300), prop::collection::vec(any::<u8>(), 0..300))
+            .prop_map(|(seq, path, headers, req, resp)| tape_row(seq, path, headers, req, resp))
+    }
+
+    proptest! {
+        /// Any rows, bodies of any bytes, read back from their stored segment exactly.
+        #[test]
+        fn a_stored_segment_reads_back_its_rows_exactly(rows in prop::collection::vec(any_row(), 1..6)) {
+            prop_assert_eq!(Segment::decode(&stored(&rows)).unwrap(), rows);
+        }
+
+        /// A segment cut short, or with bytes changed, is an error or other rows — never a
+        /// panic, and never an allocation of what a corrupt size header claims.
+        #[test]
+        fn a_damaged_segment_is_refused_without_panicking(rows in prop::collection::vec(any_row(), 1..4), cut in any::<prop::sample::Index>(), flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4)) {
+            let whole = stored(&rows);
+            let short = &whole[..cut.index(whole.len())];
+            prop_assert!(Segment::decode(short).is_err(), "a segment cut short is refused");
+            let mut changed = whole.clone();
+            for (at, byte) in flips {
+                let i = at.index(changed.len());
+                changed[i] ^= byte;
+            }
+            let _ = Segment::decode(&changed);
+        }
+
+        /// Any bytes at all: an answer, never a panic.
+        #[test]
+        fn any_bytes_as_a_segment_are_refused_without_panicking(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            let _ = Segment::decode(&bytes);
+        }
+    }
+
+    #[test]
+    fn a_segment_claiming_gigabytes_is_refused_before_anything_is_allocated() {
+        let mut forged = u32::MAX.to_le_bytes().to_vec();
+        forged.extend_from_slice(&[0u8; 32]);
+        let err = Segment::decode(&forged).unwrap_err();
+        assert!(err.contains("claims"), "{err}");
+    }
 
     fn record(id: &str) -> SandboxRecord {
         SandboxRecord {
