@@ -550,3 +550,126 @@ fn huge_headers_get_431_and_non_utf8_header_values_are_served() {
         assert_eq!(sb.call("github", "GET", "/repos/acme/api", None).await.status, 200, "the server still serves");
     });
 }
+
+/// One JSON-RPC message as a stranger might send it to an MCP door: any version, any id,
+/// a known or unknown method, params of any shape (tool calls with any name and arguments).
+fn jsonrpc_message() -> impl Strategy<Value = Value> {
+    let method = prop_oneof![
+        Just("initialize".to_string()),
+        Just("tools/list".to_string()),
+        Just("tools/call".to_string()),
+        Just("ping".to_string()),
+        Just("notifications/initialized".to_string()),
+        Just("resources/list".to_string()),
+        Just("prompts/get".to_string()),
+        ".{0,24}",
+    ];
+    let tool = prop_oneof![Just("list_issues"), Just("get_issue"), Just("create_issue"), Just("list_sandboxes"), Just("get_run"), Just("create_sandbox"), Just("")];
+    let params = prop_oneof![
+        json_value(),
+        (tool, json_value()).prop_map(|(name, arguments)| json!({"name": name, "arguments": arguments})),
+        json_value().prop_map(|v| json!({"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}})),
+    ];
+    let id = prop_oneof![Just(None), any::<i64>().prop_map(|n| Some(json!(n))), ".{0,12}".prop_map(|s| Some(json!(s))), json_value().prop_map(Some)];
+    let version = prop_oneof![Just(Some(json!("2.0"))), Just(None), json_value().prop_map(Some)];
+    (version, id, method, proptest::option::of(params)).prop_map(|(version, id, method, params)| {
+        let mut m = serde_json::Map::new();
+        if let Some(v) = version {
+            m.insert("jsonrpc".into(), v);
+        }
+        if let Some(id) = id {
+            m.insert("id".into(), id);
+        }
+        m.insert("method".into(), json!(method));
+        if let Some(p) = params {
+            m.insert("params".into(), p);
+        }
+        Value::Object(m)
+    })
+}
+
+/// What an MCP door answered, as JSON-RPC messages: a JSON body, or the `data:` lines of an
+/// event stream. `None` when the answer is neither.
+fn jsonrpc_answers(content_type: &str, text: &str) -> Option<Vec<Value>> {
+    let one = |s: &str| -> Option<Vec<Value>> {
+        match serde_json::from_str::<Value>(s).ok()? {
+            Value::Array(a) => Some(a),
+            v => Some(vec![v]),
+        }
+    };
+    if content_type.starts_with("text/event-stream") {
+        let mut out = Vec::new();
+        for data in text.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).filter(|d| !d.is_empty()) {
+            out.extend(one(data)?);
+        }
+        Some(out)
+    } else {
+        one(text)
+    }
+}
+
+/// Any JSON-RPC a stranger sends an MCP door (a twin's, with the agent token; the team's,
+/// with its key) — single messages, batches, bodies that are not JSON — gets a bounded
+/// answer below 500, and every message in it is JSON-RPC (`result`, or `error` with an
+/// integer code and a message). The doors keep serving after.
+#[test]
+fn mcp_json_rpc_of_any_shape_gets_a_json_rpc_answer_below_500() {
+    block_on(async {
+        let server = Server::start().await;
+        let sb = server.sandbox(&["github", "linear"], None).await;
+        let doors = [(format!("{}/mcp", sb.base("github")), sb.token.clone()), (format!("{}/mcp", sb.base("linear")), sb.token.clone()), (format!("{}/mcp", server.url), pome_e2e::API_KEY.to_string())];
+        let mut r = runner(128);
+        // What came back, so the run shows it reached the JSON-RPC layer and not only the
+        // transport's refusals.
+        let (mut results, mut errors, mut statuses) = (0, 0, std::collections::BTreeMap::<u16, u32>::new());
+        let protocol = prop_oneof![Just(None), Just(Some("2025-06-18".to_string())), Just(Some("2025-03-26".to_string())), "[ -~]{0,12}".prop_map(Some)];
+        for i in 0..cases(128) {
+            let (url, token) = &doors[i as usize % doors.len()];
+            let body = match i % 8 {
+                // A batch of messages.
+                0 => Value::Array((0..3).map(|_| jsonrpc_message().new_tree(&mut r).unwrap().current()).collect()).to_string().into_bytes(),
+                // Bytes that are not JSON at all.
+                1 => prop::collection::vec(any::<u8>(), 0..64).new_tree(&mut r).unwrap().current(),
+                _ => jsonrpc_message().new_tree(&mut r).unwrap().current().to_string().into_bytes(),
+            };
+            let mut req = server.http.post(url).bearer_auth(token).header("content-type", "application/json").header("accept", "application/json, text/event-stream").body(body.clone());
+            if let Some(v) = protocol.new_tree(&mut r).unwrap().current() {
+                req = req.header("mcp-protocol-version", v);
+            }
+            let resp = tokio::time::timeout(Duration::from_secs(10), req.send()).await.expect("answered in bounded time").unwrap();
+            let status = resp.status().as_u16();
+            *statuses.entry(status).or_default() += 1;
+            let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+            let text = tokio::time::timeout(Duration::from_secs(10), resp.text()).await.expect("the answer ends").unwrap();
+            let shown = String::from_utf8_lossy(&body);
+            assert!(status < 500, "{url} answered {status} to {shown}: {text}");
+            assert_ne!(status, 415, "a JSON body is the right media type: {shown} => {text}");
+            if text.trim().is_empty() {
+                assert!(status == 202 || status >= 400, "an empty answer is an accepted notification or a refusal ({status}) to {shown}");
+                continue;
+            }
+            let Some(messages) = jsonrpc_answers(&content_type, &text) else {
+                // Refusals before JSON-RPC (a wrong content type, a version the door does not
+                // speak) are plain text from the transport; anything else must be JSON-RPC.
+                assert!(status >= 400, "{url} answered {status} with neither JSON nor events to {shown}: {text}");
+                continue;
+            };
+            for m in messages {
+                let ok = m["result"].is_object() || (m["error"]["code"].is_i64() && m["error"]["message"].is_string());
+                assert!(ok, "{url} answered {status} off JSON-RPC to {shown}: {m}");
+                if m["result"].is_object() {
+                    results += 1;
+                } else {
+                    errors += 1;
+                }
+            }
+        }
+        eprintln!("MCP doors answered: {statuses:?}; {results} results, {errors} errors");
+        assert!(results > 0 && errors > 0, "the messages reached JSON-RPC: {statuses:?}, {results} results, {errors} errors");
+        // The doors still serve: a tool call through the agent's door, and the agent's REST.
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+        let resp = server.http.post(&doors[0].0).bearer_auth(&sb.token).header("accept", "application/json, text/event-stream").header("mcp-protocol-version", "2025-06-18").json(&call).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(sb.call("github", "GET", "/repos/acme/api", None).await.status, 200);
+    });
+}

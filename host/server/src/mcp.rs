@@ -75,11 +75,27 @@ where
     S: rmcp::ServerHandler + Send + 'static,
 {
     use tower_service::Service as _;
+    let json_sent = req.headers().get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
     let mut svc = svc;
-    match svc.call(req).await {
-        Ok(resp) => resp.map(Body::new).into_response(),
+    let resp = match svc.call(req).await {
+        Ok(resp) => resp.map(Body::new),
         Err(never) => match never {},
+    };
+    if resp.status() == axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE && json_sent {
+        return not_json_rpc(resp).await;
     }
+    resp.into_response()
+}
+
+/// rmcp answers a JSON body that is not a JSON-RPC message `415` in plain text, though the
+/// media type was right. Answered instead as JSON-RPC asks: `400` with an error without an
+/// id, "parse error" for text that is not JSON, "invalid request" for JSON that is no message.
+async fn not_json_rpc(resp: Response) -> Response {
+    // rmcp's text is a line; read at most a little of it.
+    let text = axum::body::to_bytes(resp.into_body(), 4096).await.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let (code, message) = if text.contains("unrecognized JSON-RPC message") { (-32600, "Invalid Request: the body is JSON but not a JSON-RPC message") } else { (-32700, "Parse error: the body is not JSON") };
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    (axum::http::StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
 }
 
 /// The answer of an API the door called, as a tool result: `text` as the API sent it, and its
