@@ -14,6 +14,7 @@ pub mod checks;
 pub mod diff;
 pub mod fast;
 pub mod git;
+pub mod graphql;
 pub mod model;
 pub mod render;
 pub mod routes;

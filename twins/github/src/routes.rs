@@ -59,6 +59,9 @@ pub fn router() -> Router<World> {
         .get("/orgs/{org}", "orgs.get", h!(users::get_org))
         .route(Some(Method::Get), "/rate_limit", "rate_limit.get", Fidelity::Shape, h!(repos::rate_limit))
         .route(Some(Method::Get), "/", "meta.root", Fidelity::Shape, h!(repos::root))
+        // GraphQL (`/api/graphql` is where GitHub Enterprise Server serves it)
+        .post("/graphql", "graphql.post", crate::graphql::endpoint)
+        .post("/api/graphql", "graphql.enterprise_post", crate::graphql::endpoint)
         // repositories
         .get(R, "repos.get", h!(repos::get))
         .patch(R, "repos.update", h!(repos::update))
