@@ -262,3 +262,17 @@ fn github_schema_parses_and_validates_but_for_its_duplicate_fields() {
         ]
     );
 }
+
+/// Codegen tools introspect: `__type` answers from GitHub's whole schema, descriptions included.
+#[test]
+fn introspection_answers_from_githubs_schema() {
+    let mut w = world();
+    let v = gql(&mut w, r#"{ __type(name: "Issue") { name kind description fields { name } } }"#, json!({}));
+    let t = &v["data"]["__type"];
+    assert_eq!((t["name"].as_str(), t["kind"].as_str()), (Some("Issue"), Some("OBJECT")));
+    assert!(t["description"].as_str().unwrap().starts_with("An Issue is a place to discuss"), "{t}");
+    let names: Vec<&str> = t["fields"].as_array().unwrap().iter().filter_map(|f| f["name"].as_str()).collect();
+    for f in ["number", "title", "stateReason", "timelineItems"] {
+        assert!(names.contains(&f), "{f} missing");
+    }
+}
