@@ -101,9 +101,11 @@ fn attackers_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        // SAFETY: setpriority only reads its arguments; `0` names the calling thread.
+        // The idle class: the attackers' own client work (parsing what they download) gives
+        // way at once to the neighbour's client in this process, so the figures measure the
+        // server. SAFETY: sched_setscheduler only reads its arguments; `0` names this thread.
         .on_thread_start(|| unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+            libc::sched_setscheduler(0, libc::SCHED_IDLE, &libc::sched_param { sched_priority: 0 });
         })
         .build()
         .unwrap()
@@ -424,12 +426,14 @@ async fn bench_the_neighbour_of_a_hostile_tenant() {
         l.sort();
         l[(l.len() * q / 100).min(l.len() - 1)]
     };
+    let (p99_alone, p99_attacked) = (pct(alone.clone(), 99), pct(attacked.clone(), 99));
     println!(
-        "neighbour of a hostile tenant (GitHub list/get/create in turn, 3,000 calls, none failed): alone p50 {:?} p99 {:?}; under attack p50 {:?} p99 {:?} (server busy {:.2} of 2 cores); server RSS peak {} MiB (budget {BUDGET_MIB} MiB); loopback reached {} times",
+        "neighbour of a hostile tenant (GitHub list/get/create in turn, 3,000 calls, none failed): alone p50 {:?} p99 {:?}; under attack p50 {:?} p99 {:?}, {:.1}x its p99 alone (goal: 3x) (server busy {:.2} of 2 cores); server RSS peak {} MiB (budget {BUDGET_MIB} MiB); loopback reached {} times",
         pct(alone.clone(), 50),
-        pct(alone, 99),
+        p99_alone,
         pct(attacked.clone(), 50),
-        pct(attacked, 99),
+        p99_attacked,
+        p99_attacked.as_secs_f64() / p99_alone.as_secs_f64(),
         busy,
         scene.peak_mib.load(Ordering::Relaxed),
         reached.load(Ordering::Relaxed)

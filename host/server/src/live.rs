@@ -468,8 +468,14 @@ impl Journal for RowJournal {
 
     fn read(&self, from: u64, to: u64, limit: usize, done: Box<dyn FnOnce(Result<Vec<TapeRow>, String>) + Send>) {
         let (live, sandbox, twin) = (self.live.clone(), self.sandbox.clone(), self.twin.clone());
-        // Off the async workers: a long tape takes a while to read and parse.
-        tokio::task::spawn_blocking(move || done(live.read_rows(&sandbox, &twin, from, to, limit).map_err(|e| e.to_string())));
+        let read = move || done(live.read_rows(&sandbox, &twin, from, to, limit).map_err(|e| e.to_string()));
+        // Off the async workers: a long tape takes a while to read and parse. A bulk stream's
+        // thread is off them already, at a low priority: read there.
+        if crate::proxy::on_bulk_thread() {
+            read();
+        } else {
+            tokio::task::spawn_blocking(read);
+        }
     }
 }
 

@@ -221,6 +221,7 @@ pub fn bulk_stream(write: impl FnOnce(&mut std::io::BufWriter<ChunkSender>) -> s
         // Bulk work: the kernel should serve every tenant's calls before it.
         let thread = std::thread::Builder::new().name("pome-bulk-stream".into()).spawn(move || {
             lower_priority();
+            BULK_THREAD.with(|b| b.set(true));
             let mut out = std::io::BufWriter::with_capacity(STREAM_CHUNK, ChunkSender(tx));
             let _ = done_tx.send(write(&mut out).and_then(|()| std::io::Write::flush(&mut out)));
         });
@@ -239,9 +240,28 @@ pub fn bulk_stream(write: impl FnOnce(&mut std::io::BufWriter<ChunkSender>) -> s
 
 /// Lower the calling thread's scheduling priority (nice 10): its CPU goes to other work
 /// first. Linux gives each thread its own nice value.
+thread_local! {
+    static BULK_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this is a bulk stream's thread: blocking work done for it (reading older rows
+/// from disk) runs here, at its low priority, instead of on the blocking pool at the
+/// server's, so one tenant's downloads cannot take CPU from another's calls.
+pub fn on_bulk_thread() -> bool {
+    BULK_THREAD.with(|b| b.get())
+}
+
 fn lower_priority() {
-    // SAFETY: setpriority only reads its arguments; `0` names the calling thread.
-    let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
+    // SCHED_IDLE, not only a higher nice value: a niced thread still runs out its time slice
+    // (milliseconds) before a woken request handler gets the CPU, an idle-class thread gives
+    // it up at once. Any thread may move itself to it; nice is the fallback.
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: both calls only read their arguments; `0` names the calling thread.
+    unsafe {
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+        }
+    }
 }
 
 /// Hands each buffer it is given to the stream's channel, waiting while the client has not
