@@ -38,6 +38,14 @@ fn serve(data: &Path, mode: &str) -> (Proc, Duration) {
 }
 
 fn serve_with(data: &Path, mode: &str, args: &[&str]) -> (Proc, Duration) {
+    // Compiled twins shared by every server of the bench: each starts on a fresh data
+    // directory, and compiling every twin (tens of CPU seconds) would otherwise run beside
+    // the load being measured.
+    let cache = crate::root().join("target/pome-bench-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    if !data.join("cache").exists() {
+        std::os::unix::fs::symlink(&cache, data.join("cache")).unwrap();
+    }
     let started = Instant::now();
     let (child, url) = crate::spawn_pome(data, ["--durability", mode].iter().chain(args).map(OsString::from));
     (Proc { child, url }, started.elapsed())
@@ -143,8 +151,26 @@ async fn sandboxes(http: &reqwest::Client, url: &str, n: usize) -> Vec<Sbx> {
     out
 }
 
+/// CPU time the process `pid` has used, user and system, from /proc (in USER_HZ ticks,
+/// which Linux fixes at 100 a second).
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+    let ticks: u64 = fields.get(11..13).map_or(0, |f| f.iter().filter_map(|t| t.parse::<u64>().ok()).sum());
+    Duration::from_millis(ticks * 10)
+}
+
+/// One mode's run: calls per second, non-2xx answers, and the server's CPU per answered call
+/// (whether a mode's cost is work or waiting: a mode that only waits longer uses no more).
+struct Rate {
+    calls: f64,
+    bad: u64,
+    cpu_per_call: Duration,
+}
+
 /// Calls per second of the mixed load at 64 connections over 100 sandboxes, for 5 s.
-async fn rate(mode: &str) -> (f64, u64) {
+async fn rate(mode: &str) -> Rate {
     let data = tempfile::tempdir().unwrap();
     let (p, _) = serve(data.path(), mode);
     let http = reqwest::Client::new();
@@ -153,14 +179,16 @@ async fn rate(mode: &str) -> (f64, u64) {
     let load = Arc::new(Load::default());
     let tasks = mixed_load(&http, &p.url, &sbx, stop.clone(), load.clone(), false, Writes::Create);
     tokio::time::sleep(Duration::from_secs(1)).await; // warm up
-    let (n0, t0) = (load.answered.load(Ordering::Relaxed), Instant::now());
+    let (n0, t0, cpu0) = (load.answered.load(Ordering::Relaxed), Instant::now(), cpu_time(p.child.id()));
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let rate = (load.answered.load(Ordering::Relaxed) - n0) as f64 / t0.elapsed().as_secs_f64();
+    let answered = load.answered.load(Ordering::Relaxed) - n0;
+    let cpu = cpu_time(p.child.id()).saturating_sub(cpu0);
+    let calls = answered as f64 / t0.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
         let _ = t.await;
     }
-    (rate, load.non_2xx.load(Ordering::Relaxed))
+    Rate { calls, bad: load.non_2xx.load(Ordering::Relaxed), cpu_per_call: cpu / answered.max(1) as u32 }
 }
 
 pub async fn run() {
@@ -170,12 +198,13 @@ pub async fn run() {
     // from run to run by as much as the cost being measured, so the modes take turns for
     // three rounds and each line gives the median of its runs.
     let modes = ["memory", "sync", "window"];
-    let (mut runs, mut bad) = (BTreeMap::<&str, Vec<f64>>::new(), BTreeMap::<&str, u64>::new());
+    let (mut runs, mut bad, mut cpu) = (BTreeMap::<&str, Vec<f64>>::new(), BTreeMap::<&str, u64>::new(), BTreeMap::<&str, Vec<f64>>::new());
     for _ in 0..3 {
         for mode in modes {
-            let (r, b) = rate(mode).await;
-            runs.entry(mode).or_default().push(r);
-            *bad.entry(mode).or_default() += b;
+            let r = rate(mode).await;
+            runs.entry(mode).or_default().push(r.calls);
+            *bad.entry(mode).or_default() += r.bad;
+            cpu.entry(mode).or_default().push(r.cpu_per_call.as_secs_f64() * 1e6);
         }
     }
     let median = |v: &[f64]| {
@@ -197,7 +226,7 @@ pub async fn run() {
             Some(m) => format!("  {:+.1}% vs memory-only", (r / m - 1.0) * 100.0),
             None => "  (no memory-only figure to compare)".into(),
         };
-        println!("{label}  {r:>8.0} calls/s  (median of {each}){cost}");
+        println!("{label}  {r:>8.0} calls/s  (median of {each}){cost}; server CPU {:.0} µs a call", median(&cpu[mode]));
     }
 
     // kill -9 mid-load, restart: every answered call must be on its tape.
