@@ -60,16 +60,7 @@ fn is_date(s: &str) -> bool {
 
 /// The day of Unix time `now` as `YYYY-MM-DD` (the civil calendar, UTC).
 fn today(now: i64) -> String {
-    // Howard Hinnant's days-to-civil.
-    let z = now.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    let (y, m, d) = pome_twin_sdk::time::civil_date(now);
     format!("{y:04}-{m:02}-{d:02}")
 }
 
