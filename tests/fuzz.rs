@@ -262,7 +262,8 @@ fn vendor_shaped(twin: &str, status: u16, text: &str) -> bool {
     match twin {
         "stripe" => v["error"]["type"].is_string() && v["error"]["message"].is_string(),
         "gmail" => v["error"]["code"] == json!(status) && v["error"]["message"].is_string() && v["error"]["status"].is_string(),
-        "linear" => v["errors"][0]["message"].is_string(),
+        // Linear's, and GitHub's at /graphql.
+        "linear" | "graphql" => v["errors"][0]["message"].is_string(),
         _ => false,
     }
 }
@@ -486,19 +487,33 @@ fn graphql_document() -> impl Strategy<Value = String> {
 
 #[test]
 fn graphql_documents_of_any_shape_get_answers_in_linears_shape() {
+    graphql_documents_of_any_shape_get_graphql_errors("linear");
+}
+
+/// The same documents at GitHub's `/graphql`, on the same engine with GitHub's schema and
+/// node limit: the doubling fragments and the deep nesting included.
+#[test]
+fn graphql_documents_of_any_shape_get_answers_in_githubs_shape() {
+    graphql_documents_of_any_shape_get_graphql_errors("github");
+}
+
+fn graphql_documents_of_any_shape_get_graphql_errors(twin: &str) {
     block_on(async {
         let server = Server::start().await;
-        let sb = server.sandbox(&["linear"], None).await;
+        let sb = server.sandbox(&[twin], None).await;
+        let url = format!("{}/graphql", sb.base(twin));
         let mut r = runner(96);
         for _ in 0..cases(96) {
             let doc = graphql_document().new_tree(&mut r).unwrap().current();
             let n = prop_oneof![Just(json!(null)), Just(json!(5)), Just(json!(250)), Just(json!("x")), Just(json!(-1))].new_tree(&mut r).unwrap().current();
             let body = json!({"query": doc, "variables": {"n": n}});
-            let (status, text) = send(&sb, "POST", format!("{}/graphql", sb.base("linear")), "application/json", body.to_string().into_bytes()).await;
-            assert!(status < 500, "linear answered {status} to {doc:?}: {text}");
-            assert!(vendor_shaped("linear", status, &text), "linear answered {status} off Linear's shape to {doc:?}: {text}");
+            let started = Instant::now();
+            let (status, text) = send(&sb, "POST", url.clone(), "application/json", body.to_string().into_bytes()).await;
+            assert!(status < 500, "{twin} answered {status} to {doc:?}: {text}");
+            assert!(vendor_shaped("graphql", status, &text), "{twin} answered {status} off its shape to {doc:?}: {text}");
+            assert!(started.elapsed() < Duration::from_secs(2), "{twin} answered {doc:?} within the call deadline ({:?})", started.elapsed());
         }
-        let (status, text) = send(&sb, "POST", format!("{}/graphql", sb.base("linear")), "application/json", json!({"query": "{ viewer { id } }"}).to_string().into_bytes()).await;
+        let (status, text) = send(&sb, "POST", url, "application/json", json!({"query": "{ viewer { id } }"}).to_string().into_bytes()).await;
         assert_eq!(status, 200, "{text}");
     });
 }
