@@ -26,6 +26,8 @@ pub struct Kept {
     pub response: Response,
     pub action: Option<String>,
     pub unsupported: bool,
+    /// Its complexity points: a kept answer spends them again.
+    pub points: f64,
 }
 
 struct Entry {

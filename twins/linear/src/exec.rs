@@ -604,6 +604,9 @@ fn sort_order(w: &Inner, sort: &[Value], x: &Entity, y: &Entity) -> std::cmp::Or
     Ordering::Equal
 }
 
+/// Linear's largest page (`first`/`last`).
+const MAX_PAGE: i64 = 250;
+
 /// Filter, order and page entities (type, id, entity) as a `…Connection`.
 fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: TypeName, node: TypeName, listed: impl Iterator<Item = (&'e str, &'e str, &'e Entity)>, ordered: InOrder, args: &Value) -> Result<ResolvedValue<'a>, FieldError> {
     let arg = |name: &str| arg(args, name);
@@ -622,10 +625,19 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: TypeName, 
     let first = arg("first").and_then(Value::as_i64);
     let last = arg("last").and_then(Value::as_i64);
     let after = arg("after").and_then(Value::as_str);
+    // Linear validates page sizes before listing anything: at most 250, never clamped.
+    for (n, v) in [("first", first), ("last", last)] {
+        if v.is_some_and(|v| v < 0) {
+            return Err(ctx.invalid_input(format!("Argument Validation Error - {n} must be a positive number"), &format!("{n} must be a positive number")));
+        }
+        if v.is_some_and(|v| v > MAX_PAGE) {
+            return Err(ctx.invalid_input(format!("Argument Validation Error - {n} must not be greater than {MAX_PAGE}"), &format!("{n} must not be greater than {MAX_PAGE}")));
+        }
+    }
     // Listed in order: the page is full with `first` items past the cursor, and one more
     // tells whether there is a next page.
     let ordered = ordered == InOrder::Yes;
-    let wanted = ordered.then(|| first.unwrap_or(50).clamp(0, 250) as usize + 1);
+    let wanted = ordered.then(|| first.unwrap_or(50) as usize + 1);
     let mut after_at: Option<usize> = None;
     // Each kept item with its sort key, read once.
     let mut items: Vec<(&str, (&str, &str))> = Vec::new();
@@ -684,11 +696,6 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: TypeName, 
             _ => std::cmp::Ordering::Equal,
         });
     }
-    for (n, v) in [("first", first), ("last", last)] {
-        if v.is_some_and(|v| v < 0) {
-            return Err(ctx.invalid_input(format!("Argument Validation Error - {n} must be a positive number"), &format!("{n} must be a positive number")));
-        }
-    }
     let mut start = 0usize;
     let mut end = items.len();
     if let Some(after) = after {
@@ -707,7 +714,7 @@ fn page<'a, 'c: 'a, 'w: 'a, 'e>(ctx: &'c Ctx<'w>, w: &'e Inner, conn: TypeName, 
     let (s, e) = match (first, last) {
         (_, Some(l)) if first.is_none() => (end.saturating_sub(l as usize).max(start), end),
         (f, _) => {
-            let f = f.unwrap_or(50).min(250) as usize;
+            let f = f.unwrap_or(50) as usize;
             (start, (start + f).min(end))
         }
     };

@@ -20,6 +20,7 @@ pub mod limits;
 pub mod mcp;
 pub mod model;
 pub mod mutate;
+pub mod rate;
 pub mod root;
 pub mod seed;
 pub mod tables;
@@ -55,19 +56,23 @@ pub const CREDENTIAL_DIGEST_HEADER: &str = "x-pome-credential-sha256";
 
 /// The user a seeded API key (`tokens` in the seed) acts as, if the request carries one: by
 /// its digest ([`CREDENTIAL_DIGEST_HEADER`]), or raw in `Authorization` (as @linear/sdk sends
-/// a key) or as `Bearer` where no host redacted it.
-fn seeded_token_user(w: &World, call: &Call) -> Option<String> {
+/// a key) or as `Bearer` where no host redacted it; with the credential its limits are kept
+/// under (a token whose `type` is `oauth` has an OAuth app's limits, any other an API key's).
+fn seeded_token_user(w: &World, call: &Call) -> Option<(String, rate::Credential)> {
     use sha2::Digest;
     let digest = call.req.header(CREDENTIAL_DIGEST_HEADER).map(str::to_ascii_lowercase);
     let given = call.req.header("authorization").map(|g| g.trim()).map(|g| g.strip_prefix("Bearer ").unwrap_or(g).trim());
-    let t = w.tokens.iter().find(|t| {
+    let (at, t) = w.tokens.iter().enumerate().find(|(_, t)| {
         let Some(token) = t.get("token").and_then(Value::as_str) else { return false };
         given == Some(token) || digest.as_deref() == Some(hex::encode(sha2::Sha256::digest(token.as_bytes())).as_str())
     })?;
     let user = t.get("user").and_then(Value::as_str)?;
-    w.all("User")
+    let kind = if t.get("type").and_then(Value::as_str).is_some_and(|k| k.eq_ignore_ascii_case("oauth")) { rate::Kind::OAuth } else { rate::Kind::ApiKey };
+    let user = w
+        .all("User")
         .find(|(id, u)| id.as_str() == user || u.get("email").and_then(Value::as_str).is_some_and(|e| e.eq_ignore_ascii_case(user)))
-        .map(|(id, _)| id.clone())
+        .map(|(id, _)| id.clone())?;
+    Some((user, rate::Credential { key: format!("tokens[{at}]"), kind }))
 }
 
 /// The clock a request runs at: the host's virtual clock, or, when the seed sets `clock`, that
@@ -91,57 +96,94 @@ fn upload(_w: &mut World, call: &mut Call) -> Response {
 
 /// Serve one GraphQL request.
 pub fn graphql(w: &mut World, call: &mut Call) -> Response {
-    // The host knows only the sandbox's agent token; a key from the seed is the twin's to
-    // accept, and the request then acts as that key's user.
-    let acting = match call.req.auth {
-        Auth::Agent => None,
+    // The host knows only the sandbox's agent token (a personal API key); a key from the seed
+    // is the twin's to accept, and the request then acts as that key's user.
+    let (acting, cred) = match call.req.auth {
+        Auth::Agent => (None, rate::Credential { key: "agent".into(), kind: rate::Kind::ApiKey }),
         _ => match seeded_token_user(w, call) {
-            Some(user) => Some(user),
+            Some((user, cred)) => (Some(user), cred),
             None => return World::auth_error(call),
         },
     };
     let saved = acting.map(|u| std::mem::replace(&mut w.viewer, u));
-    let resp = graphql_as(w, call);
+    let resp = graphql_as(w, call, &cred);
     if let Some(v) = saved {
         w.viewer = v;
     }
     resp
 }
 
-fn graphql_as(w: &mut World, call: &mut Call) -> Response {
+/// Linear's rate-limit headers for the levels a request left (`x-complexity`: its points).
+fn with_limits(resp: Response, s: &rate::Status) -> Response {
+    resp.with_header("x-complexity", s.points.to_string())
+        .with_header("x-ratelimit-requests-limit", s.requests.limit.to_string())
+        .with_header("x-ratelimit-requests-remaining", s.requests.remaining.to_string())
+        .with_header("x-ratelimit-requests-reset", s.requests.reset_ms.to_string())
+        .with_header("x-ratelimit-complexity-limit", s.complexity.limit.to_string())
+        .with_header("x-ratelimit-complexity-remaining", s.complexity.remaining.to_string())
+        .with_header("x-ratelimit-complexity-reset", s.complexity.reset_ms.to_string())
+}
+
+/// Linear's answer past a rate limit: `RATELIMITED`, HTTP 400, with the levels that refused it.
+fn rate_limited(s: &rate::Status, what: &str) -> Response {
+    let msg = format!("Rate limit exceeded: this request needs more {what} than the {} limit of {} an hour leaves", s.kind.name(), if what == "requests" { s.requests.limit } else { s.complexity.limit });
+    let body = errors(400, vec![json!({"message": "Rate limit exceeded", "extensions": {"type": "ratelimited", "code": "RATELIMITED", "statusCode": 400, "userError": true, "userPresentableMessage": msg}})]);
+    with_limits(body, s)
+}
+
+fn graphql_as(w: &mut World, call: &mut Call, cred: &rate::Credential) -> Response {
     w.requests += 1;
-    let remaining = 5000u64.saturating_sub(w.requests % 5000);
+    let now_us = pome_twin_sdk::time::now().timestamp_micros();
+    let (left, status) = w.rate.peek(cred, now_us);
+    if !left {
+        call.action = Some("graphql".into());
+        return rate_limited(&status, "requests");
+    }
     let key = cache::key(call, &w.viewer);
-    let resp = match cache::get(&w.generation, &key) {
-        Some(kept) => {
-            call.action = kept.action;
-            call.unsupported = kept.unsupported;
-            kept.response
-        }
-        None => {
-            let (resp, keep) = serve(w, call);
-            if keep {
-                cache::put(&w.generation, key, cache::Kept { response: resp.clone(), action: call.action.clone(), unsupported: call.unsupported });
+    if let Some(kept) = cache::get(&w.generation, &key) {
+        return match w.rate.spend(cred, now_us, kept.points) {
+            Ok(s) => {
+                call.action = kept.action;
+                call.unsupported = kept.unsupported;
+                with_limits(kept.response, &s)
             }
-            resp
-        }
+            Err(s) => {
+                call.action = Some("graphql".into());
+                rate_limited(&s, "complexity points")
+            }
+        };
+    }
+    let mut spent = None;
+    let (resp, keep) = serve(w, call, &mut |w: &mut World, points: f64| {
+        let r = w.rate.spend(cred, now_us, points);
+        spent = Some(*r.as_ref().unwrap_or_else(|s| s));
+        w.0.rate_status = spent;
+        r.is_ok()
+    });
+    w.0.rate_status = None;
+    // A request refused before its complexity was known (a document that does not parse)
+    // costs a request and no points.
+    let status = match spent {
+        Some(s) => s,
+        None => w.rate.spend(cred, now_us, 0.0).unwrap_or_else(|s| s),
     };
-    resp.with_header("x-ratelimit-requests-limit", "5000")
-        .with_header("x-ratelimit-requests-remaining", remaining.to_string())
-        .with_header("x-ratelimit-requests-reset", ((pome_twin_sdk::time::now_unix() / 3600 + 1) * 3_600_000).to_string())
-        .with_header("x-ratelimit-complexity-limit", "3000000")
-        .with_header("x-ratelimit-complexity-remaining", "3000000")
+    if keep {
+        cache::put(&w.generation, key, cache::Kept { response: resp.clone(), action: call.action.clone(), unsupported: call.unsupported, points: status.points as f64 });
+    }
+    with_limits(resp, &status)
 }
 
 /// The answer, and whether it may be kept for the same request on the same world.
-fn serve(w: &mut World, call: &mut Call) -> (Response, bool) {
-    match execute(w, call) {
+/// `spend` is asked once the request's complexity is known, before anything runs: `false`
+/// refuses it (`RATELIMITED`, with the levels it left in [`model::Inner::rate_status`]).
+fn serve(w: &mut World, call: &mut Call, spend: &mut dyn FnMut(&mut World, f64) -> bool) -> (Response, bool) {
+    match execute(w, call, spend) {
         Ok((resp, keep)) => (resp, keep),
         Err(resp) => (resp, false),
     }
 }
 
-fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response> {
+fn execute(w: &mut World, call: &mut Call, spend: &mut dyn FnMut(&mut World, f64) -> bool) -> Result<(Response, bool), Response> {
     call.action = Some("graphql".into());
     let request = match Request::read(call.req.method == Method::Get, call.req.query_pairs(), &call.req.body) {
         Ok(r) => r,
@@ -191,6 +233,10 @@ fn execute(w: &mut World, call: &mut Call) -> Result<(Response, bool), Response>
     if points > MAX_COMPLEXITY {
         let msg = format!("Query too complex - complexity of {} exceeds the maximum of {}", points.round(), MAX_COMPLEXITY);
         return Err(errors(400, vec![json!({"message": msg, "extensions": {"type": "graphql error", "code": "QUERY_TOO_COMPLEX", "statusCode": 400, "userError": true, "userPresentableMessage": "The query is too complex; request fewer items or fields."}})]));
+    }
+    if !spend(w, points) {
+        let s = w.0.rate_status.expect("a refused spend records its levels");
+        return Err(rate_limited(&s, "complexity points"));
     }
     let is_mutation = operation.operation_type == apollo_compiler::executable::OperationType::Mutation;
     let now = request_time(w).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
@@ -358,3 +404,5 @@ mod tests;
 mod tests_mcp;
 #[cfg(test)]
 mod tests_input;
+#[cfg(test)]
+mod tests_round_two;

@@ -26,6 +26,12 @@ pub struct Inner {
     pub tokens: Vec<Value>,
     /// Requests served (rate-limit headers).
     pub requests: u64,
+    /// Each credential's rate-limit buckets ([`crate::rate`]).
+    #[serde(default)]
+    pub rate: crate::rate::Buckets,
+    /// The running request's rate-limit levels, for `rateLimitStatus`: not state.
+    #[serde(skip)]
+    pub rate_status: Option<crate::rate::Status>,
     /// The seed's `clock`: requests run at it, advanced by the virtual time since the first.
     #[serde(default)]
     pub clock: Option<String>,

@@ -134,11 +134,15 @@ impl ObjectValue for Root<'_, '_> {
                     .count();
                 return Ok(ResolvedValue::Leaf(exec::coerce(json!(n), named)));
             }
+            // The levels this request left, as its headers give them (never kept: they change
+            // with every request).
             "rateLimitStatus" => {
-                let remaining = 5000u64.saturating_sub(ctx.w.borrow().requests);
-                let v = json!({"identifier": null, "kind": "api key", "limits": [
-                    {"allowedAmount": 5000, "period": 3_600_000, "remainingAmount": remaining, "requestedAmount": 1, "reset": 0, "type": "requests"}
-                ]});
+                ctx.volatile.set(true);
+                let Some(s) = ctx.w.borrow().rate_status else { return Err(ctx.unsupported("Query.rateLimitStatus outside a GraphQL request")) };
+                let limit = |ty: &str, l: crate::rate::Level, asked: i64| {
+                    json!({"type": ty, "allowedAmount": l.limit as f64, "period": crate::rate::PERIOD_MS as f64, "remainingAmount": l.remaining as f64, "requestedAmount": asked as f64, "reset": l.reset_ms as f64})
+                };
+                let v = json!({"identifier": null, "kind": s.kind.name(), "limits": [limit("requestLimit", s.requests, 1), limit("complexityLimit", s.complexity, s.points)]});
                 return Ok(ResolvedValue::object(Plain { ty: named.into(), value: v }));
             }
             "issueVcsBranchSearch" => {
