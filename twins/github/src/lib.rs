@@ -20,6 +20,7 @@ pub mod render;
 pub mod routes;
 pub mod seed;
 pub mod tools;
+pub mod webhooks;
 
 mod handlers;
 
@@ -56,6 +57,12 @@ pub struct World {
     pub issue_field_values: BTreeMap<u64, BTreeMap<u64, String>>,
     /// Reactions on pull request review comments: comment id → reactions.
     pub review_comment_reactions: BTreeMap<u64, Vec<model::Reaction>>,
+    /// Webhooks of repositories and organisations, by id.
+    #[serde(default)]
+    pub hooks: BTreeMap<u64, webhooks::Hook>,
+    /// Every delivery sent (and redelivered), by id: what the deliveries routes answer.
+    #[serde(default)]
+    pub hook_deliveries: BTreeMap<u64, webhooks::HookDelivery>,
     /// Which world this is for the response cache (never serialised: a restored world is a
     /// new one to the cache).
     #[serde(skip)]

@@ -37,7 +37,12 @@ fn serve(w: &mut World, c: &mut Call, f: fn(&mut World, &mut Call) -> crate::api
         w.cache.bump();
     }
     let r = match f(w, c) {
-        Ok(r) => r,
+        Ok(r) => {
+            if !cacheable {
+                crate::webhooks::after_write(w, c);
+            }
+            r
+        }
         Err(e) => pome_twin_sdk::Response::json(e.status, &e.body()),
     };
     if cacheable {
@@ -202,6 +207,30 @@ pub fn router() -> Router<World> {
         .get(&p("/releases/{release_id}"), "repos.get_release", h!(releases::get))
         .patch(&p("/releases/{release_id}"), "repos.update_release", h!(releases::update))
         .delete(&p("/releases/{release_id}"), "repos.delete_release", h!(releases::delete))
+        // webhooks (repository and organisation)
+        .get(&p("/hooks"), "repos.list_webhooks", h!(hooks::list))
+        .post(&p("/hooks"), "repos.create_webhook", h!(hooks::create))
+        .get(&p("/hooks/{hook_id}"), "repos.get_webhook", h!(hooks::get))
+        .patch(&p("/hooks/{hook_id}"), "repos.update_webhook", h!(hooks::update))
+        .delete(&p("/hooks/{hook_id}"), "repos.delete_webhook", h!(hooks::delete))
+        .get(&p("/hooks/{hook_id}/config"), "repos.get_webhook_config_for_repo", h!(hooks::get_config))
+        .patch(&p("/hooks/{hook_id}/config"), "repos.update_webhook_config_for_repo", h!(hooks::update_config))
+        .post(&p("/hooks/{hook_id}/pings"), "repos.ping_webhook", h!(hooks::ping))
+        .post(&p("/hooks/{hook_id}/tests"), "repos.test_push_webhook", h!(hooks::test_push))
+        .get(&p("/hooks/{hook_id}/deliveries"), "repos.list_webhook_deliveries", h!(hooks::list_deliveries))
+        .get(&p("/hooks/{hook_id}/deliveries/{delivery_id}"), "repos.get_webhook_delivery", h!(hooks::get_delivery))
+        .post(&p("/hooks/{hook_id}/deliveries/{delivery_id}/attempts"), "repos.redeliver_webhook_delivery", h!(hooks::redeliver))
+        .get("/orgs/{org}/hooks", "orgs.list_webhooks", h!(hooks::list))
+        .post("/orgs/{org}/hooks", "orgs.create_webhook", h!(hooks::create))
+        .get("/orgs/{org}/hooks/{hook_id}", "orgs.get_webhook", h!(hooks::get))
+        .patch("/orgs/{org}/hooks/{hook_id}", "orgs.update_webhook", h!(hooks::update))
+        .delete("/orgs/{org}/hooks/{hook_id}", "orgs.delete_webhook", h!(hooks::delete))
+        .get("/orgs/{org}/hooks/{hook_id}/config", "orgs.get_webhook_config_for_org", h!(hooks::get_config))
+        .patch("/orgs/{org}/hooks/{hook_id}/config", "orgs.update_webhook_config_for_org", h!(hooks::update_config))
+        .post("/orgs/{org}/hooks/{hook_id}/pings", "orgs.ping_webhook", h!(hooks::ping))
+        .get("/orgs/{org}/hooks/{hook_id}/deliveries", "orgs.list_webhook_deliveries", h!(hooks::list_deliveries))
+        .get("/orgs/{org}/hooks/{hook_id}/deliveries/{delivery_id}", "orgs.get_webhook_delivery", h!(hooks::get_delivery))
+        .post("/orgs/{org}/hooks/{hook_id}/deliveries/{delivery_id}/attempts", "orgs.redeliver_webhook_delivery", h!(hooks::redeliver))
         // branch protection, orgs, commit ↔ pulls, review comments of a review, merges
         .get(&p("/branches/{branch}/protection"), "repos.get_branch_protection", h!(misc::get_protection))
         .get(&p("/branches/{branch}/protection/required_status_checks"), "repos.get_status_checks_protection", h!(misc::get_status_checks_protection))

@@ -100,7 +100,7 @@ pub fn combined_status_json(w: &World, b: &str, r: &Repo, sha: &str) -> Value {
     })
 }
 
-fn check_run_json(w: &World, b: &str, r: &Repo, c: &CheckRun) -> Value {
+pub(crate) fn check_run_json(w: &World, b: &str, r: &Repo, c: &CheckRun) -> Value {
     let fname = r.full_name();
     let u = format!("{b}/repos/{fname}/check-runs/{}", c.id);
     let pulls: Vec<Value> = r
@@ -150,13 +150,20 @@ fn suite_id(r: &Repo, sha: &str) -> u64 {
 pub fn list_check_suites(w: &mut World, call: &mut Call) -> ApiResult {
     let r = w.repo(call)?;
     let sha = resolve(r, call).map_err(|_| ApiError::not_found())?;
+    match suite_json(w, &call.req.base_url, r, &sha) {
+        Some(suite) => json(200, &json!({"total_count": 1, "check_suites": [suite]})),
+        None => json(200, &json!({"total_count": 0, "check_suites": []})),
+    }
+}
+
+/// The check suite of commit `sha` (its runs' summary), if it has runs; webhooks send it too.
+pub(crate) fn suite_json(w: &World, b: &str, r: &Repo, sha: &str) -> Option<Value> {
     let runs: Vec<&CheckRun> = r.check_runs.values().filter(|c| c.head_sha == sha).collect();
     if runs.is_empty() {
-        return json(200, &json!({"total_count": 0, "check_suites": []}));
+        return None;
     }
-    let b = &call.req.base_url;
     let fname = r.full_name();
-    let id = suite_id(r, &sha);
+    let id = suite_id(r, sha);
     let done = runs.iter().all(|c| c.status == "completed");
     let conclusion = if !done {
         None
@@ -166,7 +173,7 @@ pub fn list_check_suites(w: &mut World, call: &mut Call) -> ApiResult {
             .find(|k| runs.iter().any(|c| c.conclusion.as_deref() == Some(*k)))
     };
     let status = if done { "completed" } else if runs.iter().any(|c| c.status == "in_progress") { "in_progress" } else { "queued" };
-    let commit = r.git.commit(&sha).unwrap();
+    let commit = r.git.commit(sha)?;
     let branch = r.git.branches().find(|(_, s)| **s == sha).map(|(n, _)| n.to_string());
     let first = runs.iter().filter_map(|c| c.started_at.clone()).min();
     let last = runs.iter().filter_map(|c| c.completed_at.clone().or(c.started_at.clone())).max();
@@ -187,7 +194,7 @@ pub fn list_check_suites(w: &mut World, call: &mut Call) -> ApiResult {
         "check_runs_url": format!("{b}/repos/{fname}/check-suites/{id}/check-runs"),
         "rerequestable": false, "runs_rerequestable": false,
     });
-    json(200, &json!({"total_count": 1, "check_suites": [suite]}))
+    Some(suite)
 }
 
 #[derive(Debug, Deserialize, Default)]

@@ -116,7 +116,7 @@ pub fn check_member(w: &mut World, call: &mut Call) -> ApiResult {
     if members(w, &org).iter().any(|l| l.eq_ignore_ascii_case(who)) { no_content() } else { Err(ApiError::not_found()) }
 }
 
-fn org_json(b: &str, u: &User) -> Value {
+pub(crate) fn org_json(b: &str, u: &User) -> Value {
     let url = format!("{b}/orgs/{}", u.login);
     json!({
         "login": u.login, "id": u.id, "node_id": node_id("Organization", u.id), "url": url,

@@ -3,6 +3,7 @@
 
 pub mod checks;
 pub mod git;
+pub mod hooks;
 pub mod issues;
 pub mod mcp_tools;
 pub mod mcp_vendor;

@@ -8,7 +8,7 @@ use crate::api::{ApiError, ApiResult, input, json, no_content, num, page_of};
 use crate::model::*;
 use crate::render::node_id;
 
-fn release_json(w: &World, b: &str, r: &Repo, x: &Release) -> Value {
+pub(crate) fn release_json(w: &World, b: &str, r: &Repo, x: &Release) -> Value {
     let fname = r.full_name();
     let u = format!("{b}/repos/{fname}/releases/{}", x.id);
     json!({
