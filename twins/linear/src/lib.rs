@@ -72,7 +72,7 @@ fn seeded_token_user(w: &World, call: &Call) -> Option<(String, rate::Credential
         .all("User")
         .find(|(id, u)| id.as_str() == user || u.get("email").and_then(Value::as_str).is_some_and(|e| e.eq_ignore_ascii_case(user)))
         .map(|(id, _)| id.clone())?;
-    Some((user, rate::Credential { key: format!("tokens[{at}]"), kind }))
+    Some((user, rate::Credential::new(format!("tokens[{at}]"), kind, w.rate_limits)))
 }
 
 /// The clock a request runs at: the host's virtual clock, or, when the seed sets `clock`, that
@@ -99,7 +99,7 @@ pub fn graphql(w: &mut World, call: &mut Call) -> Response {
     // The host knows only the sandbox's agent token (a personal API key); a key from the seed
     // is the twin's to accept, and the request then acts as that key's user.
     let (acting, cred) = match call.req.auth {
-        Auth::Agent => (None, rate::Credential { key: "agent".into(), kind: rate::Kind::ApiKey }),
+        Auth::Agent => (None, rate::Credential::new("agent".into(), rate::Kind::ApiKey, w.rate_limits)),
         _ => match seeded_token_user(w, call) {
             Some((user, cred)) => (Some(user), cred),
             None => return World::auth_error(call),

@@ -26,6 +26,9 @@ pub struct Inner {
     pub tokens: Vec<Value>,
     /// Requests served (rate-limit headers).
     pub requests: u64,
+    /// The seed's `rateLimits`: hourly limits for every credential in place of Linear's.
+    #[serde(default)]
+    pub rate_limits: Option<crate::rate::Raised>,
     /// Each credential's rate-limit buckets ([`crate::rate`]).
     #[serde(default)]
     pub rate: crate::rate::Buckets,

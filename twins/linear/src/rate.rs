@@ -46,12 +46,37 @@ impl Kind {
     }
 }
 
-/// The credential a request spends: the agent's token, or a key from the seed's `tokens`.
+/// The credential a request spends: the agent's token, or a key from the seed's `tokens`, with
+/// its hourly limits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Credential {
     pub key: String,
     pub kind: Kind,
+    pub requests: i64,
+    pub complexity: i64,
 }
+
+impl Credential {
+    /// Linear's limits for `kind`, or the world's raised ones (seed `rateLimits`: what Linear
+    /// support grants on request).
+    pub fn new(key: String, kind: Kind, raised: Option<Raised>) -> Self {
+        let (requests, complexity) = match raised {
+            Some(r) => (r.requests, r.complexity),
+            None => (kind.requests(), kind.complexity()),
+        };
+        Credential { key, kind, requests, complexity }
+    }
+}
+
+/// Hourly limits a seed raises (or lowers) for every credential of its world.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Raised {
+    pub requests: i64,
+    pub complexity: i64,
+}
+
+/// The largest hourly limit a seed may set: a bucket's units (`limit × PERIOD_US`) fit an i64.
+pub const MAX_RAISED: i64 = 1_000_000_000;
 
 /// One credential's two buckets, as units left (`remaining × PERIOD_US`) at `at_us`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,15 +130,15 @@ impl Buckets {
         let at = match self.0.iter().position(|b| b.key == cred.key) {
             Some(at) => at,
             None => {
-                self.0.push(Bucket { key: cred.key.clone(), requests: cred.kind.requests() * PERIOD_US, complexity: cred.kind.complexity() * PERIOD_US, at_us: now_us });
+                self.0.push(Bucket { key: cred.key.clone(), requests: cred.requests * PERIOD_US, complexity: cred.complexity * PERIOD_US, at_us: now_us });
                 self.0.len() - 1
             }
         };
         let b = &mut self.0[at];
         // A clock that went back (a restored world) refills nothing.
         let elapsed = now_us.saturating_sub(b.at_us).max(0);
-        b.requests = b.requests.saturating_add(elapsed.saturating_mul(cred.kind.requests())).min(cred.kind.requests() * PERIOD_US);
-        b.complexity = b.complexity.saturating_add(elapsed.saturating_mul(cred.kind.complexity())).min(cred.kind.complexity() * PERIOD_US);
+        b.requests = b.requests.saturating_add(elapsed.saturating_mul(cred.requests)).min(cred.requests * PERIOD_US);
+        b.complexity = b.complexity.saturating_add(elapsed.saturating_mul(cred.complexity)).min(cred.complexity * PERIOD_US);
         b.at_us = b.at_us.max(now_us);
         b
     }
@@ -128,7 +153,7 @@ impl Buckets {
             b.requests -= PERIOD_US;
             b.complexity -= points * PERIOD_US;
         }
-        let status = Status { kind: cred.kind, requests: level(cred.kind.requests(), b.requests, now_us), complexity: level(cred.kind.complexity(), b.complexity, now_us), points };
+        let status = Status { kind: cred.kind, requests: level(cred.requests, b.requests, now_us), complexity: level(cred.complexity, b.complexity, now_us), points };
         if fits { Ok(status) } else { Err(status) }
     }
 
@@ -136,7 +161,7 @@ impl Buckets {
     pub fn peek(&mut self, cred: &Credential, now_us: i64) -> (bool, Status) {
         let b = self.refilled(cred, now_us);
         let left = b.requests >= PERIOD_US;
-        (left, Status { kind: cred.kind, requests: level(cred.kind.requests(), b.requests, now_us), complexity: level(cred.kind.complexity(), b.complexity, now_us), points: 0 })
+        (left, Status { kind: cred.kind, requests: level(cred.requests, b.requests, now_us), complexity: level(cred.complexity, b.complexity, now_us), points: 0 })
     }
 }
 
@@ -144,7 +169,7 @@ impl Buckets {
 mod tests {
     use super::*;
 
-    const KEY: Credential = Credential { key: String::new(), kind: Kind::ApiKey };
+    const KEY: Credential = Credential { key: String::new(), kind: Kind::ApiKey, requests: 5_000, complexity: 3_000_000 };
 
     #[test]
     fn requests_run_out_at_the_limit_and_drip_back_at_limit_per_period() {
@@ -166,7 +191,7 @@ mod tests {
     #[test]
     fn complexity_is_spent_rounded_up_and_a_request_past_it_spends_nothing() {
         let mut b = Buckets::default();
-        let oauth = Credential { key: "app".into(), kind: Kind::OAuth };
+        let oauth = Credential::new("app".into(), Kind::OAuth, None);
         let s = b.spend(&oauth, 0, 9_999.2).unwrap();
         assert_eq!((s.points, s.complexity.limit, s.complexity.remaining), (10_000, 2_000_000, 1_990_000));
         for _ in 0..199 {

@@ -1,6 +1,6 @@
 //! Seeds in Pome's Linear shape (`organization`, `users`, `teams` with their `states`,
 //! `labels`, `projects`, `cycles`, `issues`, `comments`, `documents`, `webhooks`, `tokens`,
-//! `clock`), read strictly: an unknown key, a wrong type or a reference to nothing is an
+//! `clock`, `rateLimits`), read strictly: an unknown key, a wrong type or a reference to nothing is an
 //! error naming its JSON path. References are by the names people write: teams by key, users
 //! by email, states and labels by name, issues by title or identifier.
 
@@ -94,7 +94,7 @@ pub fn default_seed() -> Value {
 }
 
 const TOP: &[&str] = &[
-    "_meta", "clock", "defaultSid", "baseUrl", "strictScopes", "organization", "users", "teams", "labels", "projects", "cycles",
+    "_meta", "clock", "rateLimits", "defaultSid", "baseUrl", "strictScopes", "organization", "users", "teams", "labels", "projects", "cycles",
     "issues", "comments", "documents", "oauthApps", "tokens", "webhooks", "notifications",
 ];
 
@@ -544,6 +544,19 @@ pub fn from_seed(seed: &Value) -> R<World> {
     if w.viewer.is_empty() {
         let admin = w.all("User").find(|(_, u)| u.get("admin").and_then(Value::as_bool) == Some(true)).or_else(|| w.all("User").next()).map(|(id, _)| id.clone());
         w.viewer = admin.ok_or_else(|| "seed.users: at least one user is needed (the agent acts as one)".to_string())?;
+    }
+    // Raised limits, as Linear support grants them (a load test needs more than an hour's 5,000).
+    if let Some(r) = top.get("rateLimits").filter(|v| !v.is_null()) {
+        let p = "seed.rateLimits";
+        let m = obj(r, p, &["requestsPerHour", "complexityPerHour"])?;
+        let limit = |k: &str, default: i64| -> R<i64> {
+            match number(m, k, p)? {
+                None => Ok(default),
+                Some(n) if n.fract() == 0.0 && (1.0..=crate::rate::MAX_RAISED as f64).contains(&n) => Ok(n as i64),
+                Some(n) => Err(format!("{p}.{k}: expected a whole number from 1 to {}, got {n}", crate::rate::MAX_RAISED)),
+            }
+        };
+        w.rate_limits = Some(crate::rate::Raised { requests: limit("requestsPerHour", 5_000)?, complexity: limit("complexityPerHour", 3_000_000)? });
     }
     w.seq = 0;
     w.clock = seed_clock;

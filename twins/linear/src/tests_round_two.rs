@@ -124,3 +124,16 @@ fn a_page_larger_than_250_is_refused_as_linear_refuses_it_issue_35() {
     let body = ask(&mut w, "{ issues(first: 250) { nodes { id } } }", json!({}), None).json_body();
     assert!(body.get("errors").is_none(), "{body}");
 }
+
+#[test]
+fn a_seed_may_raise_the_limits_as_linear_support_does_issue_35() {
+    let mut v: Value = serde_json::from_str(TASK24).unwrap();
+    v["rateLimits"] = json!({"requestsPerHour": 2, "complexityPerHour": 1_000_000});
+    let mut w = World::init(Some(v.clone())).unwrap();
+    let r = ask(&mut w, "{ viewer { id } }", json!({}), None);
+    assert_eq!((header(&r, "x-ratelimit-requests-limit"), header(&r, "x-ratelimit-complexity-limit")), (2, 1_000_000));
+    ask(&mut w, "{ viewer { id } }", json!({}), None);
+    assert_eq!(ask(&mut w, "{ viewer { id } }", json!({}), None).json_body()["errors"][0]["extensions"]["code"], "RATELIMITED");
+    v["rateLimits"] = json!({"requestsPerHour": 0});
+    assert!(World::init(Some(v)).unwrap_err().contains("seed.rateLimits.requestsPerHour"));
+}
