@@ -70,6 +70,7 @@ pub fn declared() -> Vec<CheckDecl> {
         check("github.file_exists", "File `{path}` exists in `{repo}`", "final", "positive"),
         check("github.commit_status", "Commit status \"{context}\" in `{repo}` is {state}", "final", "positive")
             .param("state", one_of(&["success", "failure", "error", "pending"])),
+        check("github.webhook_delivered", "A `{event}` webhook was delivered for `{repo}`", "final", "positive"),
     ]
 }
 
@@ -254,6 +255,30 @@ fn decide(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Undecided
                 None => Outcome::new(false, format!("no \"{ctx}\" status was ever reported"), Evidence::state(format!("repositories[{ri}].statuses"))),
             })
         }
+        "github.webhook_delivered" => {
+            // `issues` names an event, `issues.closed` an event and its action.
+            let (ri, repo) = repo(w.state, &get("repo")?)?;
+            let want = get("event")?;
+            let (event, action) = match want.split_once('.') {
+                Some((e, a)) => (e, Some(a)),
+                None => (want.as_str(), None),
+            };
+            let list = &repo["webhook_deliveries"];
+            let hit = arr(list).iter().position(|d| d["event"].as_str() == Some(event) && action.is_none_or(|a| d["action"].as_str() == Some(a)));
+            Ok(match hit {
+                Some(k) => Outcome::new(true, format!("delivery {} carried {want}", list[k]["guid"].as_str().unwrap_or("")), Evidence::state(format!("repositories[{ri}].webhook_deliveries[{k}]"))),
+                None => {
+                    let sent: BTreeSet<String> = arr(list)
+                        .iter()
+                        .map(|d| match d["action"].as_str() {
+                            Some(a) => format!("{}.{a}", d["event"].as_str().unwrap_or("")),
+                            None => d["event"].as_str().unwrap_or("").to_string(),
+                        })
+                        .collect();
+                    Outcome::new(false, format!("no {want} webhook was sent; sent: {sent:?}"), Evidence::state(format!("repositories[{ri}].webhook_deliveries")))
+                }
+            })
+        }
         other => Err(format!("the github twin declares no check `{other}`").into()),
     }
 }
@@ -322,6 +347,11 @@ mod tests {
             "comments": if done { json!([{"id": 9, "issue": 1, "body": "Fixed in #2"}, {"id": 10, "issue": 2, "body": "merging"}]) } else { json!([]) },
             "statuses": [{"context": "ci/test", "state": "failure"}, {"context": "ci/test", "state": if done { "success" } else { "failure" }}],
             "branches": {"main": {"files": if done { json!({"README.md": "x", "NEW.md": "y"}) } else { json!({"README.md": "x"}) }}},
+            "webhook_deliveries": if done {
+                json!([{"id": 5, "hook": 4, "guid": "g-ping", "event": "ping", "action": null}, {"id": 6, "hook": 4, "guid": "g-1", "event": "issues", "action": "closed"}])
+            } else {
+                json!([{"id": 5, "hook": 4, "guid": "g-ping", "event": "ping", "action": null}, {"id": 6, "hook": 4, "guid": "g-1", "event": "issues", "action": "opened"}])
+            },
         }]})
     }
 
@@ -349,6 +379,9 @@ mod tests {
                 json!({"repositories": [{"full_name": "acme/api", "issues": [{"number": 1}, {"number": 3}]}]})),
             ("github.file_exists", p(&[("path", "NEW.md"), ("repo", "acme/api")]), seed.clone(), good.clone(), bad.clone()),
             ("github.commit_status", p(&[("context", "ci/test"), ("repo", "acme/api"), ("state", "success")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.webhook_delivered", p(&[("event", "issues.closed"), ("repo", "acme/api")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.webhook_delivered", p(&[("event", "issues"), ("repo", "acme/api")]), seed.clone(), good.clone(),
+                json!({"repositories": [{"full_name": "acme/api", "webhook_deliveries": [{"event": "ping", "action": null}]}]})),
         ]
     }
 

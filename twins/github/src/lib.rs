@@ -227,6 +227,14 @@ impl World {
                     "releases": r.releases.values().collect::<Vec<_>>(),
                     "branches": branches,
                     "tags": r.git.tags().map(|(n, s)| (n.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
+                    "hooks": self.hooks.values().filter(|h| h.repo.as_deref() == Some(r.key().as_str())).map(|h| json!({
+                        "id": h.id, "url": h.url, "events": h.events, "active": h.active, "content_type": h.content_type,
+                    })).collect::<Vec<_>>(),
+                    // Every delivery sent about this repository, by its own or its organisation's hooks.
+                    "webhook_deliveries": self.hook_deliveries.values().filter(|d| d.repository_id == Some(r.id)).map(|d| json!({
+                        "id": d.id, "hook": d.hook, "guid": d.guid, "event": d.event, "action": d.action,
+                        "redelivery": d.redelivery, "url": d.url, "delivered_at": d.delivered_at,
+                    })).collect::<Vec<_>>(),
                 })
             })
             .collect();

@@ -276,6 +276,13 @@ const PULL: &[&str] = &[
     "active_lock_reason", "draft", "merged", "mergeable", "rebaseable", "mergeable_state", "merged_by", "comments", "review_comments",
     "maintainer_can_modify", "commits", "additions", "deletions", "changed_files",
 ];
+/// The pull request of review and review comment events: without the merge details.
+const SIMPLE_PULL: &[&str] = &[
+    "url", "id", "node_id", "html_url", "diff_url", "patch_url", "issue_url", "number", "state", "locked", "title", "user", "body", "created_at", "updated_at",
+    "closed_at", "merged_at", "merge_commit_sha", "assignee", "assignees", "requested_reviewers", "requested_teams", "labels", "milestone", "draft",
+    "commits_url", "review_comments_url", "review_comment_url", "comments_url", "statuses_url", "head", "base", "_links", "author_association",
+    "auto_merge", "active_lock_reason",
+];
 const REVIEW: &[&str] =
     &["id", "node_id", "user", "body", "commit_id", "submitted_at", "state", "html_url", "pull_request_url", "author_association", "_links"];
 const REVIEW_COMMENT: &[&str] = &[
@@ -377,6 +384,12 @@ impl World {
     fn hook_pull(&self, b: &str, r: &Repo, i: &Issue) -> Value {
         let mut v = self.pull_json(b, r, i, true);
         pull_shape(&mut v);
+        v
+    }
+
+    fn hook_simple_pull(&self, b: &str, r: &Repo, i: &Issue) -> Value {
+        let mut v = self.hook_pull(b, r, i);
+        keep(&mut v, SIMPLE_PULL);
         v
     }
 }
@@ -497,7 +510,9 @@ fn derive(w: &World, b: &str, entity: &str, id: &str, before: Option<&Value>, af
             if review.get("submitted_at").is_none() {
                 review["submitted_at"] = Value::Null;
             }
-            let mut body = json!({"action": action, "review": review, "pull_request": w.hook_pull(b, r, i)});
+            // Webhooks spell review states in lower case (`approved`), REST in upper.
+            review["state"] = json!(rv.state.to_ascii_lowercase());
+            let mut body = json!({"action": action, "review": review, "pull_request": w.hook_simple_pull(b, r, i)});
             if action == "edited" {
                 body["changes"] = json!({"body": {"from": before.and_then(|v| v.get("body")).cloned().unwrap_or(Value::Null)}});
             }
@@ -534,7 +549,7 @@ fn derive(w: &World, b: &str, entity: &str, id: &str, before: Option<&Value>, af
             let mut comment = crate::handlers::pulls::review_comment_json(w, b, r, &c);
             keep(&mut comment, REVIEW_COMMENT);
             each(&mut comment, "user", user);
-            let mut body = json!({"action": action, "comment": comment, "pull_request": w.hook_pull(b, r, i)});
+            let mut body = json!({"action": action, "comment": comment, "pull_request": w.hook_simple_pull(b, r, i)});
             if action == "edited" {
                 body["changes"] = json!({"body": {"from": before.and_then(|v| v.get("body")).cloned().unwrap_or(Value::Null)}});
             }
@@ -673,6 +688,14 @@ fn derive(w: &World, b: &str, entity: &str, id: &str, before: Option<&Value>, af
             };
             let mut run = crate::handlers::checks::check_run_json(w, b, r, &c);
             keep(&mut run, RUN);
+            // Webhooks carry strings where REST has nulls: an empty external id, and the
+            // run's own page for details.
+            if run["external_id"].is_null() {
+                run["external_id"] = json!("");
+            }
+            if run["details_url"].is_null() {
+                run["details_url"] = run["html_url"].clone();
+            }
             each(&mut run, "app", |a| {
                 keep(a, APP);
                 each(a, "owner", user);
@@ -770,9 +793,23 @@ fn issue_events(w: &World, b: &str, id: &str, before: Option<&Value>, after: Opt
         out.push(Event { name, repo: key.clone(), body });
     };
     let Some(a) = after else { return };
-    let Some(bf) = before else {
-        push("opened", json!({}));
-        return;
+    // A new issue is `opened`, then (as GitHub sends them) `labeled`, `assigned`,
+    // `milestoned` and `review_requested` for what it was created with.
+    let created;
+    let bf = match before {
+        Some(bf) => bf,
+        None => {
+            push("opened", json!({}));
+            let mut v = a.clone();
+            v["labels"] = json!([]);
+            v["assignees"] = json!([]);
+            v["milestone"] = Value::Null;
+            if v["pull"].is_object() {
+                v["pull"]["requested_reviewers"] = json!([]);
+            }
+            created = v;
+            &created
+        }
     };
     let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(String::from);
     let mut changes = serde_json::Map::new();

@@ -113,7 +113,8 @@ fn an_issue_event_is_signed_and_carries_githubs_headers() {
     let id = hook(&mut w, json!(["issues"]), Some("topsecret"));
     let (s, issue, d) = send(&mut w, Method::Post, "/repos/acme/api/issues", Some(json!({"title": "Webhooks", "labels": ["bug"]})));
     assert_eq!(s, 201);
-    assert_eq!(d.len(), 1, "opened (labels given at creation are part of it)");
+    let actions: Vec<String> = d.iter().map(|d| payload(d)["action"].as_str().unwrap().to_string()).collect();
+    assert_eq!(actions, ["opened", "labeled"], "the labels it was created with follow, as on GitHub");
     let d = &d[0];
     assert_eq!(header(d, "X-GitHub-Event"), Some("issues"));
     assert_eq!(header(d, "X-GitHub-Hook-ID"), Some(id.to_string().as_str()));
@@ -292,4 +293,25 @@ fn a_world_without_hooks_sends_nothing_and_is_unchanged_by_them() {
     assert!(d.is_empty());
     assert_eq!(w.next_id, next + 1, "only the issue took an id");
     assert!(w.hook_deliveries.is_empty());
+}
+
+#[test]
+fn the_webhook_delivered_check_reads_the_state_export() {
+    use pome_twin_sdk::{CheckWorld, Params};
+    let mut w = admin_world();
+    let seed = w.state_json();
+    hook(&mut w, json!(["issues"]), None);
+    send(&mut w, Method::Patch, "/repos/acme/api/issues/1", Some(json!({"state": "closed"})));
+    let state = w.state_json();
+    let decide = |event: &str| {
+        let p: Params = [("event", event), ("repo", "acme/api")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        World::evaluate_check("github.webhook_delivered", &p, &CheckWorld { seed: &seed, state: &state, tape: &[] }).unwrap()
+    };
+    let o = decide("issues.closed");
+    assert!(o.holds, "{}", o.reason);
+    assert!(decide("issues").holds);
+    let o = decide("issues.reopened");
+    assert!(!o.holds);
+    assert!(o.reason.contains("issues.closed") && o.reason.contains("ping"), "{}", o.reason);
+    assert!(!decide("push").holds);
 }
