@@ -51,6 +51,13 @@ fn serve(w: &mut World, c: &mut Call, f: fn(&mut World, &mut Call) -> crate::api
     github_headers(c, r)
 }
 
+/// GraphQL, whose mutations run REST handlers and so set off the same webhooks.
+fn graphql(w: &mut World, c: &mut Call) -> pome_twin_sdk::Response {
+    let r = crate::graphql::endpoint(w, c);
+    crate::webhooks::after_write(w, c);
+    r
+}
+
 pub fn router() -> Router<World> {
     const R: &str = "/repos/{owner}/{repo}";
     let p = |s: &str| format!("{R}{s}");
@@ -65,8 +72,8 @@ pub fn router() -> Router<World> {
         .route(Some(Method::Get), "/rate_limit", "rate_limit.get", Fidelity::Shape, h!(repos::rate_limit))
         .route(Some(Method::Get), "/", "meta.root", Fidelity::Shape, h!(repos::root))
         // GraphQL (`/api/graphql` is where GitHub Enterprise Server serves it)
-        .post("/graphql", "graphql.post", crate::graphql::endpoint)
-        .post("/api/graphql", "graphql.enterprise_post", crate::graphql::endpoint)
+        .post("/graphql", "graphql.post", graphql)
+        .post("/api/graphql", "graphql.enterprise_post", graphql)
         // repositories
         .get(R, "repos.get", h!(repos::get))
         .patch(R, "repos.update", h!(repos::update))

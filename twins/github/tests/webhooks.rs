@@ -315,3 +315,17 @@ fn the_webhook_delivered_check_reads_the_state_export() {
     assert!(o.reason.contains("issues.closed") && o.reason.contains("ping"), "{}", o.reason);
     assert!(!decide("push").holds);
 }
+
+#[test]
+fn graphql_mutations_set_off_the_same_webhooks() {
+    let mut w = admin_world();
+    hook(&mut w, json!(["issues", "issue_comment"]), None);
+    let repo = twin_github::render::node_id("Repository", w.repos["acme/api"].id);
+    let q = format!(r#"mutation {{ createIssue(input: {{repositoryId: "{repo}", title: "From GraphQL"}}) {{ issue {{ number }} }} }}"#);
+    let (s, v, d) = send(&mut w, Method::Post, "/graphql", Some(json!({"query": q})));
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["data"]["createIssue"]["issue"]["number"].is_u64(), true, "{v}");
+    assert_eq!(d.len(), 1);
+    assert_eq!((header(&d[0], "X-GitHub-Event"), payload(&d[0])["action"].as_str()), (Some("issues"), Some("opened")));
+    assert_eq!(payload(&d[0])["issue"]["title"], "From GraphQL");
+}
