@@ -2,6 +2,9 @@
 
 use clap::Parser as _;
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = pome::cli::Cli::parse();
     tracing_subscriber::fmt()
