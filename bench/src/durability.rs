@@ -191,16 +191,17 @@ async fn rate(mode: &str) -> Rate {
     Rate { calls, bad: load.non_2xx.load(Ordering::Relaxed), cpu_per_call: cpu / answered.max(1) as u32 }
 }
 
-pub async fn run() {
-    let http = reqwest::Client::new();
-
+/// The throughput cost of each durability mode against memory-only.
+pub async fn modes() {
     // Throughput cost of each mode against memory-only. This machine's own speed drifts
     // from run to run by as much as the cost being measured, so the modes take turns for
     // three rounds and each line gives the median of its runs.
-    let modes = ["memory", "sync", "window"];
+    // POME_BENCH_MODES=memory,window narrows the comparison (the first named is the base).
+    let named = std::env::var("POME_BENCH_MODES").unwrap_or_else(|_| "memory,sync,window".into());
+    let modes: Vec<&'static str> = named.split(',').filter_map(|m| ["memory", "sync", "window"].into_iter().find(|k| *k == m.trim())).collect();
     let (mut runs, mut bad, mut cpu) = (BTreeMap::<&str, Vec<f64>>::new(), BTreeMap::<&str, u64>::new(), BTreeMap::<&str, Vec<f64>>::new());
     for _ in 0..3 {
-        for mode in modes {
+        for &mode in &modes {
             let r = rate(mode).await;
             runs.entry(mode).or_default().push(r.calls);
             *bad.entry(mode).or_default() += r.bad;
@@ -213,7 +214,7 @@ pub async fn run() {
         v[v.len() / 2]
     };
     let memory = (bad["memory"] == 0).then(|| median(&runs["memory"]));
-    for mode in modes {
+    for &mode in &modes {
         let label = format!("durability {mode:<7} mixed calls, 100 sandboxes, churn      c=64");
         if bad[mode] > 0 {
             println!("{label}  refused: {} non-2xx answers", bad[mode]);
@@ -228,6 +229,11 @@ pub async fn run() {
         };
         println!("{label}  {r:>8.0} calls/s  (median of {each}){cost}; server CPU {:.0} µs a call", median(&cpu[mode]));
     }
+}
+
+pub async fn run() {
+    modes().await;
+    let http = reqwest::Client::new();
 
     // kill -9 mid-load, restart: every answered call must be on its tape.
     let data = tempfile::tempdir().unwrap();

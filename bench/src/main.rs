@@ -328,7 +328,7 @@ async fn memory(server: &Server) {
 async fn main() {
     let server = Server::start();
     println!("pome bench on {} cores; server at {}", std::thread::available_parallelism().map_or(0, |n| n.get()), server.url);
-    // `bench -- stripe` (or `gmail`, `linear`, `mcp`, `durability`, `soak`) runs those lines alone.
+    // `bench -- stripe` (or `gmail`, `linear`, `mcp`, `durability`, `modes`, `soak`) runs those lines alone.
     match std::env::args().nth(1).as_deref() {
         Some("stripe") => return stripe::run(&server).await,
         Some("gmail") => return gmail::run(&server).await,
@@ -336,6 +336,8 @@ async fn main() {
         Some("mcp") => return mcp::run(&server).await,
         // Durability runs servers of its own (several modes, kill -9, restarts).
         Some("durability") => return durability::run().await,
+        // The modes' throughput lines alone: what a change to the write path is judged by.
+        Some("modes") => return durability::modes().await,
         Some("soak") => return durability::soak().await,
         _ => {}
     }

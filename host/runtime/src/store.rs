@@ -281,6 +281,9 @@ struct Tape {
     bytes: usize,
     /// The newest rows, `rows - recent.len() + 1 ..= rows`; older ones are in the journal.
     recent: VecDeque<Arc<TapeRow>>,
+    /// Each row's `TapeRow::weight`, beside it in `recent`: counted once, when the row is
+    /// pushed, since counting walks both bodies.
+    recent_weights: VecDeque<usize>,
     /// The weight of `recent`, counted in `Held::tapes`.
     recent_bytes: usize,
     /// Rows known to be in the journal without asking it (those a restart read back).
@@ -541,6 +544,7 @@ impl Worker {
         t.recent_bytes += weight;
         self.rt.held.tapes.fetch_add(weight, Relaxed);
         t.recent.push_back(row);
+        t.recent_weights.push_back(weight);
         self.trim();
     }
 
@@ -558,7 +562,7 @@ impl Worker {
         while t.recent.len() > max_rows || t.recent_bytes > max_bytes {
             match t.recent.front() {
                 Some(r) if r.seq <= durable => {
-                    let w = r.weight();
+                    let w = t.recent_weights.pop_front().unwrap_or(0);
                     t.recent.pop_front();
                     t.recent_bytes -= w;
                     freed += w;

@@ -238,8 +238,6 @@ pub fn bulk_stream(write: impl FnOnce(&mut std::io::BufWriter<ChunkSender>) -> s
     ([("content-type", "application/json")], body).into_response()
 }
 
-/// Lower the calling thread's scheduling priority (nice 10): its CPU goes to other work
-/// first. Linux gives each thread its own nice value.
 thread_local! {
     static BULK_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -251,6 +249,7 @@ pub fn on_bulk_thread() -> bool {
     BULK_THREAD.with(|b| b.get())
 }
 
+/// Lower the calling thread's scheduling priority: its CPU goes to other work first.
 fn lower_priority() {
     // SCHED_IDLE, not only a higher nice value: a niced thread still runs out its time slice
     // (milliseconds) before a woken request handler gets the CPU, an idle-class thread gives

@@ -312,10 +312,11 @@ fn open_live(path: &std::path::Path, mode: crate::live::Durability) -> anyhow::R
         {
             let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
             let aside = std::path::PathBuf::from(format!("{}.corrupt-{stamp}", path.display()));
-            for suffix in ["", "-wal", "-shm"] {
-                let (from, to) = (format!("{}{suffix}", path.display()), format!("{}{suffix}", aside.display()));
-                if std::path::Path::new(&from).exists() {
-                    std::fs::rename(&from, &to).with_context(|| format!("moving the corrupt {from} aside"))?;
+            for from in std::iter::once(path.to_path_buf()).chain(crate::live::files_beside(path)) {
+                let suffix = from.to_string_lossy()[path.as_os_str().len()..].to_string();
+                let to = format!("{}{suffix}", aside.display());
+                if from.exists() {
+                    std::fs::rename(&from, &to).with_context(|| format!("moving the corrupt {} aside", from.display()))?;
                 }
             }
             tracing::error!(

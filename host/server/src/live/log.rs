@@ -1,0 +1,370 @@
+//! The row log: the file an answer waits on. A twin store appends each row's frame to it
+//! with one `write` on its own thread, and in `window` mode the answer leaves as soon as the
+//! write returns: the row is in the operating system's hands, so a crash or `kill -9` cannot
+//! lose it, and no thread hand-off or database commit stands between a request and its
+//! answer. The writer thread moves logged rows into `live.db`'s segments in the background,
+//! many at a time, and a log file goes once every row in it is committed there. At start,
+//! rows a crash left only in the log are put into the database before anything is served.
+//!
+//! A frame is `[u32 length][u32 CRC-32 of the rest][u64 seq][u16 + sandbox id][u16 + twin][row]`, all
+//! little-endian; the row part is [`super::Segment`]'s form of one row, so the writer builds
+//! segments from frames without encoding a row twice. A frame cut short (a power cut, or a
+//! write the disk refused halfway) ends its file's replay there.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Condvar, Mutex};
+
+use pome_tape::TapeRow;
+
+use super::{Done, Durability};
+
+/// A log file is retired (and a new one begun) once it passes this size and its rows are
+/// committed to the database: replaying one at start takes well under a second.
+const ROTATE_BYTES: u64 = 64 << 20;
+
+/// One row as logged, waiting for the writer to put it into the database.
+pub(super) struct Logged {
+    pub sandbox: Arc<str>,
+    pub twin: Arc<str>,
+    pub row: Arc<TapeRow>,
+    /// The frame as written; the row part starts at `row_at`.
+    pub frame: Vec<u8>,
+    pub row_at: usize,
+    /// Moved to the row's seq once the database holds it: the store may then drop the row
+    /// from memory and read it back from there.
+    pub committed: Arc<AtomicU64>,
+}
+
+impl Logged {
+    /// Encode `row` of `sandbox`'s `twin` tape as a frame.
+    pub fn new(sandbox: Arc<str>, twin: Arc<str>, row: Arc<TapeRow>, committed: Arc<AtomicU64>) -> Logged {
+        let mut frame = Vec::with_capacity(16 + 4 + sandbox.len() + twin.len() + 12 + 1024 + row.request_body.0.len() + row.response_body.0.len());
+        frame.extend_from_slice(&[0; 8]);
+        frame.extend_from_slice(&row.seq.to_le_bytes());
+        for name in [&*sandbox, &*twin] {
+            // Ids and twin names are short (the registry makes them); a longer one is cut,
+            // which replay then finds is no sandbox it knows.
+            let name = &name.as_bytes()[..name.len().min(u16::MAX as usize)];
+            frame.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            frame.extend_from_slice(name);
+        }
+        let row_at = frame.len();
+        super::encode_row(&mut frame, &row);
+        let len = (frame.len() - 8) as u32;
+        let crc = crc32fast::hash(&frame[8..]);
+        frame[..4].copy_from_slice(&len.to_le_bytes());
+        frame[4..8].copy_from_slice(&crc.to_le_bytes());
+        Logged { sandbox, twin, row, frame, row_at, committed }
+    }
+
+    pub fn row_part(&self) -> &[u8] {
+        &self.frame[self.row_at..]
+    }
+}
+
+/// The log of a live store: the file being appended to, and the rows logged since the
+/// writer last took them.
+pub(super) struct RowLog {
+    /// `live.db`: log files are `live.db-log.<n>` beside it.
+    db: PathBuf,
+    mode: Durability,
+    state: Mutex<LogState>,
+    /// `sync` mode: answers waiting for the log's fsync, and the thread that does it.
+    unsynced: Mutex<Unsynced>,
+    to_sync: Condvar,
+}
+
+struct LogState {
+    file: Arc<File>,
+    number: u64,
+    len: u64,
+    /// Logged, not yet taken by the writer, in log order.
+    pending: Vec<Logged>,
+    pending_bytes: usize,
+    /// Rows whose write failed, in order, with their answers, while the disk refuses: each
+    /// later row queues behind them, so a tape's rows reach the log in order.
+    held: Vec<(Logged, Done)>,
+    /// Why the last write failed, while rows are held.
+    failing: Option<String>,
+    /// Files with rows not all committed to the database yet, oldest first, besides `file`.
+    retired: Vec<PathBuf>,
+    stopped: bool,
+}
+
+#[derive(Default)]
+struct Unsynced {
+    waiting: Vec<(Arc<File>, Done)>,
+    stopped: bool,
+}
+
+/// What the writer takes from the log for one commit.
+pub(super) struct Taken {
+    pub rows: Vec<Logged>,
+    /// Log files that may go once these rows are committed (and the database's log synced).
+    pub retired: Vec<PathBuf>,
+}
+
+pub(super) fn log_path(db: &Path, number: u64) -> PathBuf {
+    let mut name = db.as_os_str().to_os_string();
+    name.push(format!("-log.{number}"));
+    name.into()
+}
+
+/// The log files beside `db`, oldest first.
+pub(super) fn log_files(db: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
+    let dir = match db.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let prefix = format!("{}-log.", db.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()));
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(n) = name.strip_prefix(&prefix).and_then(|n| n.parse::<u64>().ok()) {
+            out.push((n, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn create(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new().append(true).create(true).mode(0o600).open(path)
+}
+
+/// The frames of one log file that read back whole: (seq, sandbox, twin, row part). Replay stops
+/// at the first frame that is cut short or does not match its checksum, and says how many
+/// bytes it passed over.
+pub(super) fn read_frames(bytes: &[u8]) -> (Vec<(u64, String, String, &[u8])>, usize) {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while bytes.len() - at >= 8 {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("four bytes")) as usize;
+        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("four bytes"));
+        let Some(body) = bytes.get(at + 8..at + 8 + len) else { break };
+        if crc32fast::hash(body) != crc {
+            break;
+        }
+        let Some((seq, mut rest)) = body.split_first_chunk::<8>() else { break };
+        let seq = u64::from_le_bytes(*seq);
+        let mut name = || -> Option<String> {
+            let n = u16::from_le_bytes(rest.get(..2)?.try_into().ok()?) as usize;
+            let s = std::str::from_utf8(rest.get(2..2 + n)?).ok()?.to_string();
+            rest = &rest[2 + n..];
+            Some(s)
+        };
+        let (Some(sandbox), Some(twin)) = (name(), name()) else { break };
+        out.push((seq, sandbox, twin, rest));
+        at += 8 + len;
+    }
+    (out, bytes.len() - at)
+}
+
+impl RowLog {
+    /// Begin log file `number` beside `db` (the files before it have been replayed).
+    pub fn open(db: &Path, mode: Durability, number: u64) -> std::io::Result<Arc<RowLog>> {
+        let file = create(&log_path(db, number))?;
+        let log = Arc::new(RowLog {
+            db: db.to_path_buf(),
+            mode,
+            state: Mutex::new(LogState {
+                file: Arc::new(file),
+                number,
+                len: 0,
+                pending: Vec::new(),
+                pending_bytes: 0,
+                held: Vec::new(),
+                failing: None,
+                retired: Vec::new(),
+                stopped: false,
+            }),
+            unsynced: Mutex::new(Unsynced::default()),
+            to_sync: Condvar::new(),
+        });
+        if mode == Durability::Sync {
+            let l = log.clone();
+            std::thread::Builder::new().name("pome-live-fsync".into()).spawn(move || l.sync_loop())?;
+        }
+        Ok(log)
+    }
+
+    /// Log a row; `done` runs once it is as durable as the mode promises: in `window`, at
+    /// once, after the write; in `sync`, after the fsync that covers it. Returns how many
+    /// bytes wait for the writer, so the caller can wake it early.
+    pub fn append(&self, logged: Logged, done: Done) -> usize {
+        let mut st = self.state.lock().unwrap();
+        if st.stopped {
+            drop(st);
+            done(Err("the live-sandbox writer stopped".into()));
+            return 0;
+        }
+        if !st.held.is_empty() {
+            st.held.push((logged, done));
+            return 0;
+        }
+        match st.write(&logged.frame) {
+            Ok(()) => {
+                st.pending_bytes += logged.frame.len();
+                st.pending.push(logged);
+                let (file, waiting) = (st.file.clone(), st.pending_bytes);
+                drop(st);
+                self.logged(file, done);
+                waiting
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "writing the live-sandbox log failed; holding its rows and retrying");
+                st.failing = Some(e.to_string());
+                st.held.push((logged, done));
+                0
+            }
+        }
+    }
+
+    /// A row is in the log: release its answer per the mode.
+    fn logged(&self, file: Arc<File>, done: Done) {
+        match self.mode {
+            Durability::Sync => {
+                let mut u = self.unsynced.lock().unwrap();
+                let first = u.waiting.is_empty();
+                u.waiting.push((file, done));
+                drop(u);
+                if first {
+                    self.to_sync.notify_one();
+                }
+            }
+            _ => done(Ok(())),
+        }
+    }
+
+    /// Why rows cannot be logged now, if they cannot.
+    pub fn failing(&self) -> Option<String> {
+        self.state.lock().unwrap().failing.clone()
+    }
+
+    /// Try the held rows again, in order; true once none are held.
+    pub fn retry_held(&self) -> bool {
+        let mut st = self.state.lock().unwrap();
+        let mut released = Vec::new();
+        let held = std::mem::take(&mut st.held);
+        let mut rest = held.into_iter();
+        for (logged, done) in rest.by_ref() {
+            if let Err(e) = st.write(&logged.frame) {
+                st.failing = Some(e.to_string());
+                st.held.push((logged, done));
+                break;
+            }
+            st.pending_bytes += logged.frame.len();
+            st.pending.push(logged);
+            released.push(done);
+        }
+        st.held.extend(rest);
+        let clear = st.held.is_empty();
+        if clear && st.failing.take().is_some() {
+            tracing::info!("writing the live-sandbox log works again; the held rows are logged");
+        }
+        let file = st.file.clone();
+        drop(st);
+        for done in released {
+            self.logged(file.clone(), done);
+        }
+        clear
+    }
+
+    /// Take the rows logged so far for the writer to commit, beginning a new file first if
+    /// this one has grown past [`ROTATE_BYTES`].
+    pub fn take(&self) -> Taken {
+        let mut st = self.state.lock().unwrap();
+        if st.len >= ROTATE_BYTES && st.held.is_empty() {
+            let number = st.number + 1;
+            match create(&log_path(&self.db, number)) {
+                Ok(file) => {
+                    let old = log_path(&self.db, st.number);
+                    st.retired.push(old);
+                    (st.file, st.number, st.len) = (Arc::new(file), number, 0);
+                }
+                Err(e) => tracing::warn!(error = %e, "beginning a new live-sandbox log file failed; the current one goes on"),
+            }
+        }
+        st.pending_bytes = 0;
+        Taken { rows: std::mem::take(&mut st.pending), retired: std::mem::take(&mut st.retired) }
+    }
+
+    /// Fsync the file being written (`window` mode's syncer, every window).
+    pub fn sync(&self) {
+        let file = self.state.lock().unwrap().file.clone();
+        if let Err(e) = file.sync_data() {
+            tracing::warn!(error = %e, "fsync of the live-sandbox log failed");
+        }
+    }
+
+    /// Refuse rows from now on (the writer commits what was logged, then ends).
+    pub fn stop(&self) {
+        self.state.lock().unwrap().stopped = true;
+        self.unsynced.lock().unwrap().stopped = true;
+        self.to_sync.notify_one();
+    }
+
+    /// Rows that failed to be logged are answered with why, at shutdown.
+    pub fn give_up_held(&self, why: &str) {
+        let held = std::mem::take(&mut self.state.lock().unwrap().held);
+        for (_, done) in held {
+            done(Err(why.to_string()));
+        }
+    }
+
+    pub fn has_held(&self) -> bool {
+        !self.state.lock().unwrap().held.is_empty()
+    }
+
+    /// `sync` mode: fsync for every answer waiting, many at a time (group commit).
+    fn sync_loop(&self) {
+        loop {
+            let waiting = {
+                let mut u = self.unsynced.lock().unwrap();
+                while u.waiting.is_empty() && !u.stopped {
+                    u = self.to_sync.wait(u).unwrap();
+                }
+                if u.waiting.is_empty() {
+                    return;
+                }
+                std::mem::take(&mut u.waiting)
+            };
+            // Every file the answers were written to (two across a rotation).
+            let mut files: Vec<&Arc<File>> = Vec::new();
+            for (f, _) in &waiting {
+                if !files.iter().any(|g| Arc::ptr_eq(g, f)) {
+                    files.push(f);
+                }
+            }
+            let result = files.iter().try_for_each(|f| f.sync_data()).map_err(|e| format!("fsync of the live-sandbox log failed: {e}"));
+            if let Err(e) = &result {
+                tracing::error!(error = %e, "an fsync failed; the answers that waited on it are refused");
+            }
+            for (_, done) in waiting {
+                done(result.clone());
+            }
+        }
+    }
+}
+
+impl LogState {
+    /// Append one frame; a write the disk refuses halfway is cut off again, so the file
+    /// never holds a partial frame followed by whole ones.
+    fn write(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        match (&*self.file).write_all(frame) {
+            Ok(()) => {
+                self.len += frame.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.file.set_len(self.len);
+                Err(e)
+            }
+        }
+    }
+}
