@@ -124,6 +124,10 @@ test("every event the twin sends validates against GitHub's webhook schemas and 
     await octokit.rest.issues.update({ ...repo, issue_number: issue.number, title: "Hooks!", state: "closed", state_reason: "completed" });
     await octokit.rest.issues.update({ ...repo, issue_number: issue.number, state: "open" });
     await octokit.rest.issues.removeLabel({ ...repo, issue_number: issue.number, name: "bug" });
+    await octokit.rest.issues.lock({ ...repo, issue_number: issue.number, lock_reason: "resolved" });
+    await octokit.rest.issues.unlock({ ...repo, issue_number: issue.number });
+    await octokit.rest.issues.removeAssignees({ ...repo, issue_number: issue.number, assignees: ["alice"] });
+    await octokit.rest.issues.update({ ...repo, issue_number: issue.number, milestone: null });
     await octokit.rest.issues.addAssignees({ ...repo, issue_number: 1, assignees: ["alice"] });
     const comment = (await octokit.rest.issues.createComment({ ...repo, issue_number: 1, body: "on it" })).data;
     await octokit.rest.issues.updateComment({ ...repo, comment_id: comment.id, body: "on it!" });
@@ -133,6 +137,8 @@ test("every event the twin sends validates against GitHub's webhook schemas and 
     await octokit.rest.issues.deleteLabel({ ...repo, name: "prio-1" });
     const ms = (await octokit.rest.issues.createMilestone({ ...repo, title: "v2", description: "next" })).data;
     await octokit.rest.issues.updateMilestone({ ...repo, milestone_number: ms.number, state: "closed" });
+    await octokit.rest.issues.updateMilestone({ ...repo, milestone_number: ms.number, state: "open" });
+    await octokit.rest.issues.updateMilestone({ ...repo, milestone_number: ms.number, title: "v2.0", due_on: "2030-01-01T00:00:00Z" });
     await octokit.rest.issues.deleteMilestone({ ...repo, milestone_number: ms.number });
 
     // A branch, a commit, a pull request with a review, a review comment, a status and
@@ -144,14 +150,33 @@ test("every event the twin sends validates against GitHub's webhook schemas and 
     const pr = (await octokit.rest.pulls.create({ ...repo, title: "Bump x", head: "feature", base: "main", body: "Fixes #1" })).data;
     await octokit.rest.pulls.requestReviewers({ ...repo, pull_number: pr.number, reviewers: ["alice"] });
     await octokit.rest.issues.addLabels({ ...repo, issue_number: pr.number, labels: ["bug"] });
+    await octokit.rest.issues.removeLabel({ ...repo, issue_number: pr.number, name: "bug" });
     await octokit.rest.pulls.createReview({ ...repo, pull_number: pr.number, event: "COMMENT", body: "self-check" });
-    await octokit.rest.pulls.createReviewComment({ ...repo, pull_number: pr.number, body: "why 2?", commit_id: put.commit.sha, path: "src/app.py", line: 1 });
-    await octokit.rest.repos.createCommitStatus({ ...repo, sha: put.commit.sha, state: "success", context: "ci/test", target_url: "https://ci.test/1" });
-    const run = (await octokit.rest.checks.create({ ...repo, name: "lint", head_sha: put.commit.sha, status: "in_progress" })).data;
+    const rc = (await octokit.rest.pulls.createReviewComment({ ...repo, pull_number: pr.number, body: "why 2?", commit_id: put.commit.sha, path: "src/app.py", line: 1 })).data;
+    await octokit.rest.pulls.updateReviewComment({ ...repo, comment_id: rc.id, body: "why 2??" });
+    await octokit.rest.pulls.deleteReviewComment({ ...repo, comment_id: rc.id });
+    await octokit.rest.pulls.update({ ...repo, pull_number: pr.number, title: "Bump x to 2" });
+    await octokit.rest.pulls.removeRequestedReviewers({ ...repo, pull_number: pr.number, reviewers: ["alice"] });
+    // A pending review with an inline comment: both go out when it is submitted.
+    const pending = (await octokit.rest.pulls.createReview({ ...repo, pull_number: pr.number, body: "later", comments: [{ path: "src/app.py", line: 1, body: "pending note" }] })).data;
+    await octokit.rest.pulls.submitReview({ ...repo, pull_number: pr.number, review_id: pending.id, event: "COMMENT" });
+    await octokit.rest.pulls.updateReview({ ...repo, pull_number: pr.number, review_id: pending.id, body: "later, edited" });
+    await octokit.rest.pulls.dismissReview({ ...repo, pull_number: pr.number, review_id: pending.id, message: "stale" });
+    await octokit.rest.pulls.update({ ...repo, pull_number: pr.number, state: "closed" });
+    await octokit.rest.pulls.update({ ...repo, pull_number: pr.number, state: "open" });
+    // A new head commit: a push and a synchronize.
+    const next = (await octokit.rest.repos.createOrUpdateFileContents({ ...repo, path: "src/app.py", branch: "feature", message: "Bump x again",
+      content: Buffer.from("x = 3\n").toString("base64"), sha: put.content.sha })).data;
+    await octokit.rest.repos.createCommitStatus({ ...repo, sha: next.commit.sha, state: "success", context: "ci/test", target_url: "https://ci.test/1" });
+    const run = (await octokit.rest.checks.create({ ...repo, name: "lint", head_sha: next.commit.sha, status: "in_progress" })).data;
     await octokit.rest.checks.update({ ...repo, check_run_id: run.id, conclusion: "success", output: { title: "ok", summary: "clean" } });
     await octokit.rest.pulls.merge({ ...repo, pull_number: pr.number, merge_method: "squash" });
     await octokit.rest.git.deleteRef({ ...repo, ref: "heads/feature" });
-    await octokit.rest.repos.createRelease({ ...repo, tag_name: "v1.0.0", name: "one", body: "notes" });
+    const rel = (await octokit.rest.repos.createRelease({ ...repo, tag_name: "v1.0.0", name: "one", body: "notes" })).data;
+    await octokit.rest.repos.updateRelease({ ...repo, release_id: rel.id, body: "more notes" });
+    const draft = (await octokit.rest.repos.createRelease({ ...repo, tag_name: "v1.1.0-rc1", draft: true, prerelease: true })).data;
+    await octokit.rest.repos.updateRelease({ ...repo, release_id: draft.id, draft: false });
+    await octokit.rest.repos.deleteRelease({ ...repo, release_id: rel.id });
 
     // Ping and test a hook, then redeliver one delivery.
     await octokit.rest.repos.pingWebhook({ ...repo, hook_id: all.data.id });
@@ -216,7 +241,10 @@ test("every event the twin sends validates against GitHub's webhook schemas and 
       "issues.milestoned", "issue_comment.created", "issue_comment.edited", "issue_comment.deleted", "label.created", "label.edited", "label.deleted",
       "milestone.created", "milestone.closed", "milestone.deleted", "pull_request.opened", "pull_request.review_requested", "pull_request.labeled",
       "pull_request.closed", "pull_request_review.submitted", "pull_request_review_comment.created", "check_run.created", "check_run.completed",
-      "check_suite.completed", "release.created", "release.published", "release.released"]) {
+      "check_suite.completed", "release.created", "release.published", "release.released", "issues.locked", "issues.unlocked", "issues.unassigned",
+      "issues.demilestoned", "milestone.opened", "milestone.edited", "pull_request.edited", "pull_request.review_request_removed",
+      "pull_request.reopened", "pull_request.synchronize", "pull_request.unlabeled", "pull_request_review.edited", "pull_request_review.dismissed",
+      "pull_request_review_comment.edited", "pull_request_review_comment.deleted", "release.edited", "release.deleted"]) {
       assert.ok(actions.has(a), `${a} was delivered`);
     }
     // The form hook heard only issues; the organisation's only pushes.

@@ -227,7 +227,7 @@ impl World {
                     "releases": r.releases.values().collect::<Vec<_>>(),
                     "branches": branches,
                     "tags": r.git.tags().map(|(n, s)| (n.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
-                    "hooks": self.hooks.values().filter(|h| h.repo.as_deref() == Some(r.key().as_str())).map(|h| json!({
+                    "hooks": self.hooks.values().filter(|h| h.repo == Some(r.id)).map(|h| json!({
                         "id": h.id, "url": h.url, "events": h.events, "active": h.active, "content_type": h.content_type,
                     })).collect::<Vec<_>>(),
                     // Every delivery sent about this repository, by its own or its organisation's hooks.

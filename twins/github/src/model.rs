@@ -300,11 +300,6 @@ pub fn tree_of(r: &Repo, commit: &str) -> String {
 }
 
 impl Repo {
-    /// The key of this repository in `World::repos` (lower-cased `owner/name`).
-    pub fn key(&self) -> String {
-        self.full_name().to_ascii_lowercase()
-    }
-
     pub fn full_name(&self) -> String {
         format!("{}/{}", self.owner, self.name)
     }

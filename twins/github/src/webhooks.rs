@@ -20,8 +20,8 @@ use crate::model::{Issue, Repo};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Hook {
     pub id: u64,
-    /// Lower-cased `owner/name` of a repository hook.
-    pub repo: Option<String>,
+    /// The id of a repository hook's repository (ids survive a rename; keys do not).
+    pub repo: Option<u64>,
     /// Lower-cased login of an organisation hook.
     pub org: Option<String>,
     pub active: bool,
@@ -68,7 +68,7 @@ impl Hook {
 
     fn owner_path(&self, w: &World) -> String {
         match (&self.repo, &self.org) {
-            (Some(k), _) => format!("repos/{}", w.repos.get(k).map(|r| r.full_name()).unwrap_or_else(|| k.clone())),
+            (Some(id), _) => format!("repos/{}", repo_key_by_id(w, *id).map(|k| w.repos[&k].full_name()).unwrap_or_default()),
             (_, Some(o)) => format!("orgs/{}", w.users.get(o).map(|u| u.login.clone()).unwrap_or_else(|| o.clone())),
             _ => unreachable!("a hook belongs to a repository or an organisation"),
         }
@@ -121,6 +121,11 @@ impl HookDelivery {
         v["response"] = json!({"headers": null, "payload": null});
         v
     }
+}
+
+/// The key of the repository with id `id`, if it still exists.
+pub fn repo_key_by_id(w: &World, id: u64) -> Option<String> {
+    w.repos.iter().find(|(_, r)| r.id == id).map(|(k, _)| k.clone())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -180,7 +185,7 @@ pub fn send(w: &mut World, call: &mut Call, hook_id: u64, event: &str, payload: 
     let payload_text = serde_json::to_string(payload).expect("payloads serialise");
     let guid = guid(id, hook.id);
     let (target_type, target_id) = match (&hook.repo, &hook.org) {
-        (Some(k), _) => ("repository", w.repos.get(k).map(|r| r.id).unwrap_or(0)),
+        (Some(id), _) => ("repository", *id),
         (_, Some(o)) => ("organization", w.users.get(o).map(|u| u.id).unwrap_or(0)),
         _ => unreachable!("a hook belongs to a repository or an organisation"),
     };
@@ -407,10 +412,11 @@ struct Event {
 
 /// The hooks that hear about events in repository `key`: its own and its organisation's.
 fn hooks_for(w: &World, key: &str, event: &str) -> Vec<u64> {
-    let owner = w.repos.get(key).map(|r| r.owner.to_ascii_lowercase());
+    let Some(r) = w.repos.get(key) else { return Vec::new() };
+    let owner = Some(r.owner.to_ascii_lowercase());
     w.hooks
         .values()
-        .filter(|h| h.repo.as_deref() == Some(key) || (h.org.is_some() && h.org == owner))
+        .filter(|h| h.repo == Some(r.id) || (h.org.is_some() && h.org == owner))
         .filter(|h| h.wants(event))
         .map(|h| h.id)
         .collect()
@@ -512,11 +518,21 @@ fn derive(w: &World, b: &str, entity: &str, id: &str, before: Option<&Value>, af
             }
             // Webhooks spell review states in lower case (`approved`), REST in upper.
             review["state"] = json!(rv.state.to_ascii_lowercase());
-            let mut body = json!({"action": action, "review": review, "pull_request": w.hook_simple_pull(b, r, i)});
+            let pull = w.hook_simple_pull(b, r, i);
+            let mut body = json!({"action": action, "review": review, "pull_request": pull});
             if action == "edited" {
                 body["changes"] = json!({"body": {"from": before.and_then(|v| v.get("body")).cloned().unwrap_or(Value::Null)}});
             }
-            out.push(Event { name: "pull_request_review", repo: key, body });
+            out.push(Event { name: "pull_request_review", repo: key.clone(), body });
+            // The comments of a pending review go out when it is submitted.
+            if action == "submitted" && before.is_some() {
+                for c in r.review_comments.values().filter(|c| c.review_id == Some(rid)) {
+                    let mut comment = crate::handlers::pulls::review_comment_json(w, b, r, c);
+                    keep(&mut comment, REVIEW_COMMENT);
+                    each(&mut comment, "user", user);
+                    out.push(Event { name: "pull_request_review_comment", repo: key.clone(), body: json!({"action": "created", "comment": comment, "pull_request": pull}) });
+                }
+            }
         }
         "review_comment" => {
             let Ok(cid) = id.parse::<u64>() else { return };
@@ -572,7 +588,7 @@ fn derive(w: &World, b: &str, entity: &str, id: &str, before: Option<&Value>, af
             if let (Some(bf), Some(a)) = (before, after) {
                 let mut changes = serde_json::Map::new();
                 for k in ["name", "color", "description"] {
-                    if bf.get(k) != a.get(k) {
+                    if bf.get(k) != a.get(k) && bf.get(k).is_some_and(|v| !v.is_null()) {
                         changes.insert(k.into(), json!({"from": bf.get(k)}));
                     }
                 }
@@ -599,8 +615,9 @@ fn derive(w: &World, b: &str, entity: &str, id: &str, before: Option<&Value>, af
                     }
                 }
                 (Some(bf), Some(a)) => {
+                    // A change from nothing has no `from` (GitHub leaves it out).
                     for k in ["title", "description", "due_on"] {
-                        if bf.get(k) != a.get(k) {
+                        if bf.get(k) != a.get(k) && bf.get(k).is_some_and(|v| !v.is_null()) {
                             changes.insert(k.into(), json!({"from": bf.get(k)}));
                         }
                     }
@@ -625,6 +642,10 @@ fn derive(w: &World, b: &str, entity: &str, id: &str, before: Option<&Value>, af
             let mut release = crate::handlers::releases::release_json(w, b, r, &x);
             keep(&mut release, RELEASE);
             each(&mut release, "author", user);
+            // Webhooks carry an empty body where REST answers null.
+            if release["body"].is_null() {
+                release["body"] = json!("");
+            }
             let draft = |v: Option<&Value>| v.and_then(|v| v.get("draft")).and_then(Value::as_bool);
             let mut actions: Vec<&str> = match (before, after) {
                 (None, Some(_)) if x.draft => vec!["created"],
@@ -642,7 +663,8 @@ fn derive(w: &World, b: &str, entity: &str, id: &str, before: Option<&Value>, af
                 if action == "edited" {
                     let mut changes = serde_json::Map::new();
                     for k in ["body", "name", "tag_name"] {
-                        if before.and_then(|v| v.get(k)) != after.and_then(|v| v.get(k)) {
+                        let was = before.and_then(|v| v.get(k));
+                        if was != after.and_then(|v| v.get(k)) && was.is_some_and(|v| !v.is_null()) {
                             changes.insert(k.into(), json!({"from": before.and_then(|v| v.get(k))}));
                         }
                     }
@@ -963,8 +985,8 @@ pub fn ping(w: &mut World, call: &mut Call, id: u64) {
     let b = call.req.base_url.clone();
     let Some(h) = w.hooks.get(&id).cloned() else { return };
     let mut body = json!({"zen": ZEN[(id as usize) % ZEN.len()], "hook_id": id, "hook": h.json(w, &b)});
-    match (&h.repo, &h.org) {
-        (Some(k), _) => body = complete(w, &b, k, body),
+    match (h.repo.and_then(|r| repo_key_by_id(w, r)), &h.org) {
+        (Some(k), _) => body = complete(w, &b, &k, body),
         (_, Some(o)) => {
             if let Some(u) = w.users.get(o) {
                 body["organization"] = crate::handlers::misc::org_json(&b, u);
@@ -981,7 +1003,7 @@ pub fn ping(w: &mut World, call: &mut Call, id: u64) {
 pub fn test_push(w: &mut World, call: &mut Call, id: u64) {
     let b = call.req.base_url.clone();
     let Some(h) = w.hooks.get(&id).cloned() else { return };
-    let Some(key) = h.repo.clone() else { return };
+    let Some(key) = h.repo.and_then(|r| repo_key_by_id(w, r)) else { return };
     if !h.wants("push") {
         return;
     }

@@ -329,3 +329,33 @@ fn graphql_mutations_set_off_the_same_webhooks() {
     assert_eq!((header(&d[0], "X-GitHub-Event"), payload(&d[0])["action"].as_str()), (Some("issues"), Some("opened")));
     assert_eq!(payload(&d[0])["issue"]["title"], "From GraphQL");
 }
+
+#[test]
+fn a_renamed_repository_keeps_its_hooks() {
+    let mut w = admin_world();
+    let id = hook(&mut w, json!(["issues"]), None);
+    let (s, _, _) = send(&mut w, Method::Patch, "/repos/acme/api", Some(json!({"name": "service"})));
+    assert_eq!(s, 200);
+    let (s, h, _) = send(&mut w, Method::Get, &format!("/repos/acme/service/hooks/{id}"), None);
+    assert_eq!(s, 200);
+    assert!(h["url"].as_str().unwrap().ends_with(&format!("/repos/acme/service/hooks/{id}")));
+    let (_, _, d) = send(&mut w, Method::Post, "/repos/acme/service/issues", Some(json!({"title": "after the rename"})));
+    assert_eq!(payload(&d[0])["repository"]["full_name"], "acme/service");
+}
+
+#[test]
+fn a_pending_reviews_comments_go_out_when_it_is_submitted() {
+    let mut w = admin_world();
+    hook(&mut w, json!(["pull_request_review", "pull_request_review_comment"]), None);
+    let (_, files, _) = send(&mut w, Method::Get, "/repos/acme/api/pulls/3/files", None);
+    let path = files[0]["filename"].clone();
+    let (s, rv, d) = send(&mut w, Method::Post, "/repos/acme/api/pulls/3/reviews", Some(json!({"body": "draft", "comments": [{"path": path, "line": 1, "body": "hmm"}]})));
+    assert_eq!((s, rv["state"].as_str()), (200, Some("PENDING")), "{rv}");
+    assert!(d.is_empty(), "nothing while pending");
+    let (s, _, d) = send(&mut w, Method::Post, &format!("/repos/acme/api/pulls/3/reviews/{}/events", rv["id"]), Some(json!({"event": "COMMENT"})));
+    assert_eq!(s, 200);
+    let got: Vec<String> = d.iter().map(|d| format!("{}.{}", header(d, "X-GitHub-Event").unwrap(), payload(d)["action"].as_str().unwrap())).collect();
+    assert_eq!(got, ["pull_request_review.submitted", "pull_request_review_comment.created"]);
+    assert_eq!(payload(&d[0])["review"]["state"], "commented");
+    assert_eq!(payload(&d[1])["comment"]["body"], "hmm");
+}

@@ -32,9 +32,10 @@ pub struct HookIn {
     pub active: Option<bool>,
 }
 
-/// Where the route's hooks live: a repository key or an organisation login (lower-cased).
+/// Where the route's hooks live: a repository (its id) or an organisation (its lower-cased
+/// login).
 enum Owner {
-    Repo(String),
+    Repo(u64),
     Org(String),
 }
 
@@ -56,13 +57,13 @@ fn owner(w: &World, call: &Call) -> Result<Owner, ApiError> {
         if w.viewer_role(&w.repos[&key]) < Role::Admin {
             return Err(ApiError::not_found());
         }
-        Ok(Owner::Repo(key))
+        Ok(Owner::Repo(w.repos[&key].id))
     }
 }
 
 fn belongs(h: &Hook, o: &Owner) -> bool {
     match o {
-        Owner::Repo(k) => h.repo.as_deref() == Some(k.as_str()),
+        Owner::Repo(id) => h.repo == Some(*id),
         Owner::Org(l) => h.org.as_deref() == Some(l.as_str()),
     }
 }
@@ -129,7 +130,7 @@ pub fn create(w: &mut World, call: &mut Call) -> ApiResult {
     check_events(&events)?;
     let now = time::now_iso();
     let (repo, org) = match &o {
-        Owner::Repo(k) => (Some(k.clone()), None),
+        Owner::Repo(id) => (Some(*id), None),
         Owner::Org(l) => (None, Some(l.clone())),
     };
     let mut h = Hook {
