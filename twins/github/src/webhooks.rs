@@ -54,6 +54,14 @@ pub struct HookDelivery {
     pub body: Vec<u8>,
 }
 
+/// GitHub's limit of hooks on one repository or organisation (per event; the twin counts
+/// hooks, which is never more permissive).
+pub const MAX_HOOKS: usize = 20;
+
+/// Deliveries kept per hook for the deliveries routes and the state export, oldest dropped
+/// first: a long session's world must not grow without bound (GitHub keeps 3 days' worth).
+pub const MAX_DELIVERIES_PER_HOOK: usize = 500;
+
 /// The events a hook may name (GitHub refuses others with 422).
 pub const EVENTS: &[&str] = &[
     "*", "check_run", "check_suite", "create", "delete", "issue_comment", "issues", "label", "milestone", "pull_request", "pull_request_review",
@@ -222,7 +230,18 @@ pub fn send(w: &mut World, call: &mut Call, hook_id: u64, event: &str, payload: 
         body,
     };
     queue(call, &d);
-    w.hook_deliveries.insert(id, d);
+    keep_delivery(w, d);
+}
+
+/// Record `d`, dropping its hook's oldest delivery past [`MAX_DELIVERIES_PER_HOOK`].
+fn keep_delivery(w: &mut World, d: HookDelivery) {
+    let hook = d.hook;
+    w.hook_deliveries.insert(d.id, d);
+    let mut mine = w.hook_deliveries.values().filter(|x| x.hook == hook).map(|x| x.id);
+    if w.hook_deliveries.len() > MAX_DELIVERIES_PER_HOOK && mine.clone().count() > MAX_DELIVERIES_PER_HOOK {
+        let oldest = mine.next().expect("counted above");
+        w.hook_deliveries.remove(&oldest);
+    }
 }
 
 /// Hand one recorded delivery to the host.
@@ -239,7 +258,7 @@ pub fn redeliver(w: &mut World, call: &mut Call, d: &HookDelivery) -> u64 {
     let id = w.next_id();
     let again = HookDelivery { id, redelivery: true, delivered_at: time::now_iso(), ..d.clone() };
     queue(call, &again);
-    w.hook_deliveries.insert(id, again);
+    keep_delivery(w, again);
     id
 }
 
@@ -439,6 +458,13 @@ fn complete(w: &World, b: &str, key: &str, mut body: Value) -> Value {
 pub fn after_write(w: &mut World, call: &mut Call) {
     if w.hooks.is_empty() || call.changes.is_empty() {
         return;
+    }
+    // A deleted repository takes its hooks and their deliveries with it, as on GitHub.
+    if call.changes.iter().any(|c| c.entity == "repository" && c.after.is_none()) {
+        let repos = &w.repos;
+        w.hooks.retain(|_, h| h.repo.is_none_or(|id| repos.values().any(|r| r.id == id)));
+        let hooks = &w.hooks;
+        w.hook_deliveries.retain(|_, d| hooks.contains_key(&d.hook));
     }
     let b = call.req.base_url.clone();
     let mut events = Vec::new();

@@ -359,3 +359,34 @@ fn a_pending_reviews_comments_go_out_when_it_is_submitted() {
     assert_eq!(payload(&d[0])["review"]["state"], "commented");
     assert_eq!(payload(&d[1])["comment"]["body"], "hmm");
 }
+
+#[test]
+fn hook_limits_obeyed_and_violated() {
+    let mut w = admin_world();
+    for i in 0..twin_github::webhooks::MAX_HOOKS {
+        let (s, v, _) = send(&mut w, Method::Post, "/repos/acme/api/hooks", Some(json!({"config": {"url": format!("https://r.test/{i}")}})));
+        assert_eq!(s, 201, "{v}");
+    }
+    let (s, v, _) = send(&mut w, Method::Post, "/repos/acme/api/hooks", Some(json!({"config": {"url": "https://r.test/one-too-many"}})));
+    assert_eq!(s, 422, "{v}");
+    // Deliveries kept per hook are bounded: the oldest go first.
+    let mut w = admin_world();
+    let id = hook(&mut w, json!(["label"]), None);
+    let max = twin_github::webhooks::MAX_DELIVERIES_PER_HOOK;
+    for i in 0..max + 5 {
+        send(&mut w, Method::Post, "/repos/acme/api/labels", Some(json!({"name": format!("l{i}"), "color": "ffffff"})));
+    }
+    let kept: Vec<&twin_github::webhooks::HookDelivery> = w.hook_deliveries.values().filter(|d| d.hook == id).collect();
+    assert_eq!(kept.len(), max);
+    assert!(kept.iter().all(|d| d.event == "label"), "the ping and the oldest labels went first");
+}
+
+#[test]
+fn a_deleted_repository_takes_its_hooks_with_it() {
+    let mut w = admin_world();
+    let id = hook(&mut w, json!(["*"]), None);
+    let (s, _, _) = send(&mut w, Method::Delete, "/repos/acme/api", None);
+    assert_eq!(s, 204);
+    assert!(!w.hooks.contains_key(&id));
+    assert!(w.hook_deliveries.values().all(|d| d.hook != id));
+}

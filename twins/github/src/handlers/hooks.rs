@@ -150,6 +150,9 @@ pub fn create(w: &mut World, call: &mut Call) -> ApiResult {
     if w.hooks.values().any(|x| belongs(x, &o) && x.url == h.url) {
         return Err(ApiError::custom("Hook", "", "Hook already exists on this repository"));
     }
+    if w.hooks.values().filter(|x| belongs(x, &o)).count() >= crate::webhooks::MAX_HOOKS {
+        return Err(ApiError::custom("Hook", "", &format!("The maximum of {} hooks is reached", crate::webhooks::MAX_HOOKS)));
+    }
     h.id = w.next_id();
     let id = h.id;
     call.created("hook", id, &h);
