@@ -89,6 +89,7 @@ impl Server {
             durability: Default::default(),
             metrics_public: false,
             auth_failures_allowed: opts.auth_failures_allowed,
+            host_limits: Default::default(),
         };
         let running = pome::server::start(cfg).await.expect("server starts");
         Server { url: format!("http://{}", running.addr), running: Some(running), http: reqwest::Client::new(), _data: data }

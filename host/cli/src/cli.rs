@@ -142,8 +142,9 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = pome_runtime::limits::DELIVERY_ATTEMPTS_AT_ONCE)]
     pub delivery_concurrency: usize,
     /// When an answered twin call is on disk, so a restart brings live sandboxes back:
-    /// `window` (within 50 ms of its answer; a crash may lose that much), `sync` (before its
-    /// answer is sent; nothing answered is ever lost, at a large cost in throughput),
+    /// `window` (written before its answer is sent, so a crash or kill -9 loses nothing
+    /// answered; fsynced within 50 ms, which is what a power cut may lose), `sync` (fsynced
+    /// before its answer is sent; nothing answered is ever lost, at a cost in throughput),
     /// `memory` (never; a restart ends every open sandbox).
     #[arg(long, env = "POME_DURABILITY", default_value_t = pome_server::live::Durability::default())]
     pub durability: pome_server::live::Durability,
@@ -155,6 +156,19 @@ pub struct ServeArgs {
     /// failing attempts are answered 429 (a valid key is never refused).
     #[arg(long, default_value_t = pome_runtime::limits::AUTH_FAILURES_ALLOWED, value_parser = clap::value_parser!(u32).range(1..))]
     pub auth_failures: u32,
+    /// Tape streams and run downloads served at once across the server, each on a
+    /// low-priority thread; more wait their turn.
+    #[arg(long, default_value_t = pome_server::limits::BULK_STREAMS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub bulk_streams: u32,
+    /// Whole runs loaded into memory at once (reports, MCP `get_run`); more wait.
+    #[arg(long, default_value_t = pome_server::limits::WHOLE_RUNS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub whole_runs: u32,
+    /// Finalizes collecting and grading at once across the server; more wait.
+    #[arg(long, default_value_t = pome_server::limits::FINALIZE_JOBS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub finalize_jobs: u32,
+    /// Live dashboard streams one team may hold open; the next is answered 429.
+    #[arg(long, default_value_t = pome_server::limits::TEAM_STREAMS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub team_streams: u32,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -296,6 +310,12 @@ impl ServeArgs {
             durability: self.durability,
             metrics_public: self.metrics_public,
             auth_failures_allowed: self.auth_failures,
+            host_limits: pome_server::limits::HostLimits {
+                bulk_streams: self.bulk_streams as usize,
+                whole_runs: self.whole_runs as usize,
+                finalize_jobs: self.finalize_jobs as usize,
+                team_streams: self.team_streams as usize,
+            },
         }
     }
 }

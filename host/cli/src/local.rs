@@ -52,6 +52,8 @@ struct Local {
     limits: Limits,
     /// What requests in flight hold, counted like the hosted server's.
     held: Arc<pome_runtime::engine::Held>,
+    /// Tape streams served at once, as `pome serve` bounds them.
+    streams: Arc<tokio::sync::Semaphore>,
     /// The twin's MCP server, at `/mcp`.
     mcp: pome_server::mcp::Doors,
     twin: String,
@@ -84,7 +86,7 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
             let outbound = pome_runtime::outbound::Policy { allowed: pome_runtime::outbound::loopback(), ..Default::default() };
             eprintln!("pome: webhooks are delivered to loopback only (127.0.0.0/8, ::1): a local convenience `pome serve` does not allow by default");
             let store = TwinStore::start(rt.clone(), image, seed_image, Arc::new(Metrics::default()), Arc::new(outbound)).await?;
-            let local = Arc::new(Local { store, token: pome_server::auth::new_agent_token(), limits, held: rt.held.clone(), mcp, twin: twin.clone() });
+            let local = Arc::new(Local { store, token: pome_server::auth::new_agent_token(), limits, held: rt.held.clone(), streams: Arc::new(tokio::sync::Semaphore::new(pome_server::limits::BULK_STREAMS)), mcp, twin: twin.clone() });
             let listener = TcpListener::bind(("127.0.0.1", port)).await.with_context(|| format!("binding port {port}"))?;
             let addr = listener.local_addr()?;
             println!("{twin} twin at http://{addr}");
@@ -103,7 +105,7 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
 async fn serve(State(local): State<Arc<Local>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     if let Some(route) = path.strip_prefix("/_pome/") {
-        return pome_server::proxy::reserved_route(&local.store, route, req.uri().query().unwrap_or(""), &local.held).await;
+        return pome_server::proxy::reserved_route(&local.store, route, req.uri().query().unwrap_or(""), &local.held, &local.streams).await;
     }
     let host = req.headers().get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost").to_string();
     if path == "/mcp" {

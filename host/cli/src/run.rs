@@ -91,6 +91,7 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
             durability: pome_server::live::Durability::Memory,
             metrics_public: false,
             auth_failures_allowed: pome_runtime::limits::AUTH_FAILURES_ALLOWED,
+            host_limits: Default::default(),
         };
         let running = pome_server::server::start(cfg).await.map_err(|e| fail(exit::ORCHESTRATION, format!("starting the local server: {e:#}")))?;
         eprintln!("pome: local run: webhooks are delivered to loopback only (127.0.0.0/8, ::1)");

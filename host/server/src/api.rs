@@ -443,7 +443,7 @@ pub async fn runs(app: &App, team: &str, q: RunsQuery) -> Result<Value, ApiError
 async fn get_run(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Response, ApiError> {
     let row = app.storage.run_row(&team, &id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} in your team")))?;
     let storage = app.storage.clone();
-    Ok(crate::proxy::bulk_stream(move |out| {
+    Ok(crate::proxy::bulk_stream(app.gates.bulk_streams.clone(), move |out| {
         use std::io::Write as _;
         let mut buf = vec![0u8; crate::proxy::STREAM_CHUNK];
         let mut offset = 0;

@@ -43,6 +43,8 @@ pub struct ServeConfig {
     pub metrics_public: bool,
     /// Failed authentications one address may make per window (`--auth-failures`).
     pub auth_failures_allowed: u32,
+    /// What every tenant shares: streams, whole runs, finalizes, live streams per team.
+    pub host_limits: crate::limits::HostLimits,
 }
 
 /// The sandboxes being brought back at start. The server listens before they are back, so a
@@ -125,6 +127,8 @@ pub struct App {
     pub metrics_public: bool,
     /// The sandboxes being brought back at start, which requests for them wait for.
     pub restoring: Restoring,
+    /// The permits that bound what all tenants share (`ServeConfig::host_limits`).
+    pub gates: crate::limits::Gates,
 }
 
 

@@ -79,7 +79,7 @@ async fn finalize_job(app: &App, team: &str, s: &Sandbox) -> Result<Value, ApiEr
     s.drained().await;
     // A run in the making holds its tapes, worlds and grading copies: a few at once across
     // the server, so many sandboxes finalized together cannot hold them all.
-    let Ok(_permit) = FINALIZE_JOBS.acquire().await else {
+    let Ok(_permit) = app.gates.finalize_jobs.acquire().await else {
         app.sandboxes.abort_close(s);
         return Err(ApiError::internal("the server is shutting down"));
     };
@@ -117,9 +117,6 @@ async fn finalize_job(app: &App, team: &str, s: &Sandbox) -> Result<Value, ApiEr
         }
     }
 }
-
-/// Finalize jobs at work at once across the server; more wait their turn.
-static FINALIZE_JOBS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
 fn read_run(id: &str, stored: Value) -> Result<Run, ApiError> {
     serde_json::from_value(stored).map_err(|e| ApiError::internal(format!("the run of sandbox {id} does not read back: {e}")))

@@ -13,6 +13,7 @@ pub mod auth;
 pub mod error;
 pub mod finalize;
 pub mod listener;
+pub mod limits;
 pub mod live;
 pub mod mcp;
 pub mod proxy;

@@ -90,7 +90,7 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
             app.auth_failures.failed(addr);
             return ApiError::new(crate::error::ErrorType::InvalidAuth, "the host's routes under a twin need the sandbox's agent token or its team's API key").into_response();
         }
-        return reserved_route(&t.store, reserved, req.uri().query().unwrap_or(""), &app.rt.held).await;
+        return reserved_route(&t.store, reserved, req.uri().query().unwrap_or(""), &app.rt.held, &app.gates.bulk_streams).await;
     }
 
     if rest == "/mcp" {
@@ -131,10 +131,10 @@ async fn rate_limited_by_twin(store: &TwinStore, wait: std::time::Duration) -> R
 }
 
 /// The host's own routes under a twin.
-pub async fn reserved_route(store: &TwinStore, route: &str, query: &str, held: &Arc<Held>) -> Response {
+pub async fn reserved_route(store: &TwinStore, route: &str, query: &str, held: &Arc<Held>, streams: &Arc<tokio::sync::Semaphore>) -> Response {
     match route {
         "events" => match TapeRange::parse(query) {
-            Ok(range) => stream_tape(store.clone(), range, held.clone()),
+            Ok(range) => stream_tape(store.clone(), range, held.clone(), streams.clone()),
             Err(e) => e.into_response(),
         },
         "state" => match store.state().await {
@@ -169,10 +169,6 @@ impl TapeRange {
     }
 }
 
-/// Bulk streams (tapes, runs) served at once across the server; more wait their turn. Each
-/// holds at most a page of rows (or a chunk of stored text) and a chunk of output, so
-/// together they hold a bounded amount however long the tapes and however many readers ask.
-static BULK_STREAMS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
 /// Rows taken from a store at a time while streaming: few, since one row may carry two
 /// bodies at the body caps.
 const STREAM_PAGE: usize = 16;
@@ -183,9 +179,9 @@ pub const STREAM_CHUNK: usize = 64 << 10;
 /// A tape as a JSON array, written a row at a time and sent a chunk at a time: never one
 /// buffer of the whole tape. The rows a page holds are counted in the memory budget while
 /// they are written.
-pub fn stream_tape(store: TwinStore, range: TapeRange, held: Arc<Held>) -> Response {
+pub fn stream_tape(store: TwinStore, range: TapeRange, held: Arc<Held>, gate: Arc<tokio::sync::Semaphore>) -> Response {
     let rt = tokio::runtime::Handle::current();
-    bulk_stream(move |out| {
+    bulk_stream(gate, move |out| {
         use std::io::Write as _;
         out.write_all(b"[")?;
         let (mut after, mut left, mut first) = (range.after, range.limit, true);
@@ -207,13 +203,16 @@ pub fn stream_tape(store: TwinStore, range: TapeRange, held: Arc<Held>) -> Respo
 }
 
 /// A JSON answer that `write` produces a piece at a time, on a thread of its own at a lower
-/// priority, sent a chunk at a time as the client takes them. At most [`BULK_STREAMS`] run
-/// at once. A `write` that fails ends the body early (the connection is reset), so a client
-/// never sees a truncated document that parses.
-pub fn bulk_stream(write: impl FnOnce(&mut std::io::BufWriter<ChunkSender>) -> std::io::Result<()> + Send + 'static) -> Response {
+/// priority, sent a chunk at a time as the client takes them. It waits for a permit of
+/// `gate` (the server's `--bulk-streams`; more wait their turn): each holds at most a page
+/// of rows (or a chunk of stored text) and a chunk of output, so together they hold a
+/// bounded amount however long the tapes and however many readers ask. A `write` that
+/// fails ends the body early (the connection is reset), so a client never sees a truncated
+/// document that parses.
+pub fn bulk_stream(gate: Arc<tokio::sync::Semaphore>, write: impl FnOnce(&mut std::io::BufWriter<ChunkSender>) -> std::io::Result<()> + Send + 'static) -> Response {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
     tokio::spawn(async move {
-        let Ok(_permit) = BULK_STREAMS.acquire().await else {
+        let Ok(_permit) = gate.acquire().await else {
             return;
         };
         let failed = tx.clone();

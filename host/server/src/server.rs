@@ -90,7 +90,8 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     // whatever the umask.
     private_dir(&cfg.data_dir)?;
     private_file(&cfg.data_dir.join("pome.db"))?;
-    let storage = Storage::open(&cfg.data_dir.join("pome.db")).context("opening the database")?;
+    let gates = crate::limits::Gates::new(cfg.host_limits);
+    let storage = Storage::open(&cfg.data_dir.join("pome.db")).context("opening the database")?.with_whole_runs(gates.whole_runs.clone());
     let (team, _) = storage.ensure_default_team().await?;
     let new_api_key = match &cfg.api_key {
         Some(key) => {
@@ -122,6 +123,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         auth_failures: crate::auth::AuthLimiter::new(cfg.auth_failures_allowed),
         metrics_public: cfg.metrics_public,
         restoring: Default::default(),
+        gates,
     });
 
     // Live sandboxes from before this start: their records are read now (quick), their

@@ -36,6 +36,9 @@ pub struct Storage {
     keys: Arc<std::sync::RwLock<std::collections::HashMap<String, LiveKey>>>,
     /// Counts revocations, so what a key holds open (a live tape stream) ends with the key.
     revocations: Arc<tokio::sync::watch::Sender<u64>>,
+    /// Whole runs loaded into memory at once (`--whole-runs`): reports, MCP `get_run`, a
+    /// repeated finalize.
+    whole_runs: Arc<tokio::sync::Semaphore>,
 }
 
 /// A live key as requests see it.
@@ -162,7 +165,14 @@ impl Storage {
             conn: Arc::new(Mutex::new(conn)),
             keys: Arc::new(std::sync::RwLock::new(keys)),
             revocations: Arc::new(tokio::sync::watch::Sender::new(0)),
+            whole_runs: Arc::new(tokio::sync::Semaphore::new(crate::limits::WHOLE_RUNS)),
         })
+    }
+
+    /// Load whole runs through `gate` (the server's `--whole-runs`).
+    pub fn with_whole_runs(mut self, gate: Arc<tokio::sync::Semaphore>) -> Storage {
+        self.whole_runs = gate;
+        self
     }
 
     /// Run `f` on the connection off the async runtime.
@@ -437,7 +447,7 @@ impl Storage {
 
     /// The run of the team's sandbox `session_id`, whole, if it was finalized.
     pub async fn run_of_sandbox(&self, team_id: &str, session_id: &str) -> Result<Option<Value>, StorageError> {
-        let _permit = WHOLE_RUNS.acquire().await.map_err(|_| StorageError::Gone)?;
+        let _permit = self.whole_runs.acquire().await.map_err(|_| StorageError::Gone)?;
         let (t, s) = (team_id.to_string(), session_id.to_string());
         self.with(move |c| c.query_row("SELECT body FROM runs WHERE team_id = ?1 AND session_id = ?2", [t, s], stored_json).optional()?.transpose()).await
     }
@@ -511,10 +521,10 @@ impl Storage {
     }
 
     /// One run, whole; `None` when it is not this team's. A run holds its tapes and worlds
-    /// (hundreds of megabytes at the caps), so at most [`WHOLE_RUN_LOADS`] are loaded at
-    /// once; `GET /v1/runs/:id` streams instead ([`Storage::read_run`]).
+    /// (hundreds of megabytes at the caps), so few are loaded at once (`--whole-runs`);
+    /// `GET /v1/runs/:id` streams instead ([`Storage::read_run`]).
     pub async fn run(&self, team_id: &str, run_id: &str) -> Result<Option<Value>, StorageError> {
-        let _permit = WHOLE_RUNS.acquire().await.map_err(|_| StorageError::Gone)?;
+        let _permit = self.whole_runs.acquire().await.map_err(|_| StorageError::Gone)?;
         let (t, r) = (team_id.to_string(), run_id.to_string());
         self.with(move |c| c.query_row("SELECT body FROM runs WHERE team_id = ?1 AND id = ?2", [t, r], stored_json).optional()?.transpose()).await
     }
@@ -548,10 +558,6 @@ fn json_len(value: &impl serde::Serialize) -> Result<usize, StorageError> {
     serde_json::to_writer(&mut count, value).map_err(|e| StorageError::Corrupt(e.to_string()))?;
     Ok(count.0)
 }
-
-/// Whole runs loaded into memory at once (reports, MCP `get_run`, a repeated finalize).
-pub const WHOLE_RUN_LOADS: usize = 2;
-static WHOLE_RUNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(WHOLE_RUN_LOADS);
 
 /// Wall-clock now, RFC 3339 (control-plane timestamps; never reaches a twin).
 pub fn now() -> String {

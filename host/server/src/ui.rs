@@ -48,38 +48,6 @@ const BYTES_PER_POLL: usize = 1 << 20;
 /// `GET /s/:id/:twin/_pome/events`, which streams.
 const SSE_ROW_BYTES: usize = 1 << 20;
 const TRIMMED_BODY_BYTES: usize = 64 << 10;
-/// Live streams one team may hold open at once; more are refused with 429.
-pub const STREAMS_PER_TEAM: usize = 8;
-
-/// Live streams open now, per team.
-static OPEN_STREAMS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, usize>>> = std::sync::LazyLock::new(Default::default);
-
-/// A team's hold on one of its [`STREAMS_PER_TEAM`]; given back when the stream ends.
-struct StreamSlot(String);
-
-impl StreamSlot {
-    fn take(team: &str) -> Option<StreamSlot> {
-        let mut open = OPEN_STREAMS.lock().unwrap();
-        let n = open.entry(team.to_string()).or_default();
-        if *n >= STREAMS_PER_TEAM {
-            return None;
-        }
-        *n += 1;
-        Some(StreamSlot(team.to_string()))
-    }
-}
-
-impl Drop for StreamSlot {
-    fn drop(&mut self) {
-        let mut open = OPEN_STREAMS.lock().unwrap();
-        if let Some(n) = open.get_mut(&self.0) {
-            *n -= 1;
-            if *n == 0 {
-                open.remove(&self.0);
-            }
-        }
-    }
-}
 
 /// Bumped when a server starts shutting down. Graceful shutdown waits for every connection to
 /// end, and a live tape of an open sandbox never ends by itself, so streams watch this and end.
@@ -148,7 +116,7 @@ struct Tail {
     /// Whether the page has been told the stream is live.
     announced: bool,
     done: bool,
-    _slot: StreamSlot,
+    _slot: crate::limits::StreamSlot,
 }
 
 /// `GET /ui/stream/:id`: the sandbox's tape as server-sent events. `row` events carry one
@@ -161,9 +129,11 @@ async fn tape_stream(State(app): State<Arc<App>>, caller: Caller, Path(id): Path
         Lookup::Closed(t) if t.team_id == team => Vec::new(),
         _ => return Err(ApiError::not_found(format!("no sandbox {id} in your team"))),
     };
-    let slot = StreamSlot::take(&team).ok_or_else(|| {
-        ApiError::new(crate::error::ErrorType::RateLimited, format!("your team has {STREAMS_PER_TEAM} live tape streams open, the most it may; close one and try again"))
-            .with_details(json!({"error": "too_many_streams", "limit": STREAMS_PER_TEAM}))
+    // Live streams one team may hold open at once (`--team-streams`); more are refused.
+    let limit = app.gates.team_streams.limit;
+    let slot = app.gates.team_streams.take(&team).ok_or_else(|| {
+        ApiError::new(crate::error::ErrorType::RateLimited, format!("your team has {limit} live tape streams open, the most it may; close one and try again"))
+            .with_details(json!({"error": "too_many_streams", "limit": limit}))
             .with_retry_after(1)
     })?;
     let after = q.after.unwrap_or(0);
