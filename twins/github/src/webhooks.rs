@@ -48,19 +48,26 @@ pub struct HookDelivery {
     pub action: Option<String>,
     pub repository_id: Option<u64>,
     pub url: String,
+    /// Sent as `payload=<url-encoded JSON>` rather than as JSON.
+    pub form: bool,
+    /// The request's headers and payload (JSON text), kept for the newest
+    /// [`MAX_DELIVERIES_PER_HOOK`] of each hook; older deliveries keep only what they were.
     pub headers: Vec<(String, String)>,
-    /// The payload as JSON text (also the body of a `json` hook).
-    pub payload: String,
-    pub body: Vec<u8>,
+    pub payload: Option<String>,
 }
 
 /// GitHub's limit of hooks on one repository or organisation (per event; the twin counts
 /// hooks, which is never more permissive).
 pub const MAX_HOOKS: usize = 20;
 
-/// Deliveries kept per hook for the deliveries routes and the state export, oldest dropped
-/// first: a long session's world must not grow without bound (GitHub keeps 3 days' worth).
-pub const MAX_DELIVERIES_PER_HOOK: usize = 500;
+/// Deliveries per hook whose request (headers and payload) is kept for the deliveries routes
+/// and redelivery: payloads are a few KB each, and a store has 128 MiB, so a long session's
+/// hooks must not keep them all (GitHub itself keeps 3 days' worth).
+pub const MAX_DELIVERIES_PER_HOOK: usize = 100;
+
+/// Deliveries remembered at all (event, action, GUID: what the state export and its check
+/// read), oldest forgotten first; about 200 bytes each.
+pub const MAX_DELIVERY_RECORDS: usize = 10_000;
 
 /// The events a hook may name (GitHub refuses others with 422).
 pub const EVENTS: &[&str] = &[
@@ -123,9 +130,11 @@ impl HookDelivery {
 
     pub fn full_json(&self) -> Value {
         let mut v = self.item_json();
-        let headers: serde_json::Map<String, Value> = self.headers.iter().map(|(k, x)| (k.clone(), json!(x))).collect();
+        let headers: Option<serde_json::Map<String, Value>> =
+            self.payload.as_ref().map(|_| self.headers.iter().map(|(k, x)| (k.clone(), json!(x))).collect());
+        let payload = self.payload.as_deref().and_then(|p| serde_json::from_str::<Value>(p).ok());
         v["url"] = json!(self.url);
-        v["request"] = json!({"headers": headers, "payload": serde_json::from_str::<Value>(&self.payload).unwrap_or(Value::Null)});
+        v["request"] = json!({"headers": headers, "payload": payload});
         v["response"] = json!({"headers": null, "payload": null});
         v
     }
@@ -197,10 +206,9 @@ pub fn send(w: &mut World, call: &mut Call, hook_id: u64, event: &str, payload: 
         (_, Some(o)) => ("organization", w.users.get(o).map(|u| u.id).unwrap_or(0)),
         _ => unreachable!("a hook belongs to a repository or an organisation"),
     };
-    let (content_type, body) = match hook.content_type.as_str() {
-        "form" => ("application/x-www-form-urlencoded", format!("payload={}", form_escape(&payload_text)).into_bytes()),
-        _ => ("application/json", payload_text.clone().into_bytes()),
-    };
+    let form = hook.content_type == "form";
+    let content_type = if form { "application/x-www-form-urlencoded" } else { "application/json" };
+    let body = body_of(form, &payload_text);
     let mut headers: Vec<(String, String)> = vec![
         ("Accept".into(), "*/*".into()),
         ("Content-Type".into(), content_type.into()),
@@ -225,32 +233,43 @@ pub fn send(w: &mut World, call: &mut Call, hook_id: u64, event: &str, payload: 
         action: payload.get("action").and_then(Value::as_str).map(String::from),
         repository_id: payload.pointer("/repository/id").and_then(Value::as_u64),
         url: hook.url.clone(),
+        form,
         headers,
-        payload: payload_text,
-        body,
+        payload: Some(payload_text),
     };
     queue(call, &d);
     keep_delivery(w, d);
 }
 
-/// Record `d`, dropping its hook's oldest delivery past [`MAX_DELIVERIES_PER_HOOK`].
+/// Record `d`: past [`MAX_DELIVERIES_PER_HOOK`] its hook's oldest kept request is dropped,
+/// past [`MAX_DELIVERY_RECORDS`] the oldest delivery is forgotten.
 fn keep_delivery(w: &mut World, d: HookDelivery) {
     let hook = d.hook;
     w.hook_deliveries.insert(d.id, d);
-    let mut mine = w.hook_deliveries.values().filter(|x| x.hook == hook).map(|x| x.id);
-    if w.hook_deliveries.len() > MAX_DELIVERIES_PER_HOOK && mine.clone().count() > MAX_DELIVERIES_PER_HOOK {
-        let oldest = mine.next().expect("counted above");
-        w.hook_deliveries.remove(&oldest);
+    let kept: Vec<u64> = w.hook_deliveries.values().rev().filter(|x| x.hook == hook && x.payload.is_some()).map(|x| x.id).collect();
+    for id in kept.into_iter().skip(MAX_DELIVERIES_PER_HOOK) {
+        let old = w.hook_deliveries.get_mut(&id).expect("listed above");
+        old.payload = None;
+        old.headers = Vec::new();
+    }
+    while w.hook_deliveries.len() > MAX_DELIVERY_RECORDS {
+        w.hook_deliveries.pop_first();
     }
 }
 
-/// Hand one recorded delivery to the host.
+/// The body as sent: the JSON itself, or `payload=<url-encoded JSON>` for a form hook.
+fn body_of(form: bool, payload: &str) -> Vec<u8> {
+    if form { format!("payload={}", form_escape(payload)).into_bytes() } else { payload.as_bytes().to_vec() }
+}
+
+/// Hand one recorded delivery (one that still has its payload) to the host.
 pub fn queue(call: &mut Call, d: &HookDelivery) {
+    let Some(payload) = &d.payload else { return };
     let label = match &d.action {
         Some(a) => format!("{}.{a}", d.event),
         None => d.event.clone(),
     };
-    call.deliver(Delivery { url: d.url.clone(), method: "POST".into(), headers: d.headers.clone(), body: d.body.clone(), event: label });
+    call.deliver(Delivery { url: d.url.clone(), method: "POST".into(), headers: d.headers.clone(), body: body_of(d.form, payload), event: label });
 }
 
 /// Redeliver `d` as GitHub does: same GUID and payload, a new delivery id, `redelivery`.

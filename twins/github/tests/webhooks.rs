@@ -369,16 +369,23 @@ fn hook_limits_obeyed_and_violated() {
     }
     let (s, v, _) = send(&mut w, Method::Post, "/repos/acme/api/hooks", Some(json!({"config": {"url": "https://r.test/one-too-many"}})));
     assert_eq!(s, 422, "{v}");
-    // Deliveries kept per hook are bounded: the oldest go first.
+    // Requests kept per hook are bounded, the oldest dropped first; what was sent is remembered.
     let mut w = admin_world();
     let id = hook(&mut w, json!(["label"]), None);
     let max = twin_github::webhooks::MAX_DELIVERIES_PER_HOOK;
     for i in 0..max + 5 {
         send(&mut w, Method::Post, "/repos/acme/api/labels", Some(json!({"name": format!("l{i}"), "color": "ffffff"})));
     }
-    let kept: Vec<&twin_github::webhooks::HookDelivery> = w.hook_deliveries.values().filter(|d| d.hook == id).collect();
+    let all: Vec<&twin_github::webhooks::HookDelivery> = w.hook_deliveries.values().filter(|d| d.hook == id).collect();
+    assert_eq!(all.len(), max + 6, "the ping and every label");
+    let kept: Vec<&&twin_github::webhooks::HookDelivery> = all.iter().filter(|d| d.payload.is_some()).collect();
     assert_eq!(kept.len(), max);
-    assert!(kept.iter().all(|d| d.event == "label"), "the ping and the oldest labels went first");
+    assert!(kept.iter().all(|d| d.event == "label"), "the ping and the oldest labels lost their payloads first");
+    let ping = all[0].id;
+    let (s, old, _) = send(&mut w, Method::Get, &format!("/repos/acme/api/hooks/{id}/deliveries/{ping}"), None);
+    assert_eq!((s, &old["event"], &old["request"]["payload"]), (200, &json!("ping"), &Value::Null));
+    let (s, _, d) = send(&mut w, Method::Post, &format!("/repos/acme/api/hooks/{id}/deliveries/{ping}/attempts"), None);
+    assert_eq!((s, d.len()), (422, 0));
 }
 
 #[test]

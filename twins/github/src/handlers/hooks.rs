@@ -284,6 +284,9 @@ pub fn get_delivery(w: &mut World, call: &mut Call) -> ApiResult {
 pub fn redeliver(w: &mut World, call: &mut Call) -> ApiResult {
     let id = delivery_id(w, call)?;
     let d = w.hook_deliveries[&id].clone();
+    if d.payload.is_none() {
+        return Err(ApiError::new(422, "This delivery is too old to redeliver"));
+    }
     let new = crate::webhooks::redeliver(w, call, &d);
     call.created("hook_delivery", new, &json!({"redelivery_of": id}));
     json(202, &json!({}))
