@@ -213,7 +213,7 @@ pub async fn modes() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let memory = (bad["memory"] == 0).then(|| median(&runs["memory"]));
+    let memory = (bad.get("memory") == Some(&0)).then(|| median(&runs["memory"]));
     for &mode in &modes {
         let label = format!("durability {mode:<7} mixed calls, 100 sandboxes, churn      c=64");
         if bad[mode] > 0 {
