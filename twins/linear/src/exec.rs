@@ -153,7 +153,9 @@ pub(crate) fn maybe_computed(name: &str) -> bool {
         name,
         "id" | "url" | "priorityLabel" | "searchableContent" | "slugId" | "isMe" | "displayName" | "progress" | "scope" | "hasBlockingRelations"
             | "hasBlockedByRelations" | "hasRelatedRelations" | "hasDuplicateRelations" | "isActive" | "isFuture" | "isPast" | "isNext" | "isPrevious"
-            | "status" | "issueCount" | "createdIssueCount" | "userCount"
+            | "status" | "issueCount" | "createdIssueCount" | "userCount" | "reactionData" | "customerTicketCount" | "commentCount" | "customerCount"
+            | "approximateNeedCount" | "modelName" | "visibility" | "ledInitiativeCount"
+            | "cycleCalenderUrl" | "scopeHistory" | "completedScopeHistory" | "inProgressScopeHistory" | "issueCountHistory" | "completedIssueCountHistory" | "isStale"
     )
 }
 
@@ -176,6 +178,17 @@ pub(crate) fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &
             let title = if ty == "Document" { s("title") } else { s("name") };
             let short = Some(s("slugId")).filter(|x| !x.is_empty()).unwrap_or_else(|| crate::model::slug_id(id));
             Some(Value::String(format!("{base_url}/{}/{kind}/{}", w.org_url_key(), [slug(&title), short].iter().filter(|x| !x.is_empty()).cloned().collect::<Vec<_>>().join("-"))))
+        }
+        // An update is shown on its project's (initiative's) updates page, anchored by its own
+        // short id.
+        ("ProjectUpdate" | "InitiativeUpdate", "url") => {
+            let (of, kind) = if ty == "ProjectUpdate" { ("Project", "project") } else { ("Initiative", "initiative") };
+            let project = s(if ty == "ProjectUpdate" { "projectId" } else { "initiativeId" });
+            let p = w.get(of, &project)?;
+            let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+            let short = p.get("slugId").and_then(Value::as_str).map(String::from).unwrap_or_else(|| crate::model::slug_id(&project));
+            let update = Some(s("slugId")).filter(|x| !x.is_empty()).unwrap_or_else(|| crate::model::slug_id(id));
+            Some(Value::String(format!("{base_url}/{}/{kind}/{}/updates#{kind}-update-{update}", w.org_url_key(), [slug(name), short].iter().filter(|x| !x.is_empty()).cloned().collect::<Vec<_>>().join("-"))))
         }
         ("Project" | "Document" | "Initiative", "slugId") => Some(Value::String(Some(s("slugId")).filter(|x| !x.is_empty()).unwrap_or_else(|| crate::model::slug_id(id)))),
         ("User", "isMe") => Some(Value::Bool(id == w.viewer)),
@@ -204,6 +217,52 @@ pub(crate) fn computed_value(w: &Inner, base_url: &str, ty: &str, id: &str, e: &
         ("User", "createdIssueCount") => Some(json!(w.all("Issue").filter(|(_, i)| i.get("creatorId").and_then(Value::as_str) == Some(id)).count())),
         ("Organization", "createdIssueCount") => Some(json!(w.all("Issue").count())),
         ("Organization", "userCount") => Some(json!(w.all("User").count())),
+        ("Organization", "customerCount") => Some(json!(w.all("Customer").filter(|(_, c)| c.get("archivedAt").is_none_or(Value::is_null)).count())),
+        // Grouped by emoji, as the schema describes it: each emoji, its count and who reacted.
+        (_, "reactionData") => {
+            let fk = format!("{}Id", lcfirst(ty));
+            let mut groups: Vec<(String, Vec<Value>)> = Vec::new();
+            for (_, r) in w.all("Reaction").filter(|(_, r)| r.get(&fk).and_then(Value::as_str) == Some(id) && r.get("archivedAt").is_none_or(Value::is_null)) {
+                let emoji = r.get("emoji").and_then(Value::as_str).unwrap_or("").to_string();
+                let user = r.get("userId").cloned().unwrap_or(Value::Null);
+                match groups.iter_mut().find(|(e, _)| *e == emoji) {
+                    Some((_, users)) => users.push(user),
+                    None => groups.push((emoji, vec![user])),
+                }
+            }
+            Some(Value::Array(groups.into_iter().map(|(emoji, users)| json!({"emoji": emoji, "count": users.len(), "userIds": users})).collect()))
+        }
+        ("Issue", "customerTicketCount") => Some(json!(w.all("CustomerNeed").filter(|(_, n)| n.get("issueId").and_then(Value::as_str) == Some(id) && n.get("archivedAt").is_none_or(Value::is_null)).count())),
+        ("Customer", "approximateNeedCount") => Some(json!(w.all("CustomerNeed").filter(|(_, n)| n.get("customerId").and_then(Value::as_str) == Some(id) && n.get("archivedAt").is_none_or(Value::is_null)).count())),
+        ("ProjectUpdate", "commentCount") => Some(json!(w.all("Comment").filter(|(_, c)| c.get("projectUpdateId").and_then(Value::as_str) == Some(id) && c.get("archivedAt").is_none_or(Value::is_null)).count())),
+        ("Customer" | "ProjectUpdate" | "Roadmap" | "CustomView", "slugId") => Some(Value::String(Some(s("slugId")).filter(|x| !x.is_empty()).unwrap_or_else(|| crate::model::slug_id(id)))),
+        // The schema's rule: the filter that is set names what the view shows.
+        ("CustomView", "modelName") => Some(json!(match () {
+            _ if e.get("projectFilterData").is_some_and(|v| !v.is_null()) => "Project",
+            _ if e.get("initiativeFilterData").is_some_and(|v| !v.is_null()) => "Initiative",
+            _ if e.get("feedItemFilterData").is_some_and(|v| !v.is_null()) => "FeedItem",
+            _ => "Issue",
+        })),
+        // A team is private or public; `restricted` is a visibility the twin's teams never have.
+        // Snapshots at the end of each week of a project (each day of a cycle) since it began, and
+        // never before it was created: the twin keeps none, so it can answer them only before the
+        // first snapshot was due, when there are none; later they are not held.
+        ("Project" | "Cycle", "scopeHistory" | "completedScopeHistory" | "inProgressScopeHistory" | "issueCountHistory" | "completedIssueCountHistory") => {
+            let at = |k: &str| e.get(k).and_then(Value::as_str).and_then(instant);
+            let (began, period) = if ty == "Project" { (at("createdAt")?, chrono::Duration::weeks(1)) } else { (at("createdAt")?.max(at("startsAt")?), chrono::Duration::days(1)) };
+            let now = crate::dates::parse_now(w.request_clock.now())?;
+            (now < began + period).then(|| json!([]))
+        }
+        // An update is stale once its project has a newer one.
+        ("ProjectUpdate", "isStale") => {
+            let (project, created) = (e.get("projectId"), e.get("createdAt").and_then(Value::as_str).unwrap_or(""));
+            Some(json!(w.all("ProjectUpdate").any(|(uid, u)| uid != id && u.get("projectId") == project && u.get("archivedAt").is_none_or(Value::is_null) && u.get("createdAt").and_then(Value::as_str).is_some_and(|c| (c, uid.as_str()) > (created, id)))))
+        }
+        // The team's cycles as a calendar feed the twin serves (`GET /calendar/{team}/cycles.ics`).
+        ("Team", "cycleCalenderUrl") => Some(Value::String(format!("{base_url}/calendar/{id}/cycles.ics"))),
+        // Deleting a team deletes the initiatives it leads.
+        ("Team", "ledInitiativeCount") => Some(json!(w.all("Initiative").filter(|(_, i)| i.get("leadTeamId").and_then(Value::as_str) == Some(id)).count())),
+        ("Team", "visibility") => Some(json!(if e.get("private") == Some(&json!(true)) { "private" } else { "public" })),
         _ => None,
     }
 }
@@ -288,27 +347,14 @@ fn active_cycle(w: &Inner, team: &str) -> Option<String> {
     w.all("Cycle").find(|(id, c)| c.get("teamId").and_then(Value::as_str) == Some(team) && c.get("archivedAt").is_none_or(Value::is_null) && cycle_value(w, id, c, "isActive") == json!(true)).map(|(id, _)| id.clone())
 }
 
-/// A non-null leaf with no stored value gets the zero of its type.
-fn default_leaf(w: &Inner, e: &Entity, ty: &apollo_compiler::schema::Type, now: &str) -> Value {
-    if ty.is_list() {
-        return json!([]);
-    }
-    let named = ty.inner_named_type().as_str();
-    match named {
-        "String" | "ID" => json!(""),
-        "Boolean" => json!(false),
-        "Int" | "Float" => json!(0),
-        "DateTime" => e.get("createdAt").cloned().unwrap_or_else(|| json!(now)),
-        "TimelessDate" => json!(now.get(..10).unwrap_or(now)),
-        "JSON" | "JSONObject" => json!({}),
-        _ => match crate::tables::ty(named) {
-            Some(t) if t.kind == crate::tables::Kind::Enum => json!(t.enum_first),
-            _ => {
-                let _ = w;
-                json!("")
-            }
-        },
-    }
+/// What a required field the world holds no value for answers, said at its end.
+pub const NOT_HELD: &str = "is not supported by the pome Linear twin: the world holds no value for it";
+
+/// The error for required field `coord` (`Issue.sortOrder`) when the world holds no value for
+/// it: never a made-up `""`, `0` or zero object. The field's null then bubbles to its nearest
+/// nullable parent, as GraphQL specifies; the answer says `UNSUPPORTED` ([`crate::graphql`]).
+pub fn not_held(coord: &str) -> FieldError {
+    FieldError { message: format!("{coord} {NOT_HELD}") }
 }
 
 /// An entity of the world.
@@ -391,17 +437,11 @@ impl<'c, 'w> Ent<'c, 'w> {
         let meta = info.meta;
         if !meta.composite {
             let v = field_value(w, &ctx.base_url, sty, &self.id, e, name).filter(|v| !v.is_null());
-            return Ok(typed(
-                match v {
-                    Some(v) => v,
-                    None if def.ty.is_non_null() => {
-                        ctx.volatile.set(true);
-                        default_leaf(w, e, &def.ty, &ctx.now)
-                    }
-                    None => Value::Null,
-                },
-                &def.ty,
-            ));
+            return match v {
+                Some(v) => Ok(typed(v, &def.ty)),
+                None if def.ty.is_non_null() => Err(not_held(&format!("{}.{name}", self.ty))),
+                None => Ok(ResolvedValue::null()),
+            };
         }
         if meta.connection {
             let listed = children(w, sty, &self.id, e, name, meta).into_iter();
@@ -432,6 +472,13 @@ impl<'c, 'w> Ent<'c, 'w> {
                 .map(|(id, _)| id.clone());
             return Ok(ResolvedValue::nullable_object(found.map(|id| Ent { ctx, ty: "TeamMembership".into(), id: id.into() })));
         }
+        // The twin shares no issue outside its team: nobody has shared-only access.
+        if sty == "Issue" && name == "sharedAccess" {
+            return Ok(ResolvedValue::object(Plain {
+                ty: "IssueSharedAccess".into(),
+                value: json!({"disallowedIssueFields": [], "isShared": false, "sharedWithCount": 0, "sharedWithUsers": [], "viewerHasOnlySharedAccess": false}),
+            }));
+        }
         if sty == "Team" && name == "activeCycle" {
             return Ok(ResolvedValue::nullable_object(active_cycle(w, &self.id).map(|id| Ent { ctx, ty: "Cycle".into(), id: id.into() })));
         }
@@ -449,9 +496,8 @@ impl<'c, 'w> Ent<'c, 'w> {
                 let id = if t == "Issue" { w.issue_id(id).unwrap_or_else(|| id.to_string()) } else { id.to_string() };
                 Ok(ResolvedValue::object(Ent { ctx, ty: t.into(), id: id.into() }))
             }
-            // A required object the twin does not model (`Issue.sharedAccess`): its zero value,
-            // so clients that dereference every selected object keep working.
-            None if def.ty.is_non_null() => Ok(zero_object(named)),
+            // A required object the twin does not model (`Issue.sharedAccess`).
+            None if def.ty.is_non_null() => Err(not_held(&format!("{}.{name}", self.ty))),
             None => Ok(ResolvedValue::null()),
         }
     }
@@ -764,7 +810,7 @@ impl ObjectValue for Conn<'_, '_> {
                 })))
             }
             "totalCount" => Ok(typed(json!(self.total), &info.field_definition().ty)),
-            "archivePayload" => Ok(ResolvedValue::object(Plain { ty: "ArchiveResponse".into(), value: json!({"archive": "", "databaseVersion": 0, "includesDependencies": [], "totalCount": 0}) })),
+            "archivePayload" => Err(not_held(&format!("{}.archivePayload", self.ty))),
             "pageInfo" => Ok(ResolvedValue::object(Plain {
                 ty: "PageInfo".into(),
                 value: json!({
@@ -799,17 +845,6 @@ impl ObjectValue for Edge<'_, '_> {
     }
 }
 
-/// The zero value of a composite type: an object whose fields are all defaults.
-pub fn zero_object<'a>(named: &str) -> ResolvedValue<'a> {
-    let ty = gql::possible_types(named).into_iter().next().unwrap_or_else(|| named.to_string());
-    let value = if gql::is_connection(&ty) {
-        json!({"nodes": [], "edges": [], "pageInfo": {"hasNextPage": false, "hasPreviousPage": false}})
-    } else {
-        json!({})
-    };
-    ResolvedValue::object(Plain { ty, value })
-}
-
 /// An object given whole as JSON (page info, rate-limit status, payload extras).
 pub struct Plain {
     pub ty: String,
@@ -825,17 +860,15 @@ impl ObjectValue for Plain {
         let def = info.field_definition();
         let v = self.value.get(info.field_name()).cloned().unwrap_or(Value::Null);
         let named = def.ty.inner_named_type().to_string();
+        if v.is_null() && def.ty.is_non_null() {
+            return Err(not_held(&format!("{}.{}", self.ty, info.field_name())));
+        }
         if gql::is_composite(&named) {
             return Ok(match v {
                 Value::Object(_) => ResolvedValue::object(Plain { ty: named, value: v }),
                 Value::Array(a) => ResolvedValue::list(a.into_iter().map(move |x| ResolvedValue::object(Plain { ty: named.clone(), value: x }))),
-                _ if def.ty.is_list() && def.ty.is_non_null() => ResolvedValue::list(std::iter::empty()),
-                _ if def.ty.is_non_null() => zero_object(&named),
                 _ => ResolvedValue::null(),
             });
-        }
-        if v.is_null() && def.ty.is_non_null() {
-            return Ok(typed(default_leaf(&Inner::default(), &Map::new(), &def.ty, ""), &def.ty));
         }
         Ok(typed(v, &def.ty))
     }
@@ -889,8 +922,7 @@ impl ObjectValue for Payload<'_, '_> {
             return Ok(ResolvedValue::null());
         }
         if def.ty.is_non_null() {
-            ctx.volatile.set(true);
-            return Ok(typed(default_leaf(&Inner::default(), &Map::new(), &def.ty, &ctx.now), &def.ty));
+            return Err(not_held(&format!("{}.{name}", self.ty)));
         }
         Ok(ResolvedValue::null())
     }

@@ -12,6 +12,7 @@
 
 pub mod cache;
 pub mod checks;
+pub mod created;
 pub mod dates;
 pub mod exec;
 pub mod filter;
@@ -92,6 +93,25 @@ fn request_time(w: &mut World) -> chrono::DateTime<chrono::Utc> {
 fn upload(_w: &mut World, call: &mut Call) -> Response {
     call.action = Some("fileUpload.put".into());
     Response::empty(200)
+}
+
+/// `GET /calendar/{team}/cycles.ics`: the team's cycles as an iCalendar feed, at the URL
+/// `Team.cycleCalenderUrl` answers. Like Linear's calendar feed, the URL is the credential.
+fn cycle_calendar(w: &mut World, call: &mut Call) -> Response {
+    call.action = Some("cycleCalendar".into());
+    let team = call.params.iter().find(|(k, _)| k == "team").map(|(_, v)| v.clone()).unwrap_or_default();
+    let Some(name) = w.str_field("Team", &team, "name").map(String::from) else { return World::unsupported(call) };
+    // Text values escape `\`, `;`, `,` and newlines (RFC 5545 §3.3.11).
+    let text = |s: &str| s.replace('\\', "\\\\").replace(';', "\\;").replace(',', "\\,").replace('\n', "\\n");
+    let day = |v: Option<&Value>| v.and_then(Value::as_str).map(|d| d.get(..10).unwrap_or(d).replace('-', "")).unwrap_or_default();
+    let mut out = format!("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//pome//Linear twin cycles//EN\r\nX-WR-CALNAME:{} cycles\r\n", text(&name));
+    for (id, c) in w.all("Cycle").filter(|(_, c)| c.get("teamId").and_then(Value::as_str) == Some(team.as_str()) && c.get("archivedAt").is_none_or(Value::is_null)) {
+        let number = c.get("number").and_then(Value::as_f64).unwrap_or(0.0);
+        let summary = c.get("name").and_then(Value::as_str).map(String::from).unwrap_or_else(|| format!("Cycle {number}"));
+        out.push_str(&format!("BEGIN:VEVENT\r\nUID:{id}\r\nDTSTART;VALUE=DATE:{}\r\nDTEND;VALUE=DATE:{}\r\nSUMMARY:{}\r\nEND:VEVENT\r\n", day(c.get("startsAt")), day(c.get("endsAt")), text(&summary)));
+    }
+    out.push_str("END:VCALENDAR\r\n");
+    Response { status: 200, headers: vec![("content-type".into(), "text/calendar; charset=utf-8".into())], body: out.into_bytes() }
 }
 
 /// Serve one GraphQL request.
@@ -273,18 +293,27 @@ fn execute(w: &mut World, call: &mut Call, spend: &mut dyn FnMut(&mut World, f64
     } else if let Some(u) = fx.unsupported.first() {
         call.action = Some(u.rsplit('.').next().unwrap_or(u).to_string());
     }
-    call.unsupported = !fx.unsupported.is_empty();
     call.changes = fx.changes;
     call.deliveries = fx.deliveries;
+    // A required field the world holds no value for marks the call unsupported too.
+    let mut held_back = false;
     let list: Vec<Value> = raw_errors
         .into_iter()
         .map(|mut v| {
             let msg = v.get("message").and_then(Value::as_str).unwrap_or("").to_string();
-            let ext = fx.error_ext.iter().find(|(m, _)| *m == msg).map(|(_, x)| x.clone()).unwrap_or_else(|| json!({"type": "internal error", "code": "INTERNAL_SERVER_ERROR", "userError": false}));
+            let ext = match fx.error_ext.iter().find(|(m, _)| *m == msg) {
+                Some((_, x)) => x.clone(),
+                None if msg.ends_with(exec::NOT_HELD) => {
+                    held_back = true;
+                    json!({"type": "other", "code": "UNSUPPORTED", "userError": false, "fidelity": "unsupported", "userPresentableMessage": msg})
+                }
+                None => json!({"type": "internal error", "code": "INTERNAL_SERVER_ERROR", "userError": false}),
+            };
             v["extensions"] = ext;
             v
         })
         .collect();
+    call.unsupported = !fx.unsupported.is_empty() || held_back;
     let status = if data == b"null" && !list.is_empty() { 400 } else { 200 };
     let body = pome_graphql::request::body(&data, &list);
     Ok((Response { status, headers: vec![("content-type".into(), "application/json; charset=utf-8".into())], body }, keep))
@@ -310,6 +339,7 @@ impl Twin for World {
                 .route(Some(Method::Get), "/graphql", "graphql", Fidelity::Semantic, graphql)
                 .route(Some(Method::Post), mcp::PATH, "mcp", Fidelity::Semantic, mcp::endpoint)
                 .route(Some(Method::Put), "/uploads/{org}/{id}/{name}", "fileUpload.put", Fidelity::Shape, upload)
+                .route(Some(Method::Get), "/calendar/{team}/cycles.ics", "cycleCalendar", Fidelity::Semantic, cycle_calendar)
         })
     }
 
@@ -322,7 +352,7 @@ impl Twin for World {
     /// for anything else. An upload's PUT carries no credential: its URL is its signature, as
     /// with the signed URL Linear answers.
     fn serves_without_auth(req: &pome_twin_sdk::Request) -> bool {
-        (req.auth == Auth::Invalid && req.path == "/graphql") || (req.method == Method::Put && req.path.starts_with("/uploads/"))
+        (req.auth == Auth::Invalid && req.path == "/graphql") || (req.method == Method::Put && req.path.starts_with("/uploads/")) || (req.method == Method::Get && req.path.starts_with("/calendar/"))
     }
 
     fn auth_error(_call: &Call) -> Response {
@@ -361,9 +391,10 @@ impl Twin for World {
         vec![("POME_LINEAR_TOKEN", "{token}"), ("POME_LINEAR_API_URL", "{api_url}")]
     }
 
-    /// The routes' actions, but the upload target: raw file bytes are no MCP tool's argument.
+    /// The routes' actions, but the upload target and the calendar feed: raw file bytes are no
+    /// MCP tool's argument, and a feed is for calendar apps.
     fn actions() -> Vec<pome_twin_sdk::ActionDecl> {
-        pome_twin_sdk::describe::actions_from_surface(&Self::router().surface()).into_iter().filter(|a| a.name != "fileUpload.put").collect()
+        pome_twin_sdk::describe::actions_from_surface(&Self::router().surface()).into_iter().filter(|a| a.name != "fileUpload.put" && a.name != "cycleCalendar").collect()
     }
 
     fn tools() -> Vec<pome_twin_sdk::ToolDecl> {

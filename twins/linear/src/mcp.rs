@@ -267,9 +267,12 @@ fn skill_out(v: &Value, body: bool) -> Value {
     o
 }
 
-const PIPELINE: &str = "id name slugId type isProduction url createdAt updatedAt";
+// No `url`: the twin does not know where Linear shows a pipeline (`ReleasePipeline.url`), and
+// answers it as not supported rather than make one up.
+const PIPELINE: &str = "id name slugId type isProduction createdAt updatedAt";
 
-const RELEASE: &str = "id name description version slugId url commitSha startDate targetDate startedAt completedAt canceledAt createdAt updatedAt \
+// No `url` either (`Release.url`), for the same reason.
+const RELEASE: &str = "id name description version slugId commitSha startDate targetDate startedAt completedAt canceledAt createdAt updatedAt \
 pipeline { id name } stage { id name type }";
 
 const TEAM: &str = "id key name description icon color private createdAt updatedAt cyclesEnabled";
@@ -1753,7 +1756,7 @@ impl Mcp<'_> {
     fn release_full(&mut self, id: &str, notes: bool) -> R {
         let v = self.get("release", id, RELEASE)?;
         let mut o = json!({
-            "id": v["id"], "name": v["name"], "description": v["description"], "version": v["version"], "slugId": v["slugId"], "url": v["url"],
+            "id": v["id"], "name": v["name"], "description": v["description"], "version": v["version"], "slugId": v["slugId"],
             "commitSha": v["commitSha"], "startDate": v["startDate"], "targetDate": v["targetDate"], "startedAt": v["startedAt"],
             "completedAt": v["completedAt"], "canceledAt": v["canceledAt"], "createdAt": v["createdAt"], "updatedAt": v["updatedAt"],
             "pipeline": named(&v["pipeline"]),
@@ -1841,9 +1844,9 @@ impl Mcp<'_> {
     /// Release notes; their markdown is kept on the notes (Linear keeps it in a document
     /// content, which the twin does not model).
     fn release_note_full(&mut self, id: &str, content: bool, releases: bool) -> R {
-        let v = self.get("releaseNote", id, "id title slugId url createdAt updatedAt archivedAt pipeline { id name }")?;
+        let v = self.get("releaseNote", id, "id title slugId createdAt updatedAt archivedAt pipeline { id name }")?;
         let e = self.w.0.get("ReleaseNote", id).cloned().unwrap_or_default();
-        let mut o = json!({"id": v["id"], "title": v["title"], "slugId": v["slugId"], "url": v["url"], "createdAt": v["createdAt"], "updatedAt": v["updatedAt"],
+        let mut o = json!({"id": v["id"], "title": v["title"], "slugId": v["slugId"], "createdAt": v["createdAt"], "updatedAt": v["updatedAt"],
                            "archivedAt": v["archivedAt"], "pipeline": named(&v["pipeline"])});
         if content {
             o["content"] = e.get("content").cloned().unwrap_or(Value::Null);

@@ -224,8 +224,14 @@ impl Inner {
         positions
     }
 
-    pub fn insert(&mut self, ty: &str, id: &str, e: Entity) {
-        self.entities.entry(ty).insert(id.to_string(), e);
+    /// Store entity `id` of type `ty`; a new one gets what Linear keeps on every new entity of
+    /// its type ([`crate::created`]).
+    pub fn insert(&mut self, ty: &str, id: &str, mut e: Entity) {
+        let all = self.entities.entry(ty);
+        if !all.contains_key(id) {
+            crate::created::fill(ty, &mut e, all.len());
+        }
+        all.insert(id.to_string(), e);
     }
 
     pub fn remove(&mut self, ty: &str, id: &str) -> Option<Entity> {

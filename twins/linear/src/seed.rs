@@ -177,10 +177,7 @@ pub fn from_seed(seed: &Value) -> R<World> {
             "id": id, "key": key, "name": name, "description": string(m, "description", &p)?, "private": boolean(m, "private", &p, false)?,
             "color": string(m, "color", &p)?, "icon": string(m, "icon", &p)?, "cyclesEnabled": boolean(m, "cyclesEnabled", &p, false)?,
             "timezone": string(m, "timezone", &p)?.unwrap_or_else(|| "America/Los_Angeles".into()), "_seq": 0,
-            "cycleDuration": 2, "cycleCooldownTime": 0, "cycleStartDay": 1, "upcomingCycleCount": 2, "issueEstimationType": "notUsed",
-            "issueEstimationAllowZero": false, "issueEstimationExtended": false, "defaultIssueEstimate": 0, "triageEnabled": false,
-            "autoArchivePeriod": 6, "groupIssueHistory": true, "inviteHash": "", "scimManaged": false, "requirePriorityToLeaveTriage": false,
-            "setIssueSortOrderOnStateChange": "bottom", "aiThreadSummariesEnabled": false, "aiDiscussionSummariesEnabled": false, "cycleCalenderUrl": "",
+            "issueEstimationType": "notUsed", "issueEstimationAllowZero": false, "issueEstimationExtended": false,
         }));
         stamp(&mut e, None, None);
         w.insert("Team", &id, e);
