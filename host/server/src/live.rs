@@ -188,8 +188,10 @@ pub struct SqliteLive {
     /// writer).
     readers: Mutex<Vec<Connection>>,
     /// Why the last commit failed, while the writer is retrying it; `None` when commits go
-    /// through. Read (with the log's own) by every twin store before it serves a request.
+    /// through. Read (with the log's own) by every twin store before it serves a request,
+    /// after `commit_failing`, which spares the lock when all is well.
     failing: Arc<Mutex<Option<String>>>,
+    commit_failing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 const SCHEMA: &str = "
@@ -249,17 +251,18 @@ impl SqliteLive {
         let log = log::RowLog::open(path, mode, next_log).map_err(|e| StorageError::Corrupt(format!("opening the live-sandbox log beside {}: {e}", path.display())))?;
         let queue = Arc::new(Queue::default());
         let failing = Arc::new(Mutex::new(None));
-        let writer_state = Writer { queue: queue.clone(), log: log.clone(), mode, failing: failing.clone(), db: path.to_path_buf() };
+        let commit_failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer_state = Writer { queue: queue.clone(), log: log.clone(), mode, failing: failing.clone(), commit_failing: commit_failing.clone(), db: path.to_path_buf() };
         std::thread::Builder::new()
             .name("pome-live-writer".into())
             .spawn(move || writer_state.run(conn))
             .map_err(|e| StorageError::Corrupt(format!("starting the live-sandbox writer: {e}")))?;
-        Ok(Arc::new(SqliteLive { queue, log, mode, path: path.to_path_buf(), readers: Mutex::new(Vec::new()), failing }))
+        Ok(Arc::new(SqliteLive { queue, log, mode, path: path.to_path_buf(), readers: Mutex::new(Vec::new()), failing, commit_failing }))
     }
 
     /// Why writes are failing now, if they are.
     pub fn failing(&self) -> Option<String> {
-        self.log.failing().or_else(|| self.failing.lock().unwrap().clone())
+        self.log.failing().or_else(|| if self.commit_failing.load(Ordering::Acquire) { self.failing.lock().unwrap().clone() } else { None })
     }
 
     /// The committed rows of one tape with `from <= seq < to`, at most `limit`.
@@ -724,6 +727,7 @@ struct Writer {
     log: Arc<log::RowLog>,
     mode: Durability,
     failing: Arc<Mutex<Option<String>>>,
+    commit_failing: Arc<std::sync::atomic::AtomicBool>,
     /// The database, whose log the syncer fsyncs and checkpoints in `window` mode.
     db: std::path::PathBuf,
 }
@@ -772,7 +776,7 @@ impl Writer {
             let written = if ops.is_empty() && rows.is_empty() { Ok(()) } else { write_batch(&mut conn, &rows, &ops, &mut closed_seq) };
             match written {
                 Ok(()) => {
-                    if self.failing.lock().unwrap().take().is_some() {
+                    if self.commit_failing.swap(false, Ordering::AcqRel) && self.failing.lock().unwrap().take().is_some() {
                         tracing::info!("writing live sandboxes works again; the held rows are committed");
                     }
                     if let Some(s) = &syncer {
@@ -812,6 +816,7 @@ impl Writer {
                 Err(e) => {
                     closed_seq = before;
                     let first = self.failing.lock().unwrap().replace(e.to_string()).is_none();
+                    self.commit_failing.store(true, Ordering::Release);
                     if first {
                         tracing::error!(error = %e, entries = ops.len() + rows.len(), "writing live sandboxes failed; holding the batch and retrying");
                     }

@@ -14,7 +14,7 @@
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use pome_tape::TapeRow;
@@ -72,6 +72,9 @@ pub(super) struct RowLog {
     db: PathBuf,
     mode: Durability,
     state: Mutex<LogState>,
+    /// Whether rows are held (`LogState::failing` says why): every request reads this, and
+    /// must not queue for the lock behind an append's write.
+    held: AtomicBool,
     /// `sync` mode: answers waiting for the log's fsync, and the thread that does it.
     unsynced: Mutex<Unsynced>,
     to_sync: Condvar,
@@ -172,6 +175,7 @@ impl RowLog {
         let log = Arc::new(RowLog {
             db: db.to_path_buf(),
             mode,
+            held: AtomicBool::new(false),
             state: Mutex::new(LogState {
                 file: Arc::new(file),
                 number,
@@ -220,6 +224,7 @@ impl RowLog {
                 tracing::error!(error = %e, "writing the live-sandbox log failed; holding its rows and retrying");
                 st.failing = Some(e.to_string());
                 st.held.push((logged, done));
+                self.held.store(true, Ordering::Release);
                 0
             }
         }
@@ -243,6 +248,9 @@ impl RowLog {
 
     /// Why rows cannot be logged now, if they cannot.
     pub fn failing(&self) -> Option<String> {
+        if !self.held.load(Ordering::Acquire) {
+            return None;
+        }
         self.state.lock().unwrap().failing.clone()
     }
 
@@ -264,6 +272,7 @@ impl RowLog {
         }
         st.held.extend(rest);
         let clear = st.held.is_empty();
+        self.held.store(!clear, Ordering::Release);
         if clear && st.failing.take().is_some() {
             tracing::info!("writing the live-sandbox log works again; the held rows are logged");
         }
@@ -312,13 +321,14 @@ impl RowLog {
     /// Rows that failed to be logged are answered with why, at shutdown.
     pub fn give_up_held(&self, why: &str) {
         let held = std::mem::take(&mut self.state.lock().unwrap().held);
+        self.held.store(false, Ordering::Release);
         for (_, done) in held {
             done(Err(why.to_string()));
         }
     }
 
     pub fn has_held(&self) -> bool {
-        !self.state.lock().unwrap().held.is_empty()
+        self.held.load(Ordering::Acquire)
     }
 
     /// `sync` mode: fsync for every answer waiting, many at a time (group commit).
