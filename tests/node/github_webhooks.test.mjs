@@ -4,6 +4,7 @@
 // package has no schema for (ping, push, create, delete, status), against GitHub's own
 // webhook schemas in its OpenAPI description (tests/specs/github/api.github.com.json); and
 // every signature is verified with @octokit/webhooks' `verify`, JSON and form bodies alike.
+// Payloads with an action are also validated against GitHub's `webhook-<event>-<action>`.
 //
 // Run: cd tests/node && npm install && node --test github_webhooks.test.mjs
 // POME_BIN names the host binary (default: target/release/pome).
@@ -66,6 +67,19 @@ function validatorFor(event, action) {
   const openapi = ajv.getSchema(`openapi#/components/schemas/webhook-${event.replaceAll("_", "-")}`);
   assert.ok(openapi, `no schema for ${event}`);
   return { name: `webhook-${event}`, validate: openapi };
+}
+
+// Where the community schemas and GitHub's own description disagree, GitHub's decides (every
+// payload is validated against both where both have a schema). These are the only community
+// errors forgiven, each exactly:
+// - releases: GitHub's description (since immutable releases) requires `immutable` and
+//   `updated_at` on the release, which the community schema's closed `release` predates;
+// - pull_request.demilestoned: the community schema wants the pull request's `milestone` to be
+//   an object after it was removed; GitHub's allows null.
+function knownDisagreement(event, action, e) {
+  if (event === "release") return e.instancePath === "/release" && e.keyword === "additionalProperties" && ["immutable", "updated_at"].includes(e.params.additionalProperty);
+  if (event === "pull_request" && action === "demilestoned") return e.instancePath === "/pull_request/milestone" && e.keyword === "type";
+  return false;
 }
 
 // A webhook receiver: every request's headers and raw body, answered 200.
@@ -151,6 +165,10 @@ test("every event the twin sends validates against GitHub's webhook schemas and 
     await octokit.rest.pulls.requestReviewers({ ...repo, pull_number: pr.number, reviewers: ["alice"] });
     await octokit.rest.issues.addLabels({ ...repo, issue_number: pr.number, labels: ["bug"] });
     await octokit.rest.issues.removeLabel({ ...repo, issue_number: pr.number, name: "bug" });
+    await octokit.rest.issues.update({ ...repo, issue_number: pr.number, milestone: 1, assignees: ["alice"] });
+    await octokit.rest.issues.update({ ...repo, issue_number: pr.number, milestone: null, assignees: [] });
+    await octokit.rest.issues.lock({ ...repo, issue_number: pr.number });
+    await octokit.rest.issues.unlock({ ...repo, issue_number: pr.number });
     await octokit.rest.pulls.createReview({ ...repo, pull_number: pr.number, event: "COMMENT", body: "self-check" });
     const rc = (await octokit.rest.pulls.createReviewComment({ ...repo, pull_number: pr.number, body: "why 2?", commit_id: put.commit.sha, path: "src/app.py", line: 1 })).data;
     await octokit.rest.pulls.updateReviewComment({ ...repo, comment_id: rc.id, body: "why 2??" });
@@ -227,8 +245,16 @@ test("every event the twin sends validates against GitHub's webhook schemas and 
       actions.add(`${event}.${payload.action ?? ""}`);
       const { name, validate } = validatorFor(event, payload.action);
       if (!validate(payload)) {
-        const e = validate.errors.slice(0, 3).map((x) => `${x.instancePath} ${x.message} ${JSON.stringify(x.params)}`).join("; ");
-        failures.push(`${event}.${payload.action ?? ""} (${name}): ${e}`);
+        const errors = validate.errors.filter((x) => !knownDisagreement(event, payload.action, x));
+        if (errors.length) {
+          const e = errors.slice(0, 3).map((x) => `${x.instancePath} ${x.message} ${JSON.stringify(x.params)}`).join("; ");
+          failures.push(`${event}.${payload.action ?? ""} (${name}): ${e}`);
+        }
+      }
+      const gh = payload.action && ajv.getSchema(`openapi#/components/schemas/webhook-${event.replaceAll("_", "-")}-${payload.action.replaceAll("_", "-")}`);
+      if (gh && !gh(payload)) {
+        const e = gh.errors.slice(0, 3).map((x) => `${x.instancePath} ${x.message} ${JSON.stringify(x.params)}`).join("; ");
+        failures.push(`${event}.${payload.action} (openapi): ${e}`);
       }
     }
     assert.deepEqual(failures, [], "payloads that fail their schema");
@@ -243,7 +269,8 @@ test("every event the twin sends validates against GitHub's webhook schemas and 
       "pull_request.closed", "pull_request_review.submitted", "pull_request_review_comment.created", "check_run.created", "check_run.completed",
       "check_suite.completed", "release.created", "release.published", "release.released", "issues.locked", "issues.unlocked", "issues.unassigned",
       "issues.demilestoned", "milestone.opened", "milestone.edited", "pull_request.edited", "pull_request.review_request_removed",
-      "pull_request.reopened", "pull_request.synchronize", "pull_request.unlabeled", "pull_request_review.edited", "pull_request_review.dismissed",
+      "pull_request.reopened", "pull_request.synchronize", "pull_request.unlabeled", "pull_request.milestoned", "pull_request.demilestoned", "pull_request.assigned",
+      "pull_request.unassigned", "pull_request.locked", "pull_request.unlocked", "pull_request_review.edited", "pull_request_review.dismissed",
       "pull_request_review_comment.edited", "pull_request_review_comment.deleted", "release.edited", "release.deleted"]) {
       assert.ok(actions.has(a), `${a} was delivered`);
     }

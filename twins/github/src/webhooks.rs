@@ -687,10 +687,13 @@ fn derive(w: &World, b: &str, entity: &str, id: &str, before: Option<&Value>, af
             let mut release = crate::handlers::releases::release_json(w, b, r, &x);
             keep(&mut release, RELEASE);
             each(&mut release, "author", user);
-            // Webhooks carry an empty body where REST answers null.
+            // Webhooks carry an empty body where REST answers null, and (GitHub's description
+            // since immutable releases) `immutable` and `updated_at`.
             if release["body"].is_null() {
                 release["body"] = json!("");
             }
+            release["immutable"] = json!(false);
+            release["updated_at"] = json!(x.published_at.clone().unwrap_or_else(|| x.created_at.clone()));
             let draft = |v: Option<&Value>| v.and_then(|v| v.get("draft")).and_then(Value::as_bool);
             let mut actions: Vec<&str> = match (before, after) {
                 (None, Some(_)) if x.draft => vec!["created"],
@@ -913,20 +916,11 @@ fn issue_events(w: &World, b: &str, id: &str, before: Option<&Value>, after: Opt
                 v
             })
         };
-        if !is_pull {
-            if mb.is_some() {
-                push("demilestoned", json!({"milestone": ms(mb)}));
-            }
-            if ma.is_some() {
-                push("milestoned", json!({"milestone": ms(ma)}));
-            }
-        } else {
-            if mb.is_some() {
-                push("demilestoned", json!({}));
-            }
-            if ma.is_some() {
-                push("milestoned", json!({}));
-            }
+        if mb.is_some() {
+            push("demilestoned", json!({"milestone": ms(mb)}));
+        }
+        if ma.is_some() {
+            push("milestoned", json!({"milestone": ms(ma)}));
         }
     }
     if bf.get("locked") != a.get("locked") {
