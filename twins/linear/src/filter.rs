@@ -304,7 +304,8 @@ pub fn compare(v: &Value, f: &Value) -> bool {
             "gt" => ord(v, x) == Some(std::cmp::Ordering::Greater),
             "gte" => matches!(ord(v, x), Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)),
             "contains" => v.is_string() && s.contains(xs),
-            "containsIgnoreCase" | "containsIgnoreCaseAndAccent" => v.is_string() && lower().contains(&xs.to_lowercase()),
+            "containsIgnoreCase" => v.is_string() && lower().contains(&xs.to_lowercase()),
+            "containsIgnoreCaseAndAccent" => v.is_string() && fold(s).contains(&fold(xs)),
             "notContains" => !s.contains(xs),
             "notContainsIgnoreCase" => !lower().contains(&xs.to_lowercase()),
             "startsWith" => v.is_string() && s.starts_with(xs),
@@ -320,4 +321,50 @@ pub fn compare(v: &Value, f: &Value) -> bool {
             _ => true,
         }
     })
+}
+
+/// `s` lower-cased with its diacritics dropped (`É` → `e`, `ß` → `ss`), for Linear's
+/// `containsIgnoreCaseAndAccent`: Latin letters with accents (Latin-1 and Latin Extended-A)
+/// by table, and combining marks (U+0300–U+036F, as decomposed text carries them) dropped.
+pub fn fold(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars().flat_map(char::to_lowercase) {
+        let base = match c {
+            '\u{300}'..='\u{36f}' => continue,
+            'ß' => {
+                out.push_str("ss");
+                continue;
+            }
+            'æ' => {
+                out.push_str("ae");
+                continue;
+            }
+            'œ' => {
+                out.push_str("oe");
+                continue;
+            }
+            'à'..='å' | 'ā' | 'ă' | 'ą' => 'a',
+            'ç' | 'ć' | 'ĉ' | 'ċ' | 'č' => 'c',
+            'ď' | 'đ' => 'd',
+            'è'..='ë' | 'ē' | 'ĕ' | 'ė' | 'ę' | 'ě' => 'e',
+            'ĝ' | 'ğ' | 'ġ' | 'ģ' => 'g',
+            'ĥ' | 'ħ' => 'h',
+            'ì'..='ï' | 'ĩ' | 'ī' | 'ĭ' | 'į' | 'ı' => 'i',
+            'ĵ' => 'j',
+            'ķ' => 'k',
+            'ĺ' | 'ļ' | 'ľ' | 'ŀ' | 'ł' => 'l',
+            'ñ' | 'ń' | 'ņ' | 'ň' => 'n',
+            'ò'..='ö' | 'ø' | 'ō' | 'ŏ' | 'ő' => 'o',
+            'ŕ' | 'ŗ' | 'ř' => 'r',
+            'ś' | 'ŝ' | 'ş' | 'š' => 's',
+            'ţ' | 'ť' | 'ŧ' => 't',
+            'ù'..='ü' | 'ũ' | 'ū' | 'ŭ' | 'ů' | 'ű' | 'ų' => 'u',
+            'ŵ' => 'w',
+            'ý' | 'ÿ' | 'ŷ' => 'y',
+            'ź' | 'ż' | 'ž' => 'z',
+            c => c,
+        };
+        out.push(base);
+    }
+    out
 }

@@ -187,12 +187,21 @@ impl ObjectValue for Root<'_, '_> {
                 let with_comments = args.get("includeComments").and_then(Value::as_bool).unwrap_or(false);
                 let team = args.get("teamId").and_then(Value::as_str).map(String::from);
                 let w = ctx.w.borrow();
+                // The issues whose comments match, found in one pass over the comments (not one
+                // pass per issue).
+                let commented: std::collections::BTreeSet<&str> = if with_comments && ty == "Issue" && !term.is_empty() {
+                    w.all("Comment")
+                        .filter(|(_, c)| c.get("archivedAt").is_none_or(Value::is_null) && c.get("body").and_then(Value::as_str).is_some_and(|b| b.to_lowercase().contains(&term)))
+                        .filter_map(|(_, c)| c.get("issueId").and_then(Value::as_str))
+                        .collect()
+                } else {
+                    Default::default()
+                };
                 let items: Vec<(String, String)> = w
                     .all(ty)
                     .filter(|(id, e)| {
                         let text = ["title", "name", "description", "content", "identifier"].iter().filter_map(|k| e.get(*k).and_then(Value::as_str)).collect::<Vec<_>>().join("\n").to_lowercase();
-                        let comments = with_comments && w.all("Comment").any(|(_, c)| c.get("issueId").and_then(Value::as_str) == Some(id.as_str()) && c.get("body").and_then(Value::as_str).is_some_and(|b| b.to_lowercase().contains(&term)));
-                        (term.is_empty() || text.contains(&term) || comments) && team.as_deref().is_none_or(|t| e.get("teamId").and_then(Value::as_str) == Some(t))
+                        (term.is_empty() || text.contains(&term) || commented.contains(id.as_str())) && team.as_deref().is_none_or(|t| e.get("teamId").and_then(Value::as_str) == Some(t))
                     })
                     .map(|(id, _)| (ty.to_string(), id.clone()))
                     .collect();

@@ -249,3 +249,45 @@ fn a_teams_cycle_calendar_url_is_a_feed_the_twin_serves_issue_35() {
     let text = String::from_utf8(r.body).unwrap();
     assert!(text.starts_with("BEGIN:VCALENDAR\r\n") && text.contains("DTSTART;VALUE=DATE:20260701\r\nDTEND;VALUE=DATE:20260714\r\nSUMMARY:Sprint\\, one\r\n"), "{text}");
 }
+
+#[test]
+fn contains_ignore_case_and_accent_ignores_accents_issue_35() {
+    let mut w = world();
+    for title in ["Café crème outage", "Cafe\u{301} decomposed", "Straße closed", "NAÏVE parser"] {
+        ask(&mut w, "mutation($t: String!) { issueCreate(input: {teamId: \"team_eng\", title: $t}) { success } }", json!({"t": title}), None);
+    }
+    let titles = |w: &mut World, op: &str, term: &str| -> Vec<String> {
+        let q = format!("query($t: String!) {{ issues(filter: {{title: {{{op}: $t}}}}) {{ nodes {{ title }} }} }}");
+        let mut v: Vec<String> = ask(w, &q, json!({"t": term}), None).json_body()["data"]["issues"]["nodes"].as_array().unwrap().iter().map(|n| n["title"].as_str().unwrap().to_string()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(titles(&mut w, "containsIgnoreCaseAndAccent", "CAFE"), ["Cafe\u{301} decomposed", "Café crème outage"]);
+    assert_eq!(titles(&mut w, "containsIgnoreCaseAndAccent", "crême"), ["Café crème outage"]);
+    assert_eq!(titles(&mut w, "containsIgnoreCaseAndAccent", "strasse"), ["Straße closed"]);
+    assert_eq!(titles(&mut w, "containsIgnoreCaseAndAccent", "naive"), ["NAÏVE parser"]);
+    // Without "AndAccent", accents still count.
+    assert_eq!(titles(&mut w, "containsIgnoreCase", "cafe"), ["Cafe\u{301} decomposed"]);
+}
+
+#[test]
+fn searching_comments_reads_each_comment_once_not_once_per_issue_issue_35() {
+    let mut w = world();
+    let n = 6_000;
+    for i in 0..n {
+        let id = format!("bulk_issue_{i}");
+        let e = json!({"id": id, "teamId": "team_eng", "title": format!("Bulk {i}"), "identifier": format!("BULK-{i}"), "number": i, "priority": 0, "createdAt": "2026-01-01T00:00:00.000Z"});
+        w.0.insert("Issue", &id, e.as_object().unwrap().clone());
+        let body = if i == 1234 { "the needle is here".to_string() } else { format!("comment number {i} about nothing in particular, long enough to cost something to lower-case") };
+        let c = json!({"id": format!("bulk_comment_{i}"), "issueId": format!("bulk_issue_{}", (i * 7) % n), "body": body, "createdAt": "2026-01-01T00:00:00.000Z"});
+        w.0.insert("Comment", &format!("bulk_comment_{i}"), c.as_object().unwrap().clone());
+    }
+    let started = std::time::Instant::now();
+    let d = ask(&mut w, "{ searchIssues(term: \"NEEDLE\", includeComments: true) { totalCount nodes { id } } }", json!({}), None).json_body();
+    let took = started.elapsed();
+    assert_eq!(d["data"]["searchIssues"]["nodes"], json!([{"id": format!("bulk_issue_{}", (1234 * 7) % n)}]), "{d}");
+    // 6,000 issues × 6,000 comments was 36 million comparisons (seconds); now 12,000 reads.
+    assert!(took < std::time::Duration::from_millis(500), "{took:?}");
+    let d = ask(&mut w, "{ searchIssues(term: \"NEEDLE\") { totalCount } }", json!({}), None).json_body();
+    assert_eq!(d["data"]["searchIssues"]["totalCount"], json!(0.0));
+}
