@@ -324,7 +324,7 @@ fn graphql_mutations_set_off_the_same_webhooks() {
     let q = format!(r#"mutation {{ createIssue(input: {{repositoryId: "{repo}", title: "From GraphQL"}}) {{ issue {{ number }} }} }}"#);
     let (s, v, d) = send(&mut w, Method::Post, "/graphql", Some(json!({"query": q})));
     assert_eq!(s, 200, "{v}");
-    assert_eq!(v["data"]["createIssue"]["issue"]["number"].is_u64(), true, "{v}");
+    assert!(v["data"]["createIssue"]["issue"]["number"].is_u64(), "{v}");
     assert_eq!(d.len(), 1);
     assert_eq!((header(&d[0], "X-GitHub-Event"), payload(&d[0])["action"].as_str()), (Some("issues"), Some("opened")));
     assert_eq!(payload(&d[0])["issue"]["title"], "From GraphQL");
