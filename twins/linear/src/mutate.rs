@@ -754,7 +754,10 @@ impl Mut<'_, '_, '_> {
                 continue;
             };
             let Some(id) = e.get(&k).and_then(Value::as_str).map(String::from) else { continue };
-            if let Some(t) = relation_type(ty, rel) {
+            // A reference the entity's type does not name as a field (`customViewCreate`'s
+            // `projectId`, `teamCreate`'s `autoCloseStateId`) is typed by its own name, so a
+            // reference to nothing is refused rather than stored.
+            if let Some(t) = relation_type(ty, rel).or_else(|| referenced_type(rel)) {
                 match self.resolve(&t, &id) {
                     Some(real) => {
                         e.insert(k.clone(), json!(real));
@@ -1198,6 +1201,17 @@ pub fn relation_type(ty: &str, rel: &str) -> Option<String> {
         return Some(node);
     }
     gql::is_composite(&named).then_some(named)
+}
+
+/// The object type a `<rel>Id` input names by itself: `Project` for `projectId`, a workflow
+/// state for `autoCloseStateId`; none for ids of things outside Linear (`slackChannelId`).
+fn referenced_type(rel: &str) -> Option<String> {
+    let mut c = rel.chars();
+    let named: String = c.next()?.to_uppercase().chain(c).collect();
+    if gql::is_object(&named) && !named.ends_with("Payload") {
+        return Some(named);
+    }
+    named.ends_with("State").then(|| "WorkflowState".to_string())
 }
 
 /// A project in a status of type `kind`: its (deprecated) `state` says the type, and it

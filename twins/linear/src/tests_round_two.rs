@@ -291,3 +291,54 @@ fn searching_comments_reads_each_comment_once_not_once_per_issue_issue_35() {
     let d = ask(&mut w, "{ searchIssues(term: \"NEEDLE\") { totalCount } }", json!({}), None).json_body();
     assert_eq!(d["data"]["searchIssues"]["totalCount"], json!(0.0));
 }
+
+/// `cargo test --release -p twin-linear print_unchecked_refs -- --ignored --nocapture`: generic
+/// creates whose `…Id` input, given an id of nothing, still succeed.
+#[test]
+#[ignore]
+fn print_unchecked_refs() {
+    let sdl = apollo_compiler::Schema::parse_and_validate(crate::sdl::strip_descriptions(crate::gql::SCHEMA_TEXT), "s.graphql").unwrap();
+    let m = sdl.get_object("Mutation").unwrap();
+    for (name, f) in &m.fields {
+        if !name.ends_with("Create") || crate::mutate::generic(name).is_none() {
+            continue;
+        }
+        let Some(arg) = f.arguments.iter().find(|a| a.name == "input") else { continue };
+        let Some(apollo_compiler::schema::ExtendedType::InputObject(input)) = sdl.types.get(arg.ty.inner_named_type()) else { continue };
+        for (fname, fd) in &input.fields {
+            if !fname.ends_with("Id") || fd.ty.inner_named_type() != "String" {
+                continue;
+            }
+            let mut w = world();
+            let mut fields = vec![format!("{fname}: \"nothing_here\"")];
+            for (other, od) in &input.fields {
+                if other != fname && od.ty.is_non_null() {
+                    fields.push(format!("{other}: {}", match od.ty.inner_named_type().as_str() { "String" => "\"x\"".to_string(), "Int" | "Float" => "1".into(), "Boolean" => "false".into(), _ => "null".into() }));
+                }
+            }
+            let q = format!("mutation {{ {name}(input: {{{}}}) {{ success }} }}", fields.join(", "));
+            let b = ask(&mut w, &q, json!({}), None).json_body();
+            if b["data"][name.as_str()]["success"] == true {
+                println!("{name}.{fname}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_generic_create_naming_nothing_is_refused_not_a_success_issue_35() {
+    let mut w = world();
+    for (m, ty) in [
+        ("mutation { customViewCreate(input: {name: \"V\", projectId: \"nothing_here\"}) { success } }", "Project"),
+        ("mutation { teamCreate(input: {name: \"Ops\", key: \"OPS\", autoCloseStateId: \"nothing_here\"}) { success } }", "WorkflowState"),
+        ("mutation { entityExternalLinkCreate(input: {url: \"https://x.test\", label: \"x\", teamId: \"nothing_here\"}) { success } }", "Team"),
+    ] {
+        let body = ask(&mut w, m, json!({}), None).json_body();
+        assert_eq!(body["errors"][0]["message"], format!("Entity not found: {ty}"), "{m}: {body}");
+        assert_eq!(body["errors"][0]["extensions"]["code"], "INVALID_INPUT");
+    }
+    let p = ask(&mut w, "mutation { projectCreate(input: {name: \"P\", teamIds: [\"team_eng\"]}) { project { id } } }", json!({}), None).json_body();
+    let pid = p["data"]["projectCreate"]["project"]["id"].as_str().unwrap().to_string();
+    let body = ask(&mut w, "mutation($p: String!) { customViewCreate(input: {name: \"V\", projectId: $p}) { success } }", json!({"p": pid}), None).json_body();
+    assert_eq!(body["data"]["customViewCreate"]["success"], true, "{body}");
+}
