@@ -47,7 +47,10 @@ fn team_seed(n: usize) -> Value {
             {"id": "state_canceled", "name": "Canceled", "type": "canceled", "position": 4}
         ]}],
         "labels": [{"id": "label_bug", "name": "Bug", "color": "#eb5757"}, {"id": "label_feature", "name": "Feature", "color": "#5e6ad2"}],
-        "issues": issues
+        "issues": issues,
+        // A 5 s wrk run sends far more than Linear's 5,000 requests an hour: raised as Linear
+        // support raises them for a load test, so the line measures the twin, not its limits.
+        "rateLimits": {"requestsPerHour": 1_000_000_000u64, "complexityPerHour": 1_000_000_000u64}
     })
 }
 
@@ -88,12 +91,12 @@ pub async fn run(server: &Server) {
     let create = dir.path().join("create.lua");
     std::fs::write(&create, post_script(&json!({"query": CREATE_QUERY, "variables": {"input": {"teamId": "team_eng", "title": "Load test issue", "description": "created by wrk"}}}))).unwrap();
     let big = json!({"twins": ["linear"], "seed": team_seed(200)});
-    let default = json!({"twins": ["linear"]});
+    let empty = json!({"twins": ["linear"], "seed": team_seed(0)});
     let cases = [
         ("issues(filter, first: 50) nested, of 200", &big, &list),
         ("issues(filter, first: 50) nested, of 200, executed", &big, &varied),
         ("issues(filter, first: 50) nested, of 200, all rendered", &big, &rendered),
-        ("issueCreate (default world)", &default, &create),
+        ("issueCreate (a team with no issues)", &empty, &create),
     ];
     for (label, body, script) in cases {
         for conns in [1u32, 64] {
