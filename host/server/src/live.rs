@@ -536,35 +536,85 @@ pub fn files_beside(db: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// Bodies this large are logged off the async workers: copying, summing and writing
+/// megabytes takes milliseconds, which a worker must not spend while other tenants' requests
+/// wait for it.
+const LARGE_ROW: usize = 256 << 10;
+
 struct RowJournal {
+    tape: Arc<TapeLog>,
+}
+
+/// What logging one tape's rows needs, shared with a thread logging a large one.
+struct TapeLog {
     sandbox: Arc<str>,
     twin: Arc<str>,
     live: Arc<SqliteLive>,
     /// The last seq of this tape committed to the database by the writer.
     committed: Arc<AtomicU64>,
+    /// While a large row is being logged on a blocking thread, the rows after it wait here,
+    /// in order, and that thread logs them next: a tape's rows reach the log in order.
+    behind: Mutex<Option<std::collections::VecDeque<(Arc<TapeRow>, Done)>>>,
+}
+
+impl TapeLog {
+    fn log(&self, row: Arc<TapeRow>, done: Done) {
+        let logged = log::Logged::new(self.sandbox.clone(), self.twin.clone(), row, self.committed.clone());
+        if self.live.log.append(logged, done) >= COMMIT_BYTES {
+            self.live.queue.ready.notify_one();
+        }
+    }
 }
 
 impl Journal for RowJournal {
     fn append(&self, row: Arc<TapeRow>, done: Box<dyn FnOnce(Result<(), String>) + Send>) {
         // Logged here, on the store's own thread: the answer waits for the write (and, in
         // `sync`, its fsync), never for another thread. (`memory` mode opens no live store.)
-        let logged = log::Logged::new(self.sandbox.clone(), self.twin.clone(), row, self.committed.clone());
-        if self.live.log.append(logged, done) >= COMMIT_BYTES {
-            self.live.queue.ready.notify_one();
+        let mut behind = self.tape.behind.lock().unwrap();
+        if let Some(queue) = behind.as_mut() {
+            queue.push_back((row, done));
+            return;
         }
+        let large = row.request_body.0.len() + row.response_body.0.len() >= LARGE_ROW;
+        let runtime = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if large => runtime,
+            _ => {
+                drop(behind);
+                return self.tape.log(row, done);
+            }
+        };
+        *behind = Some(Default::default());
+        drop(behind);
+        let tape = self.tape.clone();
+        runtime.spawn_blocking(move || {
+            tape.log(row, done);
+            loop {
+                let next = {
+                    let mut behind = tape.behind.lock().unwrap();
+                    match behind.as_mut().and_then(|q| q.pop_front()) {
+                        Some(next) => next,
+                        None => {
+                            *behind = None;
+                            break;
+                        }
+                    }
+                };
+                tape.log(next.0, next.1);
+            }
+        });
     }
 
     fn durable_through(&self) -> u64 {
-        self.committed.load(Ordering::Acquire)
+        self.tape.committed.load(Ordering::Acquire)
     }
 
     fn unavailable(&self) -> Option<String> {
         // The cause (a full disk, say) is the operator's to read in the log, not a tenant's.
-        self.live.failing().map(|_| "the host cannot record this sandbox's calls right now; the request was not served, try again shortly".to_string())
+        self.tape.live.failing().map(|_| "the host cannot record this sandbox's calls right now; the request was not served, try again shortly".to_string())
     }
 
     fn read(&self, from: u64, to: u64, limit: usize, done: Box<dyn FnOnce(Result<Vec<TapeRow>, String>) + Send>) {
-        let (live, sandbox, twin) = (self.live.clone(), self.sandbox.clone(), self.twin.clone());
+        let (live, sandbox, twin) = (self.tape.live.clone(), self.tape.sandbox.clone(), self.tape.twin.clone());
         let read = move || done(live.read_rows(&sandbox, &twin, from, to, limit).map_err(|e| e.to_string()));
         // Off the async workers: a long tape takes a while to read and parse. A bulk stream's
         // thread is off them already, at a low priority: read there.
@@ -585,7 +635,9 @@ impl LiveStore for Live {
     }
 
     fn journal(&self, sandbox: &str, twin: &str) -> Arc<dyn Journal> {
-        Arc::new(RowJournal { sandbox: sandbox.into(), twin: twin.into(), live: self.0.clone(), committed: Arc::default() })
+        Arc::new(RowJournal {
+            tape: Arc::new(TapeLog { sandbox: sandbox.into(), twin: twin.into(), live: self.0.clone(), committed: Arc::default(), behind: Mutex::default() }),
+        })
     }
 
     fn touch(&self, sandbox: &str, idle_deadline_ms: u64) {
@@ -1235,6 +1287,30 @@ mod tests {
         assert!(log::log_path(&path, 8).exists(), "new rows go to a file numbered after it");
         wait(|d| live.flush(d)).await.unwrap();
         assert_eq!(read(&journal, 1, u64::MAX, 10).await.len(), 4);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_row_is_logged_off_the_async_workers_and_the_rows_after_it_keep_their_order() {
+        let path = tempfile_dir().join("live.db");
+        let live = Live(SqliteLive::open(&path, Durability::Window).unwrap());
+        wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+        let journal = live.journal("sbx_a", "acme");
+        let mut large = (*row(1)).clone();
+        large.response_body = Body(bytes::Bytes::from(vec![b'x'; LARGE_ROW]));
+        let mut answers = Vec::new();
+        for r in [Arc::new(large), row(2), row(3)] {
+            let (tx, rx) = oneshot::channel();
+            journal.append(r, Box::new(move |r| tx.send(r).unwrap()));
+            answers.push(rx);
+        }
+        for rx in answers {
+            rx.await.unwrap().unwrap();
+        }
+        let logged = std::fs::read(log::log_path(&path, 1)).unwrap();
+        let (frames, _) = log::read_frames(&logged);
+        assert_eq!(frames.iter().map(|f| f.0).collect::<Vec<_>>(), vec![1, 2, 3], "in tape order in the log");
+        wait(|d| live.flush(d)).await.unwrap();
+        assert_eq!(read(&journal, 1, u64::MAX, 10).await.iter().map(|r| r.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
     }
 
     #[test]
