@@ -6,7 +6,7 @@
 mod common;
 use base64::Engine as _;
 use common::*;
-use pome_twin_sdk::{Call, Delivery, Method, Request, Twin, Value, json};
+use pome_twin_sdk::{Delivery, Method, Twin, Value, json};
 use twin_github::World;
 use twin_github::model::Role;
 use twin_github::webhooks::{hmac_sha1, hmac_sha256};
@@ -26,13 +26,7 @@ fn make_admin(w: &mut World) {
 
 /// One call through the router, answering what it asked the host to deliver too.
 fn send(w: &mut World, method: Method, path: &str, body: Option<Value>) -> (u16, Value, Vec<Delivery>) {
-    let mut req = Request::new(method, path);
-    req.base_url = "http://h/s/ses_1/github".into();
-    if let Some(b) = body {
-        req = req.with_json(&b);
-    }
-    let mut c = Call::new(req);
-    let r = World::router().dispatch(w, &mut c);
+    let (r, c) = dispatch(w, method, path, body);
     (r.status, r.json_body(), c.deliveries)
 }
 

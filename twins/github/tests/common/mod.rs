@@ -12,7 +12,9 @@ pub fn seeded(seed: Value) -> World {
     World::init(Some(seed)).expect("seed builds")
 }
 
-pub fn call(w: &mut World, method: Method, path: &str, body: Option<Value>) -> (Response, Value, Option<String>) {
+/// One call through the real router, with what the handler recorded on the call (its
+/// action, the deliveries it asked the host for).
+pub fn dispatch(w: &mut World, method: Method, path: &str, body: Option<Value>) -> (Response, Call) {
     let mut req = Request::new(method, path);
     req.base_url = "http://h/s/ses_1/github".into();
     if let Some(b) = body {
@@ -20,8 +22,13 @@ pub fn call(w: &mut World, method: Method, path: &str, body: Option<Value>) -> (
     }
     let mut c = Call::new(req);
     let r = World::router().dispatch(w, &mut c);
+    (r, c)
+}
+
+pub fn call(w: &mut World, method: Method, path: &str, body: Option<Value>) -> (Response, Value, Option<String>) {
+    let (r, c) = dispatch(w, method, path, body);
     let v = r.json_body();
-    (r, v, c.action.clone())
+    (r, v, c.action)
 }
 
 pub fn get(w: &mut World, path: &str) -> (u16, Value) {
