@@ -292,6 +292,11 @@ impl RowLog {
             let number = st.number + 1;
             match create(&log_path(&self.db, number)) {
                 Ok(file) => {
+                    // Its tail is synced now: the syncer syncs only the file being written,
+                    // and this one stays until the database holds its rows.
+                    if let Err(e) = st.file.sync_data() {
+                        tracing::warn!(error = %e, "fsync of a full live-sandbox log file failed");
+                    }
                     let old = log_path(&self.db, st.number);
                     st.retired.push(old);
                     (st.file, st.number, st.len) = (Arc::new(file), number, 0);
