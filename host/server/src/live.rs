@@ -1089,6 +1089,27 @@ mod tests {
         fn any_bytes_as_a_segment_are_refused_without_panicking(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
             let _ = Segment::decode(&bytes);
         }
+
+        /// Logged rows of any bytes read back whole from the log, then cut anywhere: the
+        /// frames before the cut and nothing else, never a panic.
+        #[test]
+        fn a_row_log_reads_back_its_whole_frames_however_it_is_cut(rows in prop::collection::vec(any_row(), 1..5), cut in any::<prop::sample::Index>()) {
+            let frames: Vec<Vec<u8>> = rows.iter().map(|r| log::Logged::new("sbx_a".into(), "acme".into(), Arc::new(r.clone()), Arc::default()).frame).collect();
+            let bytes = frames.concat();
+            let (read, torn) = log::read_frames(&bytes);
+            prop_assert_eq!(torn, 0);
+            prop_assert_eq!(read.iter().map(|f| f.0).collect::<Vec<_>>(), rows.iter().map(|r| r.seq).collect::<Vec<_>>());
+            let at = cut.index(bytes.len());
+            let whole = frames.iter().scan(0, |end, f| { *end += f.len(); Some(*end) }).take_while(|end| *end <= at).count();
+            let (read, torn) = log::read_frames(&bytes[..at]);
+            prop_assert_eq!(read.len(), whole);
+            prop_assert_eq!(torn, at - frames[..whole].iter().map(Vec::len).sum::<usize>());
+        }
+
+        #[test]
+        fn any_bytes_as_a_row_log_are_read_without_panicking(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            let _ = log::read_frames(&bytes);
+        }
     }
 
     #[test]
