@@ -63,6 +63,9 @@ pub struct World {
     /// Every delivery sent (and redelivered), by id: what the deliveries routes answer.
     #[serde(default)]
     pub hook_deliveries: BTreeMap<u64, webhooks::HookDelivery>,
+    /// Gists by id (`handlers/gists.rs`).
+    #[serde(default)]
+    pub gists: BTreeMap<String, model::Gist>,
     /// Which world this is for the response cache (never serialised: a restored world is a
     /// new one to the cache).
     #[serde(skip)]
@@ -243,6 +246,12 @@ impl World {
             "users": self.users.values().collect::<Vec<_>>(),
             "repositories": repos,
             "teams": self.teams.values().collect::<Vec<_>>(),
+            "gists": self.gists.values().map(|g| json!({
+                "id": g.id, "owner": g.owner, "description": g.description, "public": g.public,
+                "files": g.current().files, "revisions": g.history.len(), "fork_of": g.fork_of,
+                "stars": g.stars, "comments": g.comments.values().map(|c| json!({"id": c.id, "user": c.user, "body": c.body})).collect::<Vec<_>>(),
+                "created_at": g.created_at, "updated_at": g.updated_at,
+            })).collect::<Vec<_>>(),
             "issue_fields": self.issue_fields.iter().map(|(o, f)| (o.clone(), serde_json::to_value(f).unwrap())).collect::<serde_json::Map<_, _>>(),
         })
     }

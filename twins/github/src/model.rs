@@ -387,3 +387,54 @@ pub struct IssueField {
     /// A single-select field's options: id and name, in order.
     pub options: Vec<(u64, String)>,
 }
+
+/// A gist: a few files with a history of their own, owned by a user. Secret gists
+/// (`public: false`) are unlisted, not private: anyone with the id can read them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Gist {
+    /// GitHub's 32-hex-digit id, derived from `num` so replays repeat it.
+    pub id: String,
+    /// The world id (for `node_id`).
+    pub num: u64,
+    pub owner: String,
+    pub description: Option<String>,
+    pub public: bool,
+    pub created_at: String,
+    pub updated_at: String,
+    /// The id of the gist this one was forked from.
+    pub fork_of: Option<String>,
+    /// Revisions, oldest first; the last holds the current files. Never empty.
+    pub history: Vec<GistRevision>,
+    /// Logins (as spelled) that starred the gist, in the order they did.
+    pub stars: Vec<String>,
+    pub comments: BTreeMap<u64, GistComment>,
+}
+
+/// One revision of a gist: every file's text as of that commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GistRevision {
+    /// The revision's commit sha (`version`).
+    pub version: String,
+    pub user: String,
+    pub committed_at: String,
+    /// File name → content; ordered by name, as GitHub lists a gist's files.
+    pub files: BTreeMap<String, String>,
+    /// Lines added and deleted against the previous revision.
+    pub additions: u64,
+    pub deletions: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GistComment {
+    pub id: u64,
+    pub user: String,
+    pub body: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Gist {
+    pub fn current(&self) -> &GistRevision {
+        self.history.last().expect("a gist has at least one revision")
+    }
+}

@@ -58,6 +58,14 @@ fn graphql(w: &mut World, c: &mut Call) -> pome_twin_sdk::Response {
     r
 }
 
+/// A REST call under GitHub Enterprise Server's `/api/v3` prefix: served by the route the
+/// same path has at the root, and recorded under that route's action.
+fn enterprise_rest(w: &mut World, c: &mut Call) -> pome_twin_sdk::Response {
+    let rest = c.req.path.strip_prefix("/api/v3").unwrap_or_default();
+    c.req.path = if rest.is_empty() { "/".to_string() } else { rest.to_string() };
+    <World as pome_twin_sdk::Twin>::router().dispatch(w, c)
+}
+
 pub fn router() -> Router<World> {
     const R: &str = "/repos/{owner}/{repo}";
     let p = |s: &str| format!("{R}{s}");
@@ -71,9 +79,34 @@ pub fn router() -> Router<World> {
         .get("/orgs/{org}", "orgs.get", h!(users::get_org))
         .route(Some(Method::Get), "/rate_limit", "rate_limit.get", Fidelity::Shape, h!(repos::rate_limit))
         .route(Some(Method::Get), "/", "meta.root", Fidelity::Shape, h!(repos::root))
+        // gists (handlers/gists.rs)
+        .get("/gists", "gists.list", h!(gists::list))
+        .post("/gists", "gists.create", h!(gists::create))
+        .get("/gists/public", "gists.list_public", h!(gists::list_public))
+        .get("/gists/starred", "gists.list_starred", h!(gists::list_starred))
+        .get("/users/{username}/gists", "gists.list_for_user", h!(gists::list_for_user))
+        .get("/gists/{gist_id}", "gists.get", h!(gists::get))
+        .patch("/gists/{gist_id}", "gists.update", h!(gists::update))
+        .delete("/gists/{gist_id}", "gists.delete", h!(gists::delete))
+        .get("/gists/{gist_id}/commits", "gists.list_commits", h!(gists::list_commits))
+        .get("/gists/{gist_id}/{sha}", "gists.get_revision", h!(gists::get_revision))
+        .get("/gists/{gist_id}/forks", "gists.list_forks", h!(gists::list_forks))
+        .post("/gists/{gist_id}/forks", "gists.fork", h!(gists::fork))
+        .get("/gists/{gist_id}/star", "gists.check_is_starred", h!(gists::check_starred))
+        .put("/gists/{gist_id}/star", "gists.star", h!(gists::star))
+        .delete("/gists/{gist_id}/star", "gists.unstar", h!(gists::unstar))
+        .get("/gists/{gist_id}/comments", "gists.list_comments", h!(gists::list_comments))
+        .post("/gists/{gist_id}/comments", "gists.create_comment", h!(gists::create_comment))
+        .get("/gists/{gist_id}/comments/{comment_id}", "gists.get_comment", h!(gists::get_comment))
+        .patch("/gists/{gist_id}/comments/{comment_id}", "gists.update_comment", h!(gists::update_comment))
+        .delete("/gists/{gist_id}/comments/{comment_id}", "gists.delete_comment", h!(gists::delete_comment))
+        .get("/gist-raw/{owner}/{gist_id}/raw/{sha}/{*file}", "gists.get_raw_file", h!(gists::raw))
         // GraphQL (`/api/graphql` is where GitHub Enterprise Server serves it)
         .post("/graphql", "graphql.post", graphql)
         .post("/api/graphql", "graphql.enterprise_post", graphql)
+        // REST under `/api/v3`, where GitHub Enterprise Server serves it (`gh` with GH_HOST)
+        .any("/api/v3", "enterprise.rest_root", enterprise_rest)
+        .any("/api/v3/{*path}", "enterprise.rest", enterprise_rest)
         // repositories
         .get(R, "repos.get", h!(repos::get))
         .patch(R, "repos.update", h!(repos::update))

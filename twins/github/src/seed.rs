@@ -25,7 +25,9 @@
 //!     releases: [{tag_name, name, body, draft, prerelease, target_commitish}] }],
 //!   "teams": [{org, name, slug, description, privacy: closed|secret, members: [login]}],
 //!   "issue_fields": [{org, name, type: text|number|date|single_select, description,
-//!                     options: [name]}] }
+//!                     options: [name]}],
+//!   "gists": [{owner, description, public, files: {name: content},
+//!              comments: [{author, body}], starred_by: [login]}] }
 //! ```
 //!
 //! When `users` is absent, every login the seed mentions becomes a user. When it is
@@ -113,7 +115,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
         Some(s) => s,
         None => serde_json::from_str(DEFAULT_SEED).expect("the default seed is valid JSON"),
     };
-    let top = Obj::new(&seed, "", &["_meta", "viewer", "users", "repositories", "teams", "issue_fields"])?;
+    let top = Obj::new(&seed, "", &["_meta", "viewer", "users", "repositories", "teams", "issue_fields", "gists"])?;
     if let Some(m) = top.get("_meta") {
         if !m.is_object() {
             return Err("_meta: expected an object".into());
@@ -124,7 +126,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
         return Err(format!("viewer: {viewer:?} is not a valid GitHub login"));
     }
     let now = time::now_iso();
-    let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0, sub_issues: BTreeMap::new(), issue_types: BTreeMap::new(), resolved_threads: BTreeMap::new(), teams: BTreeMap::new(), review_comment_reactions: BTreeMap::new(), issue_fields: BTreeMap::new(), issue_field_values: BTreeMap::new(), hooks: BTreeMap::new(), hook_deliveries: BTreeMap::new(), cache: Default::default() };
+    let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0, sub_issues: BTreeMap::new(), issue_types: BTreeMap::new(), resolved_threads: BTreeMap::new(), teams: BTreeMap::new(), review_comment_reactions: BTreeMap::new(), issue_fields: BTreeMap::new(), issue_field_values: BTreeMap::new(), hooks: BTreeMap::new(), hook_deliveries: BTreeMap::new(), gists: BTreeMap::new(), cache: Default::default() };
     let mut refs = Refs { explicit_users: top.get("users").is_some(), mentioned: Vec::new() };
 
     for (p, v) in top.items("users")? {
@@ -233,7 +235,70 @@ pub fn build(seed: Option<Value>) -> R<World> {
     for (p, v) in top.items("issue_fields")? {
         build_issue_field(&mut w, v, &p)?;
     }
+    for (p, v) in top.items("gists")? {
+        build_gist(&mut w, v, &p, refs.explicit_users, &now)?;
+    }
     Ok(w)
+}
+
+/// A login a gist names: a user of the world (made one when the seed lists no `users`),
+/// never an organization.
+fn gist_user(w: &mut World, login: &str, path: &str, explicit_users: bool, now: &str) -> R<String> {
+    if !valid_login(login) {
+        return Err(format!("{path}: {login:?} is not a valid GitHub login"));
+    }
+    if let Some(u) = w.users.get(&login.to_ascii_lowercase()) {
+        if u.kind == "Organization" {
+            return Err(format!("{path}: {login:?} is an organization; gists belong to users"));
+        }
+        return Ok(u.login.clone());
+    }
+    if explicit_users {
+        return Err(format!("{path}: unknown user {login:?} (add it to `users`)"));
+    }
+    let id = w.next_id();
+    let user = User { id, login: login.to_string(), name: None, kind: "User".into(), email: None, bio: None, company: None, created_at: now.to_string() };
+    w.users.insert(login.to_ascii_lowercase(), user);
+    Ok(login.to_string())
+}
+
+/// A gist: `{owner, description, public, files: {name: content}, comments: [{author, body}],
+/// starred_by: [login]}`; at least one file, none empty.
+fn build_gist(w: &mut World, v: &Value, p: &str, explicit_users: bool, now: &str) -> R<()> {
+    let g = Obj::new(v, p, &["owner", "description", "public", "files", "comments", "starred_by"])?;
+    let owner = gist_user(w, &g.nonempty_str("owner")?, &g.at("owner"), explicit_users, now)?;
+    let mut files = BTreeMap::new();
+    match g.get("files").and_then(Value::as_object) {
+        Some(m) if !m.is_empty() => {
+            for (name, c) in m {
+                match c.as_str() {
+                    Some(text) if !text.is_empty() && !name.is_empty() => {
+                        files.insert(name.clone(), text.to_string());
+                    }
+                    _ => return Err(format!("{p}.files.{name}: a file's content is a non-empty string")),
+                }
+            }
+        }
+        _ => return Err(format!("{p}.files: required, an object of file name → content with at least one file")),
+    }
+    let mut gist = crate::handlers::gists::new_gist(w, &owner, g.str("description")?, g.bool("public")?.unwrap_or(false), files, now);
+    for (i, login) in g.strs("starred_by")?.into_iter().enumerate() {
+        let login = gist_user(w, &login, &format!("{p}.starred_by[{i}]"), explicit_users, now)?;
+        if !gist.stars.iter().any(|s| s.eq_ignore_ascii_case(&login)) {
+            gist.stars.push(login);
+        }
+    }
+    for (cp, c) in g.items("comments")? {
+        let c = Obj::new(c, &cp, &["author", "body"])?;
+        let author = match c.str("author")? {
+            Some(a) => gist_user(w, &a, &c.at("author"), explicit_users, now)?,
+            None => owner.clone(),
+        };
+        let id = w.next_id();
+        gist.comments.insert(id, GistComment { id, user: author, body: c.nonempty_str("body")?, created_at: now.to_string(), updated_at: now.to_string() });
+    }
+    w.gists.insert(gist.id.clone(), gist);
+    Ok(())
 }
 
 /// An organization's custom issue field: `{org, name, type: text|number|date|single_select,

@@ -2,6 +2,7 @@
 //! ApiResult` is one named action (GitHub's operationId with `/` → `.` and `-` → `_`).
 
 pub mod checks;
+pub mod gists;
 pub mod git;
 pub mod hooks;
 pub mod issues;
