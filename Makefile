@@ -50,7 +50,13 @@ tests/node/node_modules/.installed: tests/node/package.json
 
 node-deps: tests/node/node_modules/.installed
 
-test-rust: host
+# PostgreSQL for the shared-store tests: Debian's package when it is missing (the tests start
+# servers of their own, in temporary directories, as the `postgres` user when run as root).
+.PHONY: postgres
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql)
+
+test-rust: host postgres
 	$(CARGO) test --workspace --release
 
 test-python: host venv
