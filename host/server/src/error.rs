@@ -128,6 +128,12 @@ impl From<crate::storage::StorageError> for ApiError {
         if let crate::storage::StorageError::TooManyKeys(max) = e {
             return ApiError::validation(e.to_string()).with_details(json!({"error": "too_many_keys", "max_live_keys": max}));
         }
+        if let crate::storage::StorageError::Unavailable(_) = e {
+            // The shared database is down or restarting: nothing was written, and the same
+            // request succeeds once it is back.
+            tracing::warn!(error = %e, "the database cannot be reached");
+            return ApiError::new(ErrorType::ServerBusy, "the database is unavailable right now; nothing was changed, try again shortly").with_retry_after(1);
+        }
         tracing::error!(error = %e, "storage failed");
         ApiError::internal(format!("storage failed: {e}"))
     }

@@ -22,6 +22,9 @@
 //! recorded; they carry on by themselves once storage does.
 
 mod log;
+mod postgres;
+
+pub use postgres::{PgLive, PgLiveStore};
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -272,22 +275,16 @@ impl SqliteLive {
             None => connect(&self.path)?,
         };
         let rows = (|| {
-            // Segments in the order they end: one tape's segments never overlap, so the
-            // first that starts at `to` or later ends the range.
             let mut st = conn.prepare_cached("SELECT first_seq, rows FROM tape_segments WHERE sandbox_id = ?1 AND twin = ?2 AND last_seq >= ?3 ORDER BY last_seq, rowid")?;
             let mut rows = st.query(params![sandbox, twin, from.min(i64::MAX as u64) as i64])?;
-            // By seq; a row written twice (never expected) reads as the later write.
-            let mut out = std::collections::BTreeMap::new();
+            let mut range = RangeRows::new(from, to, limit);
             while let Some(r) = rows.next()? {
-                let first = r.get::<_, i64>(0)?.max(0) as u64;
-                let enough = out.len() >= limit && out.last_key_value().is_some_and(|(last, _)| *last < first);
-                if first >= to || enough {
+                if !range.wants(r.get::<_, i64>(0)?.max(0) as u64) {
                     break;
                 }
-                let segment = Segment::decode(r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?).map_err(|e| StorageError::Corrupt(format!("a tape segment of sandbox {sandbox}: {e}")))?;
-                out.extend(segment.into_iter().filter(|row| (from..to).contains(&row.seq)).map(|row| (row.seq, row)));
+                range.add(r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?, sandbox)?;
             }
-            Ok::<_, StorageError>(out.into_values().take(limit).collect())
+            Ok::<_, StorageError>(range.rows())
         })();
         let mut readers = self.readers.lock().unwrap();
         if readers.len() < MAX_READERS {
@@ -436,6 +433,38 @@ impl Segment {
             rows.push(row);
         }
         Ok(rows)
+    }
+}
+
+/// The rows `from <= seq < to` of one tape, at most `limit`, gathered from its segments in
+/// the order they end: one tape's segments never overlap, so the first that starts at `to`
+/// or later ends the range. A row written twice (never expected) reads as the later write.
+struct RangeRows {
+    from: u64,
+    to: u64,
+    limit: usize,
+    rows: std::collections::BTreeMap<u64, TapeRow>,
+}
+
+impl RangeRows {
+    fn new(from: u64, to: u64, limit: usize) -> RangeRows {
+        RangeRows { from, to, limit, rows: Default::default() }
+    }
+
+    /// Whether a segment that starts at `first` may hold rows still wanted.
+    fn wants(&self, first: u64) -> bool {
+        let enough = self.rows.len() >= self.limit && self.rows.last_key_value().is_some_and(|(last, _)| *last < first);
+        first < self.to && !enough
+    }
+
+    fn add(&mut self, stored: &[u8], sandbox: &str) -> Result<(), StorageError> {
+        let segment = Segment::decode(stored).map_err(|e| StorageError::Corrupt(format!("a tape segment of sandbox {sandbox}: {e}")))?;
+        self.rows.extend(segment.into_iter().filter(|row| (self.from..self.to).contains(&row.seq)).map(|row| (row.seq, row)));
+        Ok(())
+    }
+
+    fn rows(self) -> Vec<TapeRow> {
+        self.rows.into_values().take(self.limit).collect()
     }
 }
 
@@ -1120,7 +1149,7 @@ mod tests {
         assert!(err.contains("claims"), "{err}");
     }
 
-    fn record(id: &str) -> SandboxRecord {
+    pub(super) fn record(id: &str) -> SandboxRecord {
         SandboxRecord {
             id: id.into(),
             team_id: "team_1".into(),
@@ -1138,7 +1167,7 @@ mod tests {
         }
     }
 
-    fn row(seq: u64) -> Arc<TapeRow> {
+    pub(super) fn row(seq: u64) -> Arc<TapeRow> {
         let text = format!(
             r#"{{"seq":{seq},"ts":"2026-01-01T00:00:00.000001Z","twin":"acme","request_id":"r{seq}","method":"POST","path":"/x","query":"","request_headers":[],"request_body":"","base_url":"http://h/s/sbx/acme","auth":"agent","status":201,"response_headers":[],"response_body":"{{}}","latency_ms":0.1,"action":null,"fidelity":"semantic","state_mutation":true,"state_delta":[],"error":null}}"#
         );
@@ -1202,13 +1231,13 @@ mod tests {
         assert_eq!(segments, 0, "nothing of a closed sandbox stays on disk");
     }
 
-    async fn append(journal: &Arc<dyn Journal>, row: Arc<TapeRow>) {
+    pub(super) async fn append(journal: &Arc<dyn Journal>, row: Arc<TapeRow>) {
         let (tx, rx) = oneshot::channel();
         journal.append(row, Box::new(move |r| tx.send(r).unwrap()));
         rx.await.unwrap().unwrap();
     }
 
-    async fn read(journal: &Arc<dyn Journal>, from: u64, to: u64, limit: usize) -> Vec<TapeRow> {
+    pub(super) async fn read(journal: &Arc<dyn Journal>, from: u64, to: u64, limit: usize) -> Vec<TapeRow> {
         let (tx, rx) = oneshot::channel();
         journal.read(from, to, limit, Box::new(move |r| tx.send(r).unwrap()));
         rx.await.unwrap().unwrap()

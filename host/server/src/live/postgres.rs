@@ -1,0 +1,492 @@
+//! Live sandboxes in PostgreSQL (`pome serve --store postgres://…`): the same records and tape
+//! segments as `live.db`, in the database every host of a deployment shares, so a host keeps
+//! nothing another needs. Only what is committed there survives the host, so an answer leaves
+//! once its row is committed, in every durable mode: `window` and `sync` promise the same here
+//! (PostgreSQL's commit is its fsync). Rows of every sandbox go in one commit: a writer task
+//! commits whatever arrived while its previous commit ran, so under load a commit carries
+//! many rows and each waits about one round trip.
+//!
+//! A commit that fails is held and tried again, with what arrived meanwhile, until it goes
+//! through; while it fails, journals say the sandbox is unavailable (503) rather than serve
+//! what could not be recorded.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use pome_runtime::store::Journal;
+use pome_tape::TapeRow;
+use tokio_postgres::NoTls;
+
+use super::{CloseReason, Done, Durability, Entry, LiveStore, MAX_TOMBSTONES, Op, RETRY_FIRST, RETRY_MAX, RangeRows, Restored, SandboxRecord, Segment, StoredTombstone, Tombstone, encode_row, parse_record};
+use crate::storage::StorageError;
+
+const SCHEMA_LOCK: i64 = 0x706f_6d65_0101;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS live_sandboxes (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    -- The SandboxRecord as JSON; NULL once closed (the token's hash goes with it).
+    record TEXT,
+    idle_deadline_ms BIGINT NOT NULL DEFAULT 0,
+    -- The tombstone as JSON once closed, and the order closes came in.
+    closed TEXT,
+    closed_seq BIGINT
+);
+CREATE SEQUENCE IF NOT EXISTS live_closed_seq;
+CREATE INDEX IF NOT EXISTS live_sandboxes_closed ON live_sandboxes (closed_seq) WHERE closed_seq IS NOT NULL;
+-- One tape's rows first_seq..=last_seq that one commit wrote, as `Segment` stores them.
+CREATE TABLE IF NOT EXISTS live_segments (
+    sandbox_id TEXT COLLATE "C" NOT NULL,
+    twin TEXT COLLATE "C" NOT NULL,
+    first_seq BIGINT NOT NULL,
+    last_seq BIGINT NOT NULL,
+    rows BYTEA NOT NULL,
+    PRIMARY KEY (sandbox_id, twin, last_seq)
+);
+CREATE TABLE IF NOT EXISTS live_quarantine (
+    id TEXT, what TEXT NOT NULL, content TEXT, error TEXT NOT NULL, at_ms BIGINT NOT NULL
+);
+"#;
+
+/// A row as it is committed.
+struct Logged {
+    sandbox: Arc<str>,
+    twin: Arc<str>,
+    row: Arc<TapeRow>,
+    committed: Arc<AtomicU64>,
+}
+
+/// A row waiting for its commit.
+struct Pending {
+    sandbox: Arc<str>,
+    twin: Arc<str>,
+    row: Arc<TapeRow>,
+    committed: Arc<AtomicU64>,
+    done: Done,
+}
+
+#[derive(Default)]
+struct Batch {
+    ops: Vec<Entry>,
+    rows: Vec<Pending>,
+    stopped: bool,
+}
+
+pub struct PgLive {
+    pool: Pool,
+    runtime: tokio::runtime::Handle,
+    mode: Durability,
+    batch: Arc<Mutex<Batch>>,
+    wake: Arc<tokio::sync::Notify>,
+    /// Why the last commit failed, while the writer retries it.
+    failing: Arc<Mutex<Option<String>>>,
+    is_failing: Arc<AtomicBool>,
+    /// What `load` answers: read at connect, where waiting on the database is allowed.
+    restored: Mutex<Option<Restored>>,
+}
+
+impl PgLive {
+    /// Connect to `url`, bring the live tables up to this version, read back every
+    /// sandbox, and start the writer.
+    pub async fn connect(url: &str, mode: Durability) -> Result<Arc<PgLive>, StorageError> {
+        let config: tokio_postgres::Config = url.parse().map_err(|e| StorageError::Postgres(format!("`{url}` is not a PostgreSQL connection string or URL: {e}")))?;
+        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager).max_size(16).build().map_err(|e| StorageError::Postgres(e.to_string()))?;
+        {
+            let mut c = pool.get().await?;
+            let tx = c.transaction().await?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await?;
+            tx.batch_execute(SCHEMA).await?;
+            tx.commit().await?;
+        }
+        let restored = load(&pool).await?;
+        let live = Arc::new(PgLive {
+            pool,
+            runtime: tokio::runtime::Handle::current(),
+            mode,
+            batch: Arc::default(),
+            wake: Arc::default(),
+            failing: Arc::default(),
+            is_failing: Arc::default(),
+            restored: Mutex::new(Some(restored)),
+        });
+        let writer = Writer { pool: live.pool.clone(), batch: live.batch.clone(), wake: live.wake.clone(), failing: live.failing.clone(), is_failing: live.is_failing.clone() };
+        tokio::spawn(writer.run());
+        Ok(live)
+    }
+
+    fn failing(&self) -> Option<String> {
+        if self.is_failing.load(Ordering::Acquire) { self.failing.lock().unwrap().clone() } else { None }
+    }
+
+    fn send(&self, op: Op, done: Option<Done>) {
+        if matches!(op, Op::Put(_)) && let Some(why) = self.failing() {
+            if let Some(done) = done {
+                done(Err(format!("storage is failing: {why}")));
+            }
+            return;
+        }
+        let mut b = self.batch.lock().unwrap();
+        if b.stopped {
+            drop(b);
+            if let Some(done) = done {
+                done(Err("the live-sandbox writer stopped".into()));
+            }
+            return;
+        }
+        b.ops.push(Entry { op, done });
+        drop(b);
+        self.wake.notify_one();
+    }
+}
+
+impl Drop for PgLive {
+    fn drop(&mut self) {
+        // The writer commits what is queued, then ends.
+        self.batch.lock().unwrap().stopped = true;
+        self.wake.notify_one();
+    }
+}
+
+/// `LiveStore` is implemented on the Arc: a journal needs the store itself.
+pub struct PgLiveStore(pub Arc<PgLive>);
+
+impl LiveStore for PgLiveStore {
+    fn put(&self, record: SandboxRecord, done: Done) {
+        self.0.send(Op::Put(record), Some(done));
+    }
+
+    fn journal(&self, sandbox: &str, twin: &str) -> Arc<dyn Journal> {
+        Arc::new(PgJournal { live: self.0.clone(), sandbox: sandbox.into(), twin: twin.into(), committed: Arc::default() })
+    }
+
+    fn touch(&self, sandbox: &str, idle_deadline_ms: u64) {
+        self.0.send(Op::Touch { sandbox: sandbox.to_string(), idle_deadline_ms }, None);
+    }
+
+    fn close(&self, sandbox: &str, tombstone: &Tombstone) {
+        self.0.send(Op::Close { sandbox: sandbox.to_string(), tombstone: tombstone.clone() }, None);
+    }
+
+    fn flush(&self, done: Done) {
+        self.0.send(Op::Flush, Some(done));
+    }
+
+    fn load(&self) -> Result<Restored, StorageError> {
+        if let Some(restored) = self.0.restored.lock().unwrap().take() {
+            return Ok(restored);
+        }
+        let (pool, runtime) = (self.0.pool.clone(), self.0.runtime.clone());
+        tokio::task::block_in_place(|| runtime.block_on(load(&pool)))
+    }
+
+    fn mode(&self) -> Durability {
+        self.0.mode
+    }
+}
+
+struct PgJournal {
+    live: Arc<PgLive>,
+    sandbox: Arc<str>,
+    twin: Arc<str>,
+    committed: Arc<AtomicU64>,
+}
+
+impl Journal for PgJournal {
+    fn append(&self, row: Arc<TapeRow>, done: Done) {
+        let mut b = self.live.batch.lock().unwrap();
+        if b.stopped {
+            drop(b);
+            return done(Err("the live-sandbox writer stopped".into()));
+        }
+        b.rows.push(Pending { sandbox: self.sandbox.clone(), twin: self.twin.clone(), row, committed: self.committed.clone(), done });
+        drop(b);
+        self.live.wake.notify_one();
+    }
+
+    fn durable_through(&self) -> u64 {
+        self.committed.load(Ordering::Acquire)
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        // The cause is the operator's to read in the log, not a tenant's.
+        self.live.failing().map(|_| "the host cannot record this sandbox's calls right now; the request was not served, try again shortly".to_string())
+    }
+
+    fn read(&self, from: u64, to: u64, limit: usize, done: Box<dyn FnOnce(Result<Vec<TapeRow>, String>) + Send>) {
+        let (pool, sandbox, twin) = (self.live.pool.clone(), self.sandbox.clone(), self.twin.clone());
+        self.live.runtime.spawn(async move {
+            let read = async {
+                let c = pool.get().await?;
+                let st = c.prepare_cached("SELECT first_seq, rows FROM live_segments WHERE sandbox_id = $1 AND twin = $2 AND last_seq >= $3 ORDER BY last_seq").await?;
+                let segments = c.query(&st, &[&&*sandbox, &&*twin, &(from.min(i64::MAX as u64) as i64)]).await?;
+                let mut range = RangeRows::new(from, to, limit);
+                for s in &segments {
+                    if !range.wants(s.get::<_, i64>(0).max(0) as u64) {
+                        break;
+                    }
+                    range.add(s.get(1), &sandbox)?;
+                }
+                Ok::<_, StorageError>(range.rows())
+            };
+            done(read.await.map_err(|e| e.to_string()));
+        });
+    }
+}
+
+struct Writer {
+    pool: Pool,
+    batch: Arc<Mutex<Batch>>,
+    wake: Arc<tokio::sync::Notify>,
+    failing: Arc<Mutex<Option<String>>>,
+    is_failing: Arc<AtomicBool>,
+}
+
+impl Writer {
+    async fn run(self) {
+        loop {
+            let (entries, pending, stopped) = {
+                let mut b = self.batch.lock().unwrap();
+                (std::mem::take(&mut b.ops), std::mem::take(&mut b.rows), b.stopped)
+            };
+            if entries.is_empty() && pending.is_empty() {
+                if stopped {
+                    break;
+                }
+                self.wake.notified().await;
+                continue;
+            }
+            // Who waits is kept apart from what is written: the commit's future must be
+            // `Send`, and a waiter's callback need not be `Sync`.
+            let (ops, op_dones): (Vec<Op>, Vec<Option<Done>>) = entries.into_iter().map(|e| (e.op, e.done)).unzip();
+            let (rows, row_dones): (Vec<Logged>, Vec<Done>) = pending.into_iter().map(|p| (Logged { sandbox: p.sandbox, twin: p.twin, row: p.row, committed: p.committed }, p.done)).unzip();
+            let mut retry = RETRY_FIRST;
+            loop {
+                match commit(&self.pool, &ops, &rows).await {
+                    Ok(()) => break,
+                    Err(e) => {
+                        let first = self.failing.lock().unwrap().replace(e.to_string()).is_none();
+                        self.is_failing.store(true, Ordering::Release);
+                        if first {
+                            tracing::error!(error = %e, entries = ops.len() + rows.len(), "committing live sandboxes to PostgreSQL failed; holding the batch and retrying");
+                        }
+                        tokio::time::sleep(retry).await;
+                        retry = (retry * 2).min(RETRY_MAX);
+                    }
+                }
+            }
+            if self.is_failing.swap(false, Ordering::AcqRel) && self.failing.lock().unwrap().take().is_some() {
+                tracing::info!("committing live sandboxes to PostgreSQL works again; the held rows are committed");
+            }
+            for (r, done) in rows.into_iter().zip(row_dones) {
+                r.committed.fetch_max(r.row.seq, Ordering::Release);
+                done(Ok(()));
+            }
+            for done in op_dones.into_iter().flatten() {
+                done(Ok(()));
+            }
+        }
+    }
+}
+
+/// One transaction: each tape's rows as one segment, then the ops, in the order they came.
+async fn commit(pool: &Pool, ops: &[Op], rows: &[Logged]) -> Result<(), StorageError> {
+    let mut at: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut segments: Vec<(&str, &str, Segment)> = Vec::new();
+    let mut encoded = Vec::new();
+    for p in rows {
+        let i = *at.entry((&*p.sandbox, &*p.twin)).or_insert_with(|| {
+            segments.push((&*p.sandbox, &*p.twin, Segment::default()));
+            segments.len() - 1
+        });
+        encoded.clear();
+        encode_row(&mut encoded, &p.row);
+        segments[i].2.push_encoded(p.row.seq, &encoded);
+    }
+    let mut c = pool.get().await?;
+    let tx = c.transaction().await?;
+    let insert = tx
+        .prepare_cached(
+            "INSERT INTO live_segments (sandbox_id, twin, first_seq, last_seq, rows) SELECT $1, $2, $3, $4, $5
+             WHERE NOT EXISTS (SELECT 1 FROM live_sandboxes WHERE id = $1 AND closed IS NOT NULL)
+             ON CONFLICT DO NOTHING",
+        )
+        .await?;
+    for (sandbox, twin, segment) in &segments {
+        let stored = lz4_flex::compress_prepend_size(&segment.payload);
+        tx.execute(&insert, &[sandbox, twin, &(segment.first as i64), &(segment.last as i64), &stored]).await?;
+    }
+    for op in ops {
+        match op {
+            Op::Put(record) => {
+                let text = serde_json::to_string(record).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+                tx.execute(
+                    "INSERT INTO live_sandboxes (id, record, idle_deadline_ms, closed, closed_seq) VALUES ($1, $2, $3, NULL, NULL)
+                     ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, idle_deadline_ms = EXCLUDED.idle_deadline_ms, closed = NULL, closed_seq = NULL",
+                    &[&record.id, &text, &(record.idle_deadline_ms as i64)],
+                )
+                .await?;
+            }
+            Op::Touch { sandbox, idle_deadline_ms } => {
+                tx.execute("UPDATE live_sandboxes SET idle_deadline_ms = GREATEST(idle_deadline_ms, $2) WHERE id = $1 AND closed IS NULL", &[sandbox, &(*idle_deadline_ms as i64)]).await?;
+            }
+            Op::Close { sandbox, tombstone } => {
+                let t = StoredTombstone { team_id: tombstone.team_id.clone(), token_hash: tombstone.token_hash.clone(), reason: tombstone.reason.as_str().to_string(), run_id: tombstone.run_id.clone() };
+                let text = serde_json::to_string(&t).map_err(|e| StorageError::Corrupt(e.to_string()))?;
+                tx.execute("DELETE FROM live_segments WHERE sandbox_id = $1", &[sandbox]).await?;
+                let seq: i64 = tx
+                    .query_one(
+                        "INSERT INTO live_sandboxes (id, record, closed, closed_seq) VALUES ($1, NULL, $2, nextval('live_closed_seq'))
+                         ON CONFLICT (id) DO UPDATE SET record = NULL, closed = EXCLUDED.closed, closed_seq = EXCLUDED.closed_seq RETURNING closed_seq",
+                        &[sandbox, &text],
+                    )
+                    .await?
+                    .get(0);
+                if seq % 1024 == 0 {
+                    tx.execute("DELETE FROM live_sandboxes WHERE closed_seq IS NOT NULL AND closed_seq <= $1", &[&(seq - MAX_TOMBSTONES)]).await?;
+                }
+            }
+            Op::Flush => {}
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Every sandbox, read back: open records (a malformed one moved to `live_quarantine`) and
+/// the newest tombstones.
+async fn load(pool: &Pool) -> Result<Restored, StorageError> {
+    let mut c = pool.get().await?;
+    let mut out = Restored::default();
+    let mut bad: Vec<(String, &str, Option<String>, String)> = Vec::new();
+    for r in c.query("SELECT id, record, idle_deadline_ms FROM live_sandboxes WHERE closed IS NULL AND record IS NOT NULL ORDER BY id", &[]).await? {
+        let (id, text, idle): (String, Option<String>, i64) = (r.get(0), r.get(1), r.get(2));
+        match parse_record(Some(&id), text.as_deref()) {
+            Ok(mut record) => {
+                record.idle_deadline_ms = record.idle_deadline_ms.max(idle.max(0) as u64);
+                out.open.push(record);
+            }
+            Err(why) => bad.push((id, "sandbox", text, why)),
+        }
+    }
+    for r in c.query("SELECT id, closed FROM live_sandboxes WHERE closed IS NOT NULL ORDER BY closed_seq DESC LIMIT $1", &[&MAX_TOMBSTONES]).await? {
+        let (id, text): (String, String) = (r.get(0), r.get(1));
+        let parsed = serde_json::from_str::<StoredTombstone>(&text).map_err(|e| format!("its tombstone is not a tombstone: {e}")).and_then(|t| match CloseReason::parse(&t.reason) {
+            Some(reason) => Ok((t, reason)),
+            None => Err(format!("`{}` is not a reason a sandbox closes for", t.reason)),
+        });
+        match parsed {
+            Ok((t, reason)) => out.closed.push((id, Tombstone { team_id: t.team_id, token_hash: t.token_hash, reason, run_id: t.run_id })),
+            Err(why) => bad.push((id, "tombstone", Some(text), why)),
+        }
+    }
+    out.closed.reverse();
+    if !bad.is_empty() {
+        let now = crate::sandbox::unix_ms(std::time::SystemTime::now()) as i64;
+        let tx = c.transaction().await?;
+        for (id, what, text, why) in &bad {
+            tracing::error!(sandbox = %id, what, error = %why, "a malformed live-sandbox record was moved to live_quarantine; start goes on without it");
+            tx.execute("INSERT INTO live_quarantine (id, what, content, error, at_ms) VALUES ($1, $2, $3, $4, $5)", &[id, what, text, why, &now]).await?;
+            tx.execute("DELETE FROM live_sandboxes WHERE id = $1", &[id]).await?;
+            out.quarantined.push(id.clone());
+        }
+        tx.commit().await?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{append, read, record, row};
+    use super::super::wait;
+    use super::*;
+
+    async fn open(url: &str) -> PgLiveStore {
+        PgLiveStore(PgLive::connect(url, Durability::Window).await.unwrap())
+    }
+
+    async fn segments(url: &str) -> i64 {
+        let (c, conn) = tokio_postgres::connect(url, NoTls).await.unwrap();
+        tokio::spawn(conn);
+        c.query_one("SELECT COUNT(*) FROM live_segments", &[]).await.unwrap().get(0)
+    }
+
+    fn seqs(rows: Vec<TapeRow>) -> Vec<u64> {
+        rows.iter().map(|r| r.seq).collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_answer_waits_for_its_commit_and_another_host_reads_the_sandbox_back() {
+        let url = crate::storage::test_postgres::database().await;
+        let live = open(&url).await;
+        wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+        wait(|d| live.put(record("sbx_b"), d)).await.unwrap();
+        let ja = live.journal("sbx_a", "acme");
+        for seq in 1..=3 {
+            append(&ja, row(seq)).await;
+            assert_eq!(ja.durable_through(), seq, "answered only once committed");
+        }
+        live.touch("sbx_a", 99);
+        live.close("sbx_b", &Tombstone { team_id: "team_1".into(), token_hash: "h".into(), reason: CloseReason::Finalized, run_id: Some("run_1".into()) });
+        wait(|d| live.flush(d)).await.unwrap();
+
+        // A second connection, as another host (or this one restarted) makes.
+        let other = open(&url).await;
+        let back = other.load().unwrap();
+        assert_eq!(back.open.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["sbx_a"]);
+        assert_eq!(back.open[0].idle_deadline_ms, 99, "the idle clock is kept");
+        assert_eq!(back.closed.len(), 1);
+        assert_eq!((back.closed[0].0.as_str(), back.closed[0].1.run_id.as_deref()), ("sbx_b", Some("run_1")));
+        let journal = other.journal("sbx_a", "acme");
+        assert_eq!(seqs(read(&journal, 1, u64::MAX, usize::MAX).await), [1, 2, 3]);
+        assert_eq!(seqs(read(&journal, 2, 3, 10).await), [2], "a range");
+        assert_eq!(seqs(read(&journal, 1, u64::MAX, 2).await), [1, 2], "a page");
+        assert_eq!(other.load().unwrap().open.len(), 1, "loading again reads the database again");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rows_appended_together_share_segments_and_a_closed_sandbox_keeps_none() {
+        let url = crate::storage::test_postgres::database().await;
+        let live = open(&url).await;
+        wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+        let (ja, jb) = (live.journal("sbx_a", "acme"), live.journal("sbx_a", "other"));
+        for seq in 1..=10 {
+            let mut a = (*row(seq)).clone();
+            a.response_body = pome_tape::Body(bytes::Bytes::from(vec![0xff, seq as u8, 0x00]));
+            // Appended without waiting, as a busy store does: they commit together.
+            ja.append(Arc::new(a), Box::new(|r| r.unwrap()));
+            jb.append(row(seq), Box::new(|r| r.unwrap()));
+        }
+        wait(|d| live.flush(d)).await.unwrap();
+        let n = segments(&url).await;
+        assert!(n < 20, "rows committed together share segments ({n} for 20 rows)");
+        let all = read(&ja, 1, u64::MAX, usize::MAX).await;
+        assert_eq!(seqs(all.clone()), (1..=10).collect::<Vec<_>>());
+        assert_eq!(all[4].response_body.0[..], [0xff, 5, 0x00], "bodies are bytes");
+        assert_eq!(read(&jb, 1, u64::MAX, usize::MAX).await, (1..=10).map(|s| (*row(s)).clone()).collect::<Vec<_>>());
+        assert_eq!(seqs(read(&ja, 3, 8, 100).await), [3, 4, 5, 6, 7], "a range inside a segment");
+
+        live.close("sbx_a", &Tombstone { team_id: "team_1".into(), token_hash: "h".into(), reason: CloseReason::Discarded, run_id: None });
+        // A request queued before the discard, served after it.
+        append(&ja, row(11)).await;
+        wait(|d| live.flush(d)).await.unwrap();
+        assert_eq!(segments(&url).await, 0, "nothing of a closed sandbox stays in the database");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_malformed_record_is_quarantined_and_the_start_goes_on() {
+        let url = crate::storage::test_postgres::database().await;
+        let live = open(&url).await;
+        wait(|d| live.put(record("sbx_good"), d)).await.unwrap();
+        let (c, conn) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+        tokio::spawn(conn);
+        c.execute("INSERT INTO live_sandboxes (id, record) VALUES ('sbx_bad', '{\"id\": 7')", &[]).await.unwrap();
+        let back = open(&url).await.load().unwrap();
+        assert_eq!(back.open.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["sbx_good"]);
+        assert_eq!(back.quarantined, ["sbx_bad"]);
+        let kept: i64 = c.query_one("SELECT COUNT(*) FROM live_quarantine WHERE id = 'sbx_bad'", &[]).await.unwrap().get(0);
+        assert_eq!(kept, 1, "kept for the operator to look at");
+    }
+}
