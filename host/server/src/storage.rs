@@ -15,8 +15,9 @@ use serde_json::Value;
 
 mod postgres;
 mod sqlite;
-#[cfg(test)]
-pub(crate) mod test_postgres;
+/// A throwaway PostgreSQL server for tests (this crate's and the end-to-end suites').
+#[doc(hidden)]
+pub mod test_postgres;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {

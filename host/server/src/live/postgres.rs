@@ -23,6 +23,10 @@ use super::{CloseReason, Done, Durability, Entry, LiveStore, MAX_TOMBSTONES, Op,
 use crate::storage::StorageError;
 
 const SCHEMA_LOCK: i64 = 0x706f_6d65_0101;
+/// Held for as long as a host serves live sandboxes from the database. Until sandboxes have
+/// owners and fencing, two hosts restoring the same sandboxes would both serve them: a second
+/// host is refused instead.
+const HOST_LOCK: i64 = 0x706f_6d65_0102;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS live_sandboxes (
@@ -85,6 +89,25 @@ pub struct PgLive {
     is_failing: Arc<AtomicBool>,
     /// What `load` answers: read at connect, where waiting on the database is allowed.
     restored: Mutex<Option<Restored>>,
+    /// The session holding [`HOST_LOCK`]; the lock goes with it (and with the process).
+    _host: tokio_postgres::Client,
+}
+
+/// Take [`HOST_LOCK`] on a connection of its own, kept open for the life of the store.
+async fn hold_host_lock(url: &str) -> Result<tokio_postgres::Client, StorageError> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::error!(error = %e, "the connection holding this host's claim on the live sandboxes broke");
+        }
+    });
+    let held: bool = client.query_one("SELECT pg_try_advisory_lock($1)", &[&HOST_LOCK]).await?.get(0);
+    if !held {
+        return Err(StorageError::Postgres(
+            "another pome host serves live sandboxes from this database; until sandboxes have owners (issue #33), one host at a time may (stop it, or give this one --durability memory)".into(),
+        ));
+    }
+    Ok(client)
 }
 
 impl PgLive {
@@ -101,6 +124,7 @@ impl PgLive {
             tx.batch_execute(SCHEMA).await?;
             tx.commit().await?;
         }
+        let host = hold_host_lock(url).await?;
         let restored = load(&pool).await?;
         let live = Arc::new(PgLive {
             pool,
@@ -111,6 +135,7 @@ impl PgLive {
             failing: Arc::default(),
             is_failing: Arc::default(),
             restored: Mutex::new(Some(restored)),
+            _host: host,
         });
         let writer = Writer { pool: live.pool.clone(), batch: live.batch.clone(), wake: live.wake.clone(), failing: live.failing.clone(), is_failing: live.is_failing.clone() };
         tokio::spawn(writer.run());
@@ -407,6 +432,19 @@ mod tests {
         PgLiveStore(PgLive::connect(url, Durability::Window).await.unwrap())
     }
 
+    /// The store again, as the next host (or this one restarted) opens it once the one
+    /// before has gone.
+    async fn reopen(url: &str) -> PgLiveStore {
+        let started = std::time::Instant::now();
+        loop {
+            match PgLive::connect(url, Durability::Window).await {
+                Ok(live) => return PgLiveStore(live),
+                Err(e) => assert!(started.elapsed() < std::time::Duration::from_secs(10), "{e}"),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     async fn segments(url: &str) -> i64 {
         let (c, conn) = tokio_postgres::connect(url, NoTls).await.unwrap();
         tokio::spawn(conn);
@@ -432,8 +470,9 @@ mod tests {
         live.close("sbx_b", &Tombstone { team_id: "team_1".into(), token_hash: "h".into(), reason: CloseReason::Finalized, run_id: Some("run_1".into()) });
         wait(|d| live.flush(d)).await.unwrap();
 
-        // A second connection, as another host (or this one restarted) makes.
-        let other = open(&url).await;
+        // The next host, once this one is gone.
+        drop((ja, live));
+        let other = reopen(&url).await;
         let back = other.load().unwrap();
         assert_eq!(back.open.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["sbx_a"]);
         assert_eq!(back.open[0].idle_deadline_ms, 99, "the idle clock is kept");
@@ -476,6 +515,21 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_second_host_on_the_database_is_refused_until_the_first_is_gone() {
+        let url = crate::storage::test_postgres::database().await;
+        let first = PgLive::connect(&url, Durability::Window).await.unwrap();
+        let refused = PgLive::connect(&url, Durability::Window).await.err().expect("refused while the first serves");
+        assert!(refused.to_string().contains("another pome host"), "{refused}");
+        drop(first);
+        // The lock goes with the first host's session, which ends as its client is dropped.
+        let started = std::time::Instant::now();
+        while PgLive::connect(&url, Durability::Window).await.is_err() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "the first host's claim outlived it");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_malformed_record_is_quarantined_and_the_start_goes_on() {
         let url = crate::storage::test_postgres::database().await;
         let live = open(&url).await;
@@ -483,7 +537,8 @@ mod tests {
         let (c, conn) = tokio_postgres::connect(&url, NoTls).await.unwrap();
         tokio::spawn(conn);
         c.execute("INSERT INTO live_sandboxes (id, record) VALUES ('sbx_bad', '{\"id\": 7')", &[]).await.unwrap();
-        let back = open(&url).await.load().unwrap();
+        drop(live);
+        let back = reopen(&url).await.load().unwrap();
         assert_eq!(back.open.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["sbx_good"]);
         assert_eq!(back.quarantined, ["sbx_bad"]);
         let kept: i64 = c.query_one("SELECT COUNT(*) FROM live_quarantine WHERE id = 'sbx_bad'", &[]).await.unwrap().get(0);
