@@ -59,7 +59,12 @@ postgres:
 test-rust: host postgres
 	$(CARGO) test --workspace --release
 
-test-python: host venv
+# Debian's `gh` for tests/python/test_gh_cli.py (gh pointed at the GitHub twin), when missing.
+.PHONY: gh
+gh:
+	@command -v gh >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gh)
+
+test-python: host venv gh
 	$(VENV)/bin/python -m pytest -q tests/python
 
 test-node: host node-deps

@@ -84,6 +84,8 @@ impl Server {
             outbound: opts.outbound,
             api_key: Some(API_KEY.to_string()),
             public_url: None,
+            public_host: None,
+            tls: None,
             // Shared across tests so each component is compiled once per build.
             cache_dir: Some(workspace().join("target/pome-test-cache")),
             durability: Default::default(),

@@ -120,6 +120,14 @@ pub struct ServeArgs {
     /// The URL clients reach this server at, if not the `Host` they send.
     #[arg(long, env = "POME_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// A domain whose names `<sandbox>.<twin>.<public host>` point at this server: each then
+    /// reaches that sandbox's twin at its root, for clients that take a host and not a URL
+    /// (`gh` with GH_HOST, `@googleapis/gmail`). The create response names the URL
+    /// (`per_twin.<twin>.host_url`).
+    #[arg(long, env = "POME_PUBLIC_HOST", value_name = "DOMAIN[:PORT]")]
+    pub public_host: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// Where twins may deliver webhooks: a CIDR, an IP address or a host name; repeat for
     /// more. Without it, nowhere: a hosted pome must not reach into its own host or a private
     /// network. Loopback, link-local and cloud metadata addresses need an entry naming them
@@ -171,6 +179,33 @@ pub struct ServeArgs {
     pub team_streams: u32,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// HTTPS: serve TLS with a certificate of one's own (clients such as `gh` insist on HTTPS for
+/// an Enterprise host).
+#[derive(Args, Debug, Clone)]
+pub struct TlsArgs {
+    /// The server's certificate chain (PEM); serve HTTPS with it.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The TLS configuration, when a certificate was given.
+    pub fn load(&self) -> anyhow::Result<Option<std::sync::Arc<pome_server::listener::TlsConfig>>> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Ok(Some(pome_server::listener::tls_config(cert, key)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// `https` with a certificate, else `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls_cert.is_some() { "https" } else { "http" }
+    }
 }
 
 /// Per-store limits (see `limits.rs` for why each default).
@@ -306,6 +341,8 @@ impl ServeArgs {
             },
             api_key: std::env::var("POME_API_KEY").ok().filter(|k| !k.is_empty()),
             public_url: self.public_url.clone(),
+            public_host: self.public_host.clone(),
+            tls: None,
             cache_dir: None,
             durability: self.durability,
             metrics_public: self.metrics_public,
@@ -344,9 +381,10 @@ pub async fn run(cli: Cli) -> i32 {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let cfg = args.to_config();
+    let mut cfg = args.to_config();
+    cfg.tls = args.tls.load()?;
     let running = pome_server::server::start(cfg.clone()).await?;
-    println!("pome listening on http://{}", running.addr);
+    println!("pome listening on {}://{}", args.tls.scheme(), running.addr);
     println!("twins: {}", running.app.twins.keys().cloned().collect::<Vec<_>>().join(", "));
     if cfg.outbound.allowed.is_empty() {
         eprintln!("pome: webhooks are delivered nowhere; name where with --deliver-to (a CIDR, an IP address or a host name)");

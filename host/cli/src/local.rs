@@ -35,6 +35,8 @@ pub enum TwinCommand {
         /// Where compiled twins are cached.
         #[arg(long, env = "POME_DATA", default_value = "pome-data")]
         data: PathBuf,
+        #[command(flatten)]
+        tls: crate::cli::TlsArgs,
     },
     /// List the twins this binary can serve.
     List {
@@ -70,7 +72,9 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        TwinCommand::Start { twin, port, seed, twins_dir, data } => {
+        TwinCommand::Start { twin, port, seed, twins_dir, data, tls } => {
+            let tls_config = tls.load()?;
+            let scheme = tls.scheme();
             let limits = Limits::default();
             let rt = pome_server::server::runtime(limits.clone(), &data)?;
             let dir = twins_dir.as_deref().map(pome_server::server::open_dir).transpose()?;
@@ -89,14 +93,14 @@ pub async fn run(cmd: TwinCommand) -> anyhow::Result<()> {
             let local = Arc::new(Local { store, token: pome_server::auth::new_agent_token(), limits, held: rt.held.clone(), streams: Arc::new(tokio::sync::Semaphore::new(pome_server::limits::BULK_STREAMS)), mcp, twin: twin.clone() });
             let listener = TcpListener::bind(("127.0.0.1", port)).await.with_context(|| format!("binding port {port}"))?;
             let addr = listener.local_addr()?;
-            println!("{twin} twin at http://{addr}");
+            println!("{twin} twin at {scheme}://{addr}");
             println!("token: {}", local.token);
-            println!("tape:  http://{addr}/_pome/events");
-            println!("mcp:   http://{addr}/mcp");
+            println!("tape:  {scheme}://{addr}/_pome/events");
+            println!("mcp:   {scheme}://{addr}/mcp");
             let app = Router::new().route("/{*path}", any(serve)).route("/", any(serve)).with_state(local.clone());
             // Served until the process is stopped, with the hosted server's client bounds.
             let (_never, stopped) = tokio::sync::watch::channel(false);
-            pome_server::listener::serve(listener, app, (&local.limits).into(), stopped).await;
+            pome_server::listener::serve_with(listener, app, (&local.limits).into(), tls_config, stopped).await;
             Ok(())
         }
     }
@@ -107,7 +111,9 @@ async fn serve(State(local): State<Arc<Local>>, req: Request) -> Response {
     if let Some(route) = path.strip_prefix("/_pome/") {
         return pome_server::proxy::reserved_route(&local.store, route, req.uri().query().unwrap_or(""), &local.held, &local.streams).await;
     }
-    let host = req.headers().get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost").to_string();
+    // HTTP/2 names the host in the URI, HTTP/1.1 in `Host`; the listener marks TLS requests.
+    let host = req.uri().authority().map(|a| a.as_str()).or_else(|| req.headers().get("host").and_then(|v| v.to_str().ok())).unwrap_or("localhost").to_string();
+    let scheme = req.headers().get("x-forwarded-proto").and_then(|v| v.to_str().ok()).unwrap_or("http").to_string();
     if path == "/mcp" {
         let credential = pome_server::auth::twin_credential(req.headers(), "", None, pome_server::auth::ANY_FORM);
         if !credential.is_some_and(|c| pome_server::auth::same(&c, &local.token)) {
@@ -116,11 +122,11 @@ async fn serve(State(local): State<Arc<Local>>, req: Request) -> Response {
         let target = pome_server::mcp::twin::Target {
             store: local.store.clone(),
             token: local.token.clone(),
-            base_url: format!("http://{host}"),
+            base_url: format!("{scheme}://{host}"),
             tools: local.mcp.tools[&local.twin].clone(),
             request_id: pome_server::auth::new_id("req"),
         };
         return local.mcp.serve_twin(req, target).await;
     }
-    pome_server::proxy::forward(&local.store, &local.token, format!("http://{host}"), &local.limits, req, path, || {}).await
+    pome_server::proxy::forward(&local.store, &local.token, format!("{scheme}://{host}"), &local.limits, req, path, || {}).await
 }

@@ -86,6 +86,8 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
             outbound: pome_runtime::outbound::Policy { allowed: pome_runtime::outbound::loopback(), ..Default::default() },
             api_key: Some(key.clone()),
             public_url: None,
+            public_host: None,
+            tls: None,
             cache_dir: Some(args.data.join("cache")),
             // A local run's sandboxes end with it: nothing to bring back.
             durability: pome_server::live::Durability::Memory,

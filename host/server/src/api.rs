@@ -225,6 +225,10 @@ fn sandbox_json(app: &App, s: &Sandbox, headers: &HeaderMap, with_token: bool) -
                 "mcp_url": format!("{base}/mcp"),
             }),
         );
+        // The twin at the root of a host name of its own, for clients that take a host.
+        if let Some(url) = crate::app::host_url(app, &origin, &s.id, &t.name) {
+            per_twin[&t.name]["host_url"] = json!(url);
+        }
     }
     let mut v = json!({
         "id": s.id,

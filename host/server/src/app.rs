@@ -34,6 +34,11 @@ pub struct ServeConfig {
     pub api_key: Option<String>,
     /// The URL clients reach this server at, when it is not what they send as `Host`.
     pub public_url: Option<String>,
+    /// The domain under which `<sandbox>.<twin>.<public host>` reaches a sandbox's twin at
+    /// its root (`--public-host`), for clients that take a host and not a URL (`gh`).
+    pub public_host: Option<String>,
+    /// Serve HTTPS with this certificate (`--tls-cert`/`--tls-key`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Where compiled twins are cached; `<data_dir>/cache` by default.
     pub cache_dir: Option<PathBuf>,
     /// When an answered twin call is on disk (`--durability`).
@@ -113,6 +118,8 @@ pub struct App {
     pub storage: Storage,
     pub metrics: Arc<Metrics>,
     pub public_url: Option<String>,
+    /// The domain of host-name routes (`ServeConfig::public_host`), with a port if it named one.
+    pub public_host: Option<String>,
     /// Every twin's checks, built once at start-up.
     pub catalog: pome_grade::Catalog,
     /// Where twins' webhooks may go, and how they are retried.
@@ -212,6 +219,20 @@ pub fn origin(app: &App, headers: &HeaderMap) -> String {
     let host = headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost");
     let proto = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).unwrap_or("http");
     format!("{proto}://{host}")
+}
+
+/// `<sandbox>.<twin>.<public host>[:port]`, the URL of a sandbox's twin by host name, when
+/// the server has a public host: the scheme and port are those of `origin` unless
+/// `--public-host` names a port.
+pub fn host_url(app: &App, origin: &str, sandbox: &str, twin: &str) -> Option<String> {
+    let public = app.public_host.as_deref()?;
+    let (scheme, authority) = origin.split_once("://").unwrap_or(("http", origin));
+    let port = authority.rsplit_once(':').map(|(_, p)| p).filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let host = match port {
+        Some(p) if !public.contains(':') => format!("{public}:{p}"),
+        _ => public.to_string(),
+    };
+    Some(format!("{scheme}://{sandbox}.{twin}.{host}"))
 }
 
 

@@ -17,6 +17,11 @@
 //!   it, from its headers, fails, so a trickled body holds its request no longer.
 //! - **Graceful shutdown**: on stop, connections finish the request they are serving and
 //!   close; idle ones close at once.
+//! - **TLS** (`--tls-cert`/`--tls-key`): the handshake runs in the connection's own task,
+//!   holding its permit, and must finish within the header timeout; a client that has not
+//!   finished it is idle to the cap (the first to go when a newcomer needs its place) and
+//!   ends on a stop. Requests that came over TLS carry `x-forwarded-proto: https` (set here,
+//!   whatever the client sent), so the URLs handed out name the scheme clients used.
 //!
 //! axum's own `serve` sets neither a timer (so no header timeout) nor a cap, hence this loop.
 
@@ -37,7 +42,9 @@ use http_body::{Frame, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use anyhow::Context as _;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore, watch};
 use tower_service::Service as _;
 
@@ -113,8 +120,42 @@ impl Conns {
     }
 }
 
+/// A TLS server configuration (rustls's).
+pub type TlsConfig = rustls::ServerConfig;
+
+/// The server's certificate chain and key, read from PEM files, as a TLS configuration
+/// offering HTTP/2 and HTTP/1.1 (ALPN) on rustls with the ring provider.
+pub fn tls_config(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    use rustls_pki_types::pem::PemObject as _;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .with_context(|| format!("reading the certificate chain (PEM) from {}", cert.display()))?;
+    if chain.is_empty() {
+        anyhow::bail!("{} holds no PEM certificate (`-----BEGIN CERTIFICATE-----`)", cert.display());
+    }
+    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading the private key (PEM: PKCS#8, PKCS#1 or SEC1) from {}", key.display()))?;
+    // ring has no post-quantum key exchange, hence rustls's deprecation; aws-lc-rs, which
+    // has, needs cmake and a C toolchain to build.
+    #[allow(deprecated)]
+    let provider = rustls::crypto::ring::default_provider();
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .context("choosing TLS versions")?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .with_context(|| format!("the key in the --tls-key file does not serve the certificate in {}", cert.display()))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
 /// Serve `router` on `listener` until `stopped` turns true.
-pub async fn serve(listener: TcpListener, router: Router, limits: ConnLimits, mut stopped: watch::Receiver<bool>) {
+pub async fn serve(listener: TcpListener, router: Router, limits: ConnLimits, stopped: watch::Receiver<bool>) {
+    serve_with(listener, router, limits, None, stopped).await
+}
+
+/// Serve `router` on `listener` until `stopped` turns true, over TLS when `tls` is given.
+pub async fn serve_with(listener: TcpListener, router: Router, limits: ConnLimits, tls: Option<Arc<rustls::ServerConfig>>, mut stopped: watch::Receiver<bool>) {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let waiting = Arc::new(Semaphore::new(MAX_WAITING));
     let conns = Arc::new(Conns::default());
@@ -135,7 +176,8 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ConnLimits, mu
         .max_pending_accept_reset_streams(Some(32));
     let builder = Arc::new(builder);
     let next_id = Arc::new(AtomicUsize::new(0));
-    let accept = Accept { router, limits, conns: conns.clone(), graceful: graceful.clone(), builder, next_id };
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+    let accept = Accept { router, limits, conns: conns.clone(), graceful: graceful.clone(), builder, next_id, tls, stopped: stopped.clone() };
     loop {
         let io = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -158,7 +200,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ConnLimits, mu
         // task of the newcomer's own, so the next client is accepted meanwhile.
         conns.evict_one();
         let Ok(wait) = waiting.clone().try_acquire_owned() else {
-            tokio::spawn(refuse(io));
+            tokio::spawn(accept.refuse(io));
             continue;
         };
         let (accept, permits, conns, mut stopped) = (accept.clone(), permits.clone(), conns.clone(), stopped.clone());
@@ -171,7 +213,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ConnLimits, mu
                     // Ask again now and then, in case the one asked had just become busy.
                     _ = tokio::time::sleep(Duration::from_millis(100)) => {
                         if tokio::time::Instant::now() >= deadline {
-                            return refuse(io).await;
+                            return accept.refuse(io).await;
                         }
                         conns.evict_one();
                     }
@@ -200,7 +242,8 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ConnLimits, mu
 
 /// Tell a client past the cap that the server is full, and close: a complete HTTP/1.1
 /// answer, so its client library reports an overloaded server and not a broken connection.
-async fn refuse(mut io: tokio::net::TcpStream) {
+/// (Over TLS the connection is only closed: an answer would cost a handshake.)
+async fn refuse(mut io: TcpStream) {
     use tokio::io::AsyncWriteExt as _;
     let body = r#"{"error":{"type":"rate_limited","message":"the server is at its connection cap; try again shortly"}}"#;
     let answer = format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}", body.len());
@@ -217,11 +260,25 @@ struct Accept {
     graceful: Arc<GracefulShutdown>,
     builder: Arc<auto::Builder<TokioExecutor>>,
     next_id: Arc<AtomicUsize>,
+    /// Set when connections are TLS.
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Ends handshakes in progress on a stop.
+    stopped: watch::Receiver<bool>,
 }
 
 impl Accept {
+    /// Turn away a client past the cap (see [`refuse`]).
+    fn refuse(&self, io: TcpStream) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let plain = self.tls.is_none();
+        async move {
+            if plain {
+                refuse(io).await
+            }
+        }
+    }
+
     /// Serve one connection, holding `permit` until it closes.
-    fn start(&self, io: tokio::net::TcpStream, permit: tokio::sync::OwnedSemaphorePermit) {
+    fn start(&self, io: TcpStream, permit: tokio::sync::OwnedSemaphorePermit) {
         // Answers are written whole; Nagle's algorithm would only hold small ones back.
         let _ = io.set_nodelay(true);
         // The client's address, for what is counted per address (failed authentication).
@@ -236,6 +293,7 @@ impl Accept {
         });
         self.conns.open.lock().unwrap().insert(id, conn.clone());
         let body_timeout = self.limits.body_timeout;
+        let tls = self.tls.is_some();
         let service = {
             let (router, conn) = (self.router.clone(), conn.clone());
             hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
@@ -243,16 +301,41 @@ impl Accept {
                 let mut router = router.clone();
                 let mut req = req.map(|body| Body::new(Timed::new(body, body_timeout, &conn)));
                 req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                if tls {
+                    req.headers_mut().insert("x-forwarded-proto", axum::http::HeaderValue::from_static("https"));
+                }
                 async move {
                     let resp: Response = router.call(req).await.unwrap_or_else(|e: Infallible| match e {});
                     Ok::<_, Infallible>(resp.map(|body| Body::new(Tracked { body, _busy: busy })))
                 }
             })
         };
-        let served = self.graceful.watch(self.builder.serve_connection_with_upgrades(TokioIo::new(io), service).into_owned());
+        let (graceful, builder, acceptor, mut stopped) = (self.graceful.clone(), self.builder.clone(), self.tls.clone(), self.stopped.clone());
         let conns = self.conns.clone();
         let idle_limit = self.limits.header_timeout;
         tokio::spawn(async move {
+            let io = match acceptor {
+                None => Stream::Plain(io),
+                // The handshake holds the permit but counts as idle: a newcomer at the cap
+                // may take its place, and it has the header timeout to finish.
+                Some(acceptor) => {
+                    let handshake = tokio::select! {
+                        done = tokio::time::timeout(idle_limit, acceptor.accept(io)) => done.ok().and_then(Result::ok),
+                        _ = conn.evict.notified() => None,
+                        _ = stopped.changed() => None,
+                    };
+                    match handshake {
+                        Some(tls) => Stream::Tls(Box::new(tls)),
+                        None => {
+                            conns.open.lock().unwrap().remove(&id);
+                            drop(permit);
+                            return;
+                        }
+                    }
+                }
+            };
+            let served = graceful.watch(builder.serve_connection_with_upgrades(TokioIo::new(io), service).into_owned());
+            drop(graceful);
             let mut served = pin!(served);
             // HTTP/2 has no header timer in hyper: a connection with nothing in flight for
             // the header timeout is closed here, as an idle HTTP/1 one is by hyper. One
@@ -386,5 +469,57 @@ impl http_body::Body for Tracked {
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
+    }
+}
+
+/// A client's connection, plain or TLS.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
     }
 }

@@ -82,7 +82,11 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
         return rate_limited_by_twin(&t.store, wait).await;
     }
     let origin = crate::app::origin(&app, req.headers());
-    let base_url = format!("{origin}/s/{id}/{twin}");
+    // Reached by host name, the twin's root is that host's.
+    let base_url = match req.extensions().get::<Arc<crate::server::HostRoute>>() {
+        Some(route) => route.origin.clone(),
+        None => format!("{origin}/s/{id}/{twin}"),
+    };
 
     if let Some(reserved) = rest.strip_prefix("/_pome/") {
         // Readable with the agent token or the owning team's API key.

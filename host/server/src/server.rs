@@ -116,6 +116,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         storage,
         metrics,
         public_url: cfg.public_url.clone(),
+        public_host: cfg.public_host.as_deref().map(|h| h.trim().trim_end_matches('/').to_ascii_lowercase()).filter(|h| !h.is_empty()),
         catalog,
         decider,
         outbound: Arc::new(cfg.outbound.clone()),
@@ -185,6 +186,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     let router = router(app.clone());
     let registry = app.sandboxes.clone();
     let conn_limits = crate::listener::ConnLimits::from(&cfg.limits);
+    let tls = cfg.tls.clone();
     let task = tokio::spawn(async move {
         let mut stopping = stopped.clone();
         let closing = tokio::spawn(async move {
@@ -192,7 +194,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
             let _ = stopping.changed().await;
             crate::ui::shutting_down();
         });
-        crate::listener::serve(listener, router, conn_limits, stopped).await;
+        crate::listener::serve_with(listener, router, conn_limits, tls, stopped).await;
         closing.abort();
         sweeper.abort();
         // Sandboxes still coming back are closed with the rest once they are.
@@ -211,7 +213,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
 
 pub fn router(app: Arc<App>) -> Router {
     let restoring = middleware::from_fn_with_state(app.clone(), wait_restored);
-    Router::new()
+    let routes = Router::new()
         .merge(crate::api::routes())
         .merge(crate::ui::routes())
         .route("/s/{*rest}", any(crate::proxy::sandbox_twin))
@@ -220,11 +222,56 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .fallback(|| async { ApiError::not_found("no such route; the API lives under /v1 and twins under /s/<sandbox>/<twin>/") })
         .method_not_allowed_fallback(|| async { ApiError::not_found("this route does not take that method") })
-        .with_state(app)
+        .with_state(app.clone())
         .layer(restoring)
         // Inside the request context, so a panic's answer carries the request id.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
-        .layer(middleware::from_fn(request_context))
+        .layer(middleware::from_fn(request_context));
+    match app.public_host {
+        // Host names are read before routing: the router sees `/s/<sandbox>/<twin>/…`.
+        Some(_) => Router::new().fallback_service(routes).layer(middleware::from_fn_with_state(app, by_host)),
+        None => routes,
+    }
+}
+
+/// A request to a sandbox's twin by host name, `<sandbox>.<twin>.<public host>`: served as
+/// `/s/<sandbox>/<twin>` followed by its path. Clients that take a host and not a URL (`gh`
+/// pointed at an Enterprise host, `@googleapis/gmail`) reach a sandbox this way.
+pub struct HostRoute {
+    /// What the client called the twin's root (`https://ses_….github.example.com:8443`):
+    /// the base of the URLs the twin hands out.
+    pub origin: String,
+}
+
+async fn by_host(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let public = host_name(app.public_host.as_deref().unwrap_or_default());
+    // HTTP/2 names the host in the URI (`:authority`), HTTP/1.1 in `Host`.
+    let host = req.uri().authority().map(|a| a.as_str().to_string()).or_else(|| req.headers().get("host").and_then(|v| v.to_str().ok()).map(String::from));
+    let Some(host) = host else { return next.run(req).await };
+    let name = host_name(&host).to_ascii_lowercase();
+    let Some((sandbox, twin)) = name.strip_suffix(public).and_then(|n| n.strip_suffix('.')).and_then(|n| n.split_once('.')) else {
+        return next.run(req).await;
+    };
+    if sandbox.is_empty() || twin.is_empty() || twin.contains('.') {
+        return next.run(req).await;
+    }
+    let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let Ok(uri) = format!("/s/{sandbox}/{twin}{path}").parse() else {
+        return ApiError::not_found("no such route").into_response();
+    };
+    let proto = req.headers().get("x-forwarded-proto").and_then(|v| v.to_str().ok()).unwrap_or("http").to_string();
+    *req.uri_mut() = uri;
+    req.extensions_mut().insert(std::sync::Arc::new(HostRoute { origin: format!("{proto}://{host}") }));
+    next.run(req).await
+}
+
+/// `host[:port]` without its port and trailing dot.
+fn host_name(host: &str) -> &str {
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    name.trim_end_matches('.')
 }
 
 /// While sandboxes come back after a start, a request that names one waits until it is
