@@ -830,6 +830,7 @@ impl Writer {
         let syncer = (self.mode == Durability::Window).then(|| Syncer::start(self.db.clone(), self.log.clone()));
         let (mut ops, mut rows, mut retired): (Vec<Entry>, Vec<log::Logged>, Vec<std::path::PathBuf>) = Default::default();
         let mut retry = RETRY_FIRST;
+        let mut scratch = Scratch::default();
         loop {
             let stopping = {
                 let mut q = self.queue.state.lock().unwrap();
@@ -854,7 +855,7 @@ impl Writer {
                 }
             }
             let before = closed_seq;
-            let written = if ops.is_empty() && rows.is_empty() { Ok(()) } else { write_batch(&mut conn, &rows, &ops, &mut closed_seq) };
+            let written = if ops.is_empty() && rows.is_empty() { Ok(()) } else { write_batch(&mut conn, &rows, &ops, &mut closed_seq, &mut scratch) };
             match written {
                 Ok(()) => {
                     if self.commit_failing.swap(false, Ordering::AcqRel) && self.failing.lock().unwrap().take().is_some() {
@@ -998,24 +999,69 @@ fn sync_file(path: &Path) {
     }
 }
 
-fn write_batch(conn: &mut Connection, rows: &[log::Logged], ops: &[Entry], closed_seq: &mut i64) -> Result<(), StorageError> {
-    // The rows of each tape make one segment. They go in before the ops: a sandbox's `Put`
-    // was committed before its first row was served, and a `Close` in this batch then
-    // deletes its rows with the rest.
+/// The writer's buffers for building and compressing segments, kept from one commit to the
+/// next: allocated afresh each time, they cost more than the compression (the allocator
+/// hands back new pages, which the kernel must zero).
+#[derive(Default)]
+struct Scratch {
+    payload: Vec<u8>,
+    compressed: Vec<u8>,
+}
+
+impl Scratch {
+    /// More than this is given back after a commit (a burst of large rows passes).
+    const KEEP: usize = 16 << 20;
+
+    /// `payload` compressed as `Segment::decode` reads it: its length, then LZ4.
+    fn compress(&mut self) -> &[u8] {
+        let max = 4 + lz4_flex::block::get_maximum_output_size(self.payload.len());
+        if self.compressed.len() < max {
+            self.compressed.resize(max, 0);
+        }
+        let n = lz4_flex::block::compress_into(&self.payload, &mut self.compressed[4..]).expect("the output holds the largest compression");
+        self.compressed[..4].copy_from_slice(&(self.payload.len() as u32).to_le_bytes());
+        &self.compressed[..4 + n]
+    }
+
+    fn trim(&mut self) {
+        for buf in [&mut self.payload, &mut self.compressed] {
+            if buf.capacity() > Self::KEEP {
+                *buf = Vec::new();
+            }
+        }
+    }
+}
+
+fn write_batch(conn: &mut Connection, rows: &[log::Logged], ops: &[Entry], closed_seq: &mut i64, scratch: &mut Scratch) -> Result<(), StorageError> {
+    // The rows of each tape make one segment, in the order they were logged. They go in
+    // before the ops: a sandbox's `Put` was committed before its first row was served, and a
+    // `Close` in this batch then deletes its rows with the rest.
     let mut at: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
-    let mut segments: Vec<(&str, &str, Segment)> = Vec::new();
+    let mut tapes: Vec<Vec<&log::Logged>> = Vec::new();
     for r in rows {
         let i = *at.entry((&*r.sandbox, &*r.twin)).or_insert_with(|| {
-            segments.push((&*r.sandbox, &*r.twin, Segment::default()));
-            segments.len() - 1
+            tapes.push(Vec::new());
+            tapes.len() - 1
         });
-        segments[i].2.push_encoded(r.row.seq, r.row_part());
+        tapes[i].push(r);
     }
     let tx = conn.transaction()?;
     {
-        for (sandbox, twin, segment) in &segments {
-            segment.insert(&tx, sandbox, twin)?;
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO tape_segments (sandbox_id, twin, first_seq, last_seq, rows) SELECT ?1, ?2, ?3, ?4, ?5
+             WHERE NOT EXISTS (SELECT 1 FROM sandboxes WHERE id = ?1 AND closed IS NOT NULL)",
+        )?;
+        for tape in &tapes {
+            scratch.payload.clear();
+            let (mut first, mut last) = (u64::MAX, 0);
+            for r in tape {
+                (first, last) = (first.min(r.row.seq), last.max(r.row.seq));
+                scratch.payload.extend_from_slice(r.row_part());
+            }
+            insert.execute(params![&*tape[0].sandbox, &*tape[0].twin, first as i64, last as i64, scratch.compress()])?;
         }
+        drop(insert);
+        scratch.trim();
         for e in ops {
             match &e.op {
                 Op::Put(record) => {
