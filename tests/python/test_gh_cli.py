@@ -188,6 +188,30 @@ def tls_server(pki, gh):
     proc.wait(timeout=20)
 
 
+def test_tls_handshakes_are_bounded_by_the_header_timeout_and_the_connection_cap(pki):
+    """A client that opens a connection and never finishes the TLS handshake holds its place
+    only for the header timeout, and at the connection cap a real client takes its place."""
+    data = tempfile.mkdtemp(prefix="pome-gh-limits-")
+    proc, m = start(["serve", "--listen", "127.0.0.1:0", "--data", data, "--header-timeout", "1s", "--max-connections", "2",
+                     "--tls-cert", str(pki / "server.pem"), "--tls-key", str(pki / "server.key")],
+                    r"listening on (https://127\.0\.0\.1:(\d+))", env={"POME_API_KEY": API_KEY})
+    try:
+        url, port = m.group(1), int(m.group(2))
+        stalled = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+        # Both places are held by handshakes that never start; a real client still gets in.
+        status, _ = api(url, pki / "ca.pem", "GET", "/v1/usage")
+        assert status == 200
+        # And a stalled handshake is closed once the header timeout has passed.
+        survivor = stalled[1]
+        survivor.settimeout(5)
+        started = __import__("time").monotonic()
+        assert survivor.recv(1) == b""
+        assert __import__("time").monotonic() - started < 4
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
 def api(url, ca, method, path, body=None):
     ctx = ssl.create_default_context(cafile=str(ca))
     req = urllib.request.Request(f"{url}{path}", data=None if body is None else json.dumps(body).encode(), method=method,
@@ -251,3 +275,106 @@ def test_gh_issue_list(target):
     rows = [line.split("\t") for line in out.splitlines()]
     assert [int(r[0]) for r in rows] == [i["number"] for i in rest][:30]
     assert [r[2] for r in rows] == [i["title"] for i in rest][:30]
+
+
+def test_gh_repo_view(target):
+    out = target.gh("repo", "view", "acme/api")
+    assert "name:\tacme/api" in out
+    assert "description:\tACME API service" in out
+    # The README, as the repository's default branch holds it.
+    assert "The ACME API service." in out
+
+
+def test_gh_issue_view(target):
+    out = target.gh("issue", "view", "1", "-R", "acme/api")
+    assert "title:\tLogin returns 500 on wrong password" in out
+    assert "author:\talice" in out
+    assert "labels:\tbug" in out
+    assert "Expected 401, got 500." in out
+
+
+def test_gh_issue_create_edit_comment_close_reopen(target):
+    url = target.gh("issue", "create", "-R", "acme/api", "-t", "Flaky login test", "-b", "It fails one run in ten.").strip()
+    m = re.fullmatch(r"https://" + re.escape(target.host) + r"/acme/api/issues/(\d+)", url)
+    assert m, url
+    n = m.group(1)
+    issue = target.rest(f"repos/acme/api/issues/{n}")
+    assert (issue["title"], issue["body"], issue["user"]["login"], issue["state"]) == ("Flaky login test", "It fails one run in ten.", "pome-agent", "open")
+
+    target.gh("issue", "edit", n, "-R", "acme/api", "--title", "Flaky login test on CI", "--add-label", "bug")
+    issue = target.rest(f"repos/acme/api/issues/{n}")
+    assert issue["title"] == "Flaky login test on CI"
+    assert [l["name"] for l in issue["labels"]] == ["bug"]
+
+    out = target.gh("issue", "comment", n, "-R", "acme/api", "-b", "Seen again today.")
+    assert re.search(rf"/acme/api/issues/{n}#issuecomment-\d+", out), out
+    comments = target.rest(f"repos/acme/api/issues/{n}/comments")
+    assert [(c["user"]["login"], c["body"]) for c in comments] == [("pome-agent", "Seen again today.")]
+
+    target.gh("issue", "close", n, "-R", "acme/api")
+    assert target.rest(f"repos/acme/api/issues/{n}")["state"] == "closed"
+    target.gh("issue", "reopen", n, "-R", "acme/api")
+    assert target.rest(f"repos/acme/api/issues/{n}")["state"] == "open"
+    listed = target.gh("issue", "list", "-R", "acme/api")
+    assert f"{n}\tOPEN\tFlaky login test on CI\tbug" in listed
+
+
+def test_gh_label_list_and_create(target):
+    listed = target.gh("label", "list", "-R", "acme/api")
+    assert "bug\tSomething isn't working\t#d73a4a" in listed
+    target.gh("label", "create", "triage", "-R", "acme/api", "-c", "ff0000", "-d", "Needs a first look")
+    label = target.rest("repos/acme/api/labels/triage")
+    assert (label["name"], label["color"], label["description"]) == ("triage", "ff0000", "Needs a first look")
+    assert "triage\tNeeds a first look\t#ff0000" in target.gh("label", "list", "-R", "acme/api")
+
+
+def test_gh_release_create_and_list(target):
+    url = target.gh("release", "create", "v9.0", "-R", "acme/api", "-t", "Nine", "-n", "What changed.").strip()
+    assert url.endswith("/acme/api/releases/tag/v9.0"), url
+    release = target.rest("repos/acme/api/releases/tags/v9.0")
+    assert (release["name"], release["body"], release["draft"], release["author"]["login"]) == ("Nine", "What changed.", False, "pome-agent")
+    rows = [line.split("\t") for line in target.gh("release", "list", "-R", "acme/api").splitlines()]
+    assert ["Nine", "Latest", "v9.0"] == rows[0][:3]
+
+
+def test_gh_search_issues(target):
+    out = target.gh("search", "issues", "wrong password", "--repo", "acme/api")
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert [(r[0], r[1], r[3]) for r in rows] == [("acme/api", "1", "Login returns 500 on wrong password")]
+
+
+def test_gh_pr_list_view_diff_checks(target):
+    rows = [line.split("\t") for line in target.gh("pr", "list", "-R", "acme/api").splitlines()]
+    assert ["3", "Add a health check", "add-health-check"] in [r[:3] for r in rows]
+    view = target.gh("pr", "view", "3", "-R", "acme/api")
+    assert "title:\tAdd a health check" in view
+    assert "author:\tbob" in view
+    assert "Adds `health()` for the load balancer." in view
+    diff = target.gh("pr", "diff", "3", "-R", "acme/api")
+    assert "+def health():" in diff
+    checks = target.gh("pr", "checks", "3", "-R", "acme/api")
+    assert re.search(r"^ci/test\tpass\t", checks, re.M), checks
+
+
+def test_gh_pr_create(target):
+    main = target.rest("repos/acme/api/git/ref/heads/main")["object"]["sha"]
+    target.gh("api", "repos/acme/api/git/refs", "-f", "ref=refs/heads/docs-limits", "-f", f"sha={main}")
+    target.gh("api", "-X", "PUT", "repos/acme/api/contents/LIMITS.md", "-f", "message=Document the limits",
+              "-f", "content=TGltaXRzOiA1MDAwIGFuIGhvdXIuCg==", "-f", "branch=docs-limits")
+    url = target.gh("pr", "create", "-R", "acme/api", "-H", "docs-limits", "-B", "main", "-t", "Document the limits", "-b", "Closes #2.").strip()
+    m = re.search(r"/acme/api/pull/(\d+)$", url)
+    assert m, url
+    pull = target.rest(f"repos/acme/api/pulls/{m.group(1)}")
+    assert (pull["title"], pull["body"], pull["head"]["ref"], pull["base"]["ref"], pull["user"]["login"]) == ("Document the limits", "Closes #2.", "docs-limits", "main", "pome-agent")
+
+
+def test_gh_pr_review_and_merge(target):
+    target.gh("pr", "review", "3", "-R", "acme/api", "--approve", "-b", "Looks right.")
+    reviews = target.rest("repos/acme/api/pulls/3/reviews")
+    assert [(r["user"]["login"], r["state"], r["body"]) for r in reviews] == [("pome-agent", "APPROVED", "Looks right.")]
+    target.gh("pr", "merge", "3", "-R", "acme/api", "--merge")
+    pull = target.rest("repos/acme/api/pulls/3")
+    assert pull["merged"] is True
+    assert pull["merged_by"]["login"] == "pome-agent"
+    main = target.rest("repos/acme/api/contents/src/app.py?ref=main")
+    assert "def health():" in __import__("base64").b64decode(main["content"]).decode()

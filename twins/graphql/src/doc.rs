@@ -45,6 +45,19 @@ impl Tables {
 
     /// Parse and validate `text` against the schema, or take it from the cache.
     pub fn document(&'static self, text: &str) -> DocResult {
+        self.document_with(text, false)
+    }
+
+    /// As [`Tables::document`], except that same-named fields of different object types may
+    /// return different leaf types (`... on Issue { state } ... on PullRequest { state }`,
+    /// `IssueState!` and `PullRequestState!`): graphql-ruby, which GitHub runs, lets such a
+    /// document through and `gh` sends them; graphql-js and apollo-compiler refuse them. A
+    /// twin uses one of the two for all its documents (they share the cache).
+    pub fn document_merging_leaf_types(&'static self, text: &str) -> DocResult {
+        self.document_with(text, true)
+    }
+
+    fn document_with(&'static self, text: &str, merge_leaf_types: bool) -> DocResult {
         let key = hash(self, text);
         if let Some(hit) = DOCS.with(|d| d.borrow().map.get(&key).filter(|(t, _)| &**t == text).map(|(_, r)| r.clone())) {
             return hit;
@@ -53,6 +66,9 @@ impl Tables {
         let schema = &sub.as_ref().unwrap_or_else(|| self.prepared_full()).schema;
         let result: DocResult = match ExecutableDocument::parse_and_validate(schema, text, "query.graphql") {
             Ok(doc) => Ok(Rc::new(Doc { tables: self, sub, doc, metas: RefCell::default(), memo: RefCell::default(), costs: RefCell::default() })),
+            Err(with) if merge_leaf_types && with.errors.iter().all(|d| d.error.unstable_error_name() == Some("ConflictingFieldType")) => {
+                Ok(Rc::new(Doc { tables: self, sub, doc: Valid::assume_valid(with.partial), metas: RefCell::default(), memo: RefCell::default(), costs: RefCell::default() }))
+            }
             Err(with) => Err(Rc::new(with.errors.iter().map(|d| d.unstable_to_json_compat()).collect())),
         };
         DOCS.with(|d| {

@@ -59,7 +59,7 @@ fn execute(w: &mut World, call: &mut Call) -> Result<Response, Response> {
     if query.len() > pome_graphql::limits::MAX_DOCUMENT_BYTES {
         return Err(answer(200, &json!({"errors": [{"message": format!("Query is too large ({} bytes); the maximum is {} bytes.", query.len(), pome_graphql::limits::MAX_DOCUMENT_BYTES)}]})));
     }
-    let prepared = match TABLES.document(query) {
+    let prepared = match TABLES.document_merging_leaf_types(query) {
         Ok(d) => d,
         Err(errs) => return Err(answer(200, &json!({"errors": validation_errors(&errs)}))),
     };

@@ -11,7 +11,7 @@ use pome_twin_sdk::{Call, Method, Request, Value, json};
 use super::resolve::{Ent, Obj, decode_node_id};
 use crate::World;
 use crate::api::ApiResult;
-use crate::handlers::issues;
+use crate::handlers::{issues, pulls};
 
 pub use crate::render::enc;
 
@@ -91,6 +91,40 @@ pub fn run<'a>(o: &'a Obj<'_, '_>, info: &Info<'_>) -> Result<Out<'a>, FieldErro
             rest(o, Method::Post, "issues.add_labels", issues::add_labels, &key, Some(number), json!({"labels": names}))?;
             payload("AddLabelsToLabelablePayload", vec![("labelable", subject(o, &key, number))])
         }
+        "createPullRequest" => {
+            let key = repo_of(o, &s("repositoryId"))?;
+            let mut body = json!({"title": input.get("title"), "head": input.get("headRefName"), "base": input.get("baseRefName"), "body": input.get("body")});
+            if let Some(d) = input.get("draft").and_then(Value::as_bool) {
+                body["draft"] = json!(d);
+            }
+            if let Some(m) = input.get("maintainerCanModify").and_then(Value::as_bool) {
+                body["maintainer_can_modify"] = json!(m);
+            }
+            let v = rest_at(o, Method::Post, "pulls.create", pulls::create, &key, None, "/pulls", body)?;
+            let n = v["number"].as_u64().unwrap_or(0);
+            payload("CreatePullRequestPayload", vec![("pullRequest", Ent::Pull(key, n))])
+        }
+        "addPullRequestReview" => {
+            let (key, number) = pull_of(o, &s("pullRequestId"))?;
+            let mut body = json!({"body": input.get("body"), "event": input.get("event")});
+            if let Some(c) = input.get("commitOID").and_then(Value::as_str) {
+                body["commit_id"] = json!(c);
+            }
+            let v = rest_at(o, Method::Post, "pulls.create_review", pulls::create_review, &key, Some(number), "/reviews", body)?;
+            let id = v["id"].as_u64().unwrap_or(0);
+            payload("AddPullRequestReviewPayload", vec![("pullRequestReview", Ent::Review(key.clone(), number, id))])
+        }
+        "mergePullRequest" => {
+            let (key, number) = pull_of(o, &s("pullRequestId"))?;
+            let mut body = json!({"merge_method": input.get("mergeMethod").and_then(Value::as_str).unwrap_or("MERGE").to_ascii_lowercase()});
+            for (from, to) in [("commitHeadline", "commit_title"), ("commitBody", "commit_message"), ("expectedHeadOid", "sha")] {
+                if let Some(x) = input.get(from).filter(|x| !x.is_null()) {
+                    body[to] = x.clone();
+                }
+            }
+            rest_at(o, Method::Put, "pulls.merge", pulls::merge, &key, Some(number), "/merge", body)?;
+            payload("MergePullRequestPayload", vec![("pullRequest", Ent::Pull(key, number))])
+        }
         _ => {
             o.c.fx.borrow_mut().unsupported = true;
             Err(o.c.fail("NOT_IMPLEMENTED", format!("pome's GitHub twin does not serve the `{}` mutation", info.field_name())))
@@ -102,6 +136,14 @@ pub fn run<'a>(o: &'a Obj<'_, '_>, info: &Info<'_>) -> Result<Out<'a>, FieldErro
 fn issue_of(o: &Obj<'_, '_>, id: &str) -> Result<(String, u64), FieldError> {
     match o.by_node_id(id) {
         Some(Ent::Issue(k, n) | Ent::Pull(k, n)) => Ok((k, n)),
+        _ => Err(not_found(o, id)),
+    }
+}
+
+/// The pull request a global id names, as `(repository key, number)`.
+fn pull_of(o: &Obj<'_, '_>, id: &str) -> Result<(String, u64), FieldError> {
+    match o.by_node_id(id) {
+        Some(Ent::Pull(k, n)) => Ok((k, n)),
         _ => Err(not_found(o, id)),
     }
 }
@@ -156,14 +198,23 @@ fn milestone_number(o: &Obj<'_, '_>, key: &str, id: &str) -> Result<u64, FieldEr
 /// Run a REST handler as the request's client would call it, keeping its action and changes
 /// for the tape; a REST error becomes the field error GitHub's GraphQL answers for it.
 fn rest(o: &Obj<'_, '_>, method: Method, action: &str, f: Handler, key: &str, number: Option<u64>, body: Value) -> Result<Value, FieldError> {
+    rest_at(o, method, action, f, key, number, "", body)
+}
+
+/// As [`rest`], for a route of the repository's pull requests (`/pulls`, or `/pulls/{n}` and
+/// then `tail`) when `tail` is not empty.
+#[allow(clippy::too_many_arguments)]
+fn rest_at(o: &Obj<'_, '_>, method: Method, action: &str, f: Handler, key: &str, number: Option<u64>, tail: &str, body: Value) -> Result<Value, FieldError> {
     let (owner, name) = {
         let w = o.c.w.borrow();
         let r = &w.repos[key];
         (r.owner.clone(), r.name.clone())
     };
     let mut path = format!("/repos/{owner}/{name}");
-    if let Some(n) = number {
-        path.push_str(&format!("/issues/{n}"));
+    match (number, tail.is_empty()) {
+        (Some(n), true) => path.push_str(&format!("/issues/{n}")),
+        (Some(n), false) => path.push_str(&format!("/pulls/{n}{tail}")),
+        (None, _) => path.push_str(tail),
     }
     let mut req = Request::new(method, &path);
     req.base_url = o.c.base.clone();
@@ -172,7 +223,7 @@ fn rest(o: &Obj<'_, '_>, method: Method, action: &str, f: Handler, key: &str, nu
     let mut call = Call::new(req);
     call.params = vec![("owner".into(), owner), ("repo".into(), name)];
     if let Some(n) = number {
-        call.params.push(("issue_number".into(), n.to_string()));
+        call.params.push((if tail.is_empty() { "issue_number" } else { "pull_number" }.into(), n.to_string()));
     }
     call.action = Some(action.to_string());
     let result = {

@@ -65,6 +65,22 @@ pub enum Ent {
     Milestone(String, u64),
     Comment(String, u64),
     Ref(String, String),
+    Release(String, u64),
+    /// A commit of a repository, by sha.
+    Commit(String, String),
+    /// A commit as one of a pull request's (`PullRequest.commits`).
+    PullCommit(String, u64, String),
+    /// The statuses and check runs of a commit, together.
+    Rollup(String, String),
+    /// A commit status, by id.
+    StatusContext(String, u64),
+    CheckRun(String, u64),
+    /// The suite of a check run (the twin keeps no suites apart from their runs).
+    CheckSuite(String, u64),
+    /// A review of a pull request: repository, pull request number, review id.
+    Review(String, u64, u64),
+    /// A reviewer asked of a pull request: repository, number, login.
+    ReviewRequest(String, u64, String),
     RateLimit,
     /// A page of a connection: its type, the page's items with their offsets in the whole
     /// list, the whole list's length, and whether items lie beyond the page either side.
@@ -345,6 +361,9 @@ impl<'c, 'w> Obj<'c, 'w> {
             "isFork" => json!(r.parent.is_some()),
             "isEmpty" => json!(r.git.branches().next().is_none()),
             "hasIssuesEnabled" => json!(r.has_issues),
+            // As REST answers `has_wiki` and `has_projects`: the twin keeps neither apart.
+            "hasWikiEnabled" | "hasProjectsEnabled" => json!(true),
+            "hasDiscussionsEnabled" => json!(false),
             "mergeCommitAllowed" => json!(r.allow_merge_commit),
             "squashMergeAllowed" => json!(r.allow_squash_merge),
             "rebaseMergeAllowed" => json!(r.allow_rebase_merge),
@@ -374,6 +393,31 @@ impl<'c, 'w> Obj<'c, 'w> {
         let num = || info.args.get("number").and_then(Value::as_u64).unwrap_or(0);
         match info.field_name() {
             "owner" => Ok(self.owner_ent(owner).map(|e| self.obj(e)).unwrap_or(Out::Null)),
+            "parent" => {
+                let parent = self.w().repos[key].parent.as_ref().map(|p| p.to_ascii_lowercase());
+                Ok(parent.filter(|p| self.repo_visible(p)).map(|p| self.obj(Ent::Repo(p))).unwrap_or(Out::Null))
+            }
+            "releases" => {
+                let w = self.w();
+                let mut list: Vec<&crate::model::Release> = w.repos[key].releases.values().filter(|rel| !rel.draft || w.viewer_role(&w.repos[key]) >= Role::Write).collect();
+                // GitHub's default and `CREATED_AT` order by creation; `NAME` by tag name.
+                match info.args.get("orderBy").and_then(|o| o["field"].as_str()) {
+                    Some("NAME") => list.sort_by(|a, b| (&a.tag_name, a.id).cmp(&(&b.tag_name, b.id))),
+                    _ => list.sort_by(|a, b| (&a.created_at, a.id).cmp(&(&b.created_at, b.id))),
+                }
+                if info.args.get("orderBy").and_then(|o| o["direction"].as_str()) != Some("ASC") {
+                    list.reverse();
+                }
+                let all = list.into_iter().map(|rel| Ent::Release(k.clone(), rel.id)).collect();
+                drop(w);
+                self.page(info, all)
+            }
+            "latestRelease" => Ok(latest_release(&self.w().repos[key]).map(|id| self.obj(Ent::Release(k, id))).unwrap_or(Out::Null)),
+            "release" => {
+                let tag = self.arg_str(info, "tagName").unwrap_or("");
+                let id = self.w().repos[key].releases.values().find(|rel| rel.tag_name == tag).map(|rel| rel.id);
+                Ok(id.map(|id| self.obj(Ent::Release(k, id))).unwrap_or(Out::Null))
+            }
             "defaultBranchRef" => {
                 let branch = self.w().repos[key].default_branch.clone();
                 Ok(self.obj(Ent::Ref(k, branch)))
@@ -486,12 +530,54 @@ impl<'c, 'w> Obj<'c, 'w> {
             "baseRefName" if p.is_some() => json!(p.unwrap().base_ref),
             "headRefOid" if p.is_some() => json!(p.unwrap().head_sha),
             "maintainerCanModify" if p.is_some() => json!(p.unwrap().maintainer_can_modify),
+            // Pull requests come from branches of the same repository: the twin has no forks'
+            // branches to open them from, and no merge queue.
+            "isCrossRepository" | "isInMergeQueue" | "isMergeQueueEnabled" if p.is_some() => json!(false),
+            "baseRefOid" if p.is_some() => json!(crate::handlers::pulls::base_sha(r, p.unwrap())),
+            "mergeable" | "mergeStateStatus" | "additions" | "deletions" | "changedFiles" if p.is_some() => {
+                // What REST's pull request answers, in GraphQL's words.
+                let rest = w.pull_json(b, r, i, true);
+                match name {
+                    "mergeable" => json!(match rest["mergeable"].as_bool() {
+                        Some(true) => "MERGEABLE",
+                        Some(false) => "CONFLICTING",
+                        None => "UNKNOWN",
+                    }),
+                    "mergeStateStatus" => json!(upper(rest["mergeable_state"].as_str().unwrap_or("unknown"))),
+                    "changedFiles" => rest["changed_files"].clone(),
+                    other => rest[other].clone(),
+                }
+            }
+            "authorAssociation" => json!(w.author_association(r, &i.user)),
             _ => {
                 let (user, labels, assignees, milestone, merged_by) = (i.user.clone(), i.labels.clone(), i.assignees.clone(), i.milestone, p.and_then(|p| p.merged_by.clone()));
                 let label_ids: Vec<u64> = labels.iter().filter_map(|l| r.label(l).map(|x| x.id)).collect();
                 let comments: Vec<u64> = r.comments.values().filter(|c| c.issue == number).map(|c| c.id).collect();
+                let open = i.state == "open";
+                let commits: Vec<String> = p.map(|p| r.git.commits_between(&crate::handlers::pulls::base_sha(r, p), &crate::handlers::pulls::head_sha(r, p, open))).unwrap_or_default();
+                let reviews: Vec<u64> = p.map(|p| p.reviews.iter().filter(|x| x.state != "PENDING" || x.user.eq_ignore_ascii_case(&w.viewer)).map(|x| x.id).collect()).unwrap_or_default();
+                let requested: Vec<String> = p.map(|p| p.requested_reviewers.clone()).unwrap_or_default();
+                let is_pull = p.is_some();
                 drop(w);
                 return match name {
+                    "headRepositoryOwner" | "headRepository" | "baseRepository" if is_pull => {
+                        let owner = k.split('/').next().unwrap_or("").to_string();
+                        Ok(match name {
+                            "headRepositoryOwner" => self.owner_ent(&owner).map(|e| self.obj(e)).unwrap_or(Out::Null),
+                            _ => self.obj(Ent::Repo(k)),
+                        })
+                    }
+                    "commits" if is_pull => self.page(info, commits.into_iter().map(|sha| Ent::PullCommit(k.clone(), number, sha)).collect()),
+                    "reviews" if is_pull => {
+                        let states: Option<Vec<String>> = list_arg(info, "states");
+                        let all = reviews
+                            .into_iter()
+                            .filter(|id| states.as_ref().is_none_or(|s| self.review(&k, number, *id).is_some_and(|x| s.contains(&x.state))))
+                            .map(|id| Ent::Review(k.clone(), number, id))
+                            .collect();
+                        self.page(info, all)
+                    }
+                    "reviewRequests" if is_pull => self.page(info, requested.into_iter().map(|l| Ent::ReviewRequest(k.clone(), number, l)).collect()),
                     "author" => Ok(self.owner_ent(&user).map(|e| self.obj(e)).unwrap_or(Out::Null)),
                     "mergedBy" => Ok(merged_by.and_then(|u| self.owner_ent(&u)).map(|e| self.obj(e)).unwrap_or(Out::Null)),
                     "repository" => Ok(self.obj(Ent::Repo(k))),
@@ -594,6 +680,10 @@ impl<'c, 'w> Obj<'c, 'w> {
             "lastEditedAt" => if c.updated_at != c.created_at { json!(c.updated_at) } else { Value::Null },
             "includesCreatedEdit" => json!(c.updated_at != c.created_at),
             "viewerDidAuthor" => json!(c.user.eq_ignore_ascii_case(&w.viewer)),
+            "authorAssociation" => json!(w.author_association(r, &c.user)),
+            // The twin hides no comments.
+            "isMinimized" => json!(false),
+            "minimizedReason" => Value::Null,
             "url" => json!(format!("{}/{}/{}/{}#issuecomment-{}", self.c.base, r.full_name(), if is_pull { "pull" } else { "issues" }, c.issue, c.id)),
             other => {
                 let (k, user, issue) = (key.to_string(), c.user.clone(), c.issue);
@@ -621,6 +711,198 @@ impl<'c, 'w> Obj<'c, 'w> {
                 Ok(Out::list(items.iter().map(|(at, e)| self.obj(Ent::Edge { ty: edge.clone(), at: *at, node: Box::new(e.clone()) }))))
             }
             "pageInfo" => Ok(self.obj(Ent::PageInfo { start: items.first().map(|x| x.0), end: items.last().map(|x| x.0), next, prev })),
+            _ => self.unmodelled(info),
+        }
+    }
+
+    fn release<'a>(&'a self, key: &str, id: u64, info: &Info<'_>) -> R<'a> {
+        let w = self.w();
+        let Some(r) = w.repos.get(key) else { return Ok(Out::Null) };
+        let Some(rel) = r.releases.get(&id) else { return Ok(Out::Null) };
+        let url = format!("{}/{}/releases/tag/{}", self.c.base, r.full_name(), crate::render::enc(&rel.tag_name));
+        let v = match info.field_name() {
+            "id" => json!(node_id("Release", rel.id)),
+            "databaseId" => json!(rel.id),
+            "name" => json!(rel.name),
+            "tagName" => json!(rel.tag_name),
+            "description" => json!(rel.body),
+            "isDraft" => json!(rel.draft),
+            "isPrerelease" => json!(rel.prerelease),
+            "isLatest" => json!(latest_release(r) == Some(rel.id)),
+            "createdAt" => json!(rel.created_at),
+            "publishedAt" => json!(rel.published_at),
+            "updatedAt" => json!(rel.published_at.as_ref().unwrap_or(&rel.created_at)),
+            "url" => json!(url),
+            "resourcePath" => json!(url.strip_prefix(&self.c.base).unwrap_or(&url)),
+            other => {
+                let (k, author) = (key.to_string(), rel.author.clone());
+                drop(w);
+                return match other {
+                    "author" => Ok(self.owner_ent(&author).map(|e| self.obj(e)).unwrap_or(Out::Null)),
+                    "repository" => Ok(self.obj(Ent::Repo(k))),
+                    _ => self.unmodelled(info),
+                };
+            }
+        };
+        leaf(v)
+    }
+
+    fn commit<'a>(&'a self, key: &str, sha: &str, info: &Info<'_>) -> R<'a> {
+        let w = self.w();
+        let Some(r) = w.repos.get(key) else { return Ok(Out::Null) };
+        let Some(c) = r.git.commit(sha) else { return Ok(Out::Null) };
+        let v = match info.field_name() {
+            "id" => json!(node_id("Commit", crate::render::short_id(sha))),
+            "oid" => json!(sha),
+            "abbreviatedOid" => json!(&sha[..sha.len().min(7)]),
+            "message" => json!(c.message),
+            "messageHeadline" => json!(c.message.lines().next().unwrap_or("")),
+            "messageBody" => json!(c.message.split_once('\n').map(|(_, b)| b.trim_start_matches('\n')).unwrap_or("")),
+            "committedDate" => json!(c.committer.date),
+            "authoredDate" => json!(c.author.date),
+            "url" => json!(format!("{}/{}/commit/{sha}", self.c.base, r.full_name())),
+            "statusCheckRollup" => {
+                let any = r.statuses.iter().any(|s| s.sha == sha) || r.check_runs.values().any(|c| c.head_sha == sha);
+                let k = key.to_string();
+                drop(w);
+                return Ok(if any { self.obj(Ent::Rollup(k, sha.to_string())) } else { Out::Null });
+            }
+            "repository" => {
+                let k = key.to_string();
+                drop(w);
+                return Ok(self.obj(Ent::Repo(k)));
+            }
+            _ => {
+                drop(w);
+                return self.unmodelled(info);
+            }
+        };
+        leaf(v)
+    }
+
+    /// A commit's statuses (the newest of each context, as the combined status counts them)
+    /// and check runs, as GitHub's `StatusCheckRollup`.
+    fn rollup<'a>(&'a self, key: &str, sha: &str, info: &Info<'_>) -> R<'a> {
+        let (state, contexts) = {
+            let w = self.w();
+            let Some(r) = w.repos.get(key) else { return Ok(Out::Null) };
+            let (combined, statuses) = crate::handlers::pulls::combined_state(r, sha);
+            let runs: Vec<&crate::model::CheckRun> = r.check_runs.values().filter(|c| c.head_sha == sha).collect();
+            let failed = runs.iter().any(|c| matches!(c.conclusion.as_deref(), Some("failure" | "timed_out" | "action_required" | "cancelled" | "startup_failure")));
+            let pending = runs.iter().any(|c| c.status != "completed");
+            let state = match (combined.as_str(), failed, pending) {
+                ("failure" | "error", _, _) | (_, true, _) => "FAILURE",
+                ("pending", _, _) if !statuses.is_empty() => "PENDING",
+                (_, _, true) => "PENDING",
+                _ => "SUCCESS",
+            };
+            let mut contexts: Vec<Ent> = statuses.iter().map(|s| Ent::StatusContext(key.to_string(), s.id)).collect();
+            contexts.extend(runs.iter().map(|c| Ent::CheckRun(key.to_string(), c.id)));
+            (state, contexts)
+        };
+        match info.field_name() {
+            "id" => leaf(json!(node_id("StatusCheckRollup", crate::render::short_id(sha)))),
+            "state" => leaf(json!(state)),
+            "commit" => Ok(self.obj(Ent::Commit(key.to_string(), sha.to_string()))),
+            "contexts" => self.page(info, contexts),
+            _ => self.unmodelled(info),
+        }
+    }
+
+    /// Whether branch protection requires the status or check named `name`.
+    fn required(&self, key: &str, name: &str) -> bool {
+        self.w().repos.get(key).is_some_and(|r| r.required_contexts.iter().any(|c| c == name))
+    }
+
+    fn status_context<'a>(&'a self, key: &str, id: u64, info: &Info<'_>) -> R<'a> {
+        let w = self.w();
+        let Some(r) = w.repos.get(key) else { return Ok(Out::Null) };
+        let Some(s) = r.statuses.iter().find(|s| s.id == id) else { return Ok(Out::Null) };
+        let v = match info.field_name() {
+            "id" => json!(node_id("StatusContext", s.id)),
+            "context" => json!(s.context),
+            "state" => json!(upper(&s.state)),
+            "description" => json!(s.description),
+            "targetUrl" => json!(s.target_url),
+            "createdAt" => json!(s.created_at),
+            "isRequired" => {
+                let name = s.context.clone();
+                drop(w);
+                return leaf(json!(self.required(key, &name)));
+            }
+            "creator" => {
+                let creator = s.creator.clone();
+                drop(w);
+                return Ok(self.owner_ent(&creator).map(|e| self.obj(e)).unwrap_or(Out::Null));
+            }
+            _ => {
+                drop(w);
+                return self.unmodelled(info);
+            }
+        };
+        leaf(v)
+    }
+
+    fn check_run<'a>(&'a self, key: &str, id: u64, info: &Info<'_>) -> R<'a> {
+        let w = self.w();
+        let Some(r) = w.repos.get(key) else { return Ok(Out::Null) };
+        let Some(c) = r.check_runs.get(&id) else { return Ok(Out::Null) };
+        let v = match info.field_name() {
+            "id" => json!(node_id("CheckRun", c.id)),
+            "databaseId" => json!(c.id),
+            "name" => json!(c.name),
+            "status" => json!(upper(&c.status)),
+            "conclusion" => json!(c.conclusion.as_deref().map(upper)),
+            "startedAt" => json!(c.started_at),
+            "completedAt" => json!(c.completed_at),
+            "detailsUrl" => json!(c.details_url),
+            "externalId" => json!(c.external_id),
+            "title" => json!(c.title),
+            "summary" => json!(c.summary),
+            "text" => json!(c.text),
+            "permalink" | "url" => json!(format!("{}/{}/runs/{}", self.c.base, r.full_name(), c.id)),
+            "isRequired" => {
+                let name = c.name.clone();
+                drop(w);
+                return leaf(json!(self.required(key, &name)));
+            }
+            "checkSuite" => {
+                drop(w);
+                return Ok(self.obj(Ent::CheckSuite(key.to_string(), id)));
+            }
+            _ => {
+                drop(w);
+                return self.unmodelled(info);
+            }
+        };
+        leaf(v)
+    }
+
+    fn review(&self, key: &str, number: u64, id: u64) -> Option<crate::model::Review> {
+        let w = self.w();
+        w.repos.get(key)?.issues.get(&number)?.pull.as_ref()?.reviews.iter().find(|x| x.id == id).cloned()
+    }
+
+    fn review_field<'a>(&'a self, key: &str, number: u64, id: u64, info: &Info<'_>) -> R<'a> {
+        let Some(rv) = self.review(key, number, id) else { return Ok(Out::Null) };
+        let (assoc, fname) = {
+            let w = self.w();
+            let r = &w.repos[key];
+            (w.author_association(r, &rv.user), r.full_name())
+        };
+        match info.field_name() {
+            "id" => leaf(json!(node_id("PullRequestReview", rv.id))),
+            "databaseId" => leaf(json!(rv.id)),
+            "body" => leaf(json!(rv.body)),
+            "state" => leaf(json!(rv.state)),
+            "submittedAt" => leaf(json!(rv.submitted_at)),
+            "createdAt" => leaf(json!(rv.submitted_at)),
+            "authorAssociation" => leaf(json!(assoc)),
+            "url" => leaf(json!(format!("{}/{fname}/pull/{number}#pullrequestreview-{}", self.c.base, rv.id))),
+            "author" => Ok(self.owner_ent(&rv.user).map(|e| self.obj(e)).unwrap_or(Out::Null)),
+            "commit" => Ok(self.obj(Ent::Commit(key.to_string(), rv.commit_id.clone()))),
+            "pullRequest" => Ok(self.obj(Ent::Pull(key.to_string(), number))),
+            "repository" => Ok(self.obj(Ent::Repo(key.to_string()))),
             _ => self.unmodelled(info),
         }
     }
@@ -657,6 +939,12 @@ fn list_arg(info: &Info<'_>, name: &str) -> Option<Vec<String>> {
     }
 }
 
+/// The release GitHub calls latest: the newest published one that is neither a draft nor a
+/// prerelease.
+fn latest_release(r: &Repo) -> Option<u64> {
+    r.releases.values().filter(|rel| !rel.draft && !rel.prerelease).max_by(|a, b| (&a.published_at, &a.created_at, a.id).cmp(&(&b.published_at, &b.created_at, b.id))).map(|rel| rel.id)
+}
+
 /// GraphQL's state of an issue or pull request (`OPEN`, `CLOSED`, `MERGED`).
 pub fn issue_state(i: &Issue) -> String {
     if i.pull.as_ref().is_some_and(|p| p.merged) { "MERGED".into() } else { upper(&i.state) }
@@ -682,6 +970,15 @@ impl Resolve for Obj<'_, '_> {
             Ent::Milestone(..) => "Milestone",
             Ent::Comment(..) => "IssueComment",
             Ent::Ref(..) => "Ref",
+            Ent::Release(..) => "Release",
+            Ent::Commit(..) => "Commit",
+            Ent::PullCommit(..) => "PullRequestCommit",
+            Ent::Rollup(..) => "StatusCheckRollup",
+            Ent::StatusContext(..) => "StatusContext",
+            Ent::CheckRun(..) => "CheckRun",
+            Ent::CheckSuite(..) => "CheckSuite",
+            Ent::Review(..) => "PullRequestReview",
+            Ent::ReviewRequest(..) => "ReviewRequest",
             Ent::RateLimit => "RateLimit",
             Ent::Conn { ty, .. } => ty,
             Ent::Edge { ty, .. } => ty,
@@ -705,6 +1002,32 @@ impl Resolve for Obj<'_, '_> {
                 "prefix" => leaf(json!("refs/heads/")),
                 "id" => leaf(json!(node_id("Ref", self.w().repos.get(k).and_then(|r| r.git.branch(name).map(|s| crate::render::short_id(s))).unwrap_or(0)))),
                 "repository" => Ok(self.obj(Ent::Repo(k.clone()))),
+                _ => self.unmodelled(info),
+            },
+            Ent::Release(k, id) => self.release(k, *id, info),
+            Ent::Commit(k, sha) => self.commit(k, sha, info),
+            Ent::PullCommit(k, n, sha) => match info.field_name() {
+                "id" => leaf(json!(node_id("PullRequestCommit", crate::render::short_id(sha)))),
+                "commit" => Ok(self.obj(Ent::Commit(k.clone(), sha.clone()))),
+                "pullRequest" => Ok(self.obj(Ent::Pull(k.clone(), *n))),
+                "url" => leaf(json!(format!("{}/{}/pull/{n}/commits/{sha}", self.c.base, self.w().repos.get(k).map(|r| r.full_name()).unwrap_or_default()))),
+                _ => self.unmodelled(info),
+            },
+            Ent::Rollup(k, sha) => self.rollup(k, sha, info),
+            Ent::StatusContext(k, id) => self.status_context(k, *id, info),
+            Ent::CheckRun(k, id) => self.check_run(k, *id, info),
+            Ent::CheckSuite(k, id) => match info.field_name() {
+                "id" => leaf(json!(node_id("CheckSuite", *id))),
+                "repository" => Ok(self.obj(Ent::Repo(k.clone()))),
+                // Check runs made through the API belong to no workflow run.
+                "workflowRun" => Ok(Out::Null),
+                _ => self.unmodelled(info),
+            },
+            Ent::Review(k, n, id) => self.review_field(k, *n, *id, info),
+            Ent::ReviewRequest(k, n, login) => match info.field_name() {
+                "requestedReviewer" => Ok(self.owner_ent(login).map(|e| self.obj(e)).unwrap_or(Out::Null)),
+                "pullRequest" => Ok(self.obj(Ent::Pull(k.clone(), *n))),
+                "asCodeOwner" => leaf(json!(false)),
                 _ => self.unmodelled(info),
             },
             Ent::RateLimit => self.rate_limit(info),
