@@ -58,7 +58,8 @@ thread_local! {
 /// Whether a request may be answered from the cache: reads whose answer does not depend
 /// on the clock.
 pub fn cacheable(call: &Call) -> bool {
-    call.req.method == Method::Get && !matches!(call.action.as_deref(), Some("rate_limit.get"))
+    // Actions answers follow the virtual clock (a run progresses while the world stands still).
+    call.req.method == Method::Get && !matches!(call.action.as_deref(), Some("rate_limit.get")) && !call.action.as_deref().is_some_and(|a| a.starts_with("actions."))
 }
 
 pub fn get(g: &Generation, call: &Call) -> Option<Response> {

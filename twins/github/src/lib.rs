@@ -66,6 +66,9 @@ pub struct World {
     /// Gists by id (`handlers/gists.rs`).
     #[serde(default)]
     pub gists: BTreeMap<String, model::Gist>,
+    /// GitHub Actions per repository id (`handlers/actions.rs`).
+    #[serde(default)]
+    pub actions: BTreeMap<u64, model::RepoActions>,
     /// Which world this is for the response cache (never serialised: a restored world is a
     /// new one to the cache).
     #[serde(skip)]
@@ -230,6 +233,7 @@ impl World {
                     "releases": r.releases.values().collect::<Vec<_>>(),
                     "branches": branches,
                     "tags": r.git.tags().map(|(n, s)| (n.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
+                    "workflow_runs": handlers::actions::state_of(self, r),
                     "hooks": self.hooks.values().filter(|h| h.repo == Some(r.id)).map(|h| json!({
                         "id": h.id, "url": h.url, "events": h.events, "active": h.active, "content_type": h.content_type,
                     })).collect::<Vec<_>>(),

@@ -438,3 +438,64 @@ impl Gist {
         self.history.last().expect("a gist has at least one revision")
     }
 }
+
+/// A repository's GitHub Actions: which workflows were disabled, and the runs. The workflows
+/// themselves are the `.github/workflows/*.yml` files on the default branch.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RepoActions {
+    /// Paths of workflows disabled with `PUT …/disable`.
+    pub disabled: Vec<String>,
+    /// Runs by id.
+    pub runs: BTreeMap<u64, WorkflowRun>,
+    /// Workflow path → the last run number handed out.
+    pub run_numbers: BTreeMap<String, u64>,
+    /// Workflow file name or path → the conclusion its new runs reach (seed
+    /// `workflow_outcomes`; `success` when absent).
+    pub outcomes: BTreeMap<String, String>,
+}
+
+/// A workflow run. Its status is not stored: it follows from its jobs' schedules and the
+/// virtual clock (`handlers/actions.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkflowRun {
+    pub id: u64,
+    pub workflow_path: String,
+    pub name: String,
+    pub run_number: u64,
+    pub run_attempt: u64,
+    pub event: String,
+    pub head_branch: Option<String>,
+    pub head_sha: String,
+    pub display_title: String,
+    pub actor: String,
+    pub triggering_actor: String,
+    /// Unix seconds the run was created and its latest attempt started.
+    pub created: i64,
+    pub attempt_started: i64,
+    /// Every job of every attempt, in order.
+    pub jobs: Vec<WorkflowJob>,
+    pub artifacts: Vec<Artifact>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkflowJob {
+    pub id: u64,
+    pub name: String,
+    pub attempt: u64,
+    pub steps: Vec<String>,
+    /// The conclusion it reaches when it runs to the end.
+    pub plan: String,
+    /// Unix seconds it was queued.
+    pub start: i64,
+    /// Unix seconds it was cancelled, if it was before completing.
+    pub cancelled_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Artifact {
+    pub id: u64,
+    pub name: String,
+    /// Path → content of the files in the archive.
+    pub files: BTreeMap<String, String>,
+    pub created: i64,
+}

@@ -8,8 +8,7 @@
 //! `repos.list_languages` (by file extension), `repos.list_contributors` (commit authors
 //! that map to users), `repos.add_collaborator` (access is granted at once; GitHub sends an
 //! invitation the invitee must accept), `search.code` and `search.commits` (substring
-//! matching, no ranking), `actions.list_workflow_runs_for_repo` (always empty: CI is statuses
-//! and check runs), and the `orgs.*` membership reads (members are those with write access to
+//! matching, no ranking), and the `orgs.*` membership reads (members are those with write access to
 //! one of the org's repositories).
 
 use pome_twin_sdk::{Call, Fidelity, Method, Router};
@@ -101,6 +100,31 @@ pub fn router() -> Router<World> {
         .patch("/gists/{gist_id}/comments/{comment_id}", "gists.update_comment", h!(gists::update_comment))
         .delete("/gists/{gist_id}/comments/{comment_id}", "gists.delete_comment", h!(gists::delete_comment))
         .get("/gist-raw/{owner}/{gist_id}/raw/{sha}/{*file}", "gists.get_raw_file", h!(gists::raw))
+        // GitHub Actions (handlers/actions.rs)
+        .get(&p("/actions/workflows"), "actions.list_repo_workflows", h!(actions::list_workflows))
+        .get(&p("/actions/workflows/{workflow_id}"), "actions.get_workflow", h!(actions::get_workflow))
+        .put(&p("/actions/workflows/{workflow_id}/enable"), "actions.enable_workflow", h!(actions::enable_workflow))
+        .put(&p("/actions/workflows/{workflow_id}/disable"), "actions.disable_workflow", h!(actions::disable_workflow))
+        .post(&p("/actions/workflows/{workflow_id}/dispatches"), "actions.create_workflow_dispatch", h!(actions::dispatch))
+        .get(&p("/actions/workflows/{workflow_id}/runs"), "actions.list_workflow_runs", h!(actions::list_workflow_runs))
+        .get(&p("/actions/runs"), "actions.list_workflow_runs_for_repo", h!(actions::list_runs))
+        .get(&p("/actions/runs/{run_id}"), "actions.get_workflow_run", h!(actions::get_run))
+        .delete(&p("/actions/runs/{run_id}"), "actions.delete_workflow_run", h!(actions::delete_run))
+        .get(&p("/actions/runs/{run_id}/jobs"), "actions.list_jobs_for_workflow_run", h!(actions::list_jobs))
+        .post(&p("/actions/runs/{run_id}/cancel"), "actions.cancel_workflow_run", h!(actions::cancel_run))
+        .post(&p("/actions/runs/{run_id}/rerun"), "actions.re_run_workflow", h!(actions::rerun_run))
+        .post(&p("/actions/runs/{run_id}/rerun-failed-jobs"), "actions.re_run_workflow_failed_jobs", h!(actions::rerun_failed))
+        .get(&p("/actions/runs/{run_id}/logs"), "actions.download_workflow_run_logs", h!(actions::run_logs))
+        .get(&p("/actions/runs/{run_id}/artifacts"), "actions.list_workflow_run_artifacts", h!(actions::list_run_artifacts))
+        .get(&p("/actions/jobs/{job_id}"), "actions.get_job_for_workflow_run", h!(actions::get_job))
+        .get(&p("/actions/jobs/{job_id}/logs"), "actions.download_job_logs_for_workflow_run", h!(actions::job_logs))
+        .get(&p("/actions/artifacts"), "actions.list_artifacts_for_repo", h!(actions::list_artifacts))
+        .get(&p("/actions/artifacts/{artifact_id}"), "actions.get_artifact", h!(actions::get_artifact))
+        .delete(&p("/actions/artifacts/{artifact_id}"), "actions.delete_artifact", h!(actions::delete_artifact))
+        .get(&p("/actions/artifacts/{artifact_id}/{archive_format}"), "actions.download_artifact", h!(actions::download_artifact))
+        .get("/actions-files/{owner}/{repo}/artifacts/{artifact_id}/archive", "actions.get_artifact_file", h!(actions::artifact_file))
+        .get("/actions-files/{owner}/{repo}/runs/{run_id}/attempts/{attempt}/logs", "actions.get_run_logs_file", h!(actions::run_logs_file))
+        .get("/actions-files/{owner}/{repo}/jobs/{job_id}/logs", "actions.get_job_logs_file", h!(actions::job_logs_file))
         // GraphQL (`/api/graphql` is where GitHub Enterprise Server serves it)
         .post("/graphql", "graphql.post", graphql)
         .post("/api/graphql", "graphql.enterprise_post", graphql)
@@ -274,7 +298,6 @@ pub fn router() -> Router<World> {
         // branch protection, orgs, commit ↔ pulls, review comments of a review, merges
         .get(&p("/branches/{branch}/protection"), "repos.get_branch_protection", h!(misc::get_protection))
         .get(&p("/branches/{branch}/protection/required_status_checks"), "repos.get_status_checks_protection", h!(misc::get_status_checks_protection))
-        .route(Some(Method::Get), &p("/actions/runs"), "actions.list_workflow_runs_for_repo", Fidelity::Shape, h!(misc::list_workflow_runs))
         .route(Some(Method::Get), "/orgs/{org}/members", "orgs.list_members", Fidelity::Shape, h!(misc::list_members))
         .route(Some(Method::Get), "/orgs/{org}/members/{username}", "orgs.check_membership_for_user", Fidelity::Shape, h!(misc::check_member))
         .route(Some(Method::Get), "/user/orgs", "orgs.list_for_authenticated_user", Fidelity::Shape, h!(misc::list_my_orgs))

@@ -22,7 +22,10 @@
 //!               draft, labels[], assignees[], requested_reviewers[],
 //!               reviews: [{author, state, body}], statuses: [{context, state, description,
 //!               target_url}], comments: [{author, body}]}],
-//!     releases: [{tag_name, name, body, draft, prerelease, target_commitish}] }],
+//!     releases: [{tag_name, name, body, draft, prerelease, target_commitish}],
+//!     workflow_outcomes: {"ci.yml": "failure"},
+//!     workflow_runs: [{workflow, branch, event, actor, status, conclusion,
+//!                      artifacts: [{name, files: {path: content}}]}] }],
 //!   "teams": [{org, name, slug, description, privacy: closed|secret, members: [login]}],
 //!   "issue_fields": [{org, name, type: text|number|date|single_select, description,
 //!                     options: [name]}],
@@ -126,7 +129,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
         return Err(format!("viewer: {viewer:?} is not a valid GitHub login"));
     }
     let now = time::now_iso();
-    let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0, sub_issues: BTreeMap::new(), issue_types: BTreeMap::new(), resolved_threads: BTreeMap::new(), teams: BTreeMap::new(), review_comment_reactions: BTreeMap::new(), issue_fields: BTreeMap::new(), issue_field_values: BTreeMap::new(), hooks: BTreeMap::new(), hook_deliveries: BTreeMap::new(), gists: BTreeMap::new(), cache: Default::default() };
+    let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0, sub_issues: BTreeMap::new(), issue_types: BTreeMap::new(), resolved_threads: BTreeMap::new(), teams: BTreeMap::new(), review_comment_reactions: BTreeMap::new(), issue_fields: BTreeMap::new(), issue_field_values: BTreeMap::new(), hooks: BTreeMap::new(), hook_deliveries: BTreeMap::new(), gists: BTreeMap::new(), actions: BTreeMap::new(), cache: Default::default() };
     let mut refs = Refs { explicit_users: top.get("users").is_some(), mentioned: Vec::new() };
 
     for (p, v) in top.items("users")? {
@@ -466,6 +469,8 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
             "pull_requests",
             "releases",
             "delete_branch_on_merge",
+            "workflow_runs",
+            "workflow_outcomes",
         ],
     )?;
     let owner_in = o.nonempty_str("owner")?;
@@ -781,7 +786,8 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
         );
     }
     repo.archived = o.bool("archived")?.unwrap_or(false);
-    w.repos.insert(key, repo);
+    w.repos.insert(key.clone(), repo);
+    crate::handlers::actions::seed(w, &key, &o, p, now, &default_author)?;
     Ok(())
 }
 

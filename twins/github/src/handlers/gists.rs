@@ -210,10 +210,8 @@ fn own_gist<'a>(w: &'a mut World, call: &Call) -> Result<&'a mut Gist, ApiError>
 /// Newest first (by creation, then by id), from `since` on when given.
 fn list_where(w: &World, call: &Call, keep: impl Fn(&Gist) -> bool) -> ApiResult {
     let since = call.req.query("since");
-    if let Some(s) = &since {
-        if time::parse_iso(s).is_none() {
-            return Err(ApiError::invalid("Gist", "since", "invalid"));
-        }
+    if since.as_deref().is_some_and(|s| time::parse_iso(s).is_none()) {
+        return Err(ApiError::invalid("Gist", "since", "invalid"));
     }
     let since = since.and_then(|s| time::parse_iso(&s));
     let mut list: Vec<&Gist> = w

@@ -1,7 +1,6 @@
 //! Reads agents reach for while deciding whether something is safe to merge, and a few
 //! writes around them: branch protection, organization membership, the pull requests a
-//! commit belongs to, a review's comments, Actions runs (none: the twin's CI is commit
-//! statuses and check runs), and merging one branch into another.
+//! commit belongs to, a review's comments, and merging one branch into another.
 
 use pome_twin_sdk::{Call, Response, Value, json, time};
 use serde::Deserialize;
@@ -63,13 +62,6 @@ pub fn get_protection(w: &mut World, call: &mut Call) -> ApiResult {
 pub fn get_status_checks_protection(w: &mut World, call: &mut Call) -> ApiResult {
     let (r, branch) = protected_branch(w, call)?;
     json(200, &protection_checks_json(&call.req.base_url, r, &branch))
-}
-
-/// `GET /repos/{owner}/{repo}/actions/runs` (`actions/list-workflow-runs-for-repo`): the
-/// twin has no GitHub Actions, so there are never runs; CI is statuses and check runs.
-pub fn list_workflow_runs(w: &mut World, call: &mut Call) -> ApiResult {
-    w.repo(call)?;
-    json(200, &json!({"total_count": 0, "workflow_runs": []}))
 }
 
 // ---- organizations ---------------------------------------------------------------------

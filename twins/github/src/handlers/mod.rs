@@ -1,6 +1,7 @@
 //! Route handlers, one module per API area. Each public `fn(&mut World, &mut Call) ->
 //! ApiResult` is one named action (GitHub's operationId with `/` → `.` and `-` → `_`).
 
+pub mod actions;
 pub mod checks;
 pub mod gists;
 pub mod git;

@@ -211,7 +211,7 @@ pub fn issues(w: &mut World, call: &mut Call) -> ApiResult {
     results_with(call, items, Some("lexical"))
 }
 
-fn date_matches(field: &str, spec: &str) -> bool {
+pub(crate) fn date_matches(field: &str, spec: &str) -> bool {
     let day = &field[..field.len().min(10)];
     if let Some((a, b)) = spec.split_once("..") {
         return (a == "*" || day >= a) && (b == "*" || day <= b);
