@@ -25,14 +25,19 @@ use super::{Done, Durability};
 /// committed to the database: replaying one at start takes well under a second.
 const ROTATE_BYTES: u64 = 64 << 20;
 
-/// One row as logged, waiting for the writer to put it into the database.
+/// One row as logged, waiting for the writer to put it into the database. The frame is not
+/// built whole: its bodies are the row's own, written with the rest in one `writev`, so
+/// logging a row copies its bodies once, into the kernel.
 pub(super) struct Logged {
     pub sandbox: Arc<str>,
     pub twin: Arc<str>,
     pub row: Arc<TapeRow>,
-    /// The frame as written; the row part starts at `row_at`.
-    pub frame: Vec<u8>,
-    pub row_at: usize,
+    /// The frame up to the request body: length, checksum, seq, names, then the row part's
+    /// start (`super::encode_head`), which begins at `row_at`.
+    head: Vec<u8>,
+    row_at: usize,
+    /// The response body's length, written between the bodies.
+    response_len: [u8; 4],
     /// Moved to the row's seq once the database holds it: the store may then drop the row
     /// from memory and read it back from there.
     pub committed: Arc<AtomicU64>,
@@ -41,27 +46,51 @@ pub(super) struct Logged {
 impl Logged {
     /// Encode `row` of `sandbox`'s `twin` tape as a frame.
     pub fn new(sandbox: Arc<str>, twin: Arc<str>, row: Arc<TapeRow>, committed: Arc<AtomicU64>) -> Logged {
-        let mut frame = Vec::with_capacity(16 + 4 + sandbox.len() + twin.len() + 12 + 1024 + row.request_body.0.len() + row.response_body.0.len());
-        frame.extend_from_slice(&[0; 8]);
-        frame.extend_from_slice(&row.seq.to_le_bytes());
+        let mut head = Vec::with_capacity(64 + sandbox.len() + twin.len() + 1024);
+        head.extend_from_slice(&[0; 8]);
+        head.extend_from_slice(&row.seq.to_le_bytes());
         for name in [&*sandbox, &*twin] {
             // Ids and twin names are short (the registry makes them); a longer one is cut,
             // which replay then finds is no sandbox it knows.
             let name = &name.as_bytes()[..name.len().min(u16::MAX as usize)];
-            frame.extend_from_slice(&(name.len() as u16).to_le_bytes());
-            frame.extend_from_slice(name);
+            head.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            head.extend_from_slice(name);
         }
-        let row_at = frame.len();
-        super::encode_row(&mut frame, &row);
-        let len = (frame.len() - 8) as u32;
-        let crc = crc32fast::hash(&frame[8..]);
-        frame[..4].copy_from_slice(&len.to_le_bytes());
-        frame[4..8].copy_from_slice(&crc.to_le_bytes());
-        Logged { sandbox, twin, row, frame, row_at, committed }
+        let row_at = head.len();
+        super::encode_head(&mut head, &row);
+        let response_len = (row.response_body.0.len() as u32).to_le_bytes();
+        let mut logged = Logged { sandbox, twin, row, head, row_at, response_len, committed };
+        let mut crc = crc32fast::Hasher::new();
+        let [head, rest @ ..] = logged.pieces();
+        crc.update(&head[8..]);
+        rest.iter().for_each(|p| crc.update(p));
+        let (len, crc) = ((logged.len() - 8) as u32, crc.finalize());
+        logged.head[..4].copy_from_slice(&len.to_le_bytes());
+        logged.head[4..8].copy_from_slice(&crc.to_le_bytes());
+        logged
     }
 
-    pub fn row_part(&self) -> &[u8] {
-        &self.frame[self.row_at..]
+    /// The frame, in the pieces it is written from.
+    pub fn pieces(&self) -> [&[u8]; 4] {
+        [&self.head, &self.row.request_body.0, &self.response_len, &self.row.response_body.0]
+    }
+
+    /// The row part (a segment's form of the row), in pieces.
+    pub fn row_pieces(&self) -> [&[u8]; 4] {
+        let [_, rest @ ..] = self.pieces();
+        let [a, b, c] = rest;
+        [&self.head[self.row_at..], a, b, c]
+    }
+
+    /// The frame's length in bytes.
+    pub fn len(&self) -> usize {
+        self.pieces().iter().map(|p| p.len()).sum()
+    }
+
+    /// The frame as one buffer, as it is in the file.
+    #[cfg(test)]
+    pub fn frame(&self) -> Vec<u8> {
+        self.pieces().concat()
     }
 }
 
@@ -211,9 +240,9 @@ impl RowLog {
             st.held.push((logged, done));
             return 0;
         }
-        match st.write(&logged.frame) {
+        match st.write(logged.pieces()) {
             Ok(()) => {
-                st.pending_bytes += logged.frame.len();
+                st.pending_bytes += logged.len();
                 st.pending.push(logged);
                 let (file, waiting) = (st.file.clone(), st.pending_bytes);
                 drop(st);
@@ -261,12 +290,12 @@ impl RowLog {
         let held = std::mem::take(&mut st.held);
         let mut rest = held.into_iter();
         for (logged, done) in rest.by_ref() {
-            if let Err(e) = st.write(&logged.frame) {
+            if let Err(e) = st.write(logged.pieces()) {
                 st.failing = Some(e.to_string());
                 st.held.push((logged, done));
                 break;
             }
-            st.pending_bytes += logged.frame.len();
+            st.pending_bytes += logged.len();
             st.pending.push(logged);
             released.push(done);
         }
@@ -368,18 +397,28 @@ impl RowLog {
 }
 
 impl LogState {
-    /// Append one frame; a write the disk refuses halfway is cut off again, so the file
-    /// never holds a partial frame followed by whole ones.
-    fn write(&mut self, frame: &[u8]) -> std::io::Result<()> {
-        match (&*self.file).write_all(frame) {
-            Ok(()) => {
-                self.len += frame.len() as u64;
-                Ok(())
-            }
-            Err(e) => {
-                let _ = self.file.set_len(self.len);
-                Err(e)
+    /// Append one frame, given in pieces, with `writev`; a write the disk refuses halfway is
+    /// cut off again, so the file never holds a partial frame followed by whole ones.
+    fn write(&mut self, pieces: [&[u8]; 4]) -> std::io::Result<()> {
+        let total: usize = pieces.iter().map(|p| p.len()).sum();
+        let mut slices = pieces.map(std::io::IoSlice::new);
+        let mut rest = &mut slices[..];
+        std::io::IoSlice::advance_slices(&mut rest, 0);
+        while !rest.is_empty() {
+            match (&*self.file).write_vectored(rest) {
+                Ok(0) => {
+                    let _ = self.file.set_len(self.len);
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                Ok(n) => std::io::IoSlice::advance_slices(&mut rest, n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = self.file.set_len(self.len);
+                    return Err(e);
+                }
             }
         }
+        self.len += total as u64;
+        Ok(())
     }
 }
