@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-mod postgres;
+pub(crate) mod postgres;
 mod sqlite;
 /// A throwaway PostgreSQL server for tests (this crate's and the end-to-end suites').
 #[doc(hidden)]
@@ -367,6 +367,24 @@ mod tests {
         runs_are_listed_newest_first_a_page_at_a_time_and_filtered,
         seeds_are_kept_per_team_and_replaced_by_name,
     );
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_store_answers_unavailable_while_the_database_is_down_and_carries_on_after() {
+        let server = test_postgres::Server::start();
+        let db = Storage::connect(&server.database().await).await.unwrap();
+        let (team, _) = db.ensure_default_team().await.unwrap();
+        server.down();
+        let down = db.create_team("during").await;
+        assert!(matches!(down, Err(StorageError::Unavailable(_))), "{down:?}");
+        assert!(db.tasks(&team).await.is_err());
+        server.up();
+        let started = std::time::Instant::now();
+        while db.create_team("after").await.is_err() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(30), "the store carries on once the database is back");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(db.ensure_default_team().await.unwrap(), (team, false), "nothing was lost");
+    }
 
     fn run(id: &str, session: &str, at: &str) -> pome_grade::run::Run {
         pome_grade::run::Run { id: id.into(), session_id: session.into(), twins: vec!["acme".into()], finalized_at: at.into(), ..Default::default() }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::Pool;
 use pome_runtime::store::Journal;
 use pome_tape::TapeRow;
 use tokio_postgres::NoTls;
@@ -114,9 +114,7 @@ impl PgLive {
     /// Connect to `url`, bring the live tables up to this version, read back every
     /// sandbox, and start the writer.
     pub async fn connect(url: &str, mode: Durability) -> Result<Arc<PgLive>, StorageError> {
-        let config: tokio_postgres::Config = url.parse().map_err(|e| StorageError::Postgres(format!("`{url}` is not a PostgreSQL connection string or URL: {e}")))?;
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-        let pool = Pool::builder(manager).max_size(16).build().map_err(|e| StorageError::Postgres(e.to_string()))?;
+        let pool = crate::storage::postgres::pool(url)?;
         {
             let mut c = pool.get().await?;
             let tx = c.transaction().await?;
@@ -527,6 +525,35 @@ mod tests {
             assert!(started.elapsed() < std::time::Duration::from_secs(10), "the first host's claim outlived it");
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_row_appended_while_the_database_is_down_waits_and_is_committed_once_it_is_back() {
+        let server = crate::storage::test_postgres::Server::start();
+        let url = server.database().await;
+        let live = open(&url).await;
+        wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+        let journal = live.journal("sbx_a", "acme");
+        append(&journal, row(1)).await;
+        assert_eq!(journal.unavailable(), None);
+
+        server.down();
+        let (tx, mut answered) = tokio::sync::oneshot::channel();
+        journal.append(row(2), Box::new(move |r| tx.send(r).unwrap()));
+        let started = std::time::Instant::now();
+        while journal.unavailable().is_none() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(20), "the journal says the sandbox is unavailable while its row cannot be committed");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(answered.try_recv().is_err(), "no answer while the row is not committed");
+        assert_eq!(journal.durable_through(), 1);
+
+        server.up();
+        let done = tokio::time::timeout(std::time::Duration::from_secs(30), answered).await.expect("answered once the database is back");
+        done.unwrap().unwrap();
+        assert_eq!(journal.unavailable(), None, "available again");
+        assert_eq!(journal.durable_through(), 2);
+        assert_eq!(seqs(read(&journal, 1, u64::MAX, usize::MAX).await), [1, 2], "nothing lost, nothing twice");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

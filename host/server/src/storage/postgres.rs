@@ -88,6 +88,27 @@ CREATE TABLE IF NOT EXISTS run_parts (
 );
 "#;
 
+/// How long a request waits for a connection, or for one to be made, before it is answered
+/// that the database is unavailable (rather than hang while it is down).
+const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A pool of connections to `url` (any libpq connection string or URL).
+pub(crate) fn pool(url: &str) -> Result<Pool, StorageError> {
+    let mut config: tokio_postgres::Config = url.parse().map_err(|e| StorageError::Postgres(format!("`{url}` is not a PostgreSQL connection string or URL: {e}")))?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_WAIT);
+    }
+    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    Pool::builder(manager)
+        .max_size(POOL)
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .wait_timeout(Some(CONNECT_WAIT))
+        .create_timeout(Some(CONNECT_WAIT))
+        .recycle_timeout(Some(CONNECT_WAIT))
+        .build()
+        .map_err(|e| StorageError::Postgres(e.to_string()))
+}
+
 impl From<tokio_postgres::Error> for StorageError {
     fn from(e: tokio_postgres::Error) -> StorageError {
         // No SQL state means the error did not come from the server's answer to a
@@ -118,9 +139,7 @@ pub(super) struct PgStore {
 
 impl PgStore {
     pub async fn connect(url: &str) -> Result<PgStore, StorageError> {
-        let config: tokio_postgres::Config = url.parse().map_err(|e| StorageError::Postgres(format!("`{url}` is not a PostgreSQL connection string or URL: {e}")))?;
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
-        let pool = Pool::builder(manager).max_size(POOL).build().map_err(|e| StorageError::Postgres(e.to_string()))?;
+        let pool = pool(url)?;
         let mut client = pool.get().await?;
         let tx = client.transaction().await?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await?;
