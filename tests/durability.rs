@@ -646,3 +646,56 @@ async fn a_full_disk_holds_its_rows_answers_503_and_loses_nothing_once_room_free
     assert_eq!(titles, on_tape, "the world is its tape");
     serve.stop();
 }
+
+/// With `--store postgres://…` a host keeps nothing another host needs: `kill -9` under load,
+/// then a new host on the same database and an empty data directory of its own, and every
+/// answered call is in the world and on the tape, and the agents carry on with their tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_mid_load_with_the_store_in_postgresql_loses_no_answered_call_and_a_new_host_carries_on() {
+    let store = pome::storage::test_postgres::database().await;
+    let http = reqwest::Client::new();
+    let serve_with_store = |data: &Path| {
+        let args = ["--store", store.as_str(), "--quota", "200", "--twins-dir", hostile_dir().to_str().unwrap()].map(String::from);
+        let data = data.to_path_buf();
+        async move { ServeProcess::start(&data, &args.iter().map(String::as_str).collect::<Vec<_>>()).await }
+    };
+    let first_host = tempfile::tempdir().unwrap();
+    let serve = serve_with_store(first_host.path()).await;
+    let url = serve.url.clone();
+    let mut sandboxes = Vec::new();
+    for _ in 0..4 {
+        sandboxes.push(create(&http, &url, &["tickets"]).await);
+    }
+    let load = Load::start(&http, &url, &sandboxes);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    serve.kill9();
+    let acked = load.finish().await;
+    assert!(acked.len() > 50, "the load got going ({} answers)", acked.len());
+
+    let second_host = tempfile::tempdir().unwrap();
+    // Compiled twins are a cache, not state: shared only to spare the test a minute of compiling.
+    std::os::unix::fs::symlink(first_host.path().join("cache"), second_host.path().join("cache")).unwrap();
+    let serve = serve_with_store(second_host.path()).await;
+    let url = serve.url.clone();
+    assert_eq!(list_ids(&http, &url).await, sandboxes.iter().map(|s| s.id.clone()).collect(), "the new host lists every sandbox");
+    let mut recovered = 0;
+    for (i, s) in sandboxes.iter().enumerate() {
+        let (status, events) = get(&http, &url, s, "/_pome/events").await;
+        assert_eq!(status, 200, "sandbox {i} came back");
+        let on_tape: BTreeSet<&str> = events.as_array().unwrap().iter().map(|r| r["request_id"].as_str().unwrap()).collect();
+        let mine: Vec<&Ack> = acked.iter().filter(|a| a.sandbox == i).collect();
+        for Ack { rid, .. } in &mine {
+            assert!(on_tape.contains(rid.as_str()), "answered request {rid} is on sandbox {i}'s tape");
+        }
+        recovered += mine.len();
+        let (_, tickets) = get(&http, &url, s, "/tickets").await;
+        let titles: BTreeSet<&str> = tickets.as_array().unwrap().iter().skip(1).map(|t| t["title"].as_str().unwrap()).collect();
+        assert_eq!(titles, on_tape, "sandbox {i}: every recorded create, and nothing else, is in the world");
+    }
+    assert_eq!(recovered, acked.len(), "requests acknowledged vs rows recovered");
+    assert_eq!(new_ticket(&http, &url, &sandboxes[0], "more", "more").await.unwrap().0, 201, "the agent carries on with its token");
+    // Finalize on the new host: the run is in the shared store.
+    let r = http.post(format!("{url}/v1/sandboxes/{}/finalize", sandboxes[1].id)).header("x-api-key", API_KEY).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+    serve.stop();
+}

@@ -89,6 +89,7 @@ impl Server {
             // Shared across tests so each component is compiled once per build.
             cache_dir: Some(workspace().join("target/pome-test-cache")),
             durability: Default::default(),
+            store: None,
             metrics_public: false,
             auth_failures_allowed: opts.auth_failures_allowed,
             host_limits: Default::default(),

@@ -156,6 +156,13 @@ pub struct ServeArgs {
     /// `memory` (never; a restart ends every open sandbox).
     #[arg(long, env = "POME_DURABILITY", default_value_t = pome_server::live::Durability::default())]
     pub durability: pome_server::live::Durability,
+    /// Keep everything durable (teams, keys, seeds, tasks, runs, live sandboxes and their
+    /// tapes) in this PostgreSQL database instead of SQLite files in the data directory: a
+    /// libpq connection string or URL, e.g. `postgres://pome@db.internal/pome` or
+    /// `host=/var/run/postgresql dbname=pome`. An answer then leaves once its row is
+    /// committed there. One host at a time serves a database's live sandboxes.
+    #[arg(long, env = "POME_STORE", value_name = "URL")]
+    pub store: Option<String>,
     /// Serve `/metrics` without an API key, for a scraper on a trusted network (by default
     /// it needs a team key, like `/v1`).
     #[arg(long)]
@@ -345,6 +352,7 @@ impl ServeArgs {
             tls: None,
             cache_dir: None,
             durability: self.durability,
+            store: self.store.clone(),
             metrics_public: self.metrics_public,
             auth_failures_allowed: self.auth_failures,
             host_limits: pome_server::limits::HostLimits {

@@ -91,6 +91,7 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
             cache_dir: Some(args.data.join("cache")),
             // A local run's sandboxes end with it: nothing to bring back.
             durability: pome_server::live::Durability::Memory,
+            store: None,
             metrics_public: false,
             auth_failures_allowed: pome_runtime::limits::AUTH_FAILURES_ALLOWED,
             host_limits: Default::default(),

@@ -43,6 +43,9 @@ pub struct ServeConfig {
     pub cache_dir: Option<PathBuf>,
     /// When an answered twin call is on disk (`--durability`).
     pub durability: crate::live::Durability,
+    /// The PostgreSQL database that holds everything durable instead of the data
+    /// directory's SQLite files (`--store`).
+    pub store: Option<String>,
     /// Serve `/metrics` without an API key (`--metrics-public`), for a scraper on a
     /// trusted network.
     pub metrics_public: bool,

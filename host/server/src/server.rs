@@ -89,9 +89,15 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     // Keys' hashes, tapes and seeds are the tenants' own: only this user may read them,
     // whatever the umask.
     private_dir(&cfg.data_dir)?;
-    private_file(&cfg.data_dir.join("pome.db"))?;
     let gates = crate::limits::Gates::new(cfg.host_limits);
-    let storage = Storage::open(&cfg.data_dir.join("pome.db")).context("opening the database")?.with_whole_runs(gates.whole_runs.clone());
+    let storage = match &cfg.store {
+        Some(url) => Storage::connect(url).await.with_context(|| format!("opening the store at {}", redact_password(url)))?,
+        None => {
+            private_file(&cfg.data_dir.join("pome.db"))?;
+            Storage::open(&cfg.data_dir.join("pome.db")).context("opening the database")?
+        }
+    };
+    let storage = storage.with_whole_runs(gates.whole_runs.clone());
     let (team, _) = storage.ensure_default_team().await?;
     let new_api_key = match &cfg.api_key {
         Some(key) => {
@@ -130,9 +136,14 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     // Live sandboxes from before this start: their records are read now (quick), their
     // worlds are rebuilt in the background once the server listens; a request for one that
     // is not back yet waits for it.
-    let (live, restored) = match cfg.durability {
-        crate::live::Durability::Memory => (None, None),
-        mode => {
+    let (live, restored) = match (cfg.durability, &cfg.store) {
+        (crate::live::Durability::Memory, _) => (None, None),
+        (mode, Some(url)) => {
+            let live: Arc<dyn crate::live::LiveStore> = Arc::new(crate::live::PgLiveStore(crate::live::PgLive::connect(url, mode).await.with_context(|| format!("opening the live sandboxes at {}", redact_password(url)))?));
+            let restored = live.load()?;
+            (Some(live), Some(restored))
+        }
+        (mode, None) => {
             let (live, restored) = open_live(&cfg.data_dir.join("live.db"), mode)?;
             (Some(live), Some(restored))
         }
@@ -144,7 +155,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
             tracing::error!(
                 records = restored.quarantined.len(),
                 sandboxes = ?restored.quarantined,
-                "live.db held malformed records; they were moved to its `quarantine` table and those sandboxes are not restored"
+                "the live store held malformed records; they were moved to its quarantine table and those sandboxes are not restored"
             );
         }
         let open = app.admit_restored(restored);
@@ -326,6 +337,20 @@ fn private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
     use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).with_context(|| format!("making {} private (0700)", dir.display()))
+}
+
+/// A connection string as it may be logged: without its password.
+fn redact_password(url: &str) -> String {
+    match url.parse::<tokio_postgres::Config>() {
+        Ok(c) => {
+            let hosts: Vec<String> = c.get_hosts().iter().map(|h| match h {
+                tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+            }).collect();
+            format!("database {} on {} as {}", c.get_dbname().unwrap_or("(default)"), hosts.join(","), c.get_user().unwrap_or("(default)"))
+        }
+        Err(_) => "the given connection string".into(),
+    }
 }
 
 /// Create the database file `path` as this user's alone (0600) before SQLite opens it, and
