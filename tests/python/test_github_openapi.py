@@ -28,6 +28,10 @@ ALIASES = {
     "git.list_refs": None,  # GET /git/refs: not in the description
     "meta.root": "meta/root",
     "rate_limit.get": "rate-limit/get",
+    "gists.get_raw_file": None,
+    "actions.get_artifact_file": None,  # where artifact downloads redirect: a zip
+    "actions.get_run_logs_file": None,  # where run logs redirect: a zip
+    "actions.get_job_logs_file": None,  # where job logs redirect: text  # a gist file's raw_url (gist.githubusercontent.com on GitHub): text, not in the description
 }
 
 
@@ -116,7 +120,9 @@ SEED = {
             {"path": "README.md", "content": "# api\n"},
             {"path": "src/app.py", "content": "x = 1\n"},
             {"path": "src/app.py", "branch": "feature", "content": "x = 2\n"},
+            {"path": ".github/workflows/ci.yml", "content": "name: CI\non: [push, workflow_dispatch]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: make test\n"},
         ],
+        "workflow_runs": [{"workflow": "ci.yml", "conclusion": "failure", "artifacts": [{"name": "report", "files": {"report.txt": "1 failed\n"}}]}],
         "issues": [{"number": 1, "title": "Bug", "body": "it broke @bob", "author": "bob", "labels": ["bug"], "assignees": ["alice"], "milestone": "v1",
                     "comments": [{"author": "alice", "body": "seen"}]}],
         "pull_requests": [{"number": 2, "title": "Feature", "body": "adds", "head": "feature", "author": "alice",
@@ -124,6 +130,8 @@ SEED = {
                            "statuses": [{"context": "ci", "state": "success"}]}],
         "releases": [{"tag_name": "v0.1.0", "name": "zero"}],
     }],
+    "gists": [{"owner": "alice", "description": "notes", "public": True, "files": {"notes.md": "# notes\n"},
+               "comments": [{"author": "bob", "body": "nice"}]}],
 }
 
 
@@ -307,6 +315,29 @@ def drive(c):
     c("GET", f"{R}/branches/main/protection/required_status_checks", expect=200)
     c("GET", f"{R}/branches/work/protection", expect=404)
     c("GET", f"{R}/actions/runs", expect=200)
+    # Actions
+    c("GET", f"{R}/actions/workflows", expect=200)
+    wf = c("GET", f"{R}/actions/workflows/ci.yml", expect=200)
+    c("GET", f"{R}/actions/workflows/none.yml", expect=404)
+    c("PUT", f"{R}/actions/workflows/{wf['id']}/disable", expect=204)
+    c("PUT", f"{R}/actions/workflows/{wf['id']}/enable", expect=204)
+    c("POST", f"{R}/actions/workflows/ci.yml/dispatches", {"ref": "main"}, expect=204)
+    dispatched = c("POST", f"{R}/actions/workflows/ci.yml/dispatches", {"ref": "main", "return_run_details": True}, expect=200)
+    c("POST", f"{R}/actions/workflows/ci.yml/dispatches", {"ref": "nope"}, expect=422)
+    c("GET", f"{R}/actions/workflows/ci.yml/runs", expect=200)
+    failed = c("GET", f"{R}/actions/runs?status=failure", expect=200)["workflow_runs"][0]
+    c("GET", f"{R}/actions/runs/{failed['id']}", expect=200)
+    jobs = c("GET", f"{R}/actions/runs/{failed['id']}/jobs", expect=200)
+    c("GET", f"{R}/actions/jobs/{jobs['jobs'][0]['id']}", expect=200)
+    c("GET", f"{R}/actions/runs/{failed['id']}/artifacts", expect=200)
+    arts = c("GET", f"{R}/actions/artifacts", expect=200)
+    c("GET", f"{R}/actions/artifacts/{arts['artifacts'][0]['id']}", expect=200)
+    c("POST", f"{R}/actions/runs/{failed['id']}/rerun-failed-jobs", expect=201)
+    c("POST", f"{R}/actions/runs/{dispatched['workflow_run_id']}/cancel", expect=202)
+    c("POST", f"{R}/actions/runs/{dispatched['workflow_run_id']}/cancel", expect=409)
+    c("POST", f"{R}/actions/runs/{dispatched['workflow_run_id']}/rerun", expect=201)
+    c("DELETE", f"{R}/actions/artifacts/{arts['artifacts'][0]['id']}", expect=204)
+    c("DELETE", f"{R}/actions/runs/{dispatched['workflow_run_id']}", expect=204)
     c("GET", "/orgs/acme/members", expect=200)
     c("GET", "/orgs/acme/members/alice", expect=204)
     c("GET", "/user/orgs", expect=200)
@@ -348,6 +379,34 @@ def drive(c):
     c("DELETE", f"/orgs/acme/hooks/{o}", expect=204)
     c("DELETE", f"{R}/hooks/{h}", expect=204)
     c("GET", f"{R}/pages", expect=501)
+
+    # gists
+    gist = c("POST", "/gists", {"description": "mine", "public": False, "files": {"a.py": {"content": "x = 1\n"}, "b.txt": {"content": "b\n"}}}, expect=201)
+    c("POST", "/gists", {"files": {}}, expect=422)
+    g = gist["id"]
+    c("GET", "/gists", expect=200)
+    c("GET", "/gists/public", expect=200)
+    c("GET", "/users/alice/gists", expect=200)
+    c("GET", f"/gists/{g}", expect=200)
+    c("GET", "/gists/0000", expect=404)
+    c("PATCH", f"/gists/{g}", {"description": "renamed", "files": {"a.py": {"filename": "main.py", "content": "x = 2\n"}, "b.txt": None}}, expect=200)
+    c("GET", f"/gists/{g}/commits", expect=200)
+    c("GET", f"/gists/{g}/{gist['history'][0]['version']}", expect=200)
+    alices = c("GET", "/users/alice/gists", expect=200)[0]["id"]
+    c("POST", f"/gists/{alices}/forks", expect=201)
+    c("GET", f"/gists/{alices}/forks", expect=200)
+    c("GET", f"/gists/{alices}", expect=200)
+    c("GET", f"/gists/{alices}/star", expect=404)
+    c("PUT", f"/gists/{alices}/star", expect=204)
+    c("GET", f"/gists/{alices}/star", expect=204)
+    c("GET", "/gists/starred", expect=200)
+    c("DELETE", f"/gists/{alices}/star", expect=204)
+    gc = c("POST", f"/gists/{alices}/comments", {"body": "thanks"}, expect=201)
+    c("GET", f"/gists/{alices}/comments", expect=200)
+    c("GET", f"/gists/{alices}/comments/{gc['id']}", expect=200)
+    c("PATCH", f"/gists/{alices}/comments/{gc['id']}", {"body": "thanks!"}, expect=200)
+    c("DELETE", f"/gists/{alices}/comments/{gc['id']}", expect=204)
+    c("DELETE", f"/gists/{g}", expect=204)
 
 
 def test_every_response_matches_githubs_openapi_description(new_sandbox, spec):

@@ -58,7 +58,7 @@ impl World {
             ("bio", json!(u.bio)),
             ("twitter_username", Value::Null),
             ("public_repos", json!(public_repos)),
-            ("public_gists", json!(0)),
+            ("public_gists", json!(self.gists.values().filter(|g| g.public && g.owner.eq_ignore_ascii_case(&u.login)).count())),
             ("followers", json!(0)),
             ("following", json!(0)),
             ("created_at", json!(u.created_at)),
@@ -73,7 +73,7 @@ impl World {
                 .filter(|r| r.owner.eq_ignore_ascii_case(&u.login) && r.private)
                 .count();
             for (k, x) in [
-                ("private_gists", json!(0)),
+                ("private_gists", json!(self.gists.values().filter(|g| !g.public && g.owner.eq_ignore_ascii_case(&u.login)).count())),
                 ("total_private_repos", json!(owned_private)),
                 ("owned_private_repos", json!(owned_private)),
                 ("disk_usage", json!(0)),

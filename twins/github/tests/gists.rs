@@ -125,7 +125,8 @@ fn forks_stars_and_comments() {
     assert_eq!(orig["forks"][0]["user"]["login"], "pome-agent");
 
     let star = format!("/gists/{alices}/star");
-    assert_eq!(get(&mut w, &star).0, 404);
+    assert_eq!(get(&mut w, &star), (404, json!({})), "not starred: an empty object, as GitHub describes it");
+    assert_eq!(get(&mut w, "/gists/0000/star").1["message"], "Not Found");
     assert_eq!(put(&mut w, &star, json!({})).0, 204);
     assert_eq!(get(&mut w, &star).0, 204);
     let (_, starred) = get(&mut w, "/gists/starred");
@@ -189,4 +190,13 @@ fn seeds_with_broken_gists_are_refused() {
     assert!(bad(json!({"owner": "carol", "files": {"a": "b"}})).contains("unknown user"));
     assert!(bad(json!({"owner": "alice", "files": {"a": ""}})).contains("gists[0].files.a"));
     assert!(bad(json!({"owner": "alice", "files": {"a": "b"}, "stars": 3})).contains("stars"));
+}
+
+#[test]
+fn profiles_count_a_users_gists() {
+    let mut w = seeded(seed());
+    create(&mut w, false);
+    assert_eq!(get(&mut w, "/users/alice").1["public_gists"], 1);
+    let (_, me) = get(&mut w, "/user");
+    assert_eq!((me["public_gists"].as_u64(), me["private_gists"].as_u64()), (Some(0), Some(1)));
 }

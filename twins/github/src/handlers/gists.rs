@@ -436,10 +436,11 @@ pub fn list_forks(w: &mut World, call: &mut Call) -> ApiResult {
     page_of(call, n, list.into_iter(), |g| gist_json(w, &b, g, g.current(), false))
 }
 
-/// `GET /gists/{gist_id}/star` (`gists/check-is-starred`): 204 when starred, else 404.
+/// `GET /gists/{gist_id}/star` (`gists/check-is-starred`): 204 when starred, else 404 with an
+/// empty object (GitHub's description of this answer), unlike a missing gist's `Not Found`.
 pub fn check_starred(w: &mut World, call: &mut Call) -> ApiResult {
     let g = gist(w, call)?;
-    if g.stars.iter().any(|s| s.eq_ignore_ascii_case(&w.viewer)) { no_content() } else { Err(ApiError::not_found()) }
+    if g.stars.iter().any(|s| s.eq_ignore_ascii_case(&w.viewer)) { no_content() } else { json(404, &json!({})) }
 }
 
 /// `PUT /gists/{gist_id}/star` (`gists/star`); starring twice changes nothing.
