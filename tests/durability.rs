@@ -652,7 +652,7 @@ async fn a_full_disk_holds_its_rows_answers_503_and_loses_nothing_once_room_free
 /// answered call is in the world and on the tape, and the agents carry on with their tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_mid_load_with_the_store_in_postgresql_loses_no_answered_call_and_a_new_host_carries_on() {
-    let store = pome::storage::test_postgres::database().await;
+    let store = pome_pgtest::database().await;
     let http = reqwest::Client::new();
     let serve_with_store = |data: &Path| {
         let args = ["--store", store.as_str(), "--quota", "200", "--twins-dir", hostile_dir().to_str().unwrap()].map(String::from);

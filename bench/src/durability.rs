@@ -172,7 +172,12 @@ struct Rate {
 /// Calls per second of the mixed load at 64 connections over 100 sandboxes, for 5 s.
 async fn rate(mode: &str) -> Rate {
     let data = tempfile::tempdir().unwrap();
-    let (p, _) = serve(data.path(), mode);
+    // `postgres`: the default durability with everything in a PostgreSQL server of the
+    // bench's own (a database each run), on this machine's sockets.
+    let (p, _) = match mode {
+        "postgres" => serve_with(data.path(), "window", &["--store", &pome_pgtest::database().await]),
+        _ => serve(data.path(), mode),
+    };
     let http = reqwest::Client::new();
     let sbx = sandboxes(&http, &p.url, 100).await;
     let stop = Arc::new(AtomicBool::new(false));
@@ -197,8 +202,9 @@ pub async fn modes() {
     // from run to run by as much as the cost being measured, so the modes take turns for
     // three rounds and each line gives the median of its runs.
     // POME_BENCH_MODES=memory,window narrows the comparison (the first named is the base).
-    let named = std::env::var("POME_BENCH_MODES").unwrap_or_else(|_| "memory,sync,window".into());
-    let modes: Vec<&'static str> = named.split(',').filter_map(|m| ["memory", "sync", "window"].into_iter().find(|k| *k == m.trim())).collect();
+    // `postgres` is the default mode with `--store` on a local PostgreSQL, against SQLite's.
+    let named = std::env::var("POME_BENCH_MODES").unwrap_or_else(|_| "memory,sync,window,postgres".into());
+    let modes: Vec<&'static str> = named.split(',').filter_map(|m| ["memory", "sync", "window", "postgres"].into_iter().find(|k| *k == m.trim())).collect();
     let (mut runs, mut bad, mut cpu) = (BTreeMap::<&str, Vec<f64>>::new(), BTreeMap::<&str, u64>::new(), BTreeMap::<&str, Vec<f64>>::new());
     for _ in 0..3 {
         for &mode in &modes {
@@ -215,18 +221,23 @@ pub async fn modes() {
     };
     let memory = (bad.get("memory") == Some(&0)).then(|| median(&runs["memory"]));
     for &mode in &modes {
-        let label = format!("durability {mode:<7} mixed calls, 100 sandboxes, churn      c=64");
+        let label = format!("durability {mode:<8} mixed calls, 100 sandboxes, churn      c=64");
         if bad[mode] > 0 {
             println!("{label}  refused: {} non-2xx answers", bad[mode]);
             continue;
         }
         let r = median(&runs[mode]);
         let each = runs[mode].iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(", ");
-        let cost = match memory {
+        let mut cost = match memory {
             _ if mode == "memory" => String::new(),
             Some(m) => format!("  {:+.1}% vs memory-only", (r / m - 1.0) * 100.0),
             None => "  (no memory-only figure to compare)".into(),
         };
+        if mode == "postgres"
+            && let Some(w) = runs.get("window").filter(|_| bad.get("window") == Some(&0))
+        {
+            cost += &format!(", {:+.1}% vs window on SQLite", (r / median(w) - 1.0) * 100.0);
+        }
         println!("{label}  {r:>8.0} calls/s  (median of {each}){cost}; server CPU {:.0} µs a call", median(&cpu[mode]));
     }
 }

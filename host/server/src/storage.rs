@@ -15,9 +15,8 @@ use serde_json::Value;
 
 pub(crate) mod postgres;
 mod sqlite;
-/// A throwaway PostgreSQL server for tests (this crate's and the end-to-end suites').
-#[doc(hidden)]
-pub mod test_postgres;
+#[cfg(test)]
+pub(crate) mod test_postgres;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {

@@ -330,18 +330,29 @@ async fn commit(pool: &Pool, ops: &[Op], rows: &[Logged]) -> Result<(), StorageE
     }
     let mut c = pool.get().await?;
     let tx = c.transaction().await?;
-    let insert = tx
-        .prepare_cached(
-            "INSERT INTO live_segments (sandbox_id, twin, first_seq, last_seq, rows) SELECT $1, $2, $3, $4, $5
-             WHERE NOT EXISTS (SELECT 1 FROM live_sandboxes WHERE id = $1 AND closed IS NOT NULL)
-             ON CONFLICT DO NOTHING",
-        )
-        .await?;
-    for (sandbox, twin, segment) in &segments {
-        let stored = lz4_flex::compress_prepend_size(&segment.payload);
-        tx.execute(&insert, &[sandbox, twin, &(segment.first as i64), &(segment.last as i64), &stored]).await?;
+    // Every segment in one statement, and every run of touches in one more: a statement is
+    // a round trip, and a commit carries rows of a hundred sandboxes.
+    if !segments.is_empty() {
+        let stored: Vec<Vec<u8>> = segments.iter().map(|(_, _, s)| lz4_flex::compress_prepend_size(&s.payload)).collect();
+        let (sandboxes, twins): (Vec<&str>, Vec<&str>) = segments.iter().map(|(s, t, _)| (*s, *t)).unzip();
+        let (firsts, lasts): (Vec<i64>, Vec<i64>) = segments.iter().map(|(_, _, s)| (s.first as i64, s.last as i64)).unzip();
+        let insert = tx
+            .prepare_cached(
+                "INSERT INTO live_segments (sandbox_id, twin, first_seq, last_seq, rows)
+                 SELECT u.s, u.t, u.f, u.l, u.r FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[], $4::BIGINT[], $5::BYTEA[]) AS u(s, t, f, l, r)
+                 WHERE NOT EXISTS (SELECT 1 FROM live_sandboxes WHERE id = u.s AND closed IS NOT NULL)
+                 ON CONFLICT DO NOTHING",
+            )
+            .await?;
+        tx.execute(&insert, &[&sandboxes, &twins, &firsts, &lasts, &stored]).await?;
     }
+    let mut touches: Vec<(&str, i64)> = Vec::new();
     for op in ops {
+        if let Op::Touch { sandbox, idle_deadline_ms } = op {
+            touches.push((sandbox, *idle_deadline_ms as i64));
+            continue;
+        }
+        touch(&tx, &mut touches).await?;
         match op {
             Op::Put(record) => {
                 let text = serde_json::to_string(record).map_err(|e| StorageError::Corrupt(e.to_string()))?;
@@ -352,9 +363,7 @@ async fn commit(pool: &Pool, ops: &[Op], rows: &[Logged]) -> Result<(), StorageE
                 )
                 .await?;
             }
-            Op::Touch { sandbox, idle_deadline_ms } => {
-                tx.execute("UPDATE live_sandboxes SET idle_deadline_ms = GREATEST(idle_deadline_ms, $2) WHERE id = $1 AND closed IS NULL", &[sandbox, &(*idle_deadline_ms as i64)]).await?;
-            }
+            Op::Touch { .. } => unreachable!("touches are gathered above"),
             Op::Close { sandbox, tombstone } => {
                 let t = StoredTombstone { team_id: tombstone.team_id.clone(), token_hash: tombstone.token_hash.clone(), reason: tombstone.reason.as_str().to_string(), run_id: tombstone.run_id.clone() };
                 let text = serde_json::to_string(&t).map_err(|e| StorageError::Corrupt(e.to_string()))?;
@@ -374,7 +383,24 @@ async fn commit(pool: &Pool, ops: &[Op], rows: &[Logged]) -> Result<(), StorageE
             Op::Flush => {}
         }
     }
+    touch(&tx, &mut touches).await?;
     tx.commit().await?;
+    Ok(())
+}
+
+/// Move the idle clocks of `touches` (a run of consecutive touches, so they keep their place
+/// among the ops), in one statement.
+async fn touch(tx: &deadpool_postgres::Transaction<'_>, touches: &mut Vec<(&str, i64)>) -> Result<(), StorageError> {
+    if touches.is_empty() {
+        return Ok(());
+    }
+    let (ids, deadlines): (Vec<&str>, Vec<i64>) = touches.drain(..).unzip();
+    tx.execute(
+        "UPDATE live_sandboxes AS l SET idle_deadline_ms = GREATEST(l.idle_deadline_ms, u.ms)
+         FROM UNNEST($1::TEXT[], $2::BIGINT[]) AS u(id, ms) WHERE l.id = u.id AND l.closed IS NULL",
+        &[&ids, &deadlines],
+    )
+    .await?;
     Ok(())
 }
 
