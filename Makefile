@@ -83,7 +83,7 @@ test-browser: host venv $(VENV)/.browser-installed
 
 test: test-rust test-python test-node test-browser
 
-bench: host
+bench: host postgres
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(CARGO) run --release -p pome-bench
 	# The neighbour of a hostile tenant: its latency alone and under every attack at once.
