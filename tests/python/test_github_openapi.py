@@ -122,7 +122,8 @@ SEED = {
             {"path": "src/app.py", "branch": "feature", "content": "x = 2\n"},
             {"path": ".github/workflows/ci.yml", "content": "name: CI\non: [push, workflow_dispatch]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: make test\n"},
         ],
-        "workflow_runs": [{"workflow": "ci.yml", "conclusion": "failure", "artifacts": [{"name": "report", "files": {"report.txt": "1 failed\n"}}]}],
+        "workflow_runs": [{"workflow": "ci.yml", "conclusion": "failure", "artifacts": [{"name": "report", "files": {"report.txt": "1 failed\n"}}]},
+                          {"workflow": "ci.yml", "branch": "feature", "conclusion": "failure"}],
         "issues": [{"number": 1, "title": "Bug", "body": "it broke @bob", "author": "bob", "labels": ["bug"], "assignees": ["alice"], "milestone": "v1",
                     "comments": [{"author": "alice", "body": "seen"}]}],
         "pull_requests": [{"number": 2, "title": "Feature", "body": "adds", "head": "feature", "author": "alice",
@@ -325,14 +326,19 @@ def drive(c):
     dispatched = c("POST", f"{R}/actions/workflows/ci.yml/dispatches", {"ref": "main", "return_run_details": True}, expect=200)
     c("POST", f"{R}/actions/workflows/ci.yml/dispatches", {"ref": "nope"}, expect=422)
     c("GET", f"{R}/actions/workflows/ci.yml/runs", expect=200)
-    failed = c("GET", f"{R}/actions/runs?status=failure", expect=200)["workflow_runs"][0]
+    failed, other = c("GET", f"{R}/actions/runs?status=failure", expect=200)["workflow_runs"][:2]
     c("GET", f"{R}/actions/runs/{failed['id']}", expect=200)
     jobs = c("GET", f"{R}/actions/runs/{failed['id']}/jobs", expect=200)
     c("GET", f"{R}/actions/jobs/{jobs['jobs'][0]['id']}", expect=200)
     c("GET", f"{R}/actions/runs/{failed['id']}/artifacts", expect=200)
     arts = c("GET", f"{R}/actions/artifacts", expect=200)
     c("GET", f"{R}/actions/artifacts/{arts['artifacts'][0]['id']}", expect=200)
-    c("POST", f"{R}/actions/runs/{failed['id']}/rerun-failed-jobs", expect=201)
+    c("POST", f"{R}/actions/runs/{other['id']}/rerun-failed-jobs", expect=201)
+    c("POST", f"{R}/actions/jobs/{jobs['jobs'][0]['id']}/rerun", expect=201)
+    c("POST", f"{R}/actions/jobs/{jobs['jobs'][0]['id']}/rerun", expect=403)
+    c("GET", f"{R}/actions/runs/{failed['id']}/attempts/1", expect=200)
+    c("GET", f"{R}/actions/runs/{failed['id']}/attempts/2/jobs", expect=200)
+    c("GET", f"{R}/actions/runs/{failed['id']}/attempts/9/jobs", expect=404)
     c("POST", f"{R}/actions/runs/{dispatched['workflow_run_id']}/cancel", expect=202)
     c("POST", f"{R}/actions/runs/{dispatched['workflow_run_id']}/cancel", expect=409)
     c("POST", f"{R}/actions/runs/{dispatched['workflow_run_id']}/rerun", expect=201)

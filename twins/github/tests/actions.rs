@@ -230,3 +230,28 @@ fn writes_need_write_access() {
     assert_eq!(put(&mut w, &format!("{A}/workflows/ci.yml/disable"), json!({})).0, 403);
     assert_eq!(get(&mut w, &format!("{A}/runs")).0, 200);
 }
+
+#[test]
+fn attempts_and_re_running_one_job() {
+    let mut w = seeded(seed());
+    let (_, runs) = get(&mut w, &format!("{A}/runs?status=failure"));
+    let id = runs["workflow_runs"][0]["id"].as_u64().unwrap();
+    let (_, jobs) = get(&mut w, &format!("{A}/runs/{id}/jobs"));
+    let lint = jobs["jobs"][1]["id"].as_u64().unwrap();
+    assert_eq!(post(&mut w, &format!("{A}/jobs/{lint}/rerun"), json!({})).0, 201);
+    let (_, now) = get(&mut w, &format!("{A}/runs/{id}"));
+    assert_eq!((now["run_attempt"].as_u64(), now["status"].as_str()), (Some(2), Some("in_progress")));
+    assert!(now["previous_attempt_url"].as_str().unwrap().ends_with(&format!("/runs/{id}/attempts/1")));
+    // The first attempt still answers as it ended.
+    let (s, first) = get(&mut w, &format!("{A}/runs/{id}/attempts/1"));
+    assert_eq!(s, 200);
+    assert_eq!((first["run_attempt"].as_u64(), first["conclusion"].as_str()), (Some(1), Some("failure")));
+    let (_, jobs1) = get(&mut w, &format!("{A}/runs/{id}/attempts/1/jobs"));
+    assert_eq!(jobs1["jobs"][1]["id"], lint);
+    let (_, jobs2) = get(&mut w, &format!("{A}/runs/{id}/attempts/2/jobs"));
+    assert_eq!(jobs2["jobs"][0]["conclusion"], "success", "the passing job is carried over");
+    assert_eq!(jobs2["jobs"][1]["status"], "queued");
+    assert_eq!(get(&mut w, &format!("{A}/runs/{id}/attempts/3")).0, 404);
+    // A job of an earlier attempt, or of a run still going, cannot be re-run.
+    assert_eq!(post(&mut w, &format!("{A}/jobs/{lint}/rerun"), json!({})).0, 403);
+}

@@ -547,9 +547,13 @@ pub fn get_job(w: &mut World, call: &mut Call) -> ApiResult {
 }
 
 fn run_mut<'a>(w: &'a mut World, call: &Call) -> Result<(String, &'a mut WorkflowRun), ApiError> {
+    let id = num(call, "run_id")?;
+    run_mut_by_id(w, call, id)
+}
+
+fn run_mut_by_id<'a>(w: &'a mut World, call: &Call, id: u64) -> Result<(String, &'a mut WorkflowRun), ApiError> {
     let r = w.repo_mut(call, Role::Write)?;
     let (rid, full) = (r.id, r.full_name());
-    let id = num(call, "run_id")?;
     let run = w.actions.get_mut(&rid).and_then(|a| a.runs.get_mut(&id)).ok_or_else(ApiError::not_found)?;
     Ok((full, run))
 }
@@ -581,29 +585,49 @@ pub fn cancel_run(w: &mut World, call: &mut Call) -> ApiResult {
     json(202, &json!({}))
 }
 
-fn rerun(w: &mut World, call: &mut Call, only_failed: bool) -> ApiResult {
+/// Which jobs a re-run starts again.
+#[derive(Clone, Copy)]
+enum Rerun {
+    All,
+    Failed,
+    Job(u64),
+}
+
+fn failed_or_cancelled(j: &WorkflowJob, now: i64) -> bool {
+    matches!(job_state(j, now).conclusion.as_deref(), Some("failure" | "cancelled"))
+}
+
+fn rerun(w: &mut World, call: &mut Call, run_id: u64, which: Rerun) -> ApiResult {
     let now = time::now_unix();
     let viewer = w.viewer.clone();
-    let (full, run) = run_mut(w, call)?;
+    let (full, run) = run_mut_by_id(w, call, run_id)?;
     if run_state(run, now).0 != "completed" {
         return Err(ApiError::forbidden("This workflow run is not completed"));
     }
     let before = run_change(run, now);
     let latest: Vec<WorkflowJob> = latest_jobs(run).cloned().collect();
-    if only_failed && !latest.iter().any(|j| matches!(job_state(j, now).conclusion.as_deref(), Some("failure" | "cancelled"))) {
+    let again = |j: &WorkflowJob| match which {
+        Rerun::All => true,
+        Rerun::Failed => failed_or_cancelled(j, now),
+        Rerun::Job(id) => j.id == id,
+    };
+    if matches!(which, Rerun::Failed) && !latest.iter().any(again) {
         return Err(ApiError::forbidden("This workflow run has no failed jobs to re-run."));
+    }
+    if matches!(which, Rerun::Job(_)) && !latest.iter().any(again) {
+        return Err(ApiError::forbidden("Only a job of the run's latest attempt can be re-run."));
     }
     let (key, rid) = (full.clone(), run.id);
     let attempt = run.run_attempt + 1;
     let mut jobs = Vec::new();
     for j in latest {
-        let again = !only_failed || matches!(job_state(&j, now).conclusion.as_deref(), Some("failure" | "cancelled"));
+        let again = again(&j);
         jobs.push(WorkflowJob { id: 0, attempt, start: if again { now } else { j.start }, cancelled_at: if again { None } else { j.cancelled_at }, ..j });
     }
     for j in &mut jobs {
         j.id = w.next_id();
     }
-    let (_, run) = run_mut(w, call)?;
+    let (_, run) = run_mut_by_id(w, call, rid)?;
     run.run_attempt = attempt;
     run.attempt_started = now;
     run.triggering_actor = viewer;
@@ -616,12 +640,50 @@ fn rerun(w: &mut World, call: &mut Call, only_failed: bool) -> ApiResult {
 /// `POST …/actions/runs/{run_id}/rerun` (`actions/re-run-workflow`): every job again, as a
 /// new attempt; 403 while the run has not completed.
 pub fn rerun_run(w: &mut World, call: &mut Call) -> ApiResult {
-    rerun(w, call, false)
+    rerun(w, call, num(call, "run_id")?, Rerun::All)
 }
 
 /// `POST …/actions/runs/{run_id}/rerun-failed-jobs` (`actions/re-run-workflow-failed-jobs`).
 pub fn rerun_failed(w: &mut World, call: &mut Call) -> ApiResult {
-    rerun(w, call, true)
+    rerun(w, call, num(call, "run_id")?, Rerun::Failed)
+}
+
+/// `POST …/actions/jobs/{job_id}/rerun` (`actions/re-run-job-for-workflow-run`): a new attempt
+/// that runs this job again, the others carried over as they ended.
+pub fn rerun_job(w: &mut World, call: &mut Call) -> ApiResult {
+    let (run_id, job_id) = {
+        let (_, run, j) = find_job(w, call)?;
+        (run.id, j.id)
+    };
+    rerun(w, call, run_id, Rerun::Job(job_id))
+}
+
+/// The run as it was at attempt `attempt_number` (its jobs, its status).
+fn attempt_view(call: &Call, run: &WorkflowRun) -> Result<WorkflowRun, ApiError> {
+    let n = num(call, "attempt_number")?;
+    if n == 0 || n > run.run_attempt {
+        return Err(ApiError::not_found());
+    }
+    let started = run.jobs.iter().filter(|j| j.attempt == n).map(|j| j.start).max().unwrap_or(run.created);
+    Ok(WorkflowRun { run_attempt: n, attempt_started: started, ..run.clone() })
+}
+
+/// `GET …/actions/runs/{run_id}/attempts/{attempt_number}` (`actions/get-workflow-run-attempt`).
+pub fn get_attempt(w: &mut World, call: &mut Call) -> ApiResult {
+    let (r, run) = find_run(w, call)?;
+    let view = attempt_view(call, run)?;
+    json(200, &run_json(w, &call.req.base_url, r, &view, time::now_unix()))
+}
+
+/// `GET …/actions/runs/{run_id}/attempts/{attempt_number}/jobs`
+/// (`actions/list-jobs-for-workflow-run-attempt`).
+pub fn list_attempt_jobs(w: &mut World, call: &mut Call) -> ApiResult {
+    let (r, run) = find_run(w, call)?;
+    let view = attempt_view(call, run)?;
+    let now = time::now_unix();
+    let jobs: Vec<Value> = latest_jobs(&view).map(|j| job_json(&call.req.base_url, r, &view, j, now)).collect();
+    let (total, page) = paged(call, jobs);
+    json(200, &json!({"total_count": total, "jobs": page}))
 }
 
 /// `DELETE …/actions/runs/{run_id}` (`actions/delete-workflow-run`).
