@@ -188,8 +188,16 @@ async fn kill_9_mid_load_loses_no_answered_call_in_the_default_window_mode() {
 
 async fn kill_9_mid_load_loses_no_answered_call(mode: &str) {
     let data = tempfile::tempdir().unwrap();
-    let http = reqwest::Client::new();
     let serve = serve_on(data.path(), mode).await;
+    let (serve, _) = kill_9_under_load_then_check(serve, async || serve_on(data.path(), mode).await, mode).await;
+    serve.stop();
+}
+
+/// Four sandboxes under load on `serve` until `kill -9`, then the server `again` starts:
+/// every sandbox is back, every answered call is on its tape, the world is what the tape
+/// says, and the agents carry on with their tokens. Returns the new server and the sandboxes.
+async fn kill_9_under_load_then_check(serve: ServeProcess, again: impl AsyncFnOnce() -> ServeProcess, label: &str) -> (ServeProcess, Vec<Sbx>) {
+    let http = reqwest::Client::new();
     let url = serve.url.clone();
     let mut sandboxes = Vec::new();
     for _ in 0..4 {
@@ -199,10 +207,12 @@ async fn kill_9_mid_load_loses_no_answered_call(mode: &str) {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     serve.kill9();
     let acked = load.finish().await;
-    assert!(acked.len() > 50, "{mode}: the load got going ({} answers)", acked.len());
+    assert!(acked.len() > 50, "{label}: the load got going ({} answers)", acked.len());
 
-    let serve = serve_on(data.path(), mode).await;
+    let serve = again().await;
     let url = serve.url.clone();
+    let listed = list_ids(&http, &url).await;
+    assert!(sandboxes.iter().all(|s| listed.contains(&s.id)), "{label}: every sandbox is listed");
     let mut recovered = 0;
     for (i, s) in sandboxes.iter().enumerate() {
         let (status, events) = get(&http, &url, s, "/_pome/events").await;
@@ -211,7 +221,7 @@ async fn kill_9_mid_load_loses_no_answered_call(mode: &str) {
         let on_tape: BTreeSet<&str> = rows.iter().map(|r| r["request_id"].as_str().unwrap()).collect();
         let mine: Vec<&Ack> = acked.iter().filter(|a| a.sandbox == i).collect();
         for Ack { rid, .. } in &mine {
-            assert!(on_tape.contains(rid.as_str()), "{mode}: answered request {rid} is on sandbox {i}'s tape");
+            assert!(on_tape.contains(rid.as_str()), "{label}: answered request {rid} is on sandbox {i}'s tape");
         }
         recovered += mine.len();
         // The world is what its tape says: one ticket per recorded create, besides the seed's.
@@ -223,10 +233,10 @@ async fn kill_9_mid_load_loses_no_answered_call(mode: &str) {
             assert_eq!((status, t["title"].as_str()), (200, Some(rid.as_str())), "the ticket answered as #{id} is #{id}");
         }
     }
-    assert_eq!(recovered, acked.len(), "requests acknowledged vs rows recovered");
+    assert_eq!(recovered, acked.len(), "{label}: requests acknowledged vs rows recovered");
     // The agents continue where they were.
     assert_eq!(new_ticket(&http, &url, &sandboxes[0], "more", "more").await.unwrap().0, 201);
-    serve.stop();
+    (serve, sandboxes)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -653,49 +663,16 @@ async fn a_full_disk_holds_its_rows_answers_503_and_loses_nothing_once_room_free
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_mid_load_with_the_store_in_postgresql_loses_no_answered_call_and_a_new_host_carries_on() {
     let store = pome_pgtest::database().await;
-    let http = reqwest::Client::new();
-    let serve_with_store = |data: &Path| {
-        let args = ["--store", store.as_str(), "--quota", "200", "--twins-dir", hostile_dir().to_str().unwrap()].map(String::from);
-        let data = data.to_path_buf();
-        async move { ServeProcess::start(&data, &args.iter().map(String::as_str).collect::<Vec<_>>()).await }
-    };
-    let first_host = tempfile::tempdir().unwrap();
-    let serve = serve_with_store(first_host.path()).await;
-    let url = serve.url.clone();
-    let mut sandboxes = Vec::new();
-    for _ in 0..4 {
-        sandboxes.push(create(&http, &url, &["tickets"]).await);
-    }
-    let load = Load::start(&http, &url, &sandboxes);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    serve.kill9();
-    let acked = load.finish().await;
-    assert!(acked.len() > 50, "the load got going ({} answers)", acked.len());
-
-    let second_host = tempfile::tempdir().unwrap();
+    let serve_with_store = async |data: &Path| ServeProcess::start(data, &["--store", &store, "--quota", "200", "--twins-dir", hostile_dir().to_str().unwrap()]).await;
+    let (first_host, second_host) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     // Compiled twins are a cache, not state: shared only to spare the test a minute of compiling.
+    std::fs::create_dir_all(first_host.path().join("cache")).unwrap();
     std::os::unix::fs::symlink(first_host.path().join("cache"), second_host.path().join("cache")).unwrap();
-    let serve = serve_with_store(second_host.path()).await;
-    let url = serve.url.clone();
-    assert_eq!(list_ids(&http, &url).await, sandboxes.iter().map(|s| s.id.clone()).collect(), "the new host lists every sandbox");
-    let mut recovered = 0;
-    for (i, s) in sandboxes.iter().enumerate() {
-        let (status, events) = get(&http, &url, s, "/_pome/events").await;
-        assert_eq!(status, 200, "sandbox {i} came back");
-        let on_tape: BTreeSet<&str> = events.as_array().unwrap().iter().map(|r| r["request_id"].as_str().unwrap()).collect();
-        let mine: Vec<&Ack> = acked.iter().filter(|a| a.sandbox == i).collect();
-        for Ack { rid, .. } in &mine {
-            assert!(on_tape.contains(rid.as_str()), "answered request {rid} is on sandbox {i}'s tape");
-        }
-        recovered += mine.len();
-        let (_, tickets) = get(&http, &url, s, "/tickets").await;
-        let titles: BTreeSet<&str> = tickets.as_array().unwrap().iter().skip(1).map(|t| t["title"].as_str().unwrap()).collect();
-        assert_eq!(titles, on_tape, "sandbox {i}: every recorded create, and nothing else, is in the world");
-    }
-    assert_eq!(recovered, acked.len(), "requests acknowledged vs rows recovered");
-    assert_eq!(new_ticket(&http, &url, &sandboxes[0], "more", "more").await.unwrap().0, 201, "the agent carries on with its token");
+    let serve = serve_with_store(first_host.path()).await;
+    let (serve, sandboxes) = kill_9_under_load_then_check(serve, async || serve_with_store(second_host.path()).await, "postgres").await;
     // Finalize on the new host: the run is in the shared store.
-    let r = http.post(format!("{url}/v1/sandboxes/{}/finalize", sandboxes[1].id)).header("x-api-key", API_KEY).send().await.unwrap();
+    let http = reqwest::Client::new();
+    let r = http.post(format!("{}/v1/sandboxes/{}/finalize", serve.url, sandboxes[1].id)).header("x-api-key", API_KEY).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
     serve.stop();
 }

@@ -664,27 +664,36 @@ impl Journal for RowJournal {
 /// A journal handle needs the store itself (to send); `LiveStore` is implemented on the Arc.
 pub struct Live(pub Arc<SqliteLive>);
 
+/// The `LiveStore` methods that queue an op for the store's writer (`self.0.send`), the same
+/// in both stores.
+macro_rules! queued_ops {
+    () => {
+        fn put(&self, record: SandboxRecord, done: Done) {
+            self.0.send(Op::Put(record), Some(done));
+        }
+
+        fn touch(&self, sandbox: &str, idle_deadline_ms: u64) {
+            self.0.send(Op::Touch { sandbox: sandbox.to_string(), idle_deadline_ms }, None);
+        }
+
+        fn close(&self, sandbox: &str, tombstone: &Tombstone) {
+            self.0.send(Op::Close { sandbox: sandbox.to_string(), tombstone: tombstone.clone() }, None);
+        }
+
+        fn flush(&self, done: Done) {
+            self.0.send(Op::Flush, Some(done));
+        }
+    };
+}
+use queued_ops;
+
 impl LiveStore for Live {
-    fn put(&self, record: SandboxRecord, done: Done) {
-        self.0.send(Op::Put(record), Some(done));
-    }
+    queued_ops!();
 
     fn journal(&self, sandbox: &str, twin: &str) -> Arc<dyn Journal> {
         Arc::new(RowJournal {
             tape: Arc::new(TapeLog { sandbox: sandbox.into(), twin: twin.into(), live: self.0.clone(), committed: Arc::default(), behind: Mutex::default() }),
         })
-    }
-
-    fn touch(&self, sandbox: &str, idle_deadline_ms: u64) {
-        self.0.send(Op::Touch { sandbox: sandbox.to_string(), idle_deadline_ms }, None);
-    }
-
-    fn close(&self, sandbox: &str, tombstone: &Tombstone) {
-        self.0.send(Op::Close { sandbox: sandbox.to_string(), tombstone: tombstone.clone() }, None);
-    }
-
-    fn flush(&self, done: Done) {
-        self.0.send(Op::Flush, Some(done));
     }
 
     fn load(&self) -> Result<Restored, StorageError> {

@@ -177,24 +177,10 @@ impl Drop for PgLive {
 pub struct PgLiveStore(pub Arc<PgLive>);
 
 impl LiveStore for PgLiveStore {
-    fn put(&self, record: SandboxRecord, done: Done) {
-        self.0.send(Op::Put(record), Some(done));
-    }
+    super::queued_ops!();
 
     fn journal(&self, sandbox: &str, twin: &str) -> Arc<dyn Journal> {
         Arc::new(PgJournal { live: self.0.clone(), sandbox: sandbox.into(), twin: twin.into(), committed: Arc::default() })
-    }
-
-    fn touch(&self, sandbox: &str, idle_deadline_ms: u64) {
-        self.0.send(Op::Touch { sandbox: sandbox.to_string(), idle_deadline_ms }, None);
-    }
-
-    fn close(&self, sandbox: &str, tombstone: &Tombstone) {
-        self.0.send(Op::Close { sandbox: sandbox.to_string(), tombstone: tombstone.clone() }, None);
-    }
-
-    fn flush(&self, done: Done) {
-        self.0.send(Op::Flush, Some(done));
     }
 
     fn load(&self) -> Result<Restored, StorageError> {
