@@ -271,9 +271,17 @@ impl Writer {
             // `Send`, and a waiter's callback need not be `Sync`.
             let (ops, op_dones): (Vec<Op>, Vec<Option<Done>>) = entries.into_iter().map(|e| (e.op, e.done)).unzip();
             let (rows, row_dones): (Vec<Logged>, Vec<Done>) = pending.into_iter().map(|p| (Logged { sandbox: p.sandbox, twin: p.twin, row: p.row, committed: p.committed }, p.done)).unzip();
+            // Encoding and compressing megabytes is a blocking thread's work, not an async
+            // worker's that other tenants' requests wait for.
+            let (rows, segments) = tokio::task::spawn_blocking(move || {
+                let segments = Segments::of(&rows);
+                (rows, segments)
+            })
+            .await
+            .expect("encoding segments does not panic");
             let mut retry = RETRY_FIRST;
             loop {
-                match commit(&self.pool, &ops, &rows).await {
+                match commit(&self.pool, &ops, &segments).await {
                     Ok(()) => break,
                     Err(e) => {
                         let first = self.failing.lock().unwrap().replace(e.to_string()).is_none();
@@ -300,28 +308,51 @@ impl Writer {
     }
 }
 
-/// One transaction: each tape's rows as one segment, then the ops, in the order they came.
-async fn commit(pool: &Pool, ops: &[Op], rows: &[Logged]) -> Result<(), StorageError> {
-    let mut at: HashMap<(&str, &str), usize> = HashMap::new();
-    let mut segments: Vec<(&str, &str, Segment)> = Vec::new();
-    let mut encoded = Vec::new();
-    for p in rows {
-        let i = *at.entry((&*p.sandbox, &*p.twin)).or_insert_with(|| {
-            segments.push((&*p.sandbox, &*p.twin, Segment::default()));
-            segments.len() - 1
-        });
-        encoded.clear();
-        encode_row(&mut encoded, &p.row);
-        segments[i].2.push_encoded(p.row.seq, &encoded);
+/// A commit's rows, each tape's as one compressed segment, as the statement that inserts
+/// them takes them.
+struct Segments {
+    sandboxes: Vec<Arc<str>>,
+    twins: Vec<Arc<str>>,
+    firsts: Vec<i64>,
+    lasts: Vec<i64>,
+    stored: Vec<Vec<u8>>,
+}
+
+impl Segments {
+    fn of(rows: &[Logged]) -> Segments {
+        let mut at: HashMap<(&str, &str), usize> = HashMap::new();
+        let mut tapes: Vec<(&Logged, Segment)> = Vec::new();
+        let mut encoded = Vec::new();
+        for r in rows {
+            let i = *at.entry((&*r.sandbox, &*r.twin)).or_insert_with(|| {
+                tapes.push((r, Segment::default()));
+                tapes.len() - 1
+            });
+            encoded.clear();
+            encode_row(&mut encoded, &r.row);
+            tapes[i].1.push_encoded(r.row.seq, &encoded);
+        }
+        let mut out = Segments { sandboxes: Vec::new(), twins: Vec::new(), firsts: Vec::new(), lasts: Vec::new(), stored: Vec::new() };
+        for (r, segment) in tapes {
+            out.sandboxes.push(r.sandbox.clone());
+            out.twins.push(r.twin.clone());
+            out.firsts.push(segment.first as i64);
+            out.lasts.push(segment.last as i64);
+            out.stored.push(lz4_flex::compress_prepend_size(&segment.payload));
+        }
+        out
     }
+}
+
+/// One transaction: each tape's rows as one segment, then the ops, in the order they came.
+async fn commit(pool: &Pool, ops: &[Op], segments: &Segments) -> Result<(), StorageError> {
     let mut c = pool.get().await?;
     let tx = c.transaction().await?;
     // Every segment in one statement, and every run of touches in one more: a statement is
     // a round trip, and a commit carries rows of a hundred sandboxes.
-    if !segments.is_empty() {
-        let stored: Vec<Vec<u8>> = segments.iter().map(|(_, _, s)| lz4_flex::compress_prepend_size(&s.payload)).collect();
-        let (sandboxes, twins): (Vec<&str>, Vec<&str>) = segments.iter().map(|(s, t, _)| (*s, *t)).unzip();
-        let (firsts, lasts): (Vec<i64>, Vec<i64>) = segments.iter().map(|(_, _, s)| (s.first as i64, s.last as i64)).unzip();
+    if !segments.stored.is_empty() {
+        let sandboxes: Vec<&str> = segments.sandboxes.iter().map(|s| &**s).collect();
+        let twins: Vec<&str> = segments.twins.iter().map(|s| &**s).collect();
         let insert = tx
             .prepare_cached(
                 "INSERT INTO live_segments (sandbox_id, twin, first_seq, last_seq, rows)
@@ -330,7 +361,7 @@ async fn commit(pool: &Pool, ops: &[Op], rows: &[Logged]) -> Result<(), StorageE
                  ON CONFLICT DO NOTHING",
             )
             .await?;
-        tx.execute(&insert, &[&sandboxes, &twins, &firsts, &lasts, &stored]).await?;
+        tx.execute(&insert, &[&sandboxes, &twins, &segments.firsts, &segments.lasts, &segments.stored]).await?;
     }
     let mut touches: Vec<(&str, i64)> = Vec::new();
     for op in ops {
