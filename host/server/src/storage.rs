@@ -385,6 +385,13 @@ mod tests {
         assert_eq!(db.ensure_default_team().await.unwrap(), (team, false), "nothing was lost");
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_store_asked_for_tls_refuses_to_start_rather_than_connect_in_clear() {
+        let url = format!("{} sslmode=require", test_postgres::database().await);
+        let refused = Storage::connect(&url).await.err().expect("refused");
+        assert!(refused.to_string().to_ascii_lowercase().contains("tls"), "{refused}");
+    }
+
     fn run(id: &str, session: &str, at: &str) -> pome_grade::run::Run {
         pome_grade::run::Run { id: id.into(), session_id: session.into(), twins: vec!["acme".into()], finalized_at: at.into(), ..Default::default() }
     }
