@@ -167,6 +167,8 @@ struct Rate {
     calls: f64,
     bad: u64,
     cpu_per_call: Duration,
+    /// With `--store`: PostgreSQL transactions committed per answered call.
+    commits_per_call: f64,
 }
 
 /// Calls per second of the mixed load at 64 connections over 100 sandboxes, for 5 s.
@@ -174,9 +176,10 @@ async fn rate(mode: &str) -> Rate {
     let data = tempfile::tempdir().unwrap();
     // `postgres`: the default durability with everything in a PostgreSQL server of the
     // bench's own (a database each run), on this machine's sockets.
-    let (p, _) = match mode {
-        "postgres" => serve_with(data.path(), "window", &["--store", &pome_pgtest::database().await]),
-        _ => serve(data.path(), mode),
+    let store = if mode == "postgres" { Some(pome_pgtest::database().await) } else { None };
+    let (p, _) = match &store {
+        Some(url) => serve_with(data.path(), "window", &["--store", url]),
+        None => serve(data.path(), mode),
     };
     let http = reqwest::Client::new();
     let sbx = sandboxes(&http, &p.url, 100).await;
@@ -184,16 +187,33 @@ async fn rate(mode: &str) -> Rate {
     let load = Arc::new(Load::default());
     let tasks = mixed_load(&http, &p.url, &sbx, stop.clone(), load.clone(), false, Writes::Create);
     tokio::time::sleep(Duration::from_secs(1)).await; // warm up
+    let commits0 = match &store {
+        Some(url) => commits(url).await,
+        None => 0,
+    };
     let (n0, t0, cpu0) = (load.answered.load(Ordering::Relaxed), Instant::now(), cpu_time(p.child.id()));
     tokio::time::sleep(Duration::from_secs(5)).await;
     let answered = load.answered.load(Ordering::Relaxed) - n0;
     let cpu = cpu_time(p.child.id()).saturating_sub(cpu0);
+    let commits = match &store {
+        Some(url) => (commits(url).await - commits0) as f64 / answered.max(1) as f64,
+        None => 0.0,
+    };
     let calls = answered as f64 / t0.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
         let _ = t.await;
     }
-    Rate { calls, bad: load.non_2xx.load(Ordering::Relaxed), cpu_per_call: cpu / answered.max(1) as u32 }
+    Rate { calls, bad: load.non_2xx.load(Ordering::Relaxed), cpu_per_call: cpu / answered.max(1) as u32, commits_per_call: commits }
+}
+
+/// Transactions committed so far in the database `url` (PostgreSQL's own count).
+async fn commits(url: &str) -> i64 {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("connecting to the bench's PostgreSQL");
+    tokio::spawn(connection);
+    // The statistics a backend reads are a snapshot; a fresh one for each reading.
+    client.batch_execute("SELECT pg_stat_clear_snapshot()").await.unwrap();
+    client.query_one("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()", &[]).await.unwrap().get(0)
 }
 
 /// The throughput cost of each durability mode against memory-only.
@@ -206,12 +226,14 @@ pub async fn modes() {
     let named = std::env::var("POME_BENCH_MODES").unwrap_or_else(|_| "memory,sync,window,postgres".into());
     let modes: Vec<&'static str> = named.split(',').filter_map(|m| ["memory", "sync", "window", "postgres"].into_iter().find(|k| *k == m.trim())).collect();
     let (mut runs, mut bad, mut cpu) = (BTreeMap::<&str, Vec<f64>>::new(), BTreeMap::<&str, u64>::new(), BTreeMap::<&str, Vec<f64>>::new());
+    let mut commits = BTreeMap::<&str, Vec<f64>>::new();
     for _ in 0..3 {
         for &mode in &modes {
             let r = rate(mode).await;
             runs.entry(mode).or_default().push(r.calls);
             *bad.entry(mode).or_default() += r.bad;
             cpu.entry(mode).or_default().push(r.cpu_per_call.as_secs_f64() * 1e6);
+            commits.entry(mode).or_default().push(r.commits_per_call);
         }
     }
     let median = |v: &[f64]| {
@@ -238,7 +260,8 @@ pub async fn modes() {
         {
             cost += &format!(", {:+.1}% vs window on SQLite", (r / median(w) - 1.0) * 100.0);
         }
-        println!("{label}  {r:>8.0} calls/s  (median of {each}){cost}; server CPU {:.0} µs a call", median(&cpu[mode]));
+        let commits = if mode == "postgres" { format!(", {:.3} PostgreSQL commits a call", median(&commits[mode])) } else { String::new() };
+        println!("{label}  {r:>8.0} calls/s  (median of {each}){cost}; server CPU {:.0} µs a call{commits}", median(&cpu[mode]));
     }
 }
 
