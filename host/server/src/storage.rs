@@ -136,7 +136,31 @@ impl Storage {
     pub async fn connect(url: &str) -> Result<Storage, StorageError> {
         let store = postgres::PgStore::connect(url).await?;
         let keys = store.live_keys().await?;
-        Ok(Self::with_backend(Backend::Postgres(store), keys))
+        let storage = Self::with_backend(Backend::Postgres(store), keys);
+        // Keys added or revoked by another host reach this one's map as soon as the database
+        // says so: a key revoked anywhere stops working everywhere.
+        let (weak, url) = (Arc::downgrade(&storage.backend), url.to_string());
+        let (keys, revocations) = (Arc::downgrade(&storage.keys), Arc::downgrade(&storage.revocations));
+        tokio::spawn(postgres::follow_key_changes(url, move || {
+            let (Some(backend), Some(keys), Some(revocations)) = (weak.upgrade(), keys.upgrade(), revocations.upgrade()) else {
+                return None;
+            };
+            Some(async move {
+                let Backend::Postgres(store) = &*backend else { return Ok(()) };
+                let live: std::collections::HashMap<String, LiveKey> = store.live_keys().await?.into_iter().collect();
+                let gone = {
+                    let mut map = keys.write().unwrap();
+                    let gone = map.keys().any(|hash| !live.contains_key(hash));
+                    *map = live;
+                    gone
+                };
+                if gone {
+                    revocations.send_modify(|n| *n += 1);
+                }
+                Ok(())
+            })
+        }));
+        Ok(storage)
     }
 
     fn with_backend(backend: Backend, keys: Vec<(String, LiveKey)>) -> Storage {
@@ -383,6 +407,26 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         assert_eq!(db.ensure_default_team().await.unwrap(), (team, false), "nothing was lost");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_keys_added_or_revoked_on_one_host_reach_every_other_at_once() {
+        let url = test_postgres::database().await;
+        let (a, b) = (Storage::connect(&url).await.unwrap(), Storage::connect(&url).await.unwrap());
+        let (team, _) = a.ensure_default_team().await.unwrap();
+        let eventually = async |what: &str, check: &dyn Fn() -> bool| {
+            let started = std::time::Instant::now();
+            while !check() {
+                assert!(started.elapsed() < std::time::Duration::from_secs(10), "{what}");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        };
+        let id = a.add_api_key(&team, "pme_shared_0123456789abcdef").await.unwrap();
+        eventually("a key added on one host works on the other", &|| b.live_key("pme_shared_0123456789abcdef").is_some()).await;
+        let revocations = b.revocations();
+        assert!(a.revoke_api_key(&team, &id).await.unwrap());
+        eventually("a key revoked on one host stops working on the other", &|| b.live_key("pme_shared_0123456789abcdef").is_none()).await;
+        assert!(revocations.has_changed().unwrap(), "what the key holds open on the other host hears of it");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

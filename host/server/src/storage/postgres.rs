@@ -205,6 +205,7 @@ impl PgStore {
                 if inserted == 0 {
                     return Err(StorageError::KeyTaken);
                 }
+                tx.execute("SELECT pg_notify($1, '')", &[&KEYS_CHANNEL]).await?;
                 (id, true)
             }
         };
@@ -218,12 +219,12 @@ impl PgStore {
     }
 
     pub async fn revoke_api_key(&self, team_id: &str, key_id: &str) -> Result<Option<String>, StorageError> {
-        let row = self
-            .pool
-            .get()
-            .await?
-            .query_opt("UPDATE api_keys SET revoked_at = $3 WHERE team_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING key_hash", &[&team_id, &key_id, &now()])
-            .await?;
+        let mut c = self.pool.get().await?;
+        let tx = c.transaction().await?;
+        let row = tx.query_opt("UPDATE api_keys SET revoked_at = $3 WHERE team_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING key_hash", &[&team_id, &key_id, &now()]).await?;
+        // Every other host drops the key from its map once this commits.
+        tx.execute("SELECT pg_notify($1, '')", &[&KEYS_CHANNEL]).await?;
+        tx.commit().await?;
         Ok(row.map(|r| r.get(0)))
     }
 
@@ -404,6 +405,53 @@ impl PgStore {
         let bytes = bytes.unwrap_or_default();
         buf[..bytes.len()].copy_from_slice(&bytes);
         Ok(bytes.len())
+    }
+}
+
+/// The channel on which a change to the keys is announced, in the transaction that makes it.
+const KEYS_CHANNEL: &str = "pome_keys";
+
+/// Listen for key changes on a connection of its own and call `reload` at each (and at every
+/// reconnection, which may have missed some), until `reload` says the store is gone.
+pub(crate) async fn follow_key_changes<F, R>(url: String, reload: F)
+where
+    F: Fn() -> Option<R>,
+    R: std::future::Future<Output = Result<(), StorageError>>,
+{
+    use futures_util::StreamExt as _;
+    loop {
+        let connected = tokio_postgres::connect(&url, NoTls).await;
+        if let Ok((client, mut connection)) = connected {
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            // The connection is driven by reading its messages; LISTEN's answer needs it.
+            let statement = format!("LISTEN {KEYS_CHANNEL}");
+            let listen = client.batch_execute(&statement);
+            tokio::pin!(listen);
+            let listening = loop {
+                tokio::select! {
+                    r = &mut listen => break r.is_ok(),
+                    m = messages.next() => if !matches!(m, Some(Ok(_))) { break false },
+                }
+            };
+            if listening {
+                let Some(reload_now) = reload() else { return };
+                if let Err(e) = reload_now.await {
+                    tracing::warn!(error = %e, "reloading the API keys failed; tried again at the next change");
+                }
+                while let Some(Ok(message)) = messages.next().await {
+                    if let tokio_postgres::AsyncMessage::Notification(_) = message {
+                        let Some(reload_now) = reload() else { return };
+                        if let Err(e) = reload_now.await {
+                            tracing::warn!(error = %e, "reloading the API keys failed; tried again at the next change");
+                        }
+                    }
+                }
+            }
+        }
+        if reload().is_none() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
 }
 
