@@ -190,11 +190,9 @@ pub struct SqliteLive {
     /// Reader connections kept for reading tapes back (WAL: readers never wait for the
     /// writer).
     readers: Mutex<Vec<Connection>>,
-    /// Why the last commit failed, while the writer is retrying it; `None` when commits go
-    /// through. Read (with the log's own) by every twin store before it serves a request,
-    /// after `commit_failing`, which spares the lock when all is well.
-    failing: Arc<Mutex<Option<String>>>,
-    commit_failing: Arc<std::sync::atomic::AtomicBool>,
+    /// Why the last commit failed, while the writer is retrying it. Read (with the log's
+    /// own) by every twin store before it serves a request.
+    failing: Arc<Failing>,
 }
 
 const SCHEMA: &str = "
@@ -253,19 +251,18 @@ impl SqliteLive {
         let next_log = replay_logs(&mut conn, path)?;
         let log = log::RowLog::open(path, mode, next_log).map_err(|e| StorageError::Corrupt(format!("opening the live-sandbox log beside {}: {e}", path.display())))?;
         let queue = Arc::new(Queue::default());
-        let failing = Arc::new(Mutex::new(None));
-        let commit_failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let writer_state = Writer { queue: queue.clone(), log: log.clone(), mode, failing: failing.clone(), commit_failing: commit_failing.clone(), db: path.to_path_buf() };
+        let failing = Arc::new(Failing::default());
+        let writer_state = Writer { queue: queue.clone(), log: log.clone(), mode, failing: failing.clone(), db: path.to_path_buf() };
         std::thread::Builder::new()
             .name("pome-live-writer".into())
             .spawn(move || writer_state.run(conn))
             .map_err(|e| StorageError::Corrupt(format!("starting the live-sandbox writer: {e}")))?;
-        Ok(Arc::new(SqliteLive { queue, log, mode, path: path.to_path_buf(), readers: Mutex::new(Vec::new()), failing, commit_failing }))
+        Ok(Arc::new(SqliteLive { queue, log, mode, path: path.to_path_buf(), readers: Mutex::new(Vec::new()), failing }))
     }
 
     /// Why writes are failing now, if they are.
     pub fn failing(&self) -> Option<String> {
-        self.log.failing().or_else(|| if self.commit_failing.load(Ordering::Acquire) { self.failing.lock().unwrap().clone() } else { None })
+        self.log.failing().or_else(|| self.failing.get())
     }
 
     /// The committed rows of one tape with `from <= seq < to`, at most `limit`.
@@ -645,7 +642,7 @@ impl Journal for RowJournal {
 
     fn unavailable(&self) -> Option<String> {
         // The cause (a full disk, say) is the operator's to read in the log, not a tenant's.
-        self.tape.live.failing().map(|_| "the host cannot record this sandbox's calls right now; the request was not served, try again shortly".to_string())
+        self.tape.live.failing().map(|_| UNAVAILABLE.to_string())
     }
 
     fn read(&self, from: u64, to: u64, limit: usize, done: Box<dyn FnOnce(Result<Vec<TapeRow>, String>) + Send>) {
@@ -658,6 +655,36 @@ impl Journal for RowJournal {
         } else {
             tokio::task::spawn_blocking(read);
         }
+    }
+}
+
+/// What a journal tells the agent while its rows cannot be recorded. The cause (a full disk,
+/// a database that is down) is the operator's to read in the log, not a tenant's.
+const UNAVAILABLE: &str = "the host cannot record this sandbox's calls right now; the request was not served, try again shortly";
+
+/// Why a live store's commits fail, while its writer retries them. Every request asks, so
+/// asking while all is well reads one atomic and takes no lock.
+#[derive(Default)]
+struct Failing {
+    now: std::sync::atomic::AtomicBool,
+    why: Mutex<Option<String>>,
+}
+
+impl Failing {
+    fn get(&self) -> Option<String> {
+        if self.now.load(Ordering::Acquire) { self.why.lock().unwrap().clone() } else { None }
+    }
+
+    /// A commit failed with `why`; true when commits had been going through until now.
+    fn fail(&self, why: String) -> bool {
+        let first = self.why.lock().unwrap().replace(why).is_none();
+        self.now.store(true, Ordering::Release);
+        first
+    }
+
+    /// A commit went through; true when commits had been failing until now.
+    fn recover(&self) -> bool {
+        self.now.swap(false, Ordering::AcqRel) && self.why.lock().unwrap().take().is_some()
     }
 }
 
@@ -822,8 +849,7 @@ struct Writer {
     queue: Arc<Queue>,
     log: Arc<log::RowLog>,
     mode: Durability,
-    failing: Arc<Mutex<Option<String>>>,
-    commit_failing: Arc<std::sync::atomic::AtomicBool>,
+    failing: Arc<Failing>,
     /// The database, whose log the syncer fsyncs and checkpoints in `window` mode.
     db: std::path::PathBuf,
 }
@@ -873,7 +899,7 @@ impl Writer {
             let written = if ops.is_empty() && rows.is_empty() { Ok(()) } else { write_batch(&mut conn, &rows, &ops, &mut closed_seq, &mut scratch) };
             match written {
                 Ok(()) => {
-                    if self.commit_failing.swap(false, Ordering::AcqRel) && self.failing.lock().unwrap().take().is_some() {
+                    if self.failing.recover() {
                         tracing::info!("writing live sandboxes works again; the held rows are committed");
                     }
                     if let Some(s) = &syncer {
@@ -912,8 +938,7 @@ impl Writer {
                 }
                 Err(e) => {
                     closed_seq = before;
-                    let first = self.failing.lock().unwrap().replace(e.to_string()).is_none();
-                    self.commit_failing.store(true, Ordering::Release);
+                    let first = self.failing.fail(e.to_string());
                     if first {
                         tracing::error!(error = %e, entries = ops.len() + rows.len(), "writing live sandboxes failed; holding the batch and retrying");
                     }

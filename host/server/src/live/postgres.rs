@@ -11,15 +11,14 @@
 //! what could not be recorded.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use deadpool_postgres::Pool;
 use pome_runtime::store::Journal;
 use pome_tape::TapeRow;
-use tokio_postgres::NoTls;
 
-use super::{CloseReason, Done, Durability, Entry, LiveStore, MAX_TOMBSTONES, Op, RETRY_FIRST, RETRY_MAX, RangeRows, Restored, SandboxRecord, Segment, StoredTombstone, Tombstone, encode_row, parse_record};
+use super::{CloseReason, Done, Durability, Entry, Failing, UNAVAILABLE, LiveStore, MAX_TOMBSTONES, Op, RETRY_FIRST, RETRY_MAX, RangeRows, Restored, SandboxRecord, Segment, StoredTombstone, Tombstone, encode_row, parse_record};
 use crate::storage::StorageError;
 
 const SCHEMA_LOCK: i64 = 0x706f_6d65_0101;
@@ -85,8 +84,7 @@ pub struct PgLive {
     batch: Arc<Mutex<Batch>>,
     wake: Arc<tokio::sync::Notify>,
     /// Why the last commit failed, while the writer retries it.
-    failing: Arc<Mutex<Option<String>>>,
-    is_failing: Arc<AtomicBool>,
+    failing: Arc<Failing>,
     /// What `load` answers: read at connect, where waiting on the database is allowed.
     restored: Mutex<Option<Restored>>,
     /// The session holding [`HOST_LOCK`]; the lock goes with it (and with the process).
@@ -95,7 +93,7 @@ pub struct PgLive {
 
 /// Take [`HOST_LOCK`] on a connection of its own, kept open for the life of the store.
 async fn hold_host_lock(url: &str) -> Result<tokio_postgres::Client, StorageError> {
-    let (client, connection) = tokio_postgres::connect(url, NoTls).await?;
+    let (client, connection) = crate::storage::postgres::connect_one(url).await?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::error!(error = %e, "the connection holding this host's claim on the live sandboxes broke");
@@ -115,13 +113,7 @@ impl PgLive {
     /// sandbox, and start the writer.
     pub async fn connect(url: &str, mode: Durability) -> Result<Arc<PgLive>, StorageError> {
         let pool = crate::storage::postgres::pool(url)?;
-        {
-            let mut c = pool.get().await?;
-            let tx = c.transaction().await?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await?;
-            tx.batch_execute(SCHEMA).await?;
-            tx.commit().await?;
-        }
+        crate::storage::postgres::migrate(&pool, SCHEMA_LOCK, SCHEMA).await?;
         let host = hold_host_lock(url).await?;
         let restored = load(&pool).await?;
         let live = Arc::new(PgLive {
@@ -131,17 +123,16 @@ impl PgLive {
             batch: Arc::default(),
             wake: Arc::default(),
             failing: Arc::default(),
-            is_failing: Arc::default(),
             restored: Mutex::new(Some(restored)),
             _host: host,
         });
-        let writer = Writer { pool: live.pool.clone(), batch: live.batch.clone(), wake: live.wake.clone(), failing: live.failing.clone(), is_failing: live.is_failing.clone() };
+        let writer = Writer { pool: live.pool.clone(), batch: live.batch.clone(), wake: live.wake.clone(), failing: live.failing.clone() };
         tokio::spawn(writer.run());
         Ok(live)
     }
 
     fn failing(&self) -> Option<String> {
-        if self.is_failing.load(Ordering::Acquire) { self.failing.lock().unwrap().clone() } else { None }
+        self.failing.get()
     }
 
     fn send(&self, op: Op, done: Option<Done>) {
@@ -220,8 +211,7 @@ impl Journal for PgJournal {
     }
 
     fn unavailable(&self) -> Option<String> {
-        // The cause is the operator's to read in the log, not a tenant's.
-        self.live.failing().map(|_| "the host cannot record this sandbox's calls right now; the request was not served, try again shortly".to_string())
+        self.live.failing().map(|_| UNAVAILABLE.to_string())
     }
 
     fn read(&self, from: u64, to: u64, limit: usize, done: Box<dyn FnOnce(Result<Vec<TapeRow>, String>) + Send>) {
@@ -249,8 +239,7 @@ struct Writer {
     pool: Pool,
     batch: Arc<Mutex<Batch>>,
     wake: Arc<tokio::sync::Notify>,
-    failing: Arc<Mutex<Option<String>>>,
-    is_failing: Arc<AtomicBool>,
+    failing: Arc<Failing>,
 }
 
 impl Writer {
@@ -284,8 +273,7 @@ impl Writer {
                 match commit(&self.pool, &ops, &segments).await {
                     Ok(()) => break,
                     Err(e) => {
-                        let first = self.failing.lock().unwrap().replace(e.to_string()).is_none();
-                        self.is_failing.store(true, Ordering::Release);
+                        let first = self.failing.fail(e.to_string());
                         if first {
                             tracing::error!(error = %e, entries = ops.len() + rows.len(), "committing live sandboxes to PostgreSQL failed; holding the batch and retrying");
                         }
@@ -294,7 +282,7 @@ impl Writer {
                     }
                 }
             }
-            if self.is_failing.swap(false, Ordering::AcqRel) && self.failing.lock().unwrap().take().is_some() {
+            if self.failing.recover() {
                 tracing::info!("committing live sandboxes to PostgreSQL works again; the held rows are committed");
             }
             for (r, done) in rows.into_iter().zip(row_dones) {
@@ -468,6 +456,7 @@ mod tests {
     use super::super::tests::{append, read, record, row};
     use super::super::wait;
     use super::*;
+    use tokio_postgres::NoTls;
 
     async fn open(url: &str) -> PgLiveStore {
         PgLiveStore(PgLive::connect(url, Durability::Window).await.unwrap())

@@ -92,13 +92,36 @@ CREATE TABLE IF NOT EXISTS run_parts (
 /// that the database is unavailable (rather than hang while it is down).
 const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// A pool of connections to `url` (any libpq connection string or URL).
-pub(crate) fn pool(url: &str) -> Result<Pool, StorageError> {
+/// `url` (any libpq connection string or URL) as a configuration, with [`CONNECT_WAIT`] as
+/// its connect timeout unless it names one.
+fn config(url: &str) -> Result<tokio_postgres::Config, StorageError> {
     let mut config: tokio_postgres::Config = url.parse().map_err(|e| StorageError::Postgres(format!("`{url}` is not a PostgreSQL connection string or URL: {e}")))?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_WAIT);
     }
-    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    Ok(config)
+}
+
+/// One connection to `url` of its own, outside the pool (a lock's, a listener's); the
+/// caller drives the connection.
+pub(crate) async fn connect_one(url: &str) -> Result<(tokio_postgres::Client, tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>), StorageError> {
+    Ok(config(url)?.connect(NoTls).await?)
+}
+
+/// Create (or bring up to date) the tables of `schema`, under the advisory `lock`: hosts
+/// start together, and two must not create the same table at once.
+pub(crate) async fn migrate(pool: &Pool, lock: i64, schema: &str) -> Result<(), StorageError> {
+    let mut client = pool.get().await?;
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock]).await?;
+    tx.batch_execute(schema).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A pool of connections to `url` (any libpq connection string or URL).
+pub(crate) fn pool(url: &str) -> Result<Pool, StorageError> {
+    let manager = Manager::from_config(config(url)?, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
     Pool::builder(manager)
         .max_size(POOL)
         .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -140,12 +163,7 @@ pub(super) struct PgStore {
 impl PgStore {
     pub async fn connect(url: &str) -> Result<PgStore, StorageError> {
         let pool = pool(url)?;
-        let mut client = pool.get().await?;
-        let tx = client.transaction().await?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).await?;
-        tx.batch_execute(SCHEMA).await?;
-        tx.commit().await?;
-        drop(client);
+        migrate(&pool, SCHEMA_LOCK, SCHEMA).await?;
         Ok(PgStore { pool, runtime: tokio::runtime::Handle::current() })
     }
 
@@ -420,7 +438,7 @@ where
 {
     use futures_util::StreamExt as _;
     loop {
-        let connected = tokio_postgres::connect(&url, NoTls).await;
+        let connected = connect_one(&url).await;
         if let Ok((client, mut connection)) = connected {
             let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
             // The connection is driven by reading its messages; LISTEN's answer needs it.
