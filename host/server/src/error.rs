@@ -128,6 +128,9 @@ impl From<crate::storage::StorageError> for ApiError {
         if let crate::storage::StorageError::TooManyKeys(max) = e {
             return ApiError::validation(e.to_string()).with_details(json!({"error": "too_many_keys", "max_live_keys": max}));
         }
+        if let crate::storage::StorageError::Unstorable(_) = e {
+            return ApiError::validation(e.to_string());
+        }
         if let crate::storage::StorageError::Unavailable(_) = e {
             // The shared database is down or restarting: nothing was written, and the same
             // request succeeds once it is back.

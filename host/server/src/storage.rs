@@ -28,6 +28,10 @@ pub enum StorageError {
     /// answer 503 and the client tries again; nothing was written.
     #[error("the database cannot be reached: {0}")]
     Unavailable(String),
+    /// What was sent cannot be stored or looked up in this store (PostgreSQL's text holds
+    /// no NUL character): the request is refused, nothing was written.
+    #[error("{0}")]
+    Unstorable(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("the storage thread stopped")]
@@ -427,6 +431,21 @@ mod tests {
         assert!(a.revoke_api_key(&team, &id).await.unwrap());
         eventually("a key revoked on one host stops working on the other", &|| b.live_key("pme_shared_0123456789abcdef").is_none()).await;
         assert!(revocations.has_changed().unwrap(), "what the key holds open on the other host hears of it");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_text_with_a_nul_character_is_refused_as_the_senders_error_not_the_stores() {
+        let db = test_postgres::storage().await;
+        let (team, _) = db.ensure_default_team().await.unwrap();
+        let refused = db.put_seed(&team, "a\0b", "github", "{}").await;
+        assert!(matches!(refused, Err(StorageError::Unstorable(_))), "{refused:?}");
+        let filter = RunFilter { group_id: Some("g\0".into()), ..Default::default() };
+        assert!(matches!(db.runs(&team, filter, RunPage::default()).await, Err(StorageError::Unstorable(_))));
+        assert!(matches!(db.run_row(&team, "run_\0").await, Err(StorageError::Unstorable(_))));
+        let mut r = run("run_nul", "ses_nul", "2026-01-01T00:00:00Z");
+        r.agent_id = Some("agent\0".into());
+        assert!(matches!(db.insert_run(&team, Arc::new(r)).await, Err(StorageError::Unstorable(_))));
+        assert!(db.seeds(&team).await.unwrap().is_empty(), "nothing was written");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -138,6 +138,9 @@ impl From<tokio_postgres::Error> for StorageError {
         // statement: the connection broke or could not be made.
         if e.is_closed() || e.code().is_none() {
             StorageError::Unavailable(e.to_string())
+        } else if e.code() == Some(&tokio_postgres::error::SqlState::CHARACTER_NOT_IN_REPERTOIRE) {
+            // Text with a NUL character, which PostgreSQL's text cannot hold.
+            StorageError::Unstorable("a value sent contains a NUL character (\\u0000), which cannot be stored; remove it".into())
         } else {
             StorageError::Postgres(e.to_string())
         }
