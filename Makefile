@@ -56,7 +56,12 @@ node-deps: tests/node/node_modules/.installed
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql)
 
-test-rust: host postgres
+# haproxy for tests/hosts.rs (three hosts behind a real load balancer), when missing.
+.PHONY: haproxy
+haproxy:
+	@command -v haproxy >/dev/null || test -x /usr/sbin/haproxy || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy)
+
+test-rust: host postgres haproxy
 	$(CARGO) test --workspace --release
 
 # Debian's `gh` for tests/python/test_gh_cli.py (gh pointed at the GitHub twin), when missing.

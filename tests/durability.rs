@@ -9,18 +9,13 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use pome_e2e::tickets::{Sbx, create, get, new_ticket};
 use pome_e2e::{API_KEY, ServeProcess, hostile_dir};
 use serde_json::{Value, json};
 
 /// `pome serve` on `data` in a durability mode, with the test twins.
 async fn serve_on(data: &Path, durability: &str) -> ServeProcess {
     ServeProcess::start(data, &["--durability", durability, "--quota", "200", "--twins-dir", hostile_dir().to_str().unwrap()]).await
-}
-
-#[derive(Clone)]
-struct Sbx {
-    id: String,
-    token: String,
 }
 
 /// An answered write of the load: on which sandbox, its request id (also the ticket's title),
@@ -78,35 +73,6 @@ impl Load {
         }
         self.acked.lock().unwrap().clone()
     }
-}
-
-async fn create(http: &reqwest::Client, url: &str, twins: &[&str]) -> Sbx {
-    let r = http.post(format!("{url}/v1/sandboxes")).header("x-api-key", API_KEY).json(&json!({"twins": twins})).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    let v: Value = r.json().await.unwrap();
-    Sbx { id: v["id"].as_str().unwrap().into(), token: v["agent_token"].as_str().unwrap().into() }
-}
-
-/// `POST /tickets` with a request id of our choosing; the status and the ticket id.
-async fn new_ticket(http: &reqwest::Client, url: &str, s: &Sbx, title: &str, request_id: &str) -> Result<(u16, Value), reqwest::Error> {
-    let r = http
-        .post(format!("{url}/s/{}/tickets/tickets", s.id))
-        .header("x-ticket-key", &s.token)
-        .header("x-request-id", request_id)
-        .json(&json!({"title": title}))
-        .send()
-        .await?;
-    let status = r.status().as_u16();
-    Ok((status, r.json().await.unwrap_or(Value::Null)))
-}
-
-async fn get(http: &reqwest::Client, url: &str, s: &Sbx, path: &str) -> (u16, Value) {
-    // The twin reads its own header; the host's routes (`/_pome/…`) read the bearer form.
-    let req = http.get(format!("{url}/s/{}/tickets{path}", s.id));
-    let req = if path.starts_with("/_pome/") { req.bearer_auth(&s.token) } else { req.header("x-ticket-key", &s.token) };
-    let r = req.send().await.unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
 }
 
 async fn list_ids(http: &reqwest::Client, url: &str) -> BTreeSet<String> {
@@ -663,7 +629,8 @@ async fn a_full_disk_holds_its_rows_answers_503_and_loses_nothing_once_room_free
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_mid_load_with_the_store_in_postgresql_loses_no_answered_call_and_a_new_host_carries_on() {
     let store = pome_pgtest::database().await;
-    let serve_with_store = async |data: &Path| ServeProcess::start(data, &["--store", &store, "--quota", "200", "--twins-dir", hostile_dir().to_str().unwrap()]).await;
+    // A short lease: the new host takes the dead one's sandboxes over once it has run out.
+    let serve_with_store = async |data: &Path| ServeProcess::start(data, &["--store", &store, "--lease", "2s", "--quota", "200", "--twins-dir", hostile_dir().to_str().unwrap()]).await;
     let (first_host, second_host) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     // Compiled twins are a cache, not state: shared only to spare the test a minute of compiling.
     std::fs::create_dir_all(first_host.path().join("cache")).unwrap();

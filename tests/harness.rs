@@ -90,6 +90,9 @@ impl Server {
             cache_dir: Some(workspace().join("target/pome-test-cache")),
             durability: Default::default(),
             store: None,
+            lease: std::time::Duration::from_secs(10),
+            advertise_url: None,
+            drain_wait: std::time::Duration::ZERO,
             metrics_public: false,
             auth_failures_allowed: opts.auth_failures_allowed,
             host_limits: Default::default(),
@@ -277,5 +280,50 @@ impl Drop for ServeProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// The test twin `tickets` (tests/hostile-twin) driven over HTTP: what the durability and
+/// several-hosts suites put under load.
+pub mod tickets {
+    use super::API_KEY;
+    use serde_json::{Value, json};
+
+    /// A sandbox: its id and agent token.
+    #[derive(Clone)]
+    pub struct Sbx {
+        pub id: String,
+        pub token: String,
+    }
+
+    /// Create a sandbox of `twins` at `url` (201 expected).
+    pub async fn create(http: &reqwest::Client, url: &str, twins: &[&str]) -> Sbx {
+        let r = http.post(format!("{url}/v1/sandboxes")).header("x-api-key", API_KEY).json(&json!({"twins": twins})).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 201);
+        let v: Value = r.json().await.unwrap();
+        Sbx { id: v["id"].as_str().unwrap().into(), token: v["agent_token"].as_str().unwrap().into() }
+    }
+
+    /// `POST /tickets` with a request id of our choosing; the status and the ticket id.
+    pub async fn new_ticket(http: &reqwest::Client, url: &str, s: &Sbx, title: &str, request_id: &str) -> Result<(u16, Value), reqwest::Error> {
+        let r = http
+            .post(format!("{url}/s/{}/tickets/tickets", s.id))
+            .header("x-ticket-key", &s.token)
+            .header("x-request-id", request_id)
+            .json(&json!({"title": title}))
+            .send()
+            .await?;
+        let status = r.status().as_u16();
+        Ok((status, r.json().await.unwrap_or(Value::Null)))
+    }
+
+    /// `GET` a path of the sandbox's `tickets` twin; the status and the body.
+    pub async fn get(http: &reqwest::Client, url: &str, s: &Sbx, path: &str) -> (u16, Value) {
+        // The twin reads its own header; the host's routes (`/_pome/…`) read the bearer form.
+        let req = http.get(format!("{url}/s/{}/tickets{path}", s.id));
+        let req = if path.starts_with("/_pome/") { req.bearer_auth(&s.token) } else { req.header("x-ticket-key", &s.token) };
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
     }
 }

@@ -160,9 +160,25 @@ pub struct ServeArgs {
     /// tapes) in this PostgreSQL database instead of SQLite files in the data directory: a
     /// libpq connection string or URL, e.g. `postgres://pome@db.internal/pome` or
     /// `host=/var/run/postgresql dbname=pome`. An answer then leaves once its row is
-    /// committed there. One host at a time serves a database's live sandboxes.
+    /// committed there. Several hosts may share one database: each sandbox is served by one
+    /// of them, and any of them answers any request (see --advertise-url, --lease).
     #[arg(long, env = "POME_STORE", value_name = "URL")]
     pub store: Option<String>,
+    /// With --store: how the other hosts sharing the database reach this one, e.g.
+    /// `http://10.0.0.7:8080` (default: this machine's host name and the listening port).
+    #[arg(long, env = "POME_ADVERTISE_URL", value_name = "URL")]
+    pub advertise_url: Option<String>,
+    /// With --store: how long this host's lease on its sandboxes lasts. It is renewed five
+    /// times a lease; if this host dies, other hosts take its sandboxes over this long after
+    /// its last renewal, and it stops serving them a quarter-lease before that.
+    #[arg(long, default_value = "10s", value_parser = parse_lease)]
+    pub lease: std::time::Duration,
+    /// On SIGTERM, keep serving this long with /healthz answering 503 before closing the
+    /// listener, so a load balancer checking /healthz stops sending requests here first
+    /// (set it above the balancer's check interval). With --store, the host then hands its
+    /// sandboxes to the others.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    pub drain_wait: std::time::Duration,
     /// Serve `/metrics` without an API key, for a scraper on a trusted network (by default
     /// it needs a team key, like `/v1`).
     #[arg(long)]
@@ -353,6 +369,9 @@ impl ServeArgs {
             cache_dir: None,
             durability: self.durability,
             store: self.store.clone(),
+            lease: self.lease,
+            advertise_url: self.advertise_url.clone(),
+            drain_wait: self.drain_wait,
             metrics_public: self.metrics_public,
             auth_failures_allowed: self.auth_failures,
             host_limits: pome_server::limits::HostLimits {
@@ -425,4 +444,13 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
+}
+
+/// A lease of at least 500 ms (renewals go out every fifth of it).
+fn parse_lease(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d < std::time::Duration::from_millis(500) {
+        return Err("a lease shorter than 500ms would be renewed faster than the database answers under load; give at least 500ms".into());
+    }
+    Ok(d)
 }

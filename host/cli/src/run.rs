@@ -92,6 +92,9 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
             // A local run's sandboxes end with it: nothing to bring back.
             durability: pome_server::live::Durability::Memory,
             store: None,
+            lease: std::time::Duration::from_secs(10),
+            advertise_url: None,
+            drain_wait: std::time::Duration::ZERO,
             metrics_public: false,
             auth_failures_allowed: pome_runtime::limits::AUTH_FAILURES_ALLOWED,
             host_limits: Default::default(),

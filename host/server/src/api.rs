@@ -207,15 +207,45 @@ fn rfc3339(t: std::time::SystemTime) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
-/// The sandbox as the API shows it, with both spellings of its id.
-fn sandbox_json(app: &App, s: &Sandbox, headers: &HeaderMap, with_token: bool) -> Value {
+/// What a listing shows of a sandbox: held here, or (with several hosts) its record in the
+/// shared store.
+struct Shown<'a> {
+    id: &'a str,
+    twins: Vec<String>,
+    created_at: std::time::SystemTime,
+    expires_at: std::time::SystemTime,
+    idle_expires_at: std::time::SystemTime,
+    meta: &'a crate::sandbox::SandboxMeta,
+}
+
+impl<'a> From<&'a Sandbox> for Shown<'a> {
+    fn from(s: &'a Sandbox) -> Shown<'a> {
+        Shown { id: &s.id, twins: s.twin_names(), created_at: s.created_at, expires_at: s.expires_at(), idle_expires_at: s.idle_expires_at(), meta: &s.meta }
+    }
+}
+
+impl<'a> From<&'a crate::live::SandboxRecord> for Shown<'a> {
+    fn from(r: &'a crate::live::SandboxRecord) -> Shown<'a> {
+        use crate::sandbox::from_unix_ms;
+        Shown {
+            id: &r.id,
+            twins: r.twins.clone(),
+            created_at: from_unix_ms(r.created_at_ms),
+            expires_at: from_unix_ms(r.expires_at_ms),
+            idle_expires_at: from_unix_ms(r.idle_deadline_ms.min(r.expires_at_ms)),
+            meta: &r.meta,
+        }
+    }
+}
+
+fn shown_json(app: &App, s: &Shown, headers: &HeaderMap) -> Value {
     let origin = origin(app, headers);
     let mut per_twin = Map::new();
     for t in &s.twins {
-        let base = format!("{origin}/s/{}/{}", s.id, t.name);
-        let client_path = app.twins.get(&t.name).map_or("", |i| i.description.client_base_path.as_str());
+        let base = format!("{origin}/s/{}/{}", s.id, t);
+        let client_path = app.twins.get(t).map_or("", |i| i.description.client_base_path.as_str());
         per_twin.insert(
-            t.name.clone(),
+            t.clone(),
             json!({
                 "api_url": format!("{base}{client_path}"),
                 "base_url": base,
@@ -226,27 +256,32 @@ fn sandbox_json(app: &App, s: &Sandbox, headers: &HeaderMap, with_token: bool) -
             }),
         );
         // The twin at the root of a host name of its own, for clients that take a host.
-        if let Some(url) = crate::app::host_url(app, &origin, &s.id, &t.name) {
-            per_twin[&t.name]["host_url"] = json!(url);
+        if let Some(url) = crate::app::host_url(app, &origin, s.id, t) {
+            per_twin[t]["host_url"] = json!(url);
         }
     }
-    let mut v = json!({
+    json!({
         "id": s.id,
         "session_id": s.id,
         "object": "sandbox",
         "state": "open",
-        "twins": s.twin_names(),
-        "primary_twin": s.twins[0].name,
+        "twins": s.twins,
+        "primary_twin": s.twins.first(),
         "created_at": rfc3339(s.created_at),
-        "expires_at": rfc3339(s.expires_at()),
-        "idle_expires_at": rfc3339(s.idle_expires_at()),
+        "expires_at": rfc3339(s.expires_at),
+        "idle_expires_at": rfc3339(s.idle_expires_at),
         "per_twin": per_twin,
         "task_id": s.meta.task_id,
         "task_version": s.meta.task_version,
         "group_id": s.meta.group_id,
         "agent_id": s.meta.agent_id,
         "agent_version": s.meta.agent_version,
-    });
+    })
+}
+
+/// The sandbox as the API shows it, with both spellings of its id.
+fn sandbox_json(app: &App, s: &Sandbox, headers: &HeaderMap, with_token: bool) -> Value {
+    let mut v = shown_json(app, &Shown::from(s), headers);
     // Only the hash of a sandbox's token outlives a restart: until its agent presents it
     // again, a restored sandbox cannot show it.
     if with_token && let Some(token) = crate::auth::AgentSecret::clear(&s.token) {
@@ -297,14 +332,23 @@ fn open_sandbox(app: &App, team: &str, id: &str) -> Result<Arc<Sandbox>, ApiErro
     }
 }
 
-async fn list_sandboxes(State(app): State<Arc<App>>, Team(team): Team, headers: HeaderMap) -> Json<Value> {
-    Json(list(&app, &team, &headers))
+async fn list_sandboxes(State(app): State<Arc<App>>, Team(team): Team, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
+    list(&app, &team, &headers).await.map(Json)
 }
 
-/// The team's open sandboxes (REST and MCP `list_sandboxes`).
-pub fn list(app: &App, team: &str, headers: &HeaderMap) -> Value {
-    let list: Vec<Value> = app.sandboxes.list(team).iter().map(|s| sandbox_json(app, s, headers, false)).collect();
-    json!({"object": "list", "data": list})
+/// The team's open sandboxes (REST and MCP `list_sandboxes`): on every host, when the
+/// service has several.
+pub async fn list(app: &App, team: &str, headers: &HeaderMap) -> Result<Value, ApiError> {
+    let list: Vec<Value> = match &app.cluster {
+        Some(cluster) => cluster.live.team_records(team).await.map_err(store_busy)?.iter().map(|r| shown_json(app, &Shown::from(r), headers)).collect(),
+        None => app.sandboxes.list(team).iter().map(|s| sandbox_json(app, s, headers, false)).collect(),
+    };
+    Ok(json!({"object": "list", "data": list}))
+}
+
+/// The shared store could not answer: 503, try again.
+fn store_busy(e: crate::storage::StorageError) -> ApiError {
+    ApiError::new(ErrorType::ServerBusy, format!("the shared store cannot be reached: {e}")).with_retry_after(1)
 }
 
 async fn get_sandbox(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
@@ -388,15 +432,18 @@ async fn revoke_key(State(app): State<Arc<App>>, caller: crate::app::Caller, Pat
     Ok(Json(json!({"id": id, "revoked": true})))
 }
 
-async fn usage(State(app): State<Arc<App>>, Team(team): Team) -> Json<Value> {
-    Json(usage_of(&app, &team))
+async fn usage(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json<Value>, ApiError> {
+    usage_of(&app, &team).await.map(Json)
 }
 
-/// The team's concurrency use (REST and MCP `usage`).
-pub fn usage_of(app: &App, team: &str) -> Value {
-    let used = app.sandboxes.used(team);
+/// The team's concurrency use (REST and MCP `usage`), across every host.
+pub async fn usage_of(app: &App, team: &str) -> Result<Value, ApiError> {
+    let used = match &app.cluster {
+        Some(cluster) => cluster.live.team_records(team).await.map_err(store_busy)?.len(),
+        None => app.sandboxes.used(team),
+    };
     let quota = app.sandboxes.quota;
-    json!({"sessions_used": used, "sessions_quota": quota, "sessions_remaining": quota.saturating_sub(used)})
+    Ok(json!({"sessions_used": used, "sessions_quota": quota, "sessions_remaining": quota.saturating_sub(used)}))
 }
 
 #[derive(Deserialize, Default)]

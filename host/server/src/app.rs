@@ -46,6 +46,14 @@ pub struct ServeConfig {
     /// The PostgreSQL database that holds everything durable instead of the data
     /// directory's SQLite files (`--store`).
     pub store: Option<String>,
+    /// How long a host's lease on the shared store lasts (`--lease`): a dead host's
+    /// sandboxes move to another host this long after its last renewal.
+    pub lease: std::time::Duration,
+    /// How the other hosts reach this one (`--advertise-url`).
+    pub advertise_url: Option<String>,
+    /// How long a stop keeps serving with `/healthz` at 503 before it closes the listener
+    /// (`--drain-wait`), so the load balancer in front stops sending requests first.
+    pub drain_wait: std::time::Duration,
     /// Serve `/metrics` without an API key (`--metrics-public`), for a scraper on a
     /// trusted network.
     pub metrics_public: bool,
@@ -81,6 +89,11 @@ impl Default for Restoring {
 impl Restoring {
     pub fn begin(&self, ids: impl IntoIterator<Item = String>) {
         self.pending.lock().unwrap().extend(ids);
+    }
+
+    /// Mark `id` as being restored unless it already is; true when this caller restores it.
+    pub fn try_begin(&self, id: &str) -> bool {
+        self.pending.lock().unwrap().insert(id.to_string())
     }
 
     pub fn finish(&self, id: &str) {
@@ -139,6 +152,11 @@ pub struct App {
     pub restoring: Restoring,
     /// The permits that bound what all tenants share (`ServeConfig::host_limits`).
     pub gates: crate::limits::Gates,
+    /// The other hosts of the service, when it has several (`--store postgres://…`).
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
+    /// Set once a stop begins with a drain wait: `/healthz` answers 503.
+    pub draining: std::sync::atomic::AtomicBool,
+    pub drain_wait: std::time::Duration,
 }
 
 
@@ -252,6 +270,8 @@ pub enum CreateError {
     OverBudget { held_mib: usize, budget_mib: usize },
     #[error("the sandbox could not be recorded durably: {0}")]
     Storage(String),
+    #[error("the shared store cannot be reached: {0}")]
+    Unavailable(String),
 }
 
 impl App {
@@ -307,7 +327,16 @@ impl App {
                 expires_at_ms: crate::sandbox::unix_ms(identity.expires_at),
                 idle_deadline_ms: crate::sandbox::unix_ms(identity.idle_deadline),
             };
-            crate::live::wait(|done| live.put(record, done)).await.map_err(CreateError::Storage)?;
+            match &self.cluster {
+                // Counted in the store, so creates on several hosts at once keep to the quota.
+                Some(cluster) => match cluster.live.create(&record, self.sandboxes.quota).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(used)) => return Err(CreateError::Quota { used, quota: self.sandboxes.quota }),
+                    Err(crate::storage::StorageError::Unavailable(why)) => return Err(CreateError::Unavailable(why)),
+                    Err(e) => return Err(CreateError::Storage(e.to_string())),
+                },
+                None => crate::live::wait(|done| live.put(record, done)).await.map_err(CreateError::Storage)?,
+            }
         }
         let sandbox = self.sandboxes.open(slot, identity, twins, meta, idempotency_key);
         tracing::info!(sandbox = %sandbox.id, twins = ?names, "sandbox created");
@@ -381,7 +410,7 @@ impl App {
         n
     }
 
-    async fn restore_one(&self, record: crate::live::SandboxRecord) -> anyhow::Result<()> {
+    pub(crate) async fn restore_one(&self, record: crate::live::SandboxRecord) -> anyhow::Result<()> {
         let live = self.sandboxes.live().cloned();
         let mut twins = Vec::with_capacity(record.twins.len());
         for (i, (name, seed)) in record.twins.iter().zip(&record.seeds).enumerate() {
@@ -426,6 +455,7 @@ impl From<CreateError> for ApiError {
                 .with_details(serde_json::json!({"held_mib": held_mib, "budget_mib": budget_mib}))
                 .with_retry_after(5),
             Storage(_) => ApiError::internal(message),
+            Unavailable(_) => ApiError::new(ErrorType::ServerBusy, message).with_retry_after(1),
         }
     }
 }

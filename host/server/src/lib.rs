@@ -3,13 +3,15 @@
 //! plane) / [`proxy`] (twin traffic) → [`sandbox`] (lifetimes, quota, tokens) → the
 //! runtime's twin stores; at the end of a sandbox, finalize (collect → grade → persist →
 //! close) → [`storage`] (SQLite). Beside them: [`app`] (the state every handler shares),
-//! [`auth`] (keys and tokens), [`error`] (the one error envelope), [`task_api`] (tasks and
+//! [`auth`] (keys and tokens), [`cluster`] (several hosts on one PostgreSQL: forwarding to a
+//! sandbox's owner, claiming a dead host's sandboxes), [`error`] (the one error envelope), [`task_api`] (tasks and
 //! grading at finalize) and [`twins`] (the twins this server has, and how they decide their
 //! checks).
 
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod cluster;
 pub mod error;
 pub mod finalize;
 pub mod listener;

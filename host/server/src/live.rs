@@ -22,7 +22,7 @@
 //! recorded; they carry on by themselves once storage does.
 
 mod log;
-mod postgres;
+pub mod postgres;
 
 pub use postgres::{PgLive, PgLiveStore};
 

@@ -539,6 +539,22 @@ impl Registry {
         expired.len()
     }
 
+    /// Let go of a sandbox another host now serves: its stores are dropped and its slot
+    /// freed, with no tombstone (it is open, elsewhere) and nothing written.
+    pub fn forget(&self, id: &str) {
+        let mut inner = self.inner.lock().unwrap();
+        let Some(sandbox) = inner.open.remove(id) else { return };
+        if let Some(n) = inner.used.get_mut(&sandbox.team_id) {
+            *n = n.saturating_sub(1);
+        }
+        inner.idempotency.retain(|_, s| s.as_deref() != Some(id));
+        drop(inner);
+        *sandbox.closing.lock().unwrap() = Some(CloseReason::ServerShutdown);
+        self.changes.notify_waiters();
+        self.metrics.sandbox_closed();
+        tracing::info!(sandbox = %id, "sandbox moved to another host");
+    }
+
     /// Close everything (server shutdown).
     pub fn close_all(&self) {
         let all: Vec<Arc<Sandbox>> = self.inner.lock().unwrap().open.values().cloned().collect();

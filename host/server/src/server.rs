@@ -38,8 +38,17 @@ pub struct Running {
 }
 
 impl Running {
-    /// Stop accepting, let in-flight requests finish, close every sandbox.
+    /// Stop accepting, let in-flight requests finish, close every sandbox. With a drain
+    /// wait (`--drain-wait`), `/healthz` first answers 503 for that long while everything
+    /// else is served as before, so a load balancer stops sending requests here before the
+    /// listener closes.
     pub async fn shutdown(self) {
+        let wait = self.app.drain_wait;
+        if !wait.is_zero() {
+            self.app.draining.store(true, std::sync::atomic::Ordering::Relaxed);
+            tracing::info!(wait = ?wait, "draining: /healthz answers 503 so load balancers stop sending requests here");
+            tokio::time::sleep(wait).await;
+        }
         let _ = self.stop.send(true);
         let _ = self.task.await;
     }
@@ -112,6 +121,26 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         None => None,
     };
 
+    // Live sandboxes from before this start: their records are read now (quick), their
+    // worlds are rebuilt in the background once the server listens; a request for one that
+    // is not back yet waits for it. On PostgreSQL these are the sandboxes no live host owns,
+    // claimed for this one.
+    let mut cluster = None;
+    let (live, restored) = match (cfg.durability, &cfg.store) {
+        (crate::live::Durability::Memory, _) => (None, None),
+        (mode, Some(url)) => {
+            let pg = crate::live::PgLive::connect(url, mode, cfg.lease).await.with_context(|| format!("opening the live sandboxes at {}", redact_password(url)))?;
+            cluster = Some(Arc::new(crate::cluster::Cluster::new(pg.clone())));
+            let live: Arc<dyn crate::live::LiveStore> = Arc::new(crate::live::PgLiveStore(pg));
+            let restored = live.load()?;
+            (Some(live), Some(restored))
+        }
+        (mode, None) => {
+            let (live, restored) = open_live(&cfg.data_dir.join("live.db"), mode)?;
+            (Some(live), Some(restored))
+        }
+    };
+
     let metrics = Arc::new(Metrics::default());
     let mcp = crate::mcp::Doors::new(cfg.limits.request_body_bytes, &twins);
     let app = Arc::new(App {
@@ -131,23 +160,11 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         metrics_public: cfg.metrics_public,
         restoring: Default::default(),
         gates,
+        cluster: cluster.clone(),
+        draining: Default::default(),
+        drain_wait: cfg.drain_wait,
     });
 
-    // Live sandboxes from before this start: their records are read now (quick), their
-    // worlds are rebuilt in the background once the server listens; a request for one that
-    // is not back yet waits for it.
-    let (live, restored) = match (cfg.durability, &cfg.store) {
-        (crate::live::Durability::Memory, _) => (None, None),
-        (mode, Some(url)) => {
-            let live: Arc<dyn crate::live::LiveStore> = Arc::new(crate::live::PgLiveStore(crate::live::PgLive::connect(url, mode).await.with_context(|| format!("opening the live sandboxes at {}", redact_password(url)))?));
-            let restored = live.load()?;
-            (Some(live), Some(restored))
-        }
-        (mode, None) => {
-            let (live, restored) = open_live(&cfg.data_dir.join("live.db"), mode)?;
-            (Some(live), Some(restored))
-        }
-    };
     let mut restoring = None;
     if let (Some(live), Some(restored)) = (&live, restored) {
         app.sandboxes.set_live(live.clone());
@@ -178,6 +195,15 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     let listener = TcpListener::bind(cfg.listen).await.with_context(|| format!("binding {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     let (stop, stopped) = watch::channel(false);
+    let cluster_task = match &cluster {
+        Some(c) => {
+            let url = advertised(&cfg, addr);
+            c.live.advertise(&url).await.with_context(|| "recording this host's address in the store")?;
+            tracing::info!(host = %c.live.ownership.host, %url, "serving as one host of several; other hosts forward this host's sandboxes' requests to it here");
+            Some(crate::cluster::start(&app, c, stop.subscribe()))
+        }
+        None => None,
+    };
 
     // Expired sandboxes free their memory and slots even if nobody calls them again.
     let sweeper = {
@@ -217,6 +243,16 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         if let Some(live) = live {
             let _ = crate::live::wait(|done| live.flush(done)).await;
         }
+        // Hand the sandboxes over: other hosts claim them on their next request at once,
+        // instead of waiting out this host's lease.
+        if let Some(task) = cluster_task {
+            task.abort();
+        }
+        if let Some(cluster) = cluster
+            && let Err(e) = cluster.live.release().await
+        {
+            tracing::warn!(error = %e, "handing this host's sandboxes back failed; other hosts take them over once its lease runs out");
+        }
     });
     tracing::info!(%addr, twins = ?app.twins.keys().collect::<Vec<_>>(), "pome listening");
     Ok(Running { addr, new_api_key, app, stop, task })
@@ -230,10 +266,11 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/s/{*rest}", any(crate::proxy::sandbox_twin))
         .route("/mcp", any(crate::mcp::control::door))
         .route("/metrics", get(metrics))
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .fallback(|| async { ApiError::not_found("no such route; the API lives under /v1 and twins under /s/<sandbox>/<twin>/") })
         .method_not_allowed_fallback(|| async { ApiError::not_found("this route does not take that method") })
         .with_state(app.clone())
+        .layer(middleware::from_fn_with_state(app.clone(), crate::cluster::route))
         .layer(restoring)
         // Inside the request context, so a panic's answer carries the request id.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
@@ -252,6 +289,8 @@ pub struct HostRoute {
     /// What the client called the twin's root (`https://ses_….github.example.com:8443`):
     /// the base of the URLs the twin hands out.
     pub origin: String,
+    /// The request's URI as the client sent it (before it was rewritten to `/s/…`).
+    pub uri: axum::http::Uri,
 }
 
 async fn by_host(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
@@ -271,8 +310,8 @@ async fn by_host(State(app): State<Arc<App>>, mut req: Request, next: Next) -> R
         return ApiError::not_found("no such route").into_response();
     };
     let proto = req.headers().get("x-forwarded-proto").and_then(|v| v.to_str().ok()).unwrap_or("http").to_string();
-    *req.uri_mut() = uri;
-    req.extensions_mut().insert(std::sync::Arc::new(HostRoute { origin: format!("{proto}://{host}") }));
+    let sent = std::mem::replace(req.uri_mut(), uri);
+    req.extensions_mut().insert(std::sync::Arc::new(HostRoute { origin: format!("{proto}://{host}"), uri: sent }));
     next.run(req).await
 }
 
@@ -290,13 +329,20 @@ fn host_name(host: &str) -> &str {
 /// `RESTORE_WAIT`. Everything else is served at once.
 async fn wait_restored(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    let named = ["/s/", "/ui/stream/", "/v1/sandboxes/", "/v1/sessions/"].iter().find_map(|p| path.strip_prefix(p)).map(|rest| rest.split('/').next().unwrap_or(""));
-    match named {
-        Some(id) if !id.is_empty() => app.restoring.wait_for(id).await,
+    match crate::cluster::sandbox_in_path(path) {
+        Some(id) => app.restoring.wait_for(id).await,
         _ if matches!(path, "/v1/sandboxes" | "/v1/sessions" | "/v1/usage" | "/mcp") => app.restoring.wait_all().await,
         _ => {}
     }
     next.run(req).await
+}
+
+/// `/healthz`: 200 while this host takes requests, 503 once it is draining.
+async fn healthz(State(app): State<Arc<App>>) -> Response {
+    if app.draining.load(std::sync::atomic::Ordering::Relaxed) {
+        return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "draining").into_response();
+    }
+    "ok".into_response()
 }
 
 /// A handler that panicked still answers: 500 in the one envelope, logged with its request id.
@@ -329,6 +375,32 @@ async fn metrics(State(app): State<Arc<App>>, req: Request) -> Response {
     }
     text.insert_str(end, &ours);
     ([("content-type", "text/plain; version=0.0.4")], text).into_response()
+}
+
+/// How other hosts reach this one: `--advertise-url`, else this host's name (or the address
+/// it listens on, when that names one) and port.
+fn advertised(cfg: &ServeConfig, addr: SocketAddr) -> String {
+    if let Some(url) = &cfg.advertise_url {
+        return url.trim_end_matches('/').to_string();
+    }
+    let scheme = if cfg.tls.is_some() { "https" } else { "http" };
+    let host = if addr.ip().is_unspecified() {
+        hostname().unwrap_or_else(|| "localhost".into())
+    } else {
+        match addr.ip() {
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
+        }
+    };
+    format!("{scheme}://{host}:{}", addr.port())
+}
+
+fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0)?;
+    (r == 0 && end > 0).then(|| String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
 /// Create `dir` (and its parents) if needed, and make it this user's alone (0700), however

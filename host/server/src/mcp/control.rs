@@ -178,7 +178,7 @@ async fn run(t: &Target, name: &str, args: &Map<String, Value>) -> Result<Value,
         "list_tasks" => crate::task_api::tasks(app, team).await,
         "validate_task" => crate::task_api::validate_body(app, &Value::Object(args.clone())),
         "create_sandbox" => Ok(crate::api::create(app, team, &t.headers, &Value::Object(args.clone())).await?.1),
-        "list_sandboxes" => Ok(crate::api::list(app, team, &t.headers)),
+        "list_sandboxes" => crate::api::list(app, team, &t.headers).await,
         "heartbeat" => crate::api::beat(app, team, &sandbox()),
         "finalize" => crate::finalize::finalize_sandbox(app, team, &sandbox()).await,
         "stop_sandbox" => crate::api::stop(app, team, &sandbox(), text(args, "confirm_discard")).await,
@@ -187,7 +187,7 @@ async fn run(t: &Target, name: &str, args: &Map<String, Value>) -> Result<Value,
             let q = serde_json::from_value(Value::Object(args.clone())).map_err(|e| ApiError::validation(format!("list_runs: {e}")))?;
             crate::api::runs(app, team, q).await
         }
-        "usage" => Ok(crate::api::usage_of(app, team)),
+        "usage" => crate::api::usage_of(app, team).await,
         other => Err(ApiError::not_found(format!("no control tool `{other}`"))),
     }
 }
