@@ -88,12 +88,14 @@ test-browser: host venv $(VENV)/.browser-installed
 
 test: test-rust test-python test-node test-browser
 
-bench: host postgres
+bench: host postgres haproxy
 	@command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(CARGO) run --release -p pome-bench
 	# The neighbour of a hostile tenant: its latency alone and under every attack at once.
 	# `--workspace` keeps the feature set of the test build, so nothing compiles twice.
 	$(CARGO) test --release --workspace --test hostile -- --ignored --nocapture bench_the_neighbour
+	# Several hosts: from kill -9 of one to the first 2xx on each sandbox it owned.
+	$(CARGO) test --release --workspace --test hosts -- --ignored --nocapture bench_failover
 
 clean-data:
 	rm -rf pome-data

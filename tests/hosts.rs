@@ -32,8 +32,11 @@ struct Haproxy {
 
 impl Haproxy {
     fn start(backends: &[String]) -> Haproxy {
+        Haproxy::start_on(free_port(), backends)
+    }
+
+    fn start_on(port: u16, backends: &[String]) -> Haproxy {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
         let servers: String = backends
             .iter()
             .enumerate()
@@ -171,6 +174,10 @@ async fn served_again(load: &Load, which: &[usize], since: Instant, within: Dura
         assert!(since.elapsed() < within, "sandboxes {which:?} did not serve again within {within:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+fn urls_of(hosts: &[ServeProcess]) -> Vec<String> {
+    hosts.iter().map(|h| h.url.clone()).collect()
 }
 
 fn signal(pid: u32, sig: i32) {
@@ -372,3 +379,60 @@ async fn three_hosts_behind_haproxy_are_one_service_through_kill_9_sigstop_a_dra
     }
 }
 
+
+/// `make bench`'s failover line: three hosts behind haproxy under load, `kill -9` of one,
+/// and the time from the kill to the first 2xx on each sandbox it owned, over three rounds
+/// (the killed host comes back empty each time). Prints figures; asserts only that every
+/// moved sandbox served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a benchmark: `make bench` runs it"]
+async fn bench_failover_after_kill_9() {
+    let store = pome_pgtest::database().await;
+    let c = db(&store).await;
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut hosts = Vec::new();
+    for d in &dirs {
+        hosts.push(host(&store, d.path()).await);
+    }
+    let lb = Haproxy::start(&urls_of(&hosts));
+    let http = reqwest::Client::new();
+    while http.get(format!("{}/healthz", lb.url)).send().await.map(|r| r.status().as_u16()).ok() != Some(200) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut sandboxes = Vec::new();
+    for _ in 0..12 {
+        sandboxes.push(create(&http, &lb.url, &["tickets"]).await);
+    }
+    let load = Load::start(&lb.url, &sandboxes, 12);
+    let mut samples = Vec::new();
+    let mut lb = lb;
+    let port: u16 = lb.url.rsplit(':').next().unwrap().parse().unwrap();
+    let mut spare_dirs = Vec::new();
+    for round in 0..3 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let victim = round % 3;
+        let mut moved = Vec::new();
+        for (i, s) in sandboxes.iter().enumerate() {
+            if owner(&c, &urls_of(&hosts), &s.id).await == Some(victim) {
+                moved.push(i);
+            }
+        }
+        let spare = tempfile::tempdir().unwrap();
+        let replacement = host(&store, spare.path()).await;
+        spare_dirs.push(spare);
+        let dead = std::mem::replace(&mut hosts[victim], replacement);
+        dead.kill9();
+        let killed_at = Instant::now();
+        samples.extend(served_again(&load, &moved, killed_at, Duration::from_secs(60)).await);
+        // The replacement joins the balancer (on the same front port) for the next round.
+        drop(lb);
+        lb = Haproxy::start_on(port, &urls_of(&hosts));
+    }
+    let acked = load.finish().await.len();
+    eprintln!(
+        "failover after kill -9 (lease {LEASE}, 3 hosts, haproxy): first 2xx on a moved sandbox p50 {:?}, p99 {:?}, over {} moves; {acked} calls answered 2xx",
+        percentile(samples.clone(), 50),
+        percentile(samples.clone(), 99),
+        samples.len()
+    );
+}

@@ -26,6 +26,10 @@ use crate::sandbox::Lookup;
 /// second hop would mean the directory changed under the first; the client retries).
 pub const FORWARDED_BY: &str = "x-pome-forwarded-by";
 
+/// Set on a 503 from a host that was sent a request for a sandbox it does not hold.
+const NOT_HERE: &str = "x-pome-not-here";
+/// The most routes a host remembers.
+const MAX_ROUTES: usize = 100_000;
 /// How long a forward waits to connect to the owner.
 const CONNECT_WAIT: Duration = Duration::from_secs(1);
 /// How long a forwarded control-plane request waits for the owner's answer to begin.
@@ -37,6 +41,10 @@ const MOVE_WAIT: Duration = Duration::from_secs(3);
 pub struct Cluster {
     pub live: Arc<PgLive>,
     http: reqwest::Client,
+    /// Where other hosts' sandboxes were last found (sandbox → owner URL), so a forwarded
+    /// request costs no directory read; an entry goes when a forward to it fails or the
+    /// host there says it no longer holds the sandbox.
+    routes: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl Cluster {
@@ -47,7 +55,24 @@ impl Cluster {
             .pool_idle_timeout(Duration::from_secs(30))
             .build()
             .expect("an HTTP client with no TLS configuration builds");
-        Cluster { live, http }
+        Cluster { live, http, routes: Default::default() }
+    }
+
+    fn cached(&self, sandbox: &str) -> Option<String> {
+        self.routes.lock().unwrap().get(sandbox).cloned()
+    }
+
+    fn remember(&self, sandbox: &str, url: &str) {
+        let mut routes = self.routes.lock().unwrap();
+        // Bounded: a busy service forgets its routes now and then and reads them again.
+        if routes.len() >= MAX_ROUTES {
+            routes.clear();
+        }
+        routes.insert(sandbox.to_string(), url.to_string());
+    }
+
+    fn forget_route(&self, sandbox: &str) {
+        self.routes.lock().unwrap().remove(sandbox);
     }
 
     /// Send the request to the host at `to` and relay its answer as it streams. `Err` when
@@ -116,70 +141,66 @@ pub async fn route(State(app): State<Arc<App>>, req: Request, next: Next) -> Res
         if !matches!(app.sandboxes.lookup(&id), Lookup::Unknown) {
             break;
         }
-        match cluster.live.directory(&id).await {
-            Err(e) => return busy(&format!("the shared store cannot be reached: {e}")).into_response(),
-            Ok(Directory::Unknown) => break,
-            Ok(Directory::Closed(tombstone)) => {
-                app.sandboxes.restore_tombstone(id.clone(), tombstone);
-                break;
-            }
-            Ok(Directory::Open { owner, url, alive }) if alive && owner.as_deref() != Some(cluster.live.ownership.host.as_str()) => {
-                let (parts, body) = match (&held, req.take()) {
-                    (Some(h), _) => h.clone(),
-                    (None, Some(r)) => {
-                        if r.headers().contains_key(FORWARDED_BY) {
-                            return busy("this sandbox is moving between hosts; retry in a moment").into_response();
-                        }
-                        let (parts, body) = r.into_parts();
-                        let limit = app.rt.limits.request_body_bytes.max(app.rt.limits.seed_bytes);
-                        let Ok(body) = axum::body::to_bytes(body, limit).await else {
-                            return ApiError::validation(format!("request body is over the {} MiB limit", limit >> 20))
-                                .with_status(axum::http::StatusCode::PAYLOAD_TOO_LARGE)
-                                .into_response();
-                        };
-                        held.insert((parts, body)).clone()
-                    }
-                    (None, None) => unreachable!("the request is held once taken"),
-                };
-                if url.is_empty() {
-                    return busy("the host serving this sandbox has not said where it can be reached (pome serve --advertise-url)").into_response();
+        let owner_url = match cluster.cached(&id) {
+            Some(url) => url,
+            None => match cluster.live.directory(&id).await {
+                Err(e) => return busy(&format!("the shared store cannot be reached: {e}")).into_response(),
+                Ok(Directory::Unknown) => break,
+                Ok(Directory::Closed(tombstone)) => {
+                    app.sandboxes.restore_tombstone(id.clone(), tombstone);
+                    break;
                 }
-                match cluster.forward(&url, &parts, body).await {
-                    Ok(answer) => return answer,
-                    Err(e) if tokio::time::Instant::now() < deadline => {
-                        tracing::debug!(%url, error = %e, "the sandbox's owner did not answer; looking again");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok(Directory::Open { owner, url, alive }) if alive && owner.as_deref() != Some(cluster.live.ownership.host.as_str()) => {
+                    if url.is_empty() {
+                        return busy("the host serving this sandbox has not said where it can be reached (pome serve --advertise-url)").into_response();
                     }
-                    Err(e) => {
-                        tracing::warn!(%url, error = %e, "forwarding to a sandbox's owner failed");
-                        return busy("the host serving this sandbox is not answering; retry in a moment (once its lease runs out, another host takes the sandbox over)").into_response();
-                    }
+                    cluster.remember(&id, &url);
+                    url
                 }
-            }
-            Ok(Directory::Open { .. }) => {
-                // Nobody serves it: rebuild it here, once, however many requests ask.
-                if !app.restoring.try_begin(&id) {
-                    app.restoring.wait_for(&id).await;
-                } else {
-                    let rebuilt = match cluster.live.claim(&id).await {
-                        Ok(Some(record)) => app.restore_one(record).await.map_err(|e| {
-                            tracing::error!(sandbox = %id, error = %e, "a claimed sandbox could not be rebuilt");
-                            ApiError::internal(format!("the sandbox could not be rebuilt on this host: {e}"))
-                        }),
-                        // Another host was quicker: look again.
-                        Ok(None) => Ok(()),
-                        Err(e) => Err(busy(&format!("the sandbox could not be claimed: {e}"))),
-                    };
-                    app.restoring.finish(&id);
-                    if let Err(e) = rebuilt {
+                Ok(Directory::Open { .. }) => {
+                    if let Err(e) = claim(&app, &cluster, &id).await {
                         return e.into_response();
                     }
+                    if tokio::time::Instant::now() >= deadline {
+                        return not_here();
+                    }
+                    continue;
                 }
+            },
+        };
+        let (parts, body) = match (&held, req.take()) {
+            (Some(h), _) => h.clone(),
+            (None, Some(r)) => {
+                // One hop at most: the host this came from found us in the directory, and we
+                // do not hold the sandbox; it looks again.
+                if r.headers().contains_key(FORWARDED_BY) {
+                    return not_here();
+                }
+                let (parts, body) = r.into_parts();
+                let limit = app.rt.limits.request_body_bytes.max(app.rt.limits.seed_bytes);
+                let Ok(body) = axum::body::to_bytes(body, limit).await else {
+                    return ApiError::validation(format!("request body is over the {} MiB limit", limit >> 20))
+                        .with_status(axum::http::StatusCode::PAYLOAD_TOO_LARGE)
+                        .into_response();
+                };
+                held.insert((parts, body)).clone()
             }
-        }
+            (None, None) => unreachable!("the request is held once taken"),
+        };
+        let failed = match cluster.forward(&owner_url, &parts, body).await {
+            Ok(answer) if !answer.headers().contains_key(NOT_HERE) => return answer,
+            Ok(answer) if tokio::time::Instant::now() >= deadline => return answer,
+            Ok(_) => "the host no longer holds the sandbox".to_string(),
+            Err(e) => e,
+        };
+        // The owner moved or is not answering: the directory says where it is now.
+        cluster.forget_route(&id);
         if tokio::time::Instant::now() >= deadline {
-            return busy("this sandbox is moving between hosts; retry in a moment").into_response();
+            tracing::warn!(url = %owner_url, error = %failed, "forwarding to a sandbox's owner failed");
+            return busy("the host serving this sandbox is not answering; retry in a moment (once its lease runs out, another host takes the sandbox over)").into_response();
         }
+        tracing::debug!(url = %owner_url, error = %failed, "the sandbox's owner did not take the request; looking again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let req = match (req, held) {
         (Some(req), _) => req,
@@ -187,6 +208,32 @@ pub async fn route(State(app): State<Arc<App>>, req: Request, next: Next) -> Res
         (None, None) => unreachable!("the request is held once taken"),
     };
     next.run(req).await
+}
+
+/// A 503 that tells the forwarding host to look in the directory again.
+fn not_here() -> Response {
+    let mut r = busy("this sandbox is moving between hosts; retry in a moment").into_response();
+    r.headers_mut().insert(NOT_HERE, axum::http::HeaderValue::from_static("1"));
+    r
+}
+
+/// Claim `id` and rebuild it here, once, however many requests ask at the same time.
+/// Losing the claim to another host is not an error: the caller looks again.
+async fn claim(app: &Arc<App>, cluster: &Cluster, id: &str) -> Result<(), ApiError> {
+    if !app.restoring.try_begin(id) {
+        app.restoring.wait_for(id).await;
+        return Ok(());
+    }
+    let rebuilt = match cluster.live.claim(id).await {
+        Ok(Some(record)) => app.restore_one(record).await.map_err(|e| {
+            tracing::error!(sandbox = %id, error = %e, "a claimed sandbox could not be rebuilt");
+            ApiError::internal(format!("the sandbox could not be rebuilt on this host: {e}"))
+        }),
+        Ok(None) => Ok(()),
+        Err(e) => Err(busy(&format!("the sandbox could not be claimed: {e}"))),
+    };
+    app.restoring.finish(id);
+    rebuilt
 }
 
 /// Keep the cluster's side of things going for the life of the server: drop the sandboxes
