@@ -217,7 +217,13 @@ impl PgLive {
     /// Connect to `url`, bring the live tables up to this version, take a lease for this
     /// host, claim every sandbox no live host owns and read it back, and start the writer.
     pub async fn connect(url: &str, mode: Durability, lease: Duration) -> Result<Arc<PgLive>, StorageError> {
-        let pool = crate::storage::postgres::pool(url)?;
+        // A commit holds share locks on its sandboxes' rows until it ends. A host paused in
+        // the middle of one (SIGSTOP, a stalled VM) would hold them, and with them every
+        // claim of its sandboxes, for as long as it is paused: PostgreSQL ends such a session
+        // after half a lease idle in its transaction, which frees the locks long before the
+        // lease has run out. (Nothing here idles inside a transaction otherwise.)
+        let settings = format!("-c idle_in_transaction_session_timeout={}", (lease / 2).as_millis().max(1));
+        let pool = crate::storage::postgres::pool_with(url, &settings)?;
         crate::storage::postgres::migrate(&pool, SCHEMA_LOCK, SCHEMA).await?;
         let (lost_tx, lost_rx) = tokio::sync::mpsc::unbounded_channel();
         let ownership = Arc::new(Ownership {
@@ -702,46 +708,38 @@ async fn commit(pool: &Pool, host: &str, ops: &[Op], segments: &Segments) -> Res
     // Every segment in one statement, and every run of touches in one more: a statement is
     // a round trip, and a commit carries rows of a hundred sandboxes.
     if !segments.stored.is_empty() {
-        // The fence: which sandboxes this host owns, at which epoch, read under a share lock
-        // that a claim by another host (an update of the row) waits behind until this
-        // commit ends. A claim that came first has bumped the epoch already.
-        let mut ids: Vec<&str> = segments.sandboxes.iter().map(|s| &**s).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let held: HashMap<String, (i64, bool)> = tx
-            .query("SELECT id, epoch, closed IS NOT NULL FROM live_sandboxes WHERE id = ANY($1) AND owner = $2 FOR SHARE", &[&ids, &host])
-            .await?
-            .iter()
-            .map(|r| (r.get(0), (r.get(1), r.get(2))))
-            .collect();
-        let mut keep = Vec::with_capacity(segments.stored.len());
-        for (i, sandbox) in segments.sandboxes.iter().enumerate() {
-            match held.get(&**sandbox) {
-                Some((epoch, closed)) if *epoch == segments.epochs[i] => {
-                    // Rows served as this host closed the sandbox go with its tape.
-                    if !closed {
-                        keep.push(i);
-                    }
-                }
-                _ => {
-                    fenced.insert((sandbox.to_string(), segments.epochs[i]));
-                }
-            }
-        }
-        let sandboxes: Vec<&str> = keep.iter().map(|&i| &*segments.sandboxes[i]).collect();
-        let twins: Vec<&str> = keep.iter().map(|&i| &*segments.twins[i]).collect();
-        let firsts: Vec<i64> = keep.iter().map(|&i| segments.firsts[i]).collect();
-        let lasts: Vec<i64> = keep.iter().map(|&i| segments.lasts[i]).collect();
-        let epochs: Vec<i64> = keep.iter().map(|&i| segments.epochs[i]).collect();
-        let stored: Vec<&[u8]> = keep.iter().map(|&i| &segments.stored[i][..]).collect();
+        // The fence, in the same statement as the insert (one round trip, which every answer
+        // waits for): which sandboxes this host owns, at which epoch, read under a share lock
+        // that a claim by another host (an update of the row) waits behind until this commit
+        // ends. A claim that came first has bumped the epoch already, and its segments are
+        // not inserted. Rows served as this host closed a sandbox go with its tape.
+        let sandboxes: Vec<&str> = segments.sandboxes.iter().map(|s| &**s).collect();
+        let twins: Vec<&str> = segments.twins.iter().map(|s| &**s).collect();
+        let stored: Vec<&[u8]> = segments.stored.iter().map(|s| &s[..]).collect();
         let insert = tx
             .prepare_cached(
-                "INSERT INTO live_segments (sandbox_id, twin, first_seq, last_seq, epoch, rows)
-                 SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::BYTEA[])
-                 ON CONFLICT DO NOTHING",
+                "WITH fence AS (
+                     SELECT id, epoch, closed IS NOT NULL AS closed FROM live_sandboxes WHERE id = ANY($1) AND owner = $7 FOR SHARE
+                 ), inserted AS (
+                     INSERT INTO live_segments (sandbox_id, twin, first_seq, last_seq, epoch, rows)
+                     SELECT u.s, u.t, u.f, u.l, u.e, u.r FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::BYTEA[]) AS u(s, t, f, l, e, r)
+                     JOIN fence ON fence.id = u.s AND fence.epoch = u.e AND NOT fence.closed
+                     ON CONFLICT DO NOTHING
+                 )
+                 SELECT id, epoch FROM fence",
             )
             .await?;
-        tx.execute(&insert, &[&sandboxes, &twins, &firsts, &lasts, &epochs, &stored]).await?;
+        let held: HashMap<String, i64> = tx
+            .query(&insert, &[&sandboxes, &twins, &segments.firsts, &segments.lasts, &segments.epochs, &stored, &host])
+            .await?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        for (i, sandbox) in segments.sandboxes.iter().enumerate() {
+            if held.get(&**sandbox) != Some(&segments.epochs[i]) {
+                fenced.insert((sandbox.to_string(), segments.epochs[i]));
+            }
+        }
     }
     let mut touches: Vec<(&str, i64)> = Vec::new();
     for op in ops {

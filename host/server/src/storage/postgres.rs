@@ -121,7 +121,22 @@ pub(crate) async fn migrate(pool: &Pool, lock: i64, schema: &str) -> Result<(), 
 
 /// A pool of connections to `url` (any libpq connection string or URL).
 pub(crate) fn pool(url: &str) -> Result<Pool, StorageError> {
-    let manager = Manager::from_config(config(url)?, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    build_pool(config(url)?)
+}
+
+/// A pool whose sessions run with `settings` (`-c name=value …`) besides the URL's own.
+pub(crate) fn pool_with(url: &str, settings: &str) -> Result<Pool, StorageError> {
+    let mut config = config(url)?;
+    let options = match config.get_options() {
+        Some(own) if !own.trim().is_empty() => format!("{own} {settings}"),
+        _ => settings.to_string(),
+    };
+    config.options(&options);
+    build_pool(config)
+}
+
+fn build_pool(config: tokio_postgres::Config) -> Result<Pool, StorageError> {
+    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
     Pool::builder(manager)
         .max_size(POOL)
         .runtime(deadpool_postgres::Runtime::Tokio1)
