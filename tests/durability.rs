@@ -9,23 +9,13 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pome_e2e::tickets::{Sbx, create, get, new_ticket};
+use pome_e2e::tickets::{Ack, Sbx, create, get, new_ticket};
 use pome_e2e::{API_KEY, ServeProcess, hostile_dir};
 use serde_json::{Value, json};
 
 /// `pome serve` on `data` in a durability mode, with the test twins.
 async fn serve_on(data: &Path, durability: &str) -> ServeProcess {
     ServeProcess::start(data, &["--durability", durability, "--quota", "200", "--twins-dir", hostile_dir().to_str().unwrap()]).await
-}
-
-/// An answered write of the load: on which sandbox, its request id (also the ticket's title),
-/// the ticket's id and when the answer came.
-#[derive(Clone)]
-struct Ack {
-    sandbox: usize,
-    rid: String,
-    id: u64,
-    at: Instant,
 }
 
 /// 8 writers creating tickets round the sandboxes until the server stops answering.

@@ -296,6 +296,16 @@ pub mod tickets {
         pub token: String,
     }
 
+    /// A ticket created and answered 2xx: on which sandbox (an index into the test's
+    /// list), its request id (also its title), its id, and when the answer came.
+    #[derive(Clone)]
+    pub struct Ack {
+        pub sandbox: usize,
+        pub rid: String,
+        pub id: u64,
+        pub at: std::time::Instant,
+    }
+
     /// Create a sandbox of `twins` at `url` (201 expected).
     pub async fn create(http: &reqwest::Client, url: &str, twins: &[&str]) -> Sbx {
         let r = http.post(format!("{url}/v1/sandboxes")).header("x-api-key", API_KEY).json(&json!({"twins": twins})).send().await.unwrap();

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pome_e2e::tickets::{Sbx, create, get, new_ticket};
+use pome_e2e::tickets::{Ack, Sbx, create, get, new_ticket};
 use pome_e2e::{API_KEY, ServeProcess, hostile_dir};
 use serde_json::{Value, json};
 
@@ -80,16 +80,6 @@ async fn host(store: &str, data: &Path) -> ServeProcess {
     let (quota, twins) = (QUOTA.to_string(), hostile_dir());
     let args = ["--store", store, "--lease", LEASE, "--drain-wait", "1s", "--quota", &quota, "--twins-dir", twins.to_str().unwrap()];
     ServeProcess::start(data, &args).await
-}
-
-/// A call answered 2xx: on which sandbox, its request id (the ticket's title), the ticket's
-/// id, and when.
-#[derive(Clone)]
-struct Ack {
-    sandbox: usize,
-    rid: String,
-    id: u64,
-    at: Instant,
 }
 
 /// Writers creating tickets round the sandboxes through `url`, retrying what failed as a
