@@ -1,8 +1,9 @@
 //! Several hosts, one service (`pome serve --store postgres://…`, issue #33). Every host can
 //! answer every request: a request naming a sandbox this host does not hold is sent on to the
 //! host that owns it, or, when that host's lease ran out, the sandbox is claimed and rebuilt
-//! here from its seed and tape. The store's directory is the authority; nothing about other
-//! hosts is cached here, so a moved sandbox is found on the next request.
+//! here from its seed and tape. The store's directory is the authority: a host remembers
+//! where it last found each sandbox, and looks again when the host there fails to answer or
+//! says it no longer holds it.
 //!
 //! The rules that keep two hosts from serving one sandbox (leases, epochs, the fence in every
 //! commit) live with the store, in `live/postgres.rs`.

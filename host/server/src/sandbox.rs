@@ -288,6 +288,19 @@ struct Inner {
     idempotency: HashMap<(String, String), Option<String>>,
 }
 
+impl Inner {
+    /// Take `id` out of the open sandboxes, freeing its team's slot and its idempotency
+    /// key; `None` when it was not open.
+    fn take_open(&mut self, id: &str) -> Option<Arc<Sandbox>> {
+        let sandbox = self.open.remove(id)?;
+        if let Some(n) = self.used.get_mut(&sandbox.team_id) {
+            *n = n.saturating_sub(1);
+        }
+        self.idempotency.retain(|_, s| s.as_deref() != Some(id));
+        Some(sandbox)
+    }
+}
+
 pub struct Registry {
     inner: Mutex<Inner>,
     pub quota: usize,
@@ -469,13 +482,9 @@ impl Registry {
             }
         }
         let mut inner = self.inner.lock().unwrap();
-        if inner.open.remove(&sandbox.id).is_none() {
+        if inner.take_open(&sandbox.id).is_none() {
             return;
         }
-        if let Some(n) = inner.used.get_mut(&sandbox.team_id) {
-            *n = n.saturating_sub(1);
-        }
-        inner.idempotency.retain(|_, id| id.as_deref() != Some(sandbox.id.as_str()));
         let tombstone = Tombstone { team_id: sandbox.team_id.clone(), token_hash: sandbox.token.hash().to_string(), reason, run_id };
         // A shutdown is not an end: the sandbox comes back on the next start.
         if reason != CloseReason::ServerShutdown
@@ -542,13 +551,7 @@ impl Registry {
     /// Let go of a sandbox another host now serves: its stores are dropped and its slot
     /// freed, with no tombstone (it is open, elsewhere) and nothing written.
     pub fn forget(&self, id: &str) {
-        let mut inner = self.inner.lock().unwrap();
-        let Some(sandbox) = inner.open.remove(id) else { return };
-        if let Some(n) = inner.used.get_mut(&sandbox.team_id) {
-            *n = n.saturating_sub(1);
-        }
-        inner.idempotency.retain(|_, s| s.as_deref() != Some(id));
-        drop(inner);
+        let Some(sandbox) = self.inner.lock().unwrap().take_open(id) else { return };
         *sandbox.closing.lock().unwrap() = Some(CloseReason::ServerShutdown);
         self.changes.notify_waiters();
         self.metrics.sandbox_closed();

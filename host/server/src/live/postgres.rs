@@ -308,8 +308,7 @@ impl PgLive {
             .await?;
         let Some(r) = c.query_opt(&st, &[&self.ownership.host, &sandbox]).await? else { return Ok(None) };
         let (id, text, idle, epoch): (String, Option<String>, i64, i64) = (r.get(0), r.get(1), r.get(2), r.get(3));
-        let mut record = parse_record(Some(&id), text.as_deref()).map_err(StorageError::Corrupt)?;
-        record.idle_deadline_ms = record.idle_deadline_ms.max(idle.max(0) as u64);
+        let record = record_of(&id, text.as_deref(), idle).map_err(StorageError::Corrupt)?;
         self.ownership.own(&id, epoch);
         tracing::info!(sandbox = %id, epoch, "claimed a sandbox whose host is gone");
         Ok(Some(record))
@@ -354,8 +353,7 @@ impl PgLive {
         let mut out = Vec::with_capacity(rows.len());
         for r in rows {
             let (id, text, idle): (String, Option<String>, i64) = (r.get(0), r.get(1), r.get(2));
-            if let Ok(mut record) = parse_record(Some(&id), text.as_deref()) {
-                record.idle_deadline_ms = record.idle_deadline_ms.max(idle.max(0) as u64);
+            if let Ok(record) = record_of(&id, text.as_deref(), idle) {
                 out.push(record);
             }
         }
@@ -802,6 +800,13 @@ async fn touch(tx: &deadpool_postgres::Transaction<'_>, host: &str, touches: &mu
     Ok(())
 }
 
+/// A sandbox's record as stored, with the idle clock its own column moved on since.
+fn record_of(id: &str, text: Option<&str>, idle_deadline_ms: i64) -> Result<SandboxRecord, String> {
+    let mut record = parse_record(Some(id), text)?;
+    record.idle_deadline_ms = record.idle_deadline_ms.max(idle_deadline_ms.max(0) as u64);
+    Ok(record)
+}
+
 fn parse_tombstone(text: &str) -> Result<Tombstone, String> {
     let t = serde_json::from_str::<StoredTombstone>(text).map_err(|e| format!("its tombstone is not a tombstone: {e}"))?;
     let reason = CloseReason::parse(&t.reason).ok_or_else(|| format!("`{}` is not a reason a sandbox closes for", t.reason))?;
@@ -825,9 +830,8 @@ async fn load(pool: &Pool, ownership: &Ownership) -> Result<Restored, StorageErr
         .await?;
     for r in claimed {
         let (id, text, idle, epoch): (String, Option<String>, i64, i64) = (r.get(0), r.get(1), r.get(2), r.get(3));
-        match parse_record(Some(&id), text.as_deref()) {
-            Ok(mut record) => {
-                record.idle_deadline_ms = record.idle_deadline_ms.max(idle.max(0) as u64);
+        match record_of(&id, text.as_deref(), idle) {
+            Ok(record) => {
                 ownership.own(&id, epoch);
                 out.open.push(record);
             }
