@@ -218,50 +218,55 @@ async fn commits(url: &str) -> i64 {
 
 /// The throughput cost of each durability mode against memory-only.
 pub async fn modes() {
-    // Throughput cost of each mode against memory-only. This machine's own speed drifts
-    // from run to run by as much as the cost being measured, so the modes take turns for
-    // three rounds and each line gives the median of its runs.
-    // POME_BENCH_MODES=memory,window narrows the comparison (the first named is the base).
-    // `postgres` is the default mode with `--store` on a local PostgreSQL, against SQLite's.
+    // This machine's own speed drifts from run to run by as much as the cost being
+    // measured, so the modes take turns, round after round (each round in a rotated order,
+    // so no mode always runs first), and a mode's cost is the median of its per-round
+    // ratios to the base run of the same round: drift between rounds cancels out.
+    // POME_BENCH_MODES=memory,window narrows the comparison (the first named is the base);
+    // POME_BENCH_ROUNDS sets the rounds (5). `postgres` is the default mode with `--store`
+    // on a local PostgreSQL, compared with SQLite's default (`window`) as well.
     let named = std::env::var("POME_BENCH_MODES").unwrap_or_else(|_| "memory,sync,window,postgres".into());
     let modes: Vec<&'static str> = named.split(',').filter_map(|m| ["memory", "sync", "window", "postgres"].into_iter().find(|k| *k == m.trim())).collect();
-    let (mut runs, mut bad, mut cpu) = (BTreeMap::<&str, Vec<f64>>::new(), BTreeMap::<&str, u64>::new(), BTreeMap::<&str, Vec<f64>>::new());
-    let mut commits = BTreeMap::<&str, Vec<f64>>::new();
-    for _ in 0..3 {
-        for &mode in &modes {
-            let r = rate(mode).await;
-            runs.entry(mode).or_default().push(r.calls);
-            *bad.entry(mode).or_default() += r.bad;
-            cpu.entry(mode).or_default().push(r.cpu_per_call.as_secs_f64() * 1e6);
-            commits.entry(mode).or_default().push(r.commits_per_call);
+    let rounds = std::env::var("POME_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(5usize).max(1);
+    let mut runs = BTreeMap::<&str, Vec<Rate>>::new();
+    for round in 0..rounds {
+        for k in 0..modes.len() {
+            let mode = modes[(round + k) % modes.len()];
+            runs.entry(mode).or_default().push(rate(mode).await);
         }
     }
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
+    let median = |v: Vec<f64>| {
+        let mut v = v;
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let memory = (bad.get("memory") == Some(&0)).then(|| median(&runs["memory"]));
+    let clean = |mode: &str| runs.get(mode).is_some_and(|r| r.iter().all(|r| r.bad == 0));
+    // The median of the per-round ratios of `mode` to `base`, as a signed percentage.
+    let cost = |mode: &str, base: &str| {
+        let ratios = runs[mode].iter().zip(&runs[base]).map(|(m, b)| m.calls / b.calls).collect();
+        (median(ratios) - 1.0) * 100.0
+    };
+    let base = modes.first().copied().unwrap_or("memory");
     for &mode in &modes {
         let label = format!("durability {mode:<8} mixed calls, 100 sandboxes, churn      c=64");
-        if bad[mode] > 0 {
-            println!("{label}  refused: {} non-2xx answers", bad[mode]);
+        let bad: u64 = runs[mode].iter().map(|r| r.bad).sum();
+        if bad > 0 {
+            println!("{label}  refused: {bad} non-2xx answers");
             continue;
         }
-        let r = median(&runs[mode]);
-        let each = runs[mode].iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(", ");
-        let mut cost = match memory {
-            _ if mode == "memory" => String::new(),
-            Some(m) => format!("  {:+.1}% vs memory-only", (r / m - 1.0) * 100.0),
-            None => "  (no memory-only figure to compare)".into(),
+        let r = median(runs[mode].iter().map(|r| r.calls).collect());
+        let each = runs[mode].iter().map(|r| format!("{:.0}", r.calls)).collect::<Vec<_>>().join(", ");
+        let mut vs = match clean(base) {
+            _ if mode == base => String::new(),
+            true => format!("  {:+.1}% vs {base} (median of per-round ratios)", cost(mode, base)),
+            false => format!("  (no {base} figure to compare)"),
         };
-        if mode == "postgres"
-            && let Some(w) = runs.get("window").filter(|_| bad.get("window") == Some(&0))
-        {
-            cost += &format!(", {:+.1}% vs window on SQLite", (r / median(w) - 1.0) * 100.0);
+        if mode == "postgres" && base != "window" && clean("window") {
+            vs += &format!(", {:+.1}% vs window on SQLite", cost(mode, "window"));
         }
-        let commits = if mode == "postgres" { format!(", {:.3} PostgreSQL commits a call", median(&commits[mode])) } else { String::new() };
-        println!("{label}  {r:>8.0} calls/s  (median of {each}){cost}; server CPU {:.0} µs a call{commits}", median(&cpu[mode]));
+        let commits = if mode == "postgres" { format!(", {:.3} PostgreSQL commits a call", median(runs[mode].iter().map(|r| r.commits_per_call).collect())) } else { String::new() };
+        let cpu = median(runs[mode].iter().map(|r| r.cpu_per_call.as_secs_f64() * 1e6).collect());
+        println!("{label}  {r:>8.0} calls/s  (median of {each}){vs}; server CPU {cpu:.0} µs a call{commits}");
     }
 }
 
