@@ -107,6 +107,8 @@ pub(super) struct RowLog {
     /// `sync` mode: answers waiting for the log's fsync, and the thread that does it.
     unsynced: Mutex<Unsynced>,
     to_sync: Condvar,
+    /// `window` mode: (file number, length) when [`RowLog::sync_all`] last ran.
+    synced: Mutex<Option<(u64, u64)>>,
 }
 
 struct LogState {
@@ -119,6 +121,9 @@ struct LogState {
     /// Rows whose write failed, in order, with their answers, while the disk refuses: each
     /// later row queues behind them, so a tape's rows reach the log in order.
     held: Vec<(Logged, Done)>,
+    /// Rows waiting for the thread that is writing (`writing`) to write them next.
+    queued: Vec<(Logged, Done)>,
+    writing: bool,
     /// Why the last write failed, while rows are held.
     failing: Option<String>,
     /// Files with rows not all committed to the database yet, oldest first, besides `file`.
@@ -212,12 +217,15 @@ impl RowLog {
                 pending: Vec::new(),
                 pending_bytes: 0,
                 held: Vec::new(),
+                queued: Vec::new(),
+                writing: false,
                 failing: None,
                 retired: Vec::new(),
                 stopped: false,
             }),
             unsynced: Mutex::new(Unsynced::default()),
             to_sync: Condvar::new(),
+            synced: Mutex::new(None),
         });
         if mode == Durability::Sync {
             let l = log.clone();
@@ -229,6 +237,11 @@ impl RowLog {
     /// Log a row; `done` runs once it is as durable as the mode promises: in `window`, at
     /// once, after the write; in `sync`, after the fsync that covers it. Returns how many
     /// bytes wait for the writer, so the caller can wake it early.
+    ///
+    /// The write happens outside the lock. A row that arrives while another thread is
+    /// writing is queued, and that thread writes it next, with everything else queued
+    /// meanwhile, in one `writev` (group commit): no thread sleeps on this lock while a write
+    /// is in the kernel, where ext4 may hold it for a journal commit.
     pub fn append(&self, logged: Logged, done: Done) -> usize {
         let mut st = self.state.lock().unwrap();
         if st.stopped {
@@ -240,21 +253,49 @@ impl RowLog {
             st.held.push((logged, done));
             return 0;
         }
-        match st.write(logged.pieces()) {
-            Ok(()) => {
-                st.pending_bytes += logged.len();
-                st.pending.push(logged);
-                let (file, waiting) = (st.file.clone(), st.pending_bytes);
-                drop(st);
-                self.logged(file, done);
-                waiting
+        st.queued.push((logged, done));
+        if st.writing {
+            return 0;
+        }
+        st.writing = true;
+        let mut waiting = 0;
+        loop {
+            let batch = std::mem::take(&mut st.queued);
+            if batch.is_empty() {
+                st.writing = false;
+                return waiting;
             }
-            Err(e) => {
-                tracing::error!(error = %e, "writing the live-sandbox log failed; holding its rows and retrying");
-                st.failing = Some(e.to_string());
-                st.held.push((logged, done));
-                self.held.store(true, Ordering::Release);
-                0
+            // Only the thread that set `writing` writes, and `take` does not begin a new file
+            // meanwhile, so the file and its length stay as read here.
+            let (file, len) = (st.file.clone(), st.len);
+            drop(st);
+            let written = write_frames(&file, len, batch.iter().map(|(l, _)| l));
+            st = self.state.lock().unwrap();
+            match written {
+                Ok(n) => {
+                    st.len += n;
+                    let mut dones = Vec::with_capacity(batch.len());
+                    for (logged, done) in batch {
+                        st.pending_bytes += logged.len();
+                        st.pending.push(logged);
+                        dones.push(done);
+                    }
+                    waiting = st.pending_bytes;
+                    drop(st);
+                    for done in dones {
+                        self.logged(file.clone(), done);
+                    }
+                    st = self.state.lock().unwrap();
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "writing the live-sandbox log failed; holding its rows and retrying");
+                    st.failing = Some(e.to_string());
+                    let queued = std::mem::take(&mut st.queued);
+                    st.held.extend(batch.into_iter().chain(queued));
+                    self.held.store(true, Ordering::Release);
+                    st.writing = false;
+                    return 0;
+                }
             }
         }
     }
@@ -286,14 +327,21 @@ impl RowLog {
     /// Try the held rows again, in order; true once none are held.
     pub fn retry_held(&self) -> bool {
         let mut st = self.state.lock().unwrap();
+        if st.writing {
+            // A failed write is still moving its rows here; next time.
+            return false;
+        }
         let mut released = Vec::new();
         let held = std::mem::take(&mut st.held);
         let mut rest = held.into_iter();
         for (logged, done) in rest.by_ref() {
-            if let Err(e) = st.write(logged.pieces()) {
-                st.failing = Some(e.to_string());
-                st.held.push((logged, done));
-                break;
+            match write_frames(&st.file, st.len, std::iter::once(&logged)) {
+                Ok(n) => st.len += n,
+                Err(e) => {
+                    st.failing = Some(e.to_string());
+                    st.held.push((logged, done));
+                    break;
+                }
             }
             st.pending_bytes += logged.len();
             st.pending.push(logged);
@@ -317,15 +365,14 @@ impl RowLog {
     /// this one has grown past [`ROTATE_BYTES`].
     pub fn take(&self) -> Taken {
         let mut st = self.state.lock().unwrap();
-        if st.len >= ROTATE_BYTES && st.held.is_empty() {
+        if st.len >= ROTATE_BYTES && st.held.is_empty() && !st.writing {
             let number = st.number + 1;
             match create(&log_path(&self.db, number)) {
                 Ok(file) => {
-                    // Its tail is synced now: the syncer syncs only the file being written,
-                    // and this one stays until the database holds its rows.
-                    if let Err(e) = st.file.sync_data() {
-                        tracing::warn!(error = %e, "fsync of a full live-sandbox log file failed");
-                    }
+                    // Not fsynced: its rows are in the batch being taken, and the file goes
+                    // once they are committed and the database's log is fsynced. (`sync`
+                    // mode fsynced each row before its answer; should commits stall, the
+                    // syncer fsyncs every log file, this one included.)
                     let old = log_path(&self.db, st.number);
                     st.retired.push(old);
                     (st.file, st.number, st.len) = (Arc::new(file), number, 0);
@@ -337,11 +384,25 @@ impl RowLog {
         Taken { rows: std::mem::take(&mut st.pending), retired: std::mem::take(&mut st.retired) }
     }
 
-    /// Fsync the file being written (`window` mode's syncer, every window).
-    pub fn sync(&self) {
-        let file = self.state.lock().unwrap().file.clone();
-        if let Err(e) = file.sync_data() {
-            tracing::warn!(error = %e, "fsync of the live-sandbox log failed");
+    /// Fsync every log file, if anything was logged since the last time: `window` mode's
+    /// syncer does this when commits stall (a slow or failing database), since the rows
+    /// then wait in the log alone. Otherwise a log's pages need never reach the disk: its
+    /// rows are committed to the database (whose log is fsynced) and the file goes, usually
+    /// before the kernel would write it back.
+    pub fn sync_all(&self) {
+        let logged = {
+            let st = self.state.lock().unwrap();
+            (st.number, st.len)
+        };
+        if self.synced.lock().unwrap().replace(logged) == Some(logged) {
+            return;
+        }
+        for (_, path) in log_files(&self.db).unwrap_or_default() {
+            if let Err(e) = File::open(&path).and_then(|f| f.sync_data())
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(error = %e, file = %path.display(), "fsync of the live-sandbox log failed");
+            }
         }
     }
 
@@ -396,29 +457,29 @@ impl RowLog {
     }
 }
 
-impl LogState {
-    /// Append one frame, given in pieces, with `writev`; a write the disk refuses halfway is
-    /// cut off again, so the file never holds a partial frame followed by whole ones.
-    fn write(&mut self, pieces: [&[u8]; 4]) -> std::io::Result<()> {
-        let total: usize = pieces.iter().map(|p| p.len()).sum();
-        let mut slices = pieces.map(std::io::IoSlice::new);
-        let mut rest = &mut slices[..];
-        std::io::IoSlice::advance_slices(&mut rest, 0);
-        while !rest.is_empty() {
-            match (&*self.file).write_vectored(rest) {
-                Ok(0) => {
-                    let _ = self.file.set_len(self.len);
-                    return Err(std::io::ErrorKind::WriteZero.into());
-                }
-                Ok(n) => std::io::IoSlice::advance_slices(&mut rest, n),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let _ = self.file.set_len(self.len);
-                    return Err(e);
-                }
+/// Append frames to `file`, `len` bytes long, with `writev` (as many pieces a call as the
+/// kernel takes); returns the bytes written. A write the disk refuses halfway is cut off
+/// again, so the file never holds a partial frame followed by whole ones.
+fn write_frames<'a>(file: &File, len: u64, frames: impl Iterator<Item = &'a Logged>) -> std::io::Result<u64> {
+    /// Linux's `IOV_MAX`: a `writev` of more pieces is refused.
+    const MAX_PIECES: usize = 1024;
+    let mut slices: Vec<std::io::IoSlice> = frames.flat_map(|f| f.pieces()).filter(|p| !p.is_empty()).map(std::io::IoSlice::new).collect();
+    let total: usize = slices.iter().map(|s| s.len()).sum();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        let upto = rest.len().min(MAX_PIECES);
+        match (&*file).write_vectored(&rest[..upto]) {
+            Ok(0) => {
+                let _ = file.set_len(len);
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            Ok(n) => std::io::IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                let _ = file.set_len(len);
+                return Err(e);
             }
         }
-        self.len += total as u64;
-        Ok(())
     }
+    Ok(total as u64)
 }
