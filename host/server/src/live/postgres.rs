@@ -77,6 +77,14 @@ CREATE TABLE IF NOT EXISTS live_segments (
     rows BYTEA NOT NULL,
     PRIMARY KEY (sandbox_id, twin, last_seq)
 );
+-- Segments are LZ4 already: PostgreSQL compressing them again (pglz, its costliest work
+-- under load) would find nothing to gain. Altered only when needed, since the ALTER takes
+-- the table's strongest lock and other hosts may be committing.
+DO $$ BEGIN
+    IF (SELECT attstorage FROM pg_attribute WHERE attrelid = 'live_segments'::regclass AND attname = 'rows') <> 'e' THEN
+        ALTER TABLE live_segments ALTER COLUMN rows SET STORAGE EXTERNAL;
+    END IF;
+END $$;
 CREATE TABLE IF NOT EXISTS live_quarantine (
     id TEXT, what TEXT NOT NULL, content TEXT, error TEXT NOT NULL, at_ms BIGINT NOT NULL
 );
@@ -670,6 +678,30 @@ struct Segments {
 }
 
 impl Segments {
+    /// The parameters of [`INSERT_FENCED`].
+    fn params<'a>(&'a self, host: &'a str) -> SegmentParams<'a> {
+        SegmentParams {
+            sandboxes: self.sandboxes.iter().map(|s| &**s).collect(),
+            twins: self.twins.iter().map(|s| &**s).collect(),
+            stored: self.stored.iter().map(|s| &s[..]).collect(),
+            segments: self,
+            host,
+        }
+    }
+
+    /// The (sandbox, epoch) pairs whose segments [`INSERT_FENCED`] refused: the sandbox is
+    /// not this host's at that epoch any more. `held` is what its fence read.
+    fn fenced(&self, held: &[tokio_postgres::Row]) -> HashSet<(String, i64)> {
+        let held: HashMap<String, i64> = held.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let mut fenced = HashSet::new();
+        for (i, sandbox) in self.sandboxes.iter().enumerate() {
+            if held.get(&**sandbox) != Some(&self.epochs[i]) {
+                fenced.insert((sandbox.to_string(), self.epochs[i]));
+            }
+        }
+        fenced
+    }
+
     fn of(rows: &[Logged]) -> Segments {
         let mut at: HashMap<(&str, &str, i64), usize> = HashMap::new();
         let mut tapes: Vec<(&Logged, Segment)> = Vec::new();
@@ -696,48 +728,38 @@ impl Segments {
     }
 }
 
+/// [`INSERT_FENCED`]'s parameters, borrowed from the segments.
+struct SegmentParams<'a> {
+    sandboxes: Vec<&'a str>,
+    twins: Vec<&'a str>,
+    stored: Vec<&'a [u8]>,
+    segments: &'a Segments,
+    host: &'a str,
+}
+
+impl SegmentParams<'_> {
+    fn refs(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 7] {
+        let s = self.segments;
+        [&self.sandboxes, &self.twins, &s.firsts, &s.lasts, &s.epochs, &self.stored, &self.host]
+    }
+}
+
 /// One transaction: each tape's rows as one segment, then the ops, in the order they came.
 /// Returns the (sandbox, epoch) pairs whose rows were refused because this host no longer
 /// owns the sandbox at that epoch.
 async fn commit(pool: &Pool, host: &str, ops: &[Op], segments: &Segments) -> Result<HashSet<(String, i64)>, StorageError> {
     let mut c = pool.get().await?;
+    if ops.iter().all(|op| matches!(op, Op::Touch { .. } | Op::Flush)) {
+        return commit_pipelined(&c, host, ops, segments).await;
+    }
     let tx = c.transaction().await?;
     let mut fenced = HashSet::new();
     // Every segment in one statement, and every run of touches in one more: a statement is
     // a round trip, and a commit carries rows of a hundred sandboxes.
     if !segments.stored.is_empty() {
-        // The fence, in the same statement as the insert (one round trip, which every answer
-        // waits for): which sandboxes this host owns, at which epoch, read under a share lock
-        // that a claim by another host (an update of the row) waits behind until this commit
-        // ends. A claim that came first has bumped the epoch already, and its segments are
-        // not inserted. Rows served as this host closed a sandbox go with its tape.
-        let sandboxes: Vec<&str> = segments.sandboxes.iter().map(|s| &**s).collect();
-        let twins: Vec<&str> = segments.twins.iter().map(|s| &**s).collect();
-        let stored: Vec<&[u8]> = segments.stored.iter().map(|s| &s[..]).collect();
-        let insert = tx
-            .prepare_cached(
-                "WITH fence AS (
-                     SELECT id, epoch, closed IS NOT NULL AS closed FROM live_sandboxes WHERE id = ANY($1) AND owner = $7 FOR SHARE
-                 ), inserted AS (
-                     INSERT INTO live_segments (sandbox_id, twin, first_seq, last_seq, epoch, rows)
-                     SELECT u.s, u.t, u.f, u.l, u.e, u.r FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::BYTEA[]) AS u(s, t, f, l, e, r)
-                     JOIN fence ON fence.id = u.s AND fence.epoch = u.e AND NOT fence.closed
-                     ON CONFLICT DO NOTHING
-                 )
-                 SELECT id, epoch FROM fence",
-            )
-            .await?;
-        let held: HashMap<String, i64> = tx
-            .query(&insert, &[&sandboxes, &twins, &segments.firsts, &segments.lasts, &segments.epochs, &stored, &host])
-            .await?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        for (i, sandbox) in segments.sandboxes.iter().enumerate() {
-            if held.get(&**sandbox) != Some(&segments.epochs[i]) {
-                fenced.insert((sandbox.to_string(), segments.epochs[i]));
-            }
-        }
+        let insert = tx.prepare_cached(INSERT_FENCED).await?;
+        let rows = tx.query(&insert, &segments.params(host).refs()).await?;
+        fenced = segments.fenced(&rows);
     }
     let mut touches: Vec<(&str, i64)> = Vec::new();
     for op in ops {
@@ -784,6 +806,64 @@ async fn commit(pool: &Pool, host: &str, ops: &[Op], segments: &Segments) -> Res
     Ok(fenced)
 }
 
+/// A batch of segments and idle-clock moves only, which most are: its statements (BEGIN,
+/// the fenced insert, the touches, COMMIT) are sent together and answered together, one
+/// round trip instead of four, and every answer of the batch waits for it. Should one fail,
+/// PostgreSQL refuses the rest of the transaction and the COMMIT rolls it back; the batch
+/// is tried again like any failed one.
+async fn commit_pipelined(c: &deadpool_postgres::Client, host: &str, ops: &[Op], segments: &Segments) -> Result<HashSet<(String, i64)>, StorageError> {
+    let (ids, deadlines): (Vec<&str>, Vec<i64>) = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Touch { sandbox, idle_deadline_ms } => Some((&**sandbox, *idle_deadline_ms as i64)),
+            _ => None,
+        })
+        .unzip();
+    // Prepared once a connection; after that no round trip.
+    let insert = c.prepare_cached(INSERT_FENCED).await?;
+    let touch = c.prepare_cached(TOUCH).await?;
+    let params = segments.params(host);
+    let inserted = async {
+        match segments.stored.is_empty() {
+            true => Ok(Vec::new()),
+            false => c.query(&insert, &params.refs()).await,
+        }
+    };
+    let touched = async {
+        match ids.is_empty() {
+            true => Ok(0),
+            false => c.execute(&touch, &[&ids, &deadlines, &host]).await,
+        }
+    };
+    // `join!` polls each in turn, and a statement is sent on its first poll: all four go out
+    // before any answer is awaited. Every one is awaited, so none is left half-read.
+    let (begun, inserted, touched, committed) = tokio::join!(c.batch_execute("BEGIN"), inserted, touched, c.batch_execute("COMMIT"));
+    begun?;
+    let rows = inserted?;
+    touched?;
+    committed?;
+    Ok(segments.fenced(&rows))
+}
+
+/// The fence, in the same statement as the insert (one round trip, which every answer waits
+/// for): which sandboxes this host owns, at which epoch, read under a share lock that a
+/// claim by another host (an update of the row) waits behind until this commit ends. A
+/// claim that came first has bumped the epoch already, and its segments are not inserted.
+/// Rows served as this host closed a sandbox go with its tape.
+const INSERT_FENCED: &str = "WITH fence AS (
+         SELECT id, epoch, closed IS NOT NULL AS closed FROM live_sandboxes WHERE id = ANY($1) AND owner = $7 FOR SHARE
+     ), inserted AS (
+         INSERT INTO live_segments (sandbox_id, twin, first_seq, last_seq, epoch, rows)
+         SELECT u.s, u.t, u.f, u.l, u.e, u.r FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[], $4::BIGINT[], $5::BIGINT[], $6::BYTEA[]) AS u(s, t, f, l, e, r)
+         JOIN fence ON fence.id = u.s AND fence.epoch = u.e AND NOT fence.closed
+         ON CONFLICT DO NOTHING
+     )
+     SELECT id, epoch FROM fence";
+
+/// Idle clocks move forward only, and only for this host's open sandboxes.
+const TOUCH: &str = "UPDATE live_sandboxes AS l SET idle_deadline_ms = GREATEST(l.idle_deadline_ms, u.ms)
+     FROM UNNEST($1::TEXT[], $2::BIGINT[]) AS u(id, ms) WHERE l.id = u.id AND l.closed IS NULL AND l.owner = $3";
+
 /// Move the idle clocks of `touches` (a run of consecutive touches, so they keep their place
 /// among the ops), in one statement.
 async fn touch(tx: &deadpool_postgres::Transaction<'_>, host: &str, touches: &mut Vec<(&str, i64)>) -> Result<(), StorageError> {
@@ -791,12 +871,7 @@ async fn touch(tx: &deadpool_postgres::Transaction<'_>, host: &str, touches: &mu
         return Ok(());
     }
     let (ids, deadlines): (Vec<&str>, Vec<i64>) = touches.drain(..).unzip();
-    tx.execute(
-        "UPDATE live_sandboxes AS l SET idle_deadline_ms = GREATEST(l.idle_deadline_ms, u.ms)
-         FROM UNNEST($1::TEXT[], $2::BIGINT[]) AS u(id, ms) WHERE l.id = u.id AND l.closed IS NULL AND l.owner = $3",
-        &[&ids, &deadlines, &host],
-    )
-    .await?;
+    tx.execute(TOUCH, &[&ids, &deadlines, &host]).await?;
     Ok(())
 }
 
