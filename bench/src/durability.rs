@@ -264,7 +264,7 @@ pub async fn modes() {
         if mode == "postgres" && base != "window" && clean("window") {
             vs += &format!(", {:+.1}% vs window on SQLite", cost(mode, "window"));
         }
-        let commits = if mode == "postgres" { format!(", {:.3} PostgreSQL commits a call", median(runs[mode].iter().map(|r| r.commits_per_call).collect())) } else { String::new() };
+        let commits = if mode == "postgres" { format!(", {:.3} PostgreSQL transactions a call (each one round trip unless it creates or closes a sandbox)", median(runs[mode].iter().map(|r| r.commits_per_call).collect())) } else { String::new() };
         let cpu = median(runs[mode].iter().map(|r| r.cpu_per_call.as_secs_f64() * 1e6).collect());
         println!("{label}  {r:>8.0} calls/s  (median of {each}){vs}; server CPU {cpu:.0} µs a call{commits}");
     }
