@@ -512,9 +512,13 @@ impl Twin for World {
 
     fn unsupported(call: &Call) -> Response {
         let e = core::StripeError::new(
-            501,
+            404,
             "invalid_request_error",
-            format!("Unrecognized request URL ({} {}). This endpoint is not served by the Stripe twin.", call.req.method.as_str(), call.req.path),
+            format!(
+                "Unrecognized request URL ({}: {}). This operation is not served by the Stripe twin. Please see https://stripe.com/docs or we can help at https://support.stripe.com/.",
+                call.req.method.as_str(),
+                call.req.path
+            ),
         );
         core::error_response(&e, "req_unsupported")
     }
