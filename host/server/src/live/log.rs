@@ -107,8 +107,6 @@ pub(super) struct RowLog {
     /// `sync` mode: answers waiting for the log's fsync, and the thread that does it.
     unsynced: Mutex<Unsynced>,
     to_sync: Condvar,
-    /// `window` mode: (file number, length) when [`RowLog::sync_all`] last ran.
-    synced: Mutex<Option<(u64, u64)>>,
 }
 
 struct LogState {
@@ -124,6 +122,8 @@ struct LogState {
     /// Rows waiting for the thread that is writing (`writing`) to write them next.
     queued: Vec<(Logged, Done)>,
     writing: bool,
+    /// `window` mode: (file number, length) when [`RowLog::sync_all`] last ran.
+    synced: Option<(u64, u64)>,
     /// Why the last write failed, while rows are held.
     failing: Option<String>,
     /// Files with rows not all committed to the database yet, oldest first, besides `file`.
@@ -219,13 +219,13 @@ impl RowLog {
                 held: Vec::new(),
                 queued: Vec::new(),
                 writing: false,
+                synced: None,
                 failing: None,
                 retired: Vec::new(),
                 stopped: false,
             }),
             unsynced: Mutex::new(Unsynced::default()),
             to_sync: Condvar::new(),
-            synced: Mutex::new(None),
         });
         if mode == Durability::Sync {
             let l = log.clone();
@@ -390,12 +390,12 @@ impl RowLog {
     /// rows are committed to the database (whose log is fsynced) and the file goes, usually
     /// before the kernel would write it back.
     pub fn sync_all(&self) {
-        let logged = {
-            let st = self.state.lock().unwrap();
-            (st.number, st.len)
-        };
-        if self.synced.lock().unwrap().replace(logged) == Some(logged) {
-            return;
+        {
+            let mut st = self.state.lock().unwrap();
+            let logged = (st.number, st.len);
+            if st.synced.replace(logged) == Some(logged) {
+                return;
+            }
         }
         for (_, path) in log_files(&self.db).unwrap_or_default() {
             if let Err(e) = File::open(&path).and_then(|f| f.sync_data())
