@@ -11,6 +11,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+import httpx
 import pytest
 import stripe
 
@@ -86,8 +87,13 @@ def test_a_3ds_card_requires_action_until_authenticated(stripe_sandbox):
     pi = s.payment_intents.create(params={"amount": 1000, "currency": "usd", "payment_method": "pm_card_authenticationRequired", "confirm": True, "return_url": "https://shop.test/done"})
     assert pi.status == "requires_action"
     assert pi.next_action.type == "redirect_to_url"
-    pi = s.payment_intents.confirm(pi.id)
-    assert pi.status == "succeeded"
+    # Confirming again from the server does not authenticate: the customer's page does.
+    assert s.payment_intents.confirm(pi.id).status == "requires_action"
+    pi = s.payment_intents.retrieve(pi.id)
+    page = pi.next_action.use_stripe_sdk.three_d_secure_2_source
+    url = f"{sb.url('stripe')}/3d_secure_2/hosted?payment_intent={pi.id}&payment_intent_client_secret={pi.client_secret}&source={page}"
+    assert httpx.post(url, data={"action": "complete"}, timeout=10).status_code == 200
+    assert s.payment_intents.retrieve(pi.id).status == "succeeded"
 
 
 def test_refunds_partial_then_full_then_refused(stripe_sandbox):
@@ -254,7 +260,11 @@ def test_a_subscription_on_a_card_that_needs_authentication_waits_for_the_custom
     with pytest.raises(stripe.CardError) as waiting:
         s.invoices.pay(sub.latest_invoice.id)
     assert waiting.value.code == "invoice_payment_intent_requires_action"
-    assert s.payment_intents.confirm(pi.id).status == "succeeded"
+    # The customer completes 3-D Secure on the page the PaymentIntent names.
+    source = pi.next_action.use_stripe_sdk.three_d_secure_2_source
+    url = f"{sb.url('stripe')}/3d_secure_2/hosted?payment_intent={pi.id}&payment_intent_client_secret={pi.client_secret}&source={source}"
+    assert httpx.post(url, data={"action": "complete"}, timeout=10).status_code == 200
+    assert s.payment_intents.retrieve(pi.id).status == "succeeded"
     sub = s.subscriptions.retrieve(sub.id, params={"expand": ["latest_invoice"]})
     assert (sub.status, sub.latest_invoice.status) == ("active", "paid")
 

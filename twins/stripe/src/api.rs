@@ -114,6 +114,8 @@ pub fn routes(r: Router<World>) -> Router<World> {
         .post("/v1/webhook_endpoints/{id}", "webhook_endpoints.update", h!(we_update))
         .delete("/v1/webhook_endpoints/{id}", "webhook_endpoints.delete", h!(we_delete))
         .get("/x402/protected-resource", "x402.protected_resource", crate::x402::protected_resource)
+        .get(crate::three_ds::PAGE, "three_d_secure.page", crate::three_ds::show)
+        .post(crate::three_ds::PAGE, "three_d_secure.answer", crate::three_ds::answer)
 }
 
 /// Create (and with `confirm`, run) a PaymentIntent, as `POST /v1/payment_intents` does.
@@ -657,6 +659,7 @@ fn test_card(name: &str) -> Option<&'static (&'static str, &'static str, &'stati
 
 fn decline_message(code: &str, decline: &str) -> &'static str {
     match (code, decline) {
+        ("authentication_required", _) => "Your card was declined. This transaction requires authentication.",
         ("card_declined", "insufficient_funds") => "Your card has insufficient funds.",
         ("card_declined", "card_velocity_exceeded") => "Your card was declined for making repeated attempts too frequently or exceeding its amount limit.",
         ("card_declined", _) => "Your card was declined.",
@@ -1154,7 +1157,6 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent,
     }
     let off_session = p.bool("off_session")?.unwrap_or(false);
     let return_url = p.str("return_url").map(str::to_string);
-    let was_action = status == "requires_action";
     // Methods resolved above may have been stored since `pi` was read, but `pi` itself has not.
     let pmo = p.get("payment_method_options");
     let after = if pi.payment_method.as_str() == Some(pm_id.as_str()) && pi.last_payment_error.is_null() && pmo.is_none() {
@@ -1178,8 +1180,14 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent,
         return Ok(pi.to_string());
     }
     let (last4, brand) = pm.card.as_ref().map_or(("", ""), |c| (c.last4.as_str().unwrap_or(""), c.brand.as_str().unwrap_or("")));
+    // The customer completed 3-D Secure for this method on the test page: this confirmation
+    // (theirs, or the server's for manual confirmation) charges it without asking again.
+    let authenticated = w.0.authenticated.remove(&crate::three_ds::authenticated_key(id, &pm_id));
     match behaviour(last4, brand) {
-        Behaviour::ThreeDS if !was_action && !(off_session && last4 == "3155" && set_up(w, &pm_id)) => {
+        // Confirming again while the customer has not authenticated (from the server, in
+        // `requires_action`) starts a new attempt that waits for them too: 3-D Secure happens
+        // on its page (`next_action`), never by confirming twice.
+        Behaviour::ThreeDS if !authenticated && !(off_session && last4 == "3155" && set_up(w, &pm_id)) => {
             // Billing's own attempt on an invoice waits for the customer to authenticate
             // (Stripe's `requires_action` outcome); any other payment off session is declined.
             let invoice = pi.invoice.as_str().map(str::to_string);
@@ -1187,13 +1195,12 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent,
                 let pm = w.get(&pm_id).unwrap();
                 return fail_payment(w, call, id, &pm, "authentication_required", "authentication_required", "Your card was declined. This transaction requires authentication.").map(|v| v.to_string());
             }
+            let source = w.new_id("payatt");
+            let secret = pi.client_secret.as_str().unwrap_or("").to_string();
+            let next_action = crate::three_ds::next_action(&call.req, &w.account_id, "payment_intent", id, &secret, &source, return_url.as_deref());
             let pi = w.modify(call, id, |pi| {
                 pi["status"] = json!("requires_action");
-                let pid = pi["id"].as_str().unwrap_or("").to_string();
-                pi["next_action"] = match &return_url {
-                    Some(u) => json!({"type": "redirect_to_url", "redirect_to_url": {"return_url": u, "url": format!("https://hooks.stripe.com/3d_secure_2/hosted?merchant=acct_twin&payment_intent={pid}")}}),
-                    None => json!({"type": "use_stripe_sdk", "use_stripe_sdk": {"type": "stripe_3ds2_fingerprint", "three_d_secure_2_source": format!("payatt_{pid}"), "directory_server_name": "visa", "server_transaction_id": pid}}),
-                };
+                pi["next_action"] = next_action;
             });
             emit(w, call, "payment_intent.requires_action", &pi, None);
             if let Some(inv) = invoice {
@@ -1206,10 +1213,15 @@ fn confirm_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent,
             fail_payment(w, call, id, &pm, code, decline, decline_message(code, decline)).map(|v| v.to_string())
         }
         b => {
-            let details = match &pm.card {
+            let mut details = match &pm.card {
                 Some(c) => serde_json::to_string(&c.details()).expect("card details serialise"),
                 None => json!({"type": "card", "card": card_details(&Value::Null)}).to_string(),
             };
+            if authenticated {
+                let mut d: Value = parse(&details);
+                d["card"]["three_d_secure"] = crate::three_ds::authenticated_details();
+                details = d.to_string();
+            }
             succeed_with(w, call, id, pi, after, &details, b == Behaviour::Dispute)
         }
     }
@@ -1590,7 +1602,14 @@ fn charge_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     p.copy(&mut pseudo, &["customer", "description", "receipt_email", "shipping"]);
     p.metadata_into(&mut pseudo)?;
     let details = json!({"type": "card", "card": card_details(&pm)});
-    match behaviour_of(&pm) {
+    // The Charges API cannot ask the customer to authenticate: a card that requires 3-D
+    // Secure is declined, as Stripe declines it (unless a SetupIntent saved a card that asks
+    // only until it is set up).
+    let behaviour = match behaviour_of(&pm) {
+        Behaviour::ThreeDS if !(pm["card"]["last4"] == "3155" && set_up(w, &pm_id)) => Behaviour::Decline("authentication_required", "authentication_required"),
+        b => b,
+    };
+    match behaviour {
         Behaviour::Decline(code, decline) => {
             let mut ch = charge_obj(w, &pseudo, details, "failed", false);
             ch["failure_code"] = json!(code);
@@ -2339,33 +2358,43 @@ fn si_do_confirm(w: &mut World, call: &mut Call, id: &str, p: &Params) -> Res {
             e.decline_code = Some(decline.to_string());
             Err(e)
         }
-        // Every card that asks for 3-D Secure asks for it when it is set up.
-        Behaviour::ThreeDS if status != "requires_action" => {
+        // Every card that asks for 3-D Secure asks for it when it is set up, and confirming
+        // again (in `requires_action`) starts a new attempt: the customer's step happens on
+        // the test page ([`crate::three_ds`]), which completes the SetupIntent.
+        Behaviour::ThreeDS => {
+            let source = w.new_id("payatt");
+            let secret = si["client_secret"].as_str().unwrap_or("").to_string();
+            let next_action = crate::three_ds::next_action(&call.req, &w.account_id, "setup_intent", id, &secret, &source, p.str("return_url"));
             let si = w.modify(call, id, |o| {
                 o["status"] = json!("requires_action");
                 o["payment_method"] = json!(pm_id);
-                o["next_action"] = json!({"type": "use_stripe_sdk", "use_stripe_sdk": {"type": "stripe_3ds2_fingerprint"}});
+                o["last_setup_error"] = Value::Null;
+                o["next_action"] = next_action;
             });
             emit(w, call, "setup_intent.requires_action", &si, None);
             Ok(si)
         }
-        _ => {
-            if let Some(c) = si["customer"].as_str() {
-                if w.get(&pm_id).is_some_and(|pm| pm["customer"].is_null()) {
-                    let pm = w.modify(call, &pm_id, |pm| pm["customer"] = json!(c));
-                    emit(w, call, "payment_method.attached", &pm, None);
-                }
-            }
-            let si = w.modify(call, id, |o| {
-                o["status"] = json!("succeeded");
-                o["payment_method"] = json!(pm_id);
-                o["next_action"] = Value::Null;
-                o["last_setup_error"] = Value::Null;
-            });
-            emit(w, call, "setup_intent.succeeded", &si, None);
-            Ok(si)
+        _ => Ok(si_succeed(w, call, id, &pm_id)),
+    }
+}
+
+/// The SetupIntent `id` has saved `pm_id`: attached to its customer, `succeeded`.
+pub(crate) fn si_succeed(w: &mut World, call: &mut Call, id: &str, pm_id: &str) -> Value {
+    let si = w.get(id).unwrap_or_default();
+    if let Some(c) = si["customer"].as_str() {
+        if w.get(pm_id).is_some_and(|pm| pm["customer"].is_null()) {
+            let pm = w.modify(call, pm_id, |pm| pm["customer"] = json!(c));
+            emit(w, call, "payment_method.attached", &pm, None);
         }
     }
+    let si = w.modify(call, id, |o| {
+        o["status"] = json!("succeeded");
+        o["payment_method"] = json!(pm_id);
+        o["next_action"] = Value::Null;
+        o["last_setup_error"] = Value::Null;
+    });
+    emit(w, call, "setup_intent.succeeded", &si, None);
+    si
 }
 
 fn si_cancel(w: &mut World, call: &mut Call, p: &Params) -> Res {

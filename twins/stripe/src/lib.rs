@@ -7,8 +7,9 @@
 //! idempotency, failure injection), [`api`] the resources and the payment state machine,
 //! [`billing`] subscriptions, invoices and test clocks, [`commerce`] checkout, payment links
 //! and promotion codes, [`seed`] the strict seed reader, [`checks`] the grading vocabulary,
-//! [`tools`] the MCP tools of Stripe's agent toolkit, [`typed`] the objects a card payment
-//! writes as Rust structs (its hot path writes their text once, with no `Value` trees).
+//! [`three_ds`] the customer's 3-D Secure test page, [`tools`] the MCP tools of Stripe's
+//! agent toolkit, [`typed`] the objects a card payment writes as Rust structs (its hot path
+//! writes their text once, with no `Value` trees).
 
 #![recursion_limit = "512"]
 
@@ -21,6 +22,7 @@ pub mod limits;
 pub mod mcp_tools;
 pub mod seed;
 pub mod store;
+pub mod three_ds;
 pub mod tools;
 pub mod typed;
 pub mod versions;
@@ -98,6 +100,11 @@ pub struct Data {
     /// Emptied when each request ends ([`core::run`]).
     #[serde(skip)]
     pub test_pms: BTreeMap<String, String>,
+    /// PaymentIntents (`confirmation_method: manual`) whose customer completed 3-D Secure on
+    /// the test page ([`three_ds`]) and that wait for the server's confirmation, as
+    /// `"pi_… pm_…"`: that confirmation charges the authenticated method without asking again.
+    #[serde(default)]
+    pub authenticated: std::collections::BTreeSet<String>,
 }
 
 /// Events kept in the world: Stripe serves events of the last 30 days only, and a sandbox
@@ -155,6 +162,7 @@ struct MetaRef<'a> {
     deleted: &'a std::collections::BTreeSet<String>,
     current_request: &'a String,
     current_idempotency_key: &'a Option<String>,
+    authenticated: &'a std::collections::BTreeSet<String>,
 }
 
 #[derive(Deserialize)]
@@ -174,6 +182,8 @@ struct Meta {
     deleted: std::collections::BTreeSet<String>,
     current_request: String,
     current_idempotency_key: Option<String>,
+    #[serde(default)]
+    authenticated: std::collections::BTreeSet<String>,
 }
 
 impl Serialize for World {
@@ -200,6 +210,7 @@ impl Serialize for World {
             deleted: &d.deleted,
             current_request: &d.current_request,
             current_idempotency_key: &d.current_idempotency_key,
+            authenticated: &d.authenticated,
         };
         let json = serde_json::to_string(&meta).map_err(serde::ser::Error::custom)?;
         (json, &d.objects, &d.order).serialize(s)
@@ -231,6 +242,7 @@ impl<'de> Deserialize<'de> for World {
             current_request: m.current_request,
             current_idempotency_key: m.current_idempotency_key,
             test_pms: BTreeMap::new(),
+            authenticated: m.authenticated,
         }))
     }
 }
@@ -544,7 +556,9 @@ impl Twin for World {
     }
 
     fn serves_without_auth(req: &Request) -> bool {
-        req.path.starts_with("/x402/")
+        // The 3-D Secure test page is the customer's, opened in their browser: its link's
+        // client secret is what admits them, not the merchant's key.
+        req.path.starts_with("/x402/") || req.path.starts_with(three_ds::PAGE)
     }
 
     fn state(&self) -> Value {
@@ -594,5 +608,7 @@ pome_twin_sdk::export_twin!(World);
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_3ds;
 #[cfg(test)]
 mod tests_input;

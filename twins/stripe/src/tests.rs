@@ -103,7 +103,8 @@ fn a_card_that_needs_3ds_requires_action_then_succeeds_once_authenticated() {
     assert_eq!(pi["status"], "requires_action");
     assert_eq!(pi["next_action"]["type"], "use_stripe_sdk");
     let id = pi["id"].as_str().unwrap().to_string();
-    let (_, pi) = post(&mut w, &format!("/v1/payment_intents/{id}/confirm"), &[]);
+    assert_eq!(crate::tests_3ds::authenticate(&mut w, &pi, "complete").status, 200);
+    let (_, pi) = get(&mut w, &format!("/v1/payment_intents/{id}"));
     assert_eq!(pi["status"], "succeeded");
     let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "1000"), ("currency", "usd"), ("payment_method", "pm_card_authenticationRequired"), ("confirm", "true"), ("off_session", "true")]);
     assert_eq!((s, e["error"]["code"].as_str()), (402, Some("authentication_required")));
@@ -588,8 +589,9 @@ fn a_subscription_whose_card_needs_authentication_waits_incomplete_until_its_pay
     let (s, e) = post(&mut w, &format!("/v1/invoices/{inv_id}/pay"), &[]);
     assert_eq!((s, e["error"]["type"].as_str(), e["error"]["code"].as_str()), (402, Some("card_error"), Some("invoice_payment_intent_requires_action")));
 
-    // The customer authenticates; confirming the PaymentIntent pays the invoice.
-    let (_, pi) = post(&mut w, &format!("/v1/payment_intents/{}/confirm", pi["id"].as_str().unwrap()), &[]);
+    // The customer authenticates on the page the PaymentIntent names, which pays the invoice.
+    assert_eq!(crate::tests_3ds::authenticate(&mut w, pi, "complete").status, 200);
+    let (_, pi) = get(&mut w, &format!("/v1/payment_intents/{}", pi["id"].as_str().unwrap()));
     assert_eq!(pi["status"], "succeeded");
     let (_, sub) = get(&mut w, &format!("/v1/subscriptions/{}", sub["id"].as_str().unwrap()));
     assert_eq!(sub["status"], "active");
@@ -1177,14 +1179,16 @@ fn a_card_that_authenticates_unless_set_up_pays_off_session_once_a_setup_intent_
     // Setting it up asks for authentication once.
     let (s, si) = post(&mut w, "/v1/setup_intents", &[("customer", &cus), ("payment_method", "pm_card_authenticationRequiredOnSetup"), ("confirm", "true")]);
     assert_eq!((s, si["status"].as_str()), (200, Some("requires_action")), "{si}");
-    let (_, si) = post(&mut w, &format!("/v1/setup_intents/{}/confirm", si["id"].as_str().unwrap()), &[]);
+    assert_eq!(crate::tests_3ds::authenticate(&mut w, &si, "complete").status, 200);
+    let (_, si) = get(&mut w, &format!("/v1/setup_intents/{}", si["id"].as_str().unwrap()));
     assert_eq!(si["status"], "succeeded");
     let pm = si["payment_method"].as_str().unwrap().to_string();
     let (s, pi) = post(&mut w, "/v1/payment_intents", &[("amount", "700"), ("currency", "usd"), ("customer", &cus), ("payment_method", &pm), ("confirm", "true"), ("off_session", "true")]);
     assert_eq!((s, pi["status"].as_str()), (200, Some("succeeded")), "{pi}");
     // The always-authenticate card still needs the customer off session, saved or not.
     let (_, si) = post(&mut w, "/v1/setup_intents", &[("customer", &cus), ("payment_method", "pm_card_authenticationRequired"), ("confirm", "true")]);
-    let (_, si) = post(&mut w, &format!("/v1/setup_intents/{}/confirm", si["id"].as_str().unwrap()), &[]);
+    assert_eq!(crate::tests_3ds::authenticate(&mut w, &si, "complete").status, 200);
+    let (_, si) = get(&mut w, &format!("/v1/setup_intents/{}", si["id"].as_str().unwrap()));
     let pm = si["payment_method"].as_str().unwrap().to_string();
     let (s, e) = post(&mut w, "/v1/payment_intents", &[("amount", "700"), ("currency", "usd"), ("customer", &cus), ("payment_method", &pm), ("confirm", "true"), ("off_session", "true")]);
     assert_eq!((s, e["error"]["code"].as_str()), (402, Some("authentication_required")));
