@@ -186,3 +186,111 @@ out = SRC / "operations.json"
 # One operation a line: small, and a diff shows which operation changed.
 out.write_text("[\n" + ",\n".join(json.dumps(o, ensure_ascii=False, separators=(",", ":")) for o in ops) + "\n]\n")
 print(f"{len(ops)} operations, {out.stat().st_size} bytes")
+
+
+# ---------------------------------------------------------------------------------------
+# src/param_schemas.json: every served operation's parameters at every depth, for the twin's
+# validation of nested names, types and enum values (build.rs turns it into static tables).
+# Nodes are shared: a subtree that occurs twice (an address, metadata) is stored once.
+#
+# A node is a list: ["s", [enum values]] a string, ["i"] an integer, ["n"] a decimal or
+# float, ["b"] a boolean, ["o", [[name, node], ...], extra, [required]] a hash (its names
+# sorted; `extra` the node of any other key, or -1 when other keys are unknown; the names it
+# must have), ["a", item] an array,
+# ["u", [node, ...]] any one of several, ["x"] anything (not described further).
+
+nodes, node_ids = [], {}
+DEEPEST = 12  # deeper than any request body Stripe describes; a recursive $ref stops here
+
+# Nested parameters of API version 2024-06-20 and later that this mid-2023 snapshot does not
+# describe, by path (`[]` an array's items) in any operation: a client following today's
+# documentation sends them, and the twin takes them (NEWER, one level down).
+NEWER_FIELDS = {
+    "automatic_payment_methods": {"allow_redirects": ["s", ["always", "never"]]},
+}
+# Values newer than the snapshot that an enumerated parameter takes (the twin serves them).
+NEWER_VALUES = {
+    "payment_method_data[type]": ["crypto"],
+}
+
+
+def node(n):
+    key = json.dumps(n, separators=(",", ":"))
+    if key not in node_ids:
+        node_ids[key] = len(nodes)
+        nodes.append(n)
+    return node_ids[key]
+
+
+def schema_node(schema, depth, path):
+    schema = resolve(schema)
+    if depth > DEEPEST:
+        return node(["x"])
+    if "anyOf" in schema:
+        # `""` (Stripe's "unset") is taken everywhere, so the empty-string branch adds nothing.
+        alts = [schema_node(s, depth, path) for s in schema["anyOf"] if resolve(s).get("enum") != [""]]
+        alts = sorted(set(alts))
+        if not alts:
+            return node(["s", []])
+        return alts[0] if len(alts) == 1 else node(["u", alts])
+    t = schema.get("type", "object")
+    if t == "string":
+        if schema.get("format") == "decimal":
+            return node(["n"])
+        # Stripe does not hold an enumeration marked x-stripeBypassValidation to its values
+        # (newer ones pass): such a parameter takes any string.
+        bypass = schema.get("x-stripeBypassValidation")
+        values = [] if bypass else [v for v in schema.get("enum") or [] if v != ""]
+        return node(["s", values + NEWER_VALUES.get(path, []) if values else []])
+    if t == "integer":
+        return node(["i"])
+    if t == "number":
+        return node(["n"])
+    if t == "boolean":
+        return node(["b"])
+    if t == "array":
+        return node(["a", schema_node(schema.get("items", {}), depth + 1, f"{path}[]")])
+    props = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
+    if not props and not extra:
+        return node(["x"])
+    fields = {k: schema_node(v, depth + 1, f"{path}[{k}]") for k, v in props.items()}
+    for k, n in NEWER_FIELDS.get(path, {}).items():
+        fields.setdefault(k, node(n))
+    fields = [[k, n] for k, n in sorted(fields.items())]
+    if extra is True or extra == {}:
+        more = node(["x"])
+    elif extra:
+        more = schema_node(extra, depth + 1, f"{path}[]")
+    else:
+        more = -1
+    # The names a nested hash requires (the top level's own are the handlers' to check).
+    required = sorted(k for k in schema.get("required", []) if k in props)
+    return node(["o", fields, more, required])
+
+
+roots = {}
+for method, path, action in routes:
+    matches = [p for p in spec["paths"] if same(p, path)]
+    if not matches or method not in spec["paths"][matches[0]]:
+        continue
+    op = spec["paths"][matches[0]][method]
+    fields = {}
+    for p in op.get("parameters", []):
+        if p["in"] == "query":
+            fields[p["name"]] = schema_node(p.get("schema", {}), 1, p["name"])
+    body = op.get("requestBody", {}).get("content", {}).get("application/x-www-form-urlencoded", {}).get("schema")
+    if body:
+        for name, s in (resolve(body).get("properties") or {}).items():
+            fields[name] = schema_node(s, 1, name)
+    for n in NEWER.get(action, []):
+        fields.setdefault(n, node(["x"]))
+    for name, _, _, fs in EXTRA.get(action, []):
+        if name not in fields:
+            item = node(["o", sorted([f["name"], node(["s", []])] for f in fs), -1, []])
+            fields[name] = node(["u", sorted({node(["a", item]), node(["s", []])})])
+    roots[action] = node(["o", sorted([k, v] for k, v in fields.items()), -1, []])
+
+schemas = SRC / "param_schemas.json"
+schemas.write_text(json.dumps({"operations": dict(sorted(roots.items())), "nodes": nodes}, separators=(",", ":")) + "\n")
+print(f"{len(nodes)} parameter schema nodes, {schemas.stat().st_size} bytes")

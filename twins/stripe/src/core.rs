@@ -134,7 +134,7 @@ pub fn nest(pairs: &[(String, String)]) -> Result<Map<String, Value>, StripeErro
 }
 
 /// A parameter's name as an error repeats it: cut at [`SHOWN_NAME_CHARS`] characters.
-fn shown(name: &str) -> String {
+pub(crate) fn shown(name: &str) -> String {
     match name.char_indices().nth(SHOWN_NAME_CHARS) {
         Some((at, _)) => format!("{}…", &name[..at]),
         None => name.to_string(),
@@ -727,8 +727,6 @@ pub fn next_request_id(w: &mut World) -> String {
     request_id
 }
 
-/// Serve one request through a handler: parameters, failure injection, idempotency,
-/// `expand[]`, and Stripe's headers on every answer.
 mod known {
     include!(concat!(env!("OUT_DIR"), "/known_params.rs"));
 }
@@ -739,16 +737,8 @@ pub fn is_event_type(t: &str) -> bool {
     EVENT_TYPES.binary_search(&t).is_ok()
 }
 
-/// A top-level parameter of the request that Stripe's description of the operation does not
-/// have, which Stripe refuses rather than ignores: an agent must not believe a misspelt field
-/// was saved. Routes Stripe does not describe (the twin's own helpers) are not checked.
-fn unknown_param<'p>(action: Option<&str>, params: &'p Params) -> Option<&'p str> {
-    let action = action?;
-    let at = known::KNOWN_PARAMS.binary_search_by(|(a, _)| (*a).cmp(action)).ok()?;
-    let names = known::KNOWN_PARAMS[at].1;
-    params.0.keys().map(String::as_str).find(|k| *k != "expand" && names.binary_search(k).is_err())
-}
-
+/// Serve one request through a handler: parameters, failure injection, idempotency,
+/// `expand[]`, and Stripe's headers on every answer.
 pub fn run(w: &mut World, call: &mut Call, f: Handler) -> Response {
     let answer = serve(w, call, f);
     // Scratch of this request only: the next starts without it, and snapshots never hold it.
@@ -797,8 +787,8 @@ fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
     if let Err(e) = too_many_expansions(&params.strs("expand")) {
         return finish(error_response(&e, &request_id));
     }
-    if let Some(name) = unknown_param(call.action.as_deref(), &params) {
-        let e = invalid(format!("Received unknown parameter: {name}")).code("parameter_unknown").param(name);
+    // Every name, type and enum value, at every depth, as Stripe's description has them.
+    if let Err(e) = crate::params::check(call.action.as_deref(), &params.0) {
         return finish(error_response(&e, &request_id));
     }
 

@@ -4,7 +4,8 @@
 //! Objects are kept as compact JSON text diffed against their kind's template ([`store`]),
 //! keyed by id in ordered maps, with one creation-order index per object type for lists.
 //! [`core`] holds what every endpoint shares (parameters, errors, ids, lists, search, expand,
-//! idempotency, failure injection), [`api`] the resources and the payment state machine,
+//! idempotency, failure injection), [`params`] the check of every parameter against Stripe's
+//! description, [`api`] the resources and the payment state machine,
 //! [`billing`] subscriptions, invoices and test clocks, [`commerce`] checkout, payment links
 //! and promotion codes, [`seed`] the strict seed reader, [`checks`] the grading vocabulary,
 //! [`three_ds`] the customer's 3-D Secure test page, [`tools`] the MCP tools of Stripe's
@@ -20,6 +21,7 @@ pub mod commerce;
 pub mod core;
 pub mod limits;
 pub mod mcp_tools;
+pub mod params;
 pub mod seed;
 pub mod store;
 pub mod three_ds;
@@ -612,3 +614,5 @@ mod tests;
 mod tests_3ds;
 #[cfg(test)]
 mod tests_input;
+#[cfg(test)]
+mod tests_params;

@@ -1,0 +1,113 @@
+//! Parameters at every depth (#35): unknown names, wrong types and bad enum values are refused
+//! wherever they are nested, with Stripe's message and the full path in `param`, and nothing
+//! is written; what Stripe's description allows passes.
+
+use pome_twin_sdk::{Method, Value};
+
+use crate::World;
+use crate::tests::call;
+
+fn world() -> World {
+    <World as pome_twin_sdk::Twin>::init(None).unwrap()
+}
+
+fn refused(w: &mut World, method: Method, path: &str, form: &[(&str, &str)]) -> Value {
+    let (r, v) = call(w, method, path, form);
+    assert_eq!((r.status, v["error"]["type"].as_str()), (400, Some("invalid_request_error")), "{path} {form:?}: {v}");
+    v["error"].clone()
+}
+
+#[test]
+fn an_unknown_nested_name_is_refused_with_its_path() {
+    let mut w = world();
+    let e = refused(&mut w, Method::Post, "/v1/customers", &[("email", "a@x.test"), ("address[lin1]", "1 Main St")]);
+    assert_eq!((e["message"].as_str(), e["param"].as_str(), e["code"].as_str()), (Some("Received unknown parameter: address[lin1]"), Some("address[lin1]"), Some("parameter_unknown")));
+    let e = refused(&mut w, Method::Post, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("shipping[name]", "A"), ("shipping[address][cty]", "Paris")]);
+    assert_eq!(e["param"], "shipping[address][cty]");
+    let e = refused(&mut w, Method::Post, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("payment_method_options[card][request_3ds]", "any")]);
+    assert_eq!(e["message"], "Received unknown parameter: payment_method_options[card][request_3ds]");
+    // In arrays of hashes, the index is part of the path.
+    let e = refused(&mut w, Method::Post, "/v1/customers", &[("tax_id_data[0][type]", "eu_vat"), ("tax_id_data[0][value]", "DE123456789"), ("tax_id_data[1][valu]", "x")]);
+    assert_eq!(e["param"], "tax_id_data[1][valu]");
+    // Nothing was written by any of them.
+    let (_, list) = call(&mut w, Method::Get, "/v1/customers", &[]);
+    assert_eq!(list["data"].as_array().map(Vec::len), Some(0));
+    let (_, list) = call(&mut w, Method::Get, "/v1/payment_intents", &[]);
+    assert_eq!(list["data"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn a_nested_value_of_the_wrong_type_is_refused_with_stripes_message() {
+    let mut w = world();
+    let e = refused(&mut w, Method::Post, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("automatic_payment_methods[enabled]", "yes")]);
+    assert_eq!((e["message"].as_str(), e["param"].as_str()), (Some("Invalid boolean: yes"), Some("automatic_payment_methods[enabled]")));
+    let e = refused(
+        &mut w,
+        Method::Post,
+        "/v1/checkout/sessions",
+        &[("mode", "payment"), ("success_url", "https://shop.test/ok"), ("line_items[0][price]", "price_x"), ("line_items[0][quantity]", "two")],
+    );
+    assert_eq!((e["message"].as_str(), e["param"].as_str(), e["code"].as_str()), (Some("Invalid integer: two"), Some("line_items[0][quantity]"), Some("parameter_invalid_integer")));
+    // A hash where a string goes, a string where a hash or an array goes.
+    let e = refused(&mut w, Method::Post, "/v1/customers", &[("name[first]", "Ada")]);
+    assert_eq!(e["param"], "name");
+    assert!(e["message"].as_str().unwrap().starts_with("Invalid string: "), "{e}");
+    let e = refused(&mut w, Method::Post, "/v1/customers", &[("shipping", "to the door")]);
+    assert_eq!((e["message"].as_str(), e["param"].as_str()), (Some("Invalid hash"), Some("shipping")));
+    let e = refused(&mut w, Method::Post, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("payment_method_types", "card")]);
+    assert_eq!((e["message"].as_str(), e["param"].as_str()), (Some("Invalid array"), Some("payment_method_types")));
+    // Query parameters of a list too: `created` is an integer or a range of integers.
+    let e = refused(&mut w, Method::Get, "/v1/customers?created[gte]=yesterday", &[]);
+    assert_eq!((e["message"].as_str(), e["param"].as_str()), (Some("Invalid integer: yesterday"), Some("created[gte]")));
+}
+
+#[test]
+fn a_nested_value_outside_its_enumeration_is_refused_naming_the_allowed_values() {
+    let mut w = world();
+    let e = refused(&mut w, Method::Post, "/v1/customers", &[("cash_balance[settings][reconciliation_mode]", "sometimes")]);
+    assert_eq!(
+        (e["message"].as_str(), e["param"].as_str()),
+        (Some("Invalid cash_balance[settings][reconciliation_mode]: must be one of automatic, manual, or merchant_default"), Some("cash_balance[settings][reconciliation_mode]"))
+    );
+    let e = refused(&mut w, Method::Post, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("payment_method_options[card][setup_future_usage]", "always")]);
+    assert_eq!(
+        (e["message"].as_str(), e["param"].as_str()),
+        (Some("Invalid payment_method_options[card][setup_future_usage]: must be one of none, off_session, or on_session"), Some("payment_method_options[card][setup_future_usage]"))
+    );
+}
+
+#[test]
+fn what_stripes_description_allows_passes_at_every_depth() {
+    let mut w = world();
+    let (r, c) = call(
+        &mut w,
+        Method::Post,
+        "/v1/customers",
+        &[("address[line1]", "1 Main St"), ("address[city]", "Paris"), ("shipping[name]", "Ada"), ("shipping[address][line1]", "2 Side St"), ("metadata[any_key]", "v"), ("tax_id_data[0][type]", "eu_vat"), ("tax_id_data[0][value]", "DE123456789")],
+    );
+    assert_eq!(r.status, 200, "{c}");
+    assert_eq!(c["address"]["line1"], "1 Main St");
+    // Unset with an empty value; an enumeration Stripe does not hold to its values (newer
+    // values pass) takes any string.
+    let (r, pi) = call(
+        &mut w,
+        Method::Post,
+        "/v1/payment_intents",
+        &[("amount", "500"), ("currency", "usd"), ("description", ""), ("payment_method_options[card][request_three_d_secure]", "challenge"), ("automatic_payment_methods[enabled]", "true"), ("automatic_payment_methods[allow_redirects]", "never")],
+    );
+    assert_eq!(r.status, 200, "{pi}");
+    let (r, list) = call(&mut w, Method::Get, "/v1/customers?created[gte]=0&limit=3", &[]);
+    assert_eq!((r.status, list["data"].as_array().map(Vec::len)), (200, Some(1)));
+}
+
+#[test]
+fn a_nested_hash_without_a_name_it_requires_is_refused() {
+    let mut w = world();
+    let e = refused(&mut w, Method::Post, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("shipping[address][line1]", "1 Main St")]);
+    assert_eq!((e["message"].as_str(), e["param"].as_str(), e["code"].as_str()), (Some("Missing required param: shipping[name]."), Some("shipping[name]"), Some("parameter_missing")));
+    let e = refused(&mut w, Method::Post, "/v1/customers", &[("tax_id_data[0][type]", "eu_vat")]);
+    assert_eq!(e["param"], "tax_id_data[0][value]");
+    // Unset with an empty value, the hash needs nothing.
+    let (r, pi) = call(&mut w, Method::Post, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("shipping", "")]);
+    assert_eq!(r.status, 200, "{pi}");
+}
