@@ -117,3 +117,16 @@ def test_a_setup_intent_is_saved_only_once_the_customer_completes_the_page(strip
     # Set up, the card pays off session without the customer.
     pi = s.payment_intents.create(params={"amount": 700, "currency": "usd", "customer": cus.id, "payment_method": si.payment_method, "confirm": True, "off_session": True})
     assert pi.status == "succeeded"
+
+
+def test_the_checkout_helper_cannot_pay_with_a_card_that_requires_3ds(stripe_sandbox):
+    sb, s = stripe_sandbox()
+    price = s.prices.create(params={"currency": "usd", "unit_amount": 1250, "product_data": {"name": "Mug"}})
+    cs = s.checkout.sessions.create(params={"mode": "payment", "success_url": "https://shop.test/ok", "line_items": [{"price": price.id, "quantity": 1}]})
+    r = httpx.post(f"{sb.url('stripe')}/v1/test_helpers/checkout/sessions/{cs.id}/complete", data={"payment_method": "pm_card_authenticationRequired"},
+                   headers={"Authorization": f"Bearer {sb.token}"}, timeout=10)
+    assert r.status_code == 402
+    err = r.json()["error"]
+    assert (err["type"], err["code"], err["decline_code"], err["payment_intent"]["status"]) == ("card_error", "authentication_required", "authentication_required", "requires_action")
+    cs = s.checkout.sessions.retrieve(cs.id)
+    assert (cs.status, cs.payment_status) == ("open", "unpaid")

@@ -216,6 +216,9 @@ fn cs_complete(w: &mut World, call: &mut Call, p: &Params) -> Res {
             let types = if o["payment_method_types"].is_array() { o["payment_method_types"].clone() } else { json!(["card"]) };
             params.0.insert("payment_method_types".into(), types);
             let made = crate::api::create_payment_intent(w, call, &params)?;
+            if made["status"] == "requires_action" {
+                return Err(needs_authentication("payment_intent", made));
+            }
             pi = made["id"].clone();
         }
         "subscription" => {
@@ -247,6 +250,9 @@ fn cs_complete(w: &mut World, call: &mut Call, p: &Params) -> Res {
                 pairs.push(("customer", c.clone()));
             }
             let made = crate::api::si_create(w, call, &form(&pairs))?;
+            if made["status"] == "requires_action" {
+                return Err(needs_authentication("setup_intent", made));
+            }
             if made["status"] != "succeeded" {
                 return Err(StripeError::new(402, "card_error", "Your card was declined.").code("card_declined"));
             }
@@ -266,6 +272,15 @@ fn cs_complete(w: &mut World, call: &mut Call, p: &Params) -> Res {
     }));
     emit(w, call, "checkout.session.completed", &o, None);
     Ok(o)
+}
+
+/// The helper pays as a customer who cannot authenticate: a card that requires 3-D Secure
+/// leaves the session open (its intent waits in `requires_action`, on the page its
+/// `next_action` names) and answers Stripe's `authentication_required` decline.
+fn needs_authentication(kind: &str, intent: Value) -> StripeError {
+    let mut e = StripeError::new(402, "card_error", "Your card was declined. This transaction requires authentication.").code("authentication_required").with(kind, intent);
+    e.decline_code = Some("authentication_required".into());
+    e
 }
 
 fn cs_lines(w: &mut World, call: &mut Call, p: &Params) -> Res {

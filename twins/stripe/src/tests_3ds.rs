@@ -166,3 +166,20 @@ fn charges_with_cards_that_require_3ds_are_declined_authentication_required() {
     let (_, bal) = call(&mut w, Method::Get, "/v1/balance", &[]);
     assert_eq!(bal["available"][0]["amount"], 0);
 }
+
+#[test]
+fn the_checkout_helper_does_not_pay_with_a_card_that_requires_3ds() {
+    let mut w = world();
+    let (_, price) = post(&mut w, "/v1/prices", &[("currency", "usd"), ("unit_amount", "2500"), ("product_data[name]", "Book")]);
+    let (_, cs) = post(&mut w, "/v1/checkout/sessions", &[("mode", "payment"), ("success_url", "https://shop.test/ok"), ("line_items[0][price]", price["id"].as_str().unwrap()), ("line_items[0][quantity]", "1")]);
+    let cs_id = cs["id"].as_str().unwrap().to_string();
+    let (s, e) = post(&mut w, &format!("/v1/test_helpers/checkout/sessions/{cs_id}/complete"), &[("payment_method", "pm_card_authenticationRequired")]);
+    assert_eq!((s, e["error"]["code"].as_str(), e["error"]["decline_code"].as_str()), (402, Some("authentication_required"), Some("authentication_required")), "{e}");
+    assert_eq!(e["error"]["payment_intent"]["status"], "requires_action");
+    let (_, cs) = call(&mut w, Method::Get, &format!("/v1/checkout/sessions/{cs_id}"), &[]);
+    assert_eq!((cs["status"].as_str(), cs["payment_status"].as_str()), (Some("open"), Some("unpaid")));
+    let (s, e) = post(&mut w, "/v1/checkout/sessions", &[("mode", "setup"), ("currency", "usd"), ("success_url", "https://shop.test/ok")]);
+    assert_eq!(s, 200, "{e}");
+    let (s, e) = post(&mut w, &format!("/v1/test_helpers/checkout/sessions/{}/complete", e["id"].as_str().unwrap()), &[("payment_method", "pm_card_threeDSecure2Required")]);
+    assert_eq!((s, e["error"]["code"].as_str(), e["error"]["setup_intent"]["status"].as_str()), (402, Some("authentication_required"), Some("requires_action")), "{e}");
+}
