@@ -46,24 +46,56 @@ pub fn check(action: Option<&str>, params: &serde_json::Map<String, Value>) -> R
     // `expand` is read by the pipeline itself (it may come in a POST's query too).
     for (k, v) in params.iter().filter(|(k, _)| *k != "expand") {
         match field(fields, k) {
-            Some(n) => value(n, v, k)?,
-            None => return Err(unknown(k)),
+            Some(n) => value(n, v, &Path::Top(k))?,
+            None => return Err(unknown(&Path::Top(k))),
         }
     }
     Ok(())
+}
+
+/// Where a value sits: its parameter and the keys and indexes below it (`items[0][price]`),
+/// written out only for an error, so a valid request builds no path.
+enum Path<'a> {
+    Top(&'a str),
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    /// The path as Stripe's `param` names it, cut at [`shown`]'s length.
+    fn text(&self) -> String {
+        fn write(p: &Path<'_>, out: &mut String) {
+            match p {
+                Path::Top(name) => out.push_str(name),
+                Path::Key(up, k) => {
+                    write(up, out);
+                    out.push('[');
+                    out.push_str(k);
+                    out.push(']');
+                }
+                Path::Index(up, i) => {
+                    write(up, out);
+                    out.push_str(&format!("[{i}]"));
+                }
+            }
+        }
+        let mut out = String::new();
+        write(self, &mut out);
+        shown(&out)
+    }
 }
 
 fn field(fields: &[(&str, u16)], name: &str) -> Option<u16> {
     fields.binary_search_by(|(f, _)| (*f).cmp(name)).ok().map(|i| fields[i].1)
 }
 
-fn unknown(path: &str) -> StripeError {
-    let path = shown(path);
+fn unknown(path: &Path<'_>) -> StripeError {
+    let path = path.text();
     invalid(format!("Received unknown parameter: {path}")).code("parameter_unknown").param(&path)
 }
 
 /// Check `v`, the parameter at `path`, against node `n`.
-fn value(n: u16, v: &Value, path: &str) -> Result<(), StripeError> {
+fn value(n: u16, v: &Value, path: &Path<'_>) -> Result<(), StripeError> {
     if matches!(v, Value::String(s) if s.is_empty()) {
         return Ok(());
     }
@@ -71,55 +103,55 @@ fn value(n: u16, v: &Value, path: &str) -> Result<(), StripeError> {
         Shape::Any => Ok(()),
         Shape::Str(values) => match v {
             Value::String(s) if values.is_empty() || values.contains(&s.as_str()) => Ok(()),
-            Value::String(_) => Err(invalid(format!("Invalid {}: must be one of {}", shown(path), one_of(values))).param(&shown(path))),
-            other => Err(invalid(format!("Invalid string: {}", inspect(other))).param(&shown(path))),
+            Value::String(_) => Err(invalid(format!("Invalid {}: must be one of {}", path.text(), one_of(values))).param(&path.text())),
+            other => Err(invalid(format!("Invalid string: {}", inspect(other))).param(&path.text())),
         },
         Shape::Int => match v {
             Value::String(s) if s.parse::<i64>().is_ok() => Ok(()),
             Value::Number(x) if x.is_i64() => Ok(()),
-            other => Err(invalid(format!("Invalid integer: {}", inspect(other))).code("parameter_invalid_integer").param(&shown(path))),
+            other => Err(invalid(format!("Invalid integer: {}", inspect(other))).code("parameter_invalid_integer").param(&path.text())),
         },
         Shape::Num => match v {
             Value::String(s) if s.parse::<f64>().is_ok_and(f64::is_finite) => Ok(()),
             Value::Number(_) => Ok(()),
-            other => Err(invalid(format!("Invalid decimal: {}", inspect(other))).param(&shown(path))),
+            other => Err(invalid(format!("Invalid decimal: {}", inspect(other))).param(&path.text())),
         },
         Shape::Bool => match v {
             Value::String(s) if s == "true" || s == "false" => Ok(()),
             Value::Bool(_) => Ok(()),
-            other => Err(invalid(format!("Invalid boolean: {}", inspect(other))).param(&shown(path))),
+            other => Err(invalid(format!("Invalid boolean: {}", inspect(other))).param(&path.text())),
         },
         Shape::Array(item) => match v {
             Value::Array(items) => {
                 for (i, it) in items.iter().enumerate() {
-                    value(*item, it, &format!("{path}[{i}]"))?;
+                    value(*item, it, &Path::Index(path, i))?;
                 }
                 Ok(())
             }
-            _ => Err(invalid("Invalid array").param(&shown(path))),
+            _ => Err(invalid("Invalid array").param(&path.text())),
         },
         Shape::Hash(fields, extra, required) => match v {
             Value::Object(m) => {
                 for (k, v) in m {
-                    let at = format!("{path}[{k}]");
+                    let at = Path::Key(path, k);
                     match field(fields, k).or(*extra) {
                         Some(n) => value(n, v, &at)?,
                         None => return Err(unknown(&at)),
                     }
                 }
                 if let Some(r) = required.iter().find(|r| !m.contains_key(**r)) {
-                    return Err(crate::core::missing(&shown(&format!("{path}[{r}]"))));
+                    return Err(crate::core::missing(&Path::Key(path, r).text()));
                 }
                 Ok(())
             }
             // Keys `0`, `1`, … read as an array (`metadata[0]=a`): any-key hashes take them.
             Value::Array(items) if extra.is_some() => {
                 for (i, it) in items.iter().enumerate() {
-                    value(extra.expect("matched"), it, &format!("{path}[{i}]"))?;
+                    value(extra.expect("matched"), it, &Path::Index(path, i))?;
                 }
                 Ok(())
             }
-            _ => Err(invalid("Invalid hash").param(&shown(path))),
+            _ => Err(invalid("Invalid hash").param(&path.text())),
         },
         Shape::OneOf(alts) => {
             // None fits: the refusal of the alternative shaped like the value, and of those
