@@ -67,3 +67,20 @@ def test_a_nested_hash_missing_a_name_it_requires_is_refused(stripe_sandbox):
         s.payment_intents.create(params={"amount": 500, "currency": "usd", "shipping": {"address": {"line1": "1 Main St"}}})
     assert (e.value.user_message, e.value.param, e.value.code) == ("Missing required param: shipping[name].", "shipping[name]", "parameter_missing")
     assert s.payment_intents.list().data == []
+
+
+def test_cancel_honours_prorate_invoice_now_and_cancellation_details(stripe_sandbox):
+    _, s = stripe_sandbox()
+    clock = s.test_helpers.test_clocks.create(params={"frozen_time": 1767225600})
+    cus = s.customers.create(params={"email": "c@x.test", "test_clock": clock.id, "payment_method": "pm_card_visa",
+                                     "invoice_settings": {"default_payment_method": "pm_card_visa"}})
+    price = s.prices.create(params={"currency": "usd", "unit_amount": 1500, "recurring": {"interval": "month"}, "product_data": {"name": "Pro"}})
+    sub = s.subscriptions.create(params={"customer": cus.id, "items": [{"price": price.id}]})
+    s.test_helpers.test_clocks.advance(clock.id, params={"frozen_time": 1768521600})
+    ended = s.subscriptions.cancel(sub.id, params={"prorate": True, "invoice_now": True,
+                                                   "cancellation_details": {"feedback": "too_expensive", "comment": "Over budget"}})
+    assert ended.status == "canceled"
+    assert (ended.cancellation_details.feedback, ended.cancellation_details.comment) == ("too_expensive", "Over budget")
+    final = s.invoices.retrieve(ended.latest_invoice)
+    assert (final.total, final.amount_due, final.status) == (-774, 0, "paid")
+    assert s.customers.retrieve(cus.id).balance == -774

@@ -1149,14 +1149,53 @@ fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     Ok(after)
 }
 
-fn sub_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+/// `DELETE /v1/subscriptions/{id}`: end it now. `prorate` credits the unused rest of the
+/// period as invoice items; `invoice_now` invoices what is pending for it (those credits
+/// among them) on a final invoice, collected at once (a credit goes to the customer's
+/// balance); `cancellation_details` (`comment`, `feedback`) is kept on the subscription.
+fn sub_cancel(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
     let sub = w.get_kind("subscription", &id).ok_or_else(|| no_such("subscription", &id, "id"))?;
     if sub["status"] == "canceled" {
         return Err(invalid(format!("No such subscription: '{id}'. It has been canceled.")).code("resource_missing"));
     }
-    let now = now_for(w, sub["customer"].as_str().unwrap_or_default());
-    Ok(end_subscription(w, call, &id, now, Some("cancellation_requested")))
+    let invoice_now = p.bool("invoice_now")?.unwrap_or(false);
+    let prorate = p.bool("prorate")?.unwrap_or(false);
+    let cus = sub["customer"].as_str().unwrap_or_default().to_string();
+    let now = now_for(w, &cus);
+    if let Some(d) = p.get("cancellation_details").and_then(Value::as_object) {
+        let (comment, feedback) = (d.get("comment").cloned(), d.get("feedback").cloned());
+        let blank = |v: Value| if v == "" { Value::Null } else { v };
+        w.modify(call, &id, |s| {
+            if let Some(c) = comment {
+                s["cancellation_details"]["comment"] = blank(c);
+            }
+            if let Some(f) = feedback {
+                s["cancellation_details"]["feedback"] = blank(f);
+            }
+        });
+    }
+    if prorate {
+        let sub = w.get(&id).unwrap_or(sub);
+        for mut ii in prorations(w, &sub, &held_items(&sub), &[], now) {
+            ii["id"] = json!(w.new_id("ii"));
+            let ii = w.insert(Some(call), ii);
+            emit(w, call, "invoiceitem.created", &ii, None);
+        }
+    }
+    let ended = end_subscription(w, call, &id, now, Some("cancellation_requested"));
+    if invoice_now && w.all("invoiceitem").any(|i| i["subscription"] == id.as_str() && i["invoice"].is_null()) {
+        let inv_id = w.new_id("in");
+        let lines = take_pending_items(w, call, &cus, Some(&id), &inv_id);
+        let cur = ended["currency"].as_str().unwrap_or("usd").to_string();
+        let inv = new_invoice(w, &inv_id, &cus, &cur, lines, Some(&id), "subscription_update", now, now);
+        let inv = w.insert(Some(call), inv);
+        emit(w, call, "invoice.created", &inv, None);
+        finalize(w, call, &inv_id);
+        pay(w, call, &inv_id, None);
+        return Ok(w.modify(call, &id, |s| s["latest_invoice"] = json!(inv_id)));
+    }
+    Ok(ended)
 }
 
 /// End subscription `id` at `at` (canceled, with its `customer.subscription.deleted`),

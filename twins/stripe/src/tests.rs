@@ -720,7 +720,7 @@ fn the_agent_toolkit_tools_reach_the_twins_routes_under_stripes_names() {
 
 
 /// A customer on a test clock with a visa as the invoice default, and a monthly price.
-fn billing_world(with_card: bool) -> (World, String, String, String) {
+pub(crate) fn billing_world(with_card: bool) -> (World, String, String, String) {
     let mut w = world();
     let (_, clock) = post(&mut w, "/v1/test_helpers/test_clocks", &[("frozen_time", "1767225600")]);
     let clock = clock["id"].as_str().unwrap().to_string();

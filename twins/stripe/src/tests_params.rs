@@ -111,3 +111,45 @@ fn a_nested_hash_without_a_name_it_requires_is_refused() {
     let (r, pi) = call(&mut w, Method::Post, "/v1/payment_intents", &[("amount", "500"), ("currency", "usd"), ("shipping", "")]);
     assert_eq!(r.status, 200, "{pi}");
 }
+
+// Documented parameters honoured.
+
+#[test]
+fn cancel_prorates_and_invoices_now_when_asked_and_keeps_cancellation_details() {
+    let (mut w, clock, cus, price) = crate::tests::billing_world(true);
+    let (_, sub) = call(&mut w, Method::Post, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
+    let sub_id = sub["id"].as_str().unwrap().to_string();
+    // Half-way through January (15 of 31 days used), the plan of $15.00 is cancelled.
+    call(&mut w, Method::Post, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1768521600")]);
+    let (r, ended) = call(
+        &mut w,
+        Method::Delete,
+        &format!("/v1/subscriptions/{sub_id}?prorate=true&invoice_now=true&cancellation_details[feedback]=too_expensive&cancellation_details[comment]=Over%20budget"),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{ended}");
+    assert_eq!(ended["status"], "canceled");
+    assert_eq!(ended["cancellation_details"], serde_json::json!({"comment": "Over budget", "feedback": "too_expensive", "reason": "cancellation_requested"}));
+    let (_, inv) = call(&mut w, Method::Get, &format!("/v1/invoices/{}", ended["latest_invoice"].as_str().unwrap()), &[]);
+    // 16 unused days of 31: a credit of $7.74, owed back through the customer's balance.
+    assert_eq!((inv["total"].as_i64(), inv["amount_due"].as_i64(), inv["status"].as_str()), (Some(-774), Some(0), Some("paid")), "{inv}");
+    assert_eq!(inv["lines"]["data"][0]["proration"], true);
+    let (_, c) = call(&mut w, Method::Get, &format!("/v1/customers/{cus}"), &[]);
+    assert_eq!(c["balance"], -774);
+
+    // Without them, cancelling writes no invoice item and no invoice.
+    let (_, sub) = call(&mut w, Method::Post, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
+    let (_, items_before) = call(&mut w, Method::Get, "/v1/invoiceitems?limit=100", &[]);
+    let (_, ended) = call(&mut w, Method::Delete, &format!("/v1/subscriptions/{}", sub["id"].as_str().unwrap()), &[]);
+    assert_eq!(ended["latest_invoice"], sub["latest_invoice"]);
+    let (_, items_after) = call(&mut w, Method::Get, "/v1/invoiceitems?limit=100", &[]);
+    assert_eq!(items_after["data"].as_array().map(Vec::len), items_before["data"].as_array().map(Vec::len));
+    // `prorate` alone leaves the credit pending as an invoice item.
+    let (_, sub) = call(&mut w, Method::Post, "/v1/subscriptions", &[("customer", &cus), ("items[0][price]", &price)]);
+    call(&mut w, Method::Post, &format!("/v1/test_helpers/test_clocks/{clock}/advance"), &[("frozen_time", "1768608000")]);
+    call(&mut w, Method::Delete, &format!("/v1/subscriptions/{}?prorate=true", sub["id"].as_str().unwrap()), &[]);
+    let (_, items) = call(&mut w, Method::Get, &format!("/v1/invoiceitems?customer={cus}&pending=true"), &[]);
+    let pending: Vec<&Value> = items["data"].as_array().unwrap().iter().filter(|i| i["subscription"] == sub["id"]).collect();
+    assert_eq!(pending.len(), 1, "{items}");
+    assert!(pending[0]["amount"].as_i64().unwrap() < 0 && pending[0]["invoice"].is_null());
+}
