@@ -4,7 +4,9 @@
 //! - sandbox create latency, end to end over HTTP (1 twin, 3 twins, a 1 MB seed)
 //! - twin request throughput and latency with `wrk` at 1 and 64 connections
 //! - resident memory per idle sandbox at 1,000 and 10,000 sandboxes
+//! - 1,000 and 5,000 open sandboxes each called by an agent about once a second (`agents.rs`)
 
+mod agents;
 mod durability;
 mod gmail;
 mod linear;
@@ -326,7 +328,7 @@ async fn memory(server: &Server) {
 
 #[tokio::main]
 async fn main() {
-    // `bench -- stripe` (or `gmail`, `linear`, `mcp`, `durability`, `modes`, `soak`) runs those lines alone.
+    // `bench -- stripe` (or `gmail`, `linear`, `mcp`, `durability`, `modes`, `soak`, `agents`) runs those lines alone.
     let only = std::env::args().nth(1);
     // Durability runs servers of its own (several modes, kill -9, restarts), and the shared
     // server must not start beside them: it compiles the twins of target/bench-twins, which
@@ -336,6 +338,8 @@ async fn main() {
         // The modes' throughput lines alone: what a change to the write path is judged by.
         Some("modes") => return durability::modes().await,
         Some("soak") => return durability::soak().await,
+        // Thousands of sandboxes each called about once a second, on a server of its own.
+        Some("agents") => return agents::run().await,
         _ => {}
     }
     let server = Server::start();
@@ -362,6 +366,9 @@ async fn main() {
     // Last: the Stripe lines leave busy sandboxes with thousands of objects behind, whose
     // memory must not be counted against the idle sandboxes measured above.
     stripe::run(&server).await;
+    // Its own server, with the shared one (and its 11,000 idle sandboxes) gone first.
+    drop(server);
+    agents::run().await;
 }
 
 #[cfg(test)]
