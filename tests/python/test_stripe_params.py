@@ -84,3 +84,15 @@ def test_cancel_honours_prorate_invoice_now_and_cancellation_details(stripe_sand
     final = s.invoices.retrieve(ended.latest_invoice)
     assert (final.total, final.amount_due, final.status) == (-774, 0, "paid")
     assert s.customers.retrieve(cus.id).balance == -774
+
+
+def test_a_price_given_only_unit_amount_decimal_keeps_it_and_bills_by_it(stripe_sandbox):
+    _, s = stripe_sandbox()
+    price = s.prices.create(params={"currency": "usd", "unit_amount_decimal": "12.5", "recurring": {"interval": "month"}, "product_data": {"name": "Seats"}})
+    assert (price.unit_amount, price.unit_amount_decimal) == (None, "12.5")
+    cus = s.customers.create(params={"email": "d@x.test", "payment_method": "pm_card_visa", "invoice_settings": {"default_payment_method": "pm_card_visa"}})
+    sub = s.subscriptions.create(params={"customer": cus.id, "items": [{"price": price.id, "quantity": 3}], "expand": ["latest_invoice"]})
+    assert (sub.status, sub.latest_invoice.amount_paid) == ("active", 38)
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        s.prices.create(params={"currency": "usd", "unit_amount": 1250, "unit_amount_decimal": "1250", "product_data": {"name": "Both"}})
+    assert e.value.code == "parameters_exclusive"

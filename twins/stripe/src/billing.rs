@@ -292,7 +292,7 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let period_end = trial_end.unwrap_or_else(|| add_interval(now, &interval, count));
     // `error_if_incomplete`: a first payment that cannot succeed is refused before anything
     // is made, as Stripe makes no subscription then.
-    let first_due: i64 = prices.iter().map(|(p, q)| p["unit_amount"].as_i64().unwrap_or(0) * q).sum();
+    let first_due: i64 = prices.iter().map(|(p, q)| api::price_total(p, *q)).sum();
     if behavior == "error_if_incomplete" && method == "charge_automatically" && trial_end.is_none() && first_due > 0 {
         let pm = dpm.clone().or_else(|| customer_payment_method(w, &cus));
         match pm {
@@ -362,11 +362,11 @@ fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end:
     let mut lines = Vec::new();
     for it in sub["items"]["data"].as_array().cloned().unwrap_or_default() {
         let qty = it["quantity"].as_i64().unwrap_or(1);
-        let unit = if trial { 0 } else { it["price"]["unit_amount"].as_i64().unwrap_or(0) };
+        let amount = if trial { 0 } else { api::price_total(&it["price"], qty) };
         let lid = w.new_id("il");
-        let desc = format!("{qty} × {} (at {})", it["price"]["product"].as_str().unwrap_or(""), unit);
+        let desc = format!("{qty} × {} (at {})", it["price"]["product"].as_str().unwrap_or(""), api::unit_text(&it["price"]));
         lines.push(json!({
-            "id": lid, "object": "line_item", "amount": unit * qty, "currency": cur, "description": if trial { format!("Trial period for {}", it["price"]["product"].as_str().unwrap_or("")) } else { desc },
+            "id": lid, "object": "line_item", "amount": amount, "currency": cur, "description": if trial { format!("Trial period for {}", it["price"]["product"].as_str().unwrap_or("")) } else { desc },
             "discount_amounts": [], "discountable": true, "discounts": [], "invoice": inv_id, "livemode": false, "metadata": {},
             "period": {"end": end, "start": start}, "price": it["price"], "proration": false, "proration_details": {"credited_items": null},
             "quantity": qty, "subscription": sub_id, "subscription_item": it["id"], "tax_amounts": [], "tax_rates": [], "type": "subscription",
@@ -831,10 +831,10 @@ fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with
         let canceling = s["cancel_at_period_end"] == true;
         if !canceling {
             for (i, (si, price, qty)) in items.iter().enumerate() {
-                let unit = price["unit_amount"].as_i64().unwrap_or(0);
+                let unit = api::unit_text(price);
                 cur = price["currency"].as_str().map(str::to_string);
                 lines.push(json!({
-                    "id": format!("il_tmp_{}{i}", &s["id"].as_str().unwrap_or("")[4..]), "object": "line_item", "amount": unit * qty,
+                    "id": format!("il_tmp_{}{i}", &s["id"].as_str().unwrap_or("")[4..]), "object": "line_item", "amount": api::price_total(price, *qty),
                     "currency": price["currency"], "description": format!("{qty} × {} (at {unit})", price["product"].as_str().unwrap_or("")),
                     "discount_amounts": [], "discountable": true, "discounts": [], "livemode": false, "metadata": {},
                     "period": {"end": end, "start": start}, "price": price, "proration": false, "proration_details": {"credited_items": null},
@@ -983,7 +983,7 @@ fn prorations(w: &World, sub: &Value, old: &[Held], new: &[Held], at: i64) -> Ve
             "discountable": false, "discounts": [], "invoice": null, "livemode": false, "metadata": {},
             "period": {"end": end, "start": at}, "price": held.1, "proration": true, "quantity": held.2,
             "subscription": sub["id"], "subscription_item": held.0, "tax_rates": [], "test_clock": sub["test_clock"],
-            "unit_amount": held.1["unit_amount"], "unit_amount_decimal": held.1["unit_amount"].as_i64().map(|u| u.to_string()),
+            "unit_amount": held.1["unit_amount"], "unit_amount_decimal": held.1["unit_amount_decimal"].as_str().map(str::to_string).or(held.1["unit_amount"].as_i64().map(|u| u.to_string())),
         })
     };
     let day = day_text(at);
@@ -993,14 +993,14 @@ fn prorations(w: &World, sub: &Value, old: &[Held], new: &[Held], at: i64) -> Ve
         if new.iter().any(|n| n.0 == was.0 && same(n, was)) {
             continue;
         }
-        let amount = share(was.1["unit_amount"].as_i64().unwrap_or(0) * was.2);
+        let amount = share(api::price_total(&was.1, was.2));
         out.push(item(-amount, format!("Unused time on {} × {} after {day}", was.2, name(&was.1)), was));
     }
     for is in new {
         if old.iter().any(|o| o.0 == is.0 && same(o, is)) {
             continue;
         }
-        let amount = share(is.1["unit_amount"].as_i64().unwrap_or(0) * is.2);
+        let amount = share(api::price_total(&is.1, is.2));
         out.push(item(amount, format!("Remaining time on {} × {} after {day}", is.2, name(&is.1)), is));
     }
     out
@@ -1513,7 +1513,7 @@ fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         Some(pid) => {
             let pr = w.get_kind("price", pid).ok_or_else(|| no_such_ref("price", pid, "price"))?;
             let q = p.int("quantity")?.unwrap_or(1);
-            (pr["unit_amount"].as_i64().unwrap_or(0) * q, pr["currency"].as_str().unwrap_or("usd").to_string(), pr)
+            (api::price_total(&pr, q), pr["currency"].as_str().unwrap_or("usd").to_string(), pr)
         }
         None => (p.req_int("amount")?, api::currency(p)?, Value::Null),
     };
@@ -1715,8 +1715,8 @@ fn ii_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
         }
         if let Some(q) = qty {
             o["quantity"] = json!(q);
-            if let Some(unit) = o["price"]["unit_amount"].as_i64() {
-                o["amount"] = json!(unit * q);
+            if o["price"]["unit_amount"].is_i64() || o["price"]["unit_amount_decimal"].is_string() {
+                o["amount"] = json!(api::price_total(&o["price"], q));
             }
         }
         p.copy(o, &["description"]);

@@ -57,7 +57,7 @@ fn line_items(w: &mut World, call: &mut Call, p: &Params, prices: Prices) -> Res
             _ => return Err(missing(&format!("line_items[{i}][price]"))),
         };
         let qty: i64 = it["quantity"].as_str().and_then(|s| s.parse().ok()).ok_or_else(|| missing(&format!("line_items[{i}][quantity]")))?;
-        let amount = price["unit_amount"].as_i64().unwrap_or(0) * qty;
+        let amount = crate::api::price_total(&price, qty);
         cur = price["currency"].as_str().unwrap_or("usd").to_string();
         recurring |= !price["recurring"].is_null();
         let id = w.new_id("li");

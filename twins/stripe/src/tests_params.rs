@@ -153,3 +153,21 @@ fn cancel_prorates_and_invoices_now_when_asked_and_keeps_cancellation_details() 
     assert_eq!(pending.len(), 1, "{items}");
     assert!(pending[0]["amount"].as_i64().unwrap() < 0 && pending[0]["invoice"].is_null());
 }
+
+#[test]
+fn a_price_given_only_unit_amount_decimal_keeps_it_and_charges_by_it() {
+    let mut w = world();
+    let (r, price) = call(&mut w, Method::Post, "/v1/prices", &[("currency", "usd"), ("unit_amount_decimal", "12.5"), ("product_data[name]", "Metered")]);
+    assert_eq!(r.status, 200, "{price}");
+    assert_eq!((price["unit_amount"].is_null(), price["unit_amount_decimal"].as_str()), (true, Some("12.5")));
+    let (_, whole) = call(&mut w, Method::Post, "/v1/prices", &[("currency", "usd"), ("unit_amount_decimal", "1500"), ("product_data[name]", "Whole")]);
+    assert_eq!((whole["unit_amount"].as_i64(), whole["unit_amount_decimal"].as_str()), (Some(1500), Some("1500")));
+    let e = refused(&mut w, Method::Post, "/v1/prices", &[("currency", "usd"), ("unit_amount", "1500"), ("unit_amount_decimal", "1500"), ("product_data[name]", "Both")]);
+    assert_eq!(e["code"], "parameters_exclusive");
+    let e = refused(&mut w, Method::Post, "/v1/prices", &[("currency", "usd"), ("unit_amount_decimal", "1e3"), ("product_data[name]", "Odd")]);
+    assert_eq!(e["param"], "unit_amount_decimal");
+    // 3 × 12.5 = 37.5, rounded to 38 on the invoice item.
+    let (_, cus) = call(&mut w, Method::Post, "/v1/customers", &[("email", "d@x.test")]);
+    let (r, ii) = call(&mut w, Method::Post, "/v1/invoiceitems", &[("customer", cus["id"].as_str().unwrap()), ("price", price["id"].as_str().unwrap()), ("quantity", "3")]);
+    assert_eq!((r.status, ii["amount"].as_i64()), (200, Some(38)), "{ii}");
+}

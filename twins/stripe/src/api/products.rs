@@ -94,9 +94,24 @@ pub(crate) fn price_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         }
         _ => return Err(invalid("You must specify either `product` or `product_data` when creating a price.").code("parameter_missing").param("product")),
     };
-    let unit_amount = p.int("unit_amount")?;
-    if unit_amount.is_none() && p.str("unit_amount_decimal").is_none() && p.get("custom_unit_amount").is_none() {
+    let mut unit_amount = p.int("unit_amount")?;
+    let decimal = p.str("unit_amount_decimal").map(str::to_string);
+    if unit_amount.is_some() && decimal.is_some() {
+        return Err(invalid("You may only specify one of these parameters: unit_amount, unit_amount_decimal.").code("parameters_exclusive").param("unit_amount"));
+    }
+    if unit_amount.is_none() && decimal.is_none() && p.get("custom_unit_amount").is_none() {
         return Err(missing("unit_amount"));
+    }
+    // A price given in fractions of the currency's unit keeps its decimal; a whole one is its
+    // `unit_amount` too.
+    if let Some(d) = &decimal {
+        let (whole, frac) = d.split_once('.').unwrap_or((d, ""));
+        if decimal_times(d, 1).is_none() {
+            return Err(invalid(format!("Invalid decimal: {}", crate::core::shown(d))).param("unit_amount_decimal"));
+        }
+        if frac.bytes().all(|b| b == b'0') {
+            unit_amount = whole.parse().ok();
+        }
     }
     let recurring = match p.get("recurring") {
         Some(r) => {
@@ -115,7 +130,7 @@ pub(crate) fn price_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         "currency": cur, "custom_unit_amount": null, "livemode": false, "lookup_key": null, "metadata": {},
         "nickname": null, "product": product, "tax_behavior": "unspecified", "tiers_mode": null,
         "transform_quantity": null, "type": if recurring.is_null() { "one_time" } else { "recurring" },
-        "recurring": recurring, "unit_amount": unit_amount, "unit_amount_decimal": unit_amount.map(|u| u.to_string()),
+        "recurring": recurring, "unit_amount": unit_amount, "unit_amount_decimal": decimal.or(unit_amount.map(|u| u.to_string())),
     });
     p.copy(&mut o, &["nickname", "lookup_key", "tax_behavior"]);
     if let Some(a) = p.bool("active")? {
@@ -267,4 +282,37 @@ pub(super) fn automatic_payment_methods(p: &Params) -> Result<Value, StripeError
         None if typed => Ok(Value::Null),
         None => Ok(json!({"allow_redirects": "always", "enabled": true})),
     }
+}
+
+/// What `qty` of `price` cost, in the currency's smallest unit: `unit_amount × qty`, or for a
+/// price given only as `unit_amount_decimal` (fractions of the smallest unit), the decimal
+/// times the quantity, rounded to the nearest unit (half up).
+pub fn price_total(price: &Value, qty: i64) -> i64 {
+    if let Some(u) = price["unit_amount"].as_i64() {
+        return u.saturating_mul(qty);
+    }
+    price["unit_amount_decimal"].as_str().and_then(|d| decimal_times(d, qty)).unwrap_or(0)
+}
+
+/// A price's unit amount as a line's description shows it: the whole amount or the decimal.
+pub fn unit_text(price: &Value) -> String {
+    match (price["unit_amount"].as_i64(), price["unit_amount_decimal"].as_str()) {
+        (Some(u), _) => u.to_string(),
+        (None, Some(d)) => d.to_string(),
+        _ => "0".into(),
+    }
+}
+
+/// `d`, a decimal of at most 12 places (Stripe's precision) and 18 whole digits, times `qty`,
+/// rounded half up; `None` when `d` is no such decimal or the product overflows.
+fn decimal_times(d: &str, qty: i64) -> Option<i64> {
+    let (whole, frac) = d.split_once('.').unwrap_or((d, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || whole.len() > 18 || frac.len() > 12 || !digits(whole) || !digits(frac) {
+        return None;
+    }
+    let scale = 10i128.pow(frac.len() as u32);
+    let n: i128 = whole.parse::<i128>().ok()? * scale + if frac.is_empty() { 0 } else { frac.parse::<i128>().ok()? };
+    let total = n.checked_mul(qty as i128)?;
+    i64::try_from((2 * total + scale) / (2 * scale)).ok()
 }
