@@ -96,3 +96,19 @@ def test_a_price_given_only_unit_amount_decimal_keeps_it_and_bills_by_it(stripe_
     with pytest.raises(stripe.InvalidRequestError) as e:
         s.prices.create(params={"currency": "usd", "unit_amount": 1250, "unit_amount_decimal": "1250", "product_data": {"name": "Both"}})
     assert e.value.code == "parameters_exclusive"
+
+
+def test_a_tiered_price_bills_by_its_tiers(stripe_sandbox):
+    _, s = stripe_sandbox()
+    price = s.prices.create(params={"currency": "usd", "billing_scheme": "tiered", "tiers_mode": "graduated", "recurring": {"interval": "month"},
+                                    "product_data": {"name": "Seats"},
+                                    "tiers": [{"up_to": 5, "unit_amount": 1000}, {"up_to": "inf", "unit_amount": 800, "flat_amount": 300}]})
+    assert (price.billing_scheme, price.tiers_mode, price.unit_amount) == ("tiered", "graduated", None)
+    assert [t.up_to for t in price.tiers] == [5, None]
+    cus = s.customers.create(params={"email": "t@x.test", "payment_method": "pm_card_visa", "invoice_settings": {"default_payment_method": "pm_card_visa"}})
+    sub = s.subscriptions.create(params={"customer": cus.id, "items": [{"price": price.id, "quantity": 7}], "expand": ["latest_invoice"]})
+    assert (sub.status, sub.latest_invoice.amount_paid) == ("active", 6900)  # 5 × 10.00 + 2 × 8.00 + 3.00
+    with pytest.raises(stripe.InvalidRequestError) as e:
+        s.prices.create(params={"currency": "usd", "billing_scheme": "tiered", "tiers_mode": "volume", "product_data": {"name": "X"},
+                                "tiers": [{"up_to": 5, "unit_amount": 1000}]})
+    assert e.value.param == "tiers[0][up_to]"

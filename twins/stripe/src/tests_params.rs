@@ -171,3 +171,34 @@ fn a_price_given_only_unit_amount_decimal_keeps_it_and_charges_by_it() {
     let (r, ii) = call(&mut w, Method::Post, "/v1/invoiceitems", &[("customer", cus["id"].as_str().unwrap()), ("price", price["id"].as_str().unwrap()), ("quantity", "3")]);
     assert_eq!((r.status, ii["amount"].as_i64()), (200, Some(38)), "{ii}");
 }
+
+#[test]
+fn a_tiered_price_keeps_its_tiers_and_charges_by_them() {
+    let mut w = world();
+    let tiers = [("tiers[0][up_to]", "5"), ("tiers[0][unit_amount]", "1000"), ("tiers[1][up_to]", "inf"), ("tiers[1][unit_amount]", "800"), ("tiers[1][flat_amount]", "300")];
+    let mut graduated = vec![("currency", "usd"), ("billing_scheme", "tiered"), ("tiers_mode", "graduated"), ("product_data[name]", "Seats")];
+    graduated.extend_from_slice(&tiers);
+    let (r, g) = call(&mut w, Method::Post, "/v1/prices", &graduated);
+    assert_eq!(r.status, 200, "{g}");
+    assert_eq!((g["billing_scheme"].as_str(), g["tiers_mode"].as_str(), g["unit_amount"].is_null()), (Some("tiered"), Some("graduated"), true));
+    assert_eq!(g["tiers"][1], serde_json::json!({"flat_amount": 300, "flat_amount_decimal": "300", "unit_amount": 800, "unit_amount_decimal": "800", "up_to": null}));
+    let mut volume = graduated.clone();
+    volume[2] = ("tiers_mode", "volume");
+    let (_, v) = call(&mut w, Method::Post, "/v1/prices", &volume);
+    // 7 seats: graduated 5 × 10.00 + 2 × 8.00 + 3.00 = 69.00; volume 7 × 8.00 + 3.00 = 59.00.
+    assert_eq!(crate::api::price_total(&g, 7), 6900);
+    assert_eq!(crate::api::price_total(&v, 7), 5900);
+    assert_eq!(crate::api::price_total(&v, 3), 3000);
+    let (_, cus) = call(&mut w, Method::Post, "/v1/customers", &[("email", "t@x.test")]);
+    let (_, ii) = call(&mut w, Method::Post, "/v1/invoiceitems", &[("customer", cus["id"].as_str().unwrap()), ("price", g["id"].as_str().unwrap()), ("quantity", "7")]);
+    assert_eq!(ii["amount"], 6900, "{ii}");
+    // What a tiered price cannot be.
+    let e = refused(&mut w, Method::Post, "/v1/prices", &[("currency", "usd"), ("billing_scheme", "tiered"), ("tiers_mode", "volume"), ("tiers[0][up_to]", "5"), ("tiers[0][unit_amount]", "1"), ("product_data[name]", "X")]);
+    assert_eq!(e["param"], "tiers[0][up_to]");
+    let e = refused(&mut w, Method::Post, "/v1/prices", &[("currency", "usd"), ("billing_scheme", "tiered"), ("tiers[0][up_to]", "inf"), ("tiers[0][unit_amount]", "1"), ("product_data[name]", "X")]);
+    assert_eq!((e["param"].as_str(), e["code"].as_str()), (Some("tiers_mode"), Some("parameter_missing")));
+    let e = refused(&mut w, Method::Post, "/v1/prices", &[("currency", "usd"), ("unit_amount", "1"), ("tiers_mode", "volume"), ("product_data[name]", "X")]);
+    assert_eq!(e["param"], "tiers_mode");
+    let e = refused(&mut w, Method::Post, "/v1/prices", &[("currency", "usd"), ("billing_scheme", "tiered"), ("tiers_mode", "volume"), ("unit_amount", "5"), ("tiers[0][up_to]", "inf"), ("tiers[0][unit_amount]", "1"), ("product_data[name]", "X")]);
+    assert_eq!(e["param"], "unit_amount");
+}

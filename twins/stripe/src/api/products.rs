@@ -94,12 +94,17 @@ pub(crate) fn price_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         }
         _ => return Err(invalid("You must specify either `product` or `product_data` when creating a price.").code("parameter_missing").param("product")),
     };
+    let tiers = tiers_of(p)?;
     let mut unit_amount = p.int("unit_amount")?;
     let decimal = p.str("unit_amount_decimal").map(str::to_string);
-    if unit_amount.is_some() && decimal.is_some() {
+    if tiers.is_some() {
+        if let Some(given) = ["unit_amount", "unit_amount_decimal"].into_iter().find(|k| p.has(k)) {
+            return Err(invalid(format!("You may not specify `{given}` when `billing_scheme` is `tiered`: the tiers give the amounts.")).param(given));
+        }
+    } else if unit_amount.is_some() && decimal.is_some() {
         return Err(invalid("You may only specify one of these parameters: unit_amount, unit_amount_decimal.").code("parameters_exclusive").param("unit_amount"));
     }
-    if unit_amount.is_none() && decimal.is_none() && p.get("custom_unit_amount").is_none() {
+    if tiers.is_none() && unit_amount.is_none() && decimal.is_none() && p.get("custom_unit_amount").is_none() {
         return Err(missing("unit_amount"));
     }
     // A price given in fractions of the currency's unit keeps its decimal; a whole one is its
@@ -132,6 +137,11 @@ pub(crate) fn price_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         "transform_quantity": null, "type": if recurring.is_null() { "one_time" } else { "recurring" },
         "recurring": recurring, "unit_amount": unit_amount, "unit_amount_decimal": decimal.or(unit_amount.map(|u| u.to_string())),
     });
+    if let Some(tiers) = tiers {
+        o["billing_scheme"] = json!("tiered");
+        o["tiers_mode"] = json!(p.str("tiers_mode"));
+        o["tiers"] = Value::Array(tiers);
+    }
     p.copy(&mut o, &["nickname", "lookup_key", "tax_behavior"]);
     if let Some(a) = p.bool("active")? {
         o["active"] = json!(a);
@@ -284,35 +294,133 @@ pub(super) fn automatic_payment_methods(p: &Params) -> Result<Value, StripeError
     }
 }
 
+/// Tiers a price may have: far more than any real price schedule uses.
+const MAX_TIERS: usize = 250;
+
+/// `billing_scheme=tiered`'s `tiers` and `tiers_mode`, checked and written as the price keeps
+/// them (`up_to: null` for the last, unbounded tier); `None` for a price per unit.
+fn tiers_of(p: &Params) -> Result<Option<Vec<Value>>, StripeError> {
+    if p.str("billing_scheme") != Some("tiered") {
+        for k in ["tiers", "tiers_mode"] {
+            if p.has(k) {
+                return Err(invalid(format!("You may only specify `{k}` when `billing_scheme` is `tiered`.")).param(k));
+            }
+        }
+        return Ok(None);
+    }
+    p.str("tiers_mode").ok_or_else(|| missing("tiers_mode"))?;
+    let given = match p.get("tiers") {
+        Some(Value::Array(a)) if !a.is_empty() => a,
+        _ => return Err(missing("tiers")),
+    };
+    if given.len() > MAX_TIERS {
+        return Err(invalid(format!("A price may have at most {MAX_TIERS} tiers.")).param("tiers"));
+    }
+    let mut out = Vec::with_capacity(given.len());
+    let mut last_up_to = 0i64;
+    for (i, t) in given.iter().enumerate() {
+        let at = |k: &str| format!("tiers[{i}][{k}]");
+        let up_to = match t["up_to"].as_str() {
+            Some("inf") => None,
+            Some(n) => match n.parse::<i64>() {
+                Ok(n) if n > last_up_to => Some(n),
+                _ => return Err(invalid(format!("Invalid {}: tiers' up_to must be whole numbers that increase, with `inf` last.", at("up_to"))).param(&at("up_to"))),
+            },
+            None => return Err(missing(&at("up_to"))),
+        };
+        if up_to.is_none() != (i + 1 == given.len()) {
+            return Err(invalid("The last tier, and only the last, must have `up_to` set to `inf`.").param(&at("up_to")));
+        }
+        let mut tier = json!({"flat_amount": null, "flat_amount_decimal": null, "unit_amount": null, "unit_amount_decimal": null, "up_to": up_to});
+        for kind in ["unit_amount", "flat_amount"] {
+            let decimal_key = format!("{kind}_decimal");
+            match (t[kind].as_str(), t[decimal_key.as_str()].as_str()) {
+                (Some(_), Some(_)) => return Err(invalid(format!("You may only specify one of these parameters: {}, {}.", at(kind), at(&decimal_key))).code("parameters_exclusive").param(&at(kind))),
+                (Some(n), None) => {
+                    let n: i64 = n.parse().map_err(|_| invalid(format!("Invalid integer: {}", crate::core::shown(n))).param(&at(kind)))?;
+                    tier[kind] = json!(n);
+                    tier[decimal_key.as_str()] = json!(n.to_string());
+                }
+                (None, Some(d)) => {
+                    scaled(d).ok_or_else(|| invalid(format!("Invalid decimal: {}", crate::core::shown(d))).param(&at(&decimal_key)))?;
+                    tier[decimal_key.as_str()] = json!(d);
+                }
+                (None, None) => {}
+            }
+        }
+        if tier["unit_amount_decimal"].is_null() && tier["flat_amount_decimal"].is_null() {
+            return Err(invalid(format!("Each tier needs an amount: give {} or {}.", at("unit_amount"), at("flat_amount"))).param(&at("unit_amount")));
+        }
+        last_up_to = up_to.unwrap_or(i64::MAX);
+        out.push(tier);
+    }
+    Ok(Some(out))
+}
+
 /// What `qty` of `price` cost, in the currency's smallest unit: `unit_amount × qty`, or for a
 /// price given only as `unit_amount_decimal` (fractions of the smallest unit), the decimal
-/// times the quantity, rounded to the nearest unit (half up).
+/// times the quantity; a tiered price by its tiers (`graduated`: each tier's units at its
+/// rate, plus its flat amount; `volume`: all units at the rate of the tier the quantity falls
+/// in, plus its flat amount). Fractions are rounded to the nearest unit, half up, once.
 pub fn price_total(price: &Value, qty: i64) -> i64 {
+    if let Some(tiers) = price["tiers"].as_array().filter(|_| price["billing_scheme"] == "tiered") {
+        return round_scaled(tiered_scaled(tiers, price["tiers_mode"] == "volume", qty)).unwrap_or(0);
+    }
     if let Some(u) = price["unit_amount"].as_i64() {
         return u.saturating_mul(qty);
     }
     price["unit_amount_decimal"].as_str().and_then(|d| decimal_times(d, qty)).unwrap_or(0)
 }
 
+/// [`price_total`] of a tiered price, in units of 10⁻¹² (`None` on overflow).
+fn tiered_scaled(tiers: &[Value], volume: bool, qty: i64) -> Option<i128> {
+    let amount = |t: &Value, key: &str| t[key].as_str().and_then(scaled).unwrap_or(0);
+    let cost = |t: &Value, units: i64| amount(t, "unit_amount_decimal").checked_mul(units as i128)?.checked_add(amount(t, "flat_amount_decimal"));
+    if volume {
+        let t = tiers.iter().find(|t| t["up_to"].as_i64().is_none_or(|u| qty <= u))?;
+        return cost(t, qty);
+    }
+    let (mut total, mut below) = (0i128, 0i64);
+    for t in tiers {
+        let top = t["up_to"].as_i64().unwrap_or(i64::MAX).min(qty);
+        if top <= below {
+            break;
+        }
+        total = total.checked_add(cost(t, top - below)?)?;
+        below = top;
+    }
+    Some(total)
+}
+
 /// A price's unit amount as a line's description shows it: the whole amount or the decimal.
 pub fn unit_text(price: &Value) -> String {
     match (price["unit_amount"].as_i64(), price["unit_amount_decimal"].as_str()) {
+        _ if price["billing_scheme"] == "tiered" => "tiered rates".into(),
         (Some(u), _) => u.to_string(),
         (None, Some(d)) => d.to_string(),
         _ => "0".into(),
     }
 }
 
-/// `d`, a decimal of at most 12 places (Stripe's precision) and 18 whole digits, times `qty`,
-/// rounded half up; `None` when `d` is no such decimal or the product overflows.
-fn decimal_times(d: &str, qty: i64) -> Option<i64> {
+/// `d`, a decimal of at most 12 places (Stripe's precision) and 18 whole digits, in units of
+/// 10⁻¹²; `None` when it is no such decimal.
+fn scaled(d: &str) -> Option<i128> {
     let (whole, frac) = d.split_once('.').unwrap_or((d, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     if whole.is_empty() || whole.len() > 18 || frac.len() > 12 || !digits(whole) || !digits(frac) {
         return None;
     }
-    let scale = 10i128.pow(frac.len() as u32);
-    let n: i128 = whole.parse::<i128>().ok()? * scale + if frac.is_empty() { 0 } else { frac.parse::<i128>().ok()? };
-    let total = n.checked_mul(qty as i128)?;
-    i64::try_from((2 * total + scale) / (2 * scale)).ok()
+    let frac: i128 = if frac.is_empty() { 0 } else { frac.parse::<i128>().ok()? * 10i128.pow(12 - frac.len() as u32) };
+    Some(whole.parse::<i128>().ok()? * 1_000_000_000_000 + frac)
+}
+
+/// A scaled amount rounded to whole units, half up.
+fn round_scaled(n: Option<i128>) -> Option<i64> {
+    i64::try_from((2 * n? + 1_000_000_000_000) / 2_000_000_000_000).ok()
+}
+
+/// `d` ([`scaled`]) times `qty`, rounded half up; `None` when `d` is no such decimal or the
+/// product overflows.
+fn decimal_times(d: &str, qty: i64) -> Option<i64> {
+    round_scaled(scaled(d)?.checked_mul(qty as i128))
 }
