@@ -134,6 +134,9 @@ struct Tally {
     /// (when it was answered, from the run's start; how long it took; the twin), for answers
     /// that succeeded.
     answered: Vec<(Duration, Duration, usize)>,
+    /// How long each answered call waited for one of the `CONNECTIONS` before it was sent:
+    /// the part of its latency spent queued in the generator.
+    queued: Vec<Duration>,
     writes: usize,
     /// Answered, but not with success: non-2xx, Slack's `ok: false`, GraphQL `errors`.
     refused: usize,
@@ -146,6 +149,7 @@ struct Tally {
 impl Tally {
     fn merge(&mut self, other: Tally) {
         self.answered.extend(other.answered);
+        self.queued.extend(other.queued);
         self.writes += other.writes;
         self.refused += other.refused;
         self.failed += other.failed;
@@ -166,6 +170,18 @@ fn cpu(pid: &str) -> Duration {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
     Duration::from_secs_f64((ticks(11) + ticks(12)) as f64 / clock_ticks())
+}
+
+/// How long the threads of process `pid` alive now have waited for a CPU while runnable
+/// (`/proc/<pid>/task/*/schedstat`, second field): on a machine shared with builds, the
+/// part of the latency that is not the server's doing.
+fn run_delay(pid: &str) -> Duration {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Duration::ZERO };
+    let nanos: u64 = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
 }
 
 fn clock_ticks() -> f64 {
@@ -257,6 +273,7 @@ async fn agent(
             Body::Form(b) => req.header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded").body(*b),
         };
         let permit = pool.acquire().await.unwrap();
+        let queued = began.elapsed();
         let answer = match req.send().await {
             Ok(resp) => {
                 let status = resp.status();
@@ -277,6 +294,7 @@ async fn agent(
                     };
                 if ok {
                     tally.answered.push((start.elapsed(), took, agent.twin));
+                    tally.queued.push(queued);
                     tally.writes += write as usize;
                 } else {
                     tally.refused += 1;
@@ -363,12 +381,14 @@ pub async fn run() {
 async fn line(n: usize, secs: u64, pid: &str, server: &Server, base: Memory, idle: Memory, agents: Vec<Arc<Agent>>, calls: Arc<Vec<Calls>>) {
     let agents = Arc::new(agents);
     let (server_cpu, own_cpu, wall) = (cpu(pid), cpu("self"), Instant::now());
+    let (server_delay, own_delay) = (run_delay(pid), run_delay("self"));
     let tally = {
         let agents = agents.clone();
         tokio::task::spawn_blocking(move || drive(agents, calls, secs)).await.unwrap()
     };
     let wall = wall.elapsed();
     let (server_cpu, own_cpu) = (cpu(pid) - server_cpu, cpu("self") - own_cpu);
+    let (server_delay, own_delay) = (run_delay(pid).saturating_sub(server_delay), run_delay("self").saturating_sub(own_delay));
     let after = server.memory();
     if tally.refused > 0 || tally.failed > 0 {
         println!("agents {n:>5}: NO FIGURE: {} non-2xx, {} failed (of {} calls)", tally.refused, tally.failed, tally.refused + tally.failed + tally.answered.len());
@@ -407,12 +427,21 @@ async fn line(n: usize, secs: u64, pid: &str, server: &Server, base: Memory, idl
         ms(*all.last().unwrap()),
         ms(worst),
     );
+    let mut queued = tally.queued.clone();
+    queued.sort();
     println!(
-        "agents {n:>5}: server CPU {:.0} µs a call ({:.0} % of a core); generator CPU {:.0} µs a call ({:.0} % of a core, {} calls started > {} ms late)",
+        "agents {n:>5}: of that, queued in the generator for a connection: p50 {:.3} ms, p99 {:.3} ms",
+        ms(percentile(&queued, 0.5)),
+        ms(percentile(&queued, 0.99)),
+    );
+    println!(
+        "agents {n:>5}: server CPU {:.0} µs a call ({:.0} % of a core; its threads waited {:.1} s for a CPU); generator CPU {:.0} µs a call ({:.0} % of a core; waited {:.1} s; {} calls started > {} ms late)",
         per_call(server_cpu),
         server_cpu.as_secs_f64() * 100.0 / wall.as_secs_f64(),
+        server_delay.as_secs_f64(),
         per_call(own_cpu),
         own_cpu.as_secs_f64() * 100.0 / wall.as_secs_f64(),
+        own_delay.as_secs_f64(),
         tally.late,
         LATE.as_millis(),
     );
