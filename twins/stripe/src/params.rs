@@ -176,11 +176,10 @@ fn value(n: u16, v: &Value, path: &Path<'_>) -> Result<(), StripeError> {
 /// Whether node `n` is of the value's own kind (a hash for a hash, an array for an array, a
 /// scalar for a string).
 fn fits(n: u16, v: &Value) -> bool {
-    match (&schemas::NODES[n as usize], v) {
-        (Shape::Hash(..), Value::Object(_)) | (Shape::Array(_), Value::Array(_)) => true,
-        (Shape::Str(_) | Shape::Int | Shape::Num | Shape::Bool, Value::String(_)) => true,
-        _ => false,
-    }
+    matches!(
+        (&schemas::NODES[n as usize], v),
+        (Shape::Hash(..), Value::Object(_)) | (Shape::Array(_), Value::Array(_)) | (Shape::Str(_) | Shape::Int | Shape::Num | Shape::Bool, Value::String(_))
+    )
 }
 
 /// Stripe's list of allowed values: `a`, `a or b`, `a, b, or c`.
