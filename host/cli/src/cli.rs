@@ -339,6 +339,7 @@ impl LimitArgs {
             store_queue: self.store_queue.max(1),
             seed_cache_entries: self.seed_cache_entries.max(1),
             checkpoint_after: self.checkpoint_after,
+            checkpoint_inline_bytes: pome_runtime::limits::Limits::default().checkpoint_inline_bytes,
             memory_budget: self.memory_budget.unwrap_or_else(pome_runtime::limits::default_memory_budget),
         }
     }

@@ -341,6 +341,8 @@ pub struct Runtime {
     cache: Option<Dir>,
     /// Memory held by every store and tape of this runtime.
     pub held: Arc<Held>,
+    /// Where checkpoints are built off their stores' paths: half the cores, at low priority.
+    pub background: crate::background::Background,
 }
 
 /// The guard behind each linear memory. With 4 GiB, every address a 32-bit guest can form
@@ -420,7 +422,9 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from).context("linking WASI")?;
         v1::TwinWorld::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s).map_err(anyhow::Error::from).context("linking the 0.1.0 tape")?;
         v2::TwinWorld::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s).map_err(anyhow::Error::from).context("linking the 0.2.0 tape and outbound")?;
-        Ok(Arc::new(Runtime { engine, linker, limits, cache, held: Arc::default() }))
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let background = crate::background::Background::new(cores / 2).context("starting the background threads")?;
+        Ok(Arc::new(Runtime { engine, linker, limits, cache, held: Arc::default(), background }))
     }
 
     /// Compile (or load from the cache) one component and check it is a pome twin.

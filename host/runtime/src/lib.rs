@@ -4,9 +4,10 @@
 //! messages, the tape is written here) → [`engine`] (one wasmtime engine, components compiled
 //! once, the one builder every store goes through) → the guest. Beside them: [`seeds`] (seed
 //! snapshots, one `init` per (twin, seed)), [`twins`] (loading components), [`outbound`]
-//! (delivering the webhooks twins ask for), [`limits`] (every limit, in one place) and
-//! [`metrics`].
+//! (delivering the webhooks twins ask for), [`background`] (low-priority threads that build
+//! checkpoints), [`limits`] (every limit, in one place) and [`metrics`].
 
+pub mod background;
 pub mod engine;
 pub mod limits;
 pub mod metrics;

@@ -66,6 +66,10 @@ pub struct Limits {
     /// costs about this much however long the tape. A world whose snapshot is slow waits ten
     /// snapshots' time, so checkpoints never take more than a tenth of a busy store's time.
     pub checkpoint_after: Duration,
+    /// A world whose last snapshot was at most this many bytes is checkpointed in its store,
+    /// between requests: serialising it takes about a millisecond. A larger one is checkpointed
+    /// off the store's path (see `store`), so no checkpoint stalls a large world's requests.
+    pub checkpoint_inline_bytes: usize,
     /// Memory all twin stores' linear memories and all tapes may hold together. Past it, new
     /// sandboxes are refused with 503 and `Retry-After` (open ones keep working) rather than
     /// the machine running out. Default: three quarters of the machine's memory.
@@ -104,6 +108,7 @@ impl Default for Limits {
             body_timeout: Duration::from_secs(30),
             h2_streams: 32,
             checkpoint_after: Duration::from_millis(250),
+            checkpoint_inline_bytes: 128 << 10,
             memory_budget: default_memory_budget(),
         }
     }

@@ -7,8 +7,11 @@
 //! restored from the newest checkpoint (or the seed snapshot), with the tape's successful
 //! requests after it replayed at their recorded times. Nothing the agent created is lost; the
 //! failed request is on the tape with its error. A checkpoint is the world's snapshot, taken
-//! between requests once the store has spent `Limits::checkpoint_after` of guest time since
-//! the last one, so a rebuild costs about that much however long the tape has grown.
+//! once the store has spent `Limits::checkpoint_after` of guest time since the last one, so a
+//! rebuild costs about that much however long the tape has grown. A small world is
+//! snapshotted between requests; a large one in a store of its own on a low-priority thread
+//! ([`crate::background`]), which replays the rows since the last checkpoint, so no world's
+//! size ever stalls its requests.
 //!
 //! When the store writes its rows to a [`Journal`] (a durable server), a tape keeps only its
 //! newest rows in memory (bounded by `Limits::tape_memory_rows` and `tape_memory_bytes`):
@@ -303,15 +306,26 @@ struct Checkpoint {
     snapshot: Vec<u8>,
 }
 
+/// A checkpoint built off the store's path, and what building it cost apart from replaying
+/// rows: restoring the previous world and snapshotting the new one, both as large as the world.
+struct Built {
+    checkpoint: Checkpoint,
+    cost: Duration,
+}
+
 /// What a store knows about checkpointing itself.
 #[derive(Default)]
 struct Checkpoints {
-    newest: Option<Checkpoint>,
-    /// Guest time of the applied rows after the newest checkpoint: what a rebuild replays.
+    /// Shared with the task building the next one, which starts from it.
+    newest: Option<Arc<Checkpoint>>,
+    /// The next checkpoint, being built in a store of its own.
+    building: Option<oneshot::Receiver<Result<Built, StoreError>>>,
+    /// Guest time of the applied rows after the newest checkpoint (or the one being built):
+    /// what a rebuild replays.
     since: Duration,
-    /// How long the last snapshot took.
+    /// What the last checkpoint cost beyond replaying its rows.
     cost: Duration,
-    /// Set when a snapshot failed: this store takes no more.
+    /// Set when a checkpoint failed: this store takes no more.
     off: bool,
 }
 
@@ -344,9 +358,38 @@ impl Drop for Worker {
     }
 }
 
+/// What wakes a store's task: a message, or the checkpoint it was building.
+enum Wake {
+    Msg(Msg),
+    Built(Result<Result<Built, StoreError>, oneshot::error::RecvError>),
+}
+
 impl Worker {
+    /// A store that only replays: no webhooks, no journal, no metrics anyone reads. It
+    /// rebuilds a world from a snapshot and rows, for `replay` and for checkpoints.
+    fn replayer(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, (store, instance): (Store<HostState>, TwinInstance)) -> Worker {
+        let metrics = Arc::new(Metrics::default());
+        let served = metrics.twin_requests(&image.name);
+        Worker { rt, image, seed, store, instance, tape: Tape::default(), last_us: 0, metrics, served, outbound: None, journal: None, full: None, checkpoints: Checkpoints::default() }
+    }
+
     async fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
-        while let Some(msg) = rx.recv().await {
+        loop {
+            let building = &mut self.checkpoints.building;
+            let wake = tokio::select! {
+                msg = rx.recv() => match msg {
+                    Some(msg) => Wake::Msg(msg),
+                    None => return,
+                },
+                built = async { building.as_mut().expect("guarded by the branch's condition").await }, if building.is_some() => Wake::Built(built),
+            };
+            let msg = match wake {
+                Wake::Msg(msg) => msg,
+                Wake::Built(built) => {
+                    self.install(built, Instant::now());
+                    continue;
+                }
+            };
             match msg {
                 Msg::Handle(req, reply) => {
                     let (answer, row) = self.serve(req).await;
@@ -694,28 +737,89 @@ impl Worker {
         Ok(())
     }
 
-    /// Take a checkpoint when the rows since the last one took long enough to be worth
-    /// not replaying. A snapshot that fails poisons the store like any guest failure: it is
-    /// rebuilt, and takes no more checkpoints.
+    /// Checkpoint when the rows since the last one took long enough to be worth not
+    /// replaying. A small world (its last snapshot within `checkpoint_inline_bytes`) is
+    /// snapshotted here, between requests, in about a millisecond. A larger one is built off
+    /// the store's path: a task boots a store of its own from the newest checkpoint (or the
+    /// seed), replays the rows since at their recorded times, and snapshots that, while this
+    /// store goes on serving, so a world of any size never stalls it; the price is replaying
+    /// those rows twice. Either way a checkpoint waits ten times what the last one cost
+    /// beyond replaying, so checkpoints take at most a tenth of a busy store's time.
     async fn checkpoint_if_due(&mut self) {
         let c = &self.checkpoints;
-        if c.off || c.since < self.rt.limits.checkpoint_after.max(c.cost * 10) {
+        if c.off || c.building.is_some() || c.since < self.rt.limits.checkpoint_after.max(c.cost * 10) {
             return;
         }
+        let last_size = c.newest.as_ref().map_or(self.seed.snapshot.len(), |c| c.snapshot.len());
+        if last_size <= self.rt.limits.checkpoint_inline_bytes {
+            return self.checkpoint_here().await;
+        }
+        let base = c.newest.clone();
+        let from = base.as_ref().map_or(1, |c| c.seq + 1);
+        let first = self.tape.first_in_memory();
+        // Rows that left memory are committed, so the journal gives them back.
+        let older = match &self.journal {
+            Some(journal) if from < first => Some((journal.clone(), from, first)),
+            _ => None,
+        };
+        let recent: VecDeque<Arc<TapeRow>> = self.tape.recent.iter().filter(|r| r.seq >= from).cloned().collect();
+        let (rt, image, seed, upto) = (self.rt.clone(), self.image.clone(), self.seed.clone(), self.tape.rows);
+        self.checkpoints.since = Duration::ZERO;
+        let background = &self.rt.background;
+        self.checkpoints.building = Some(background.spawn(async move {
+            let started = Instant::now();
+            let booted = boot(&rt, &image, base.as_ref().map_or(&seed.snapshot, |c| &c.snapshot)).await?;
+            let mut replayer = Worker::replayer(rt, image, seed, booted);
+            let booting = started.elapsed();
+            replayer.journal = older.as_ref().map(|(journal, ..)| journal.clone());
+            replayer.tape.rows = upto;
+            replayer.tape.recent = recent;
+            let replaying = Instant::now();
+            replayer.replay_tape(from).await?;
+            let replayed = replaying.elapsed();
+            let twin = &replayer.instance;
+            let snapshot = replayer.rt.call(&mut replayer.store, async |s| twin.snapshot(s).await).await?;
+            Ok(Built { checkpoint: Checkpoint { seq: upto, snapshot }, cost: started.elapsed().saturating_sub(replayed).max(booting) })
+        }));
+    }
+
+    /// Snapshot this store's world between requests. A snapshot that fails poisons the store
+    /// like any guest failure: it is rebuilt, and takes no more checkpoints.
+    async fn checkpoint_here(&mut self) {
         let started = Instant::now();
         let twin = &self.instance;
         match self.rt.call(&mut self.store, async |s| twin.snapshot(s).await).await {
             Ok(snapshot) => {
-                self.drop_checkpoint();
-                self.rt.held.tapes.fetch_add(snapshot.len(), Relaxed);
-                self.checkpoints.newest = Some(Checkpoint { seq: self.tape.rows, snapshot });
                 self.checkpoints.since = Duration::ZERO;
-                self.checkpoints.cost = started.elapsed();
-                self.metrics.checkpoint(&self.image.name);
+                self.install(Ok(Ok(Built { checkpoint: Checkpoint { seq: self.tape.rows, snapshot }, cost: started.elapsed() })), started);
             }
             Err(e) => {
                 self.checkpoints.off = true;
                 self.recover(&e).await;
+            }
+        }
+    }
+
+    /// Take a checkpoint built off the path as the newest. One that failed (a twin whose
+    /// replay or snapshot traps) turns checkpoints off for this store; the store itself is
+    /// untouched, and a rebuild replays from the last good one.
+    fn install(&mut self, built: Result<Result<Built, StoreError>, oneshot::error::RecvError>, paused_since: Instant) {
+        self.checkpoints.building = None;
+        match built {
+            Ok(Ok(Built { checkpoint, cost })) => {
+                self.drop_checkpoint();
+                self.rt.held.tapes.fetch_add(checkpoint.snapshot.len(), Relaxed);
+                self.checkpoints.newest = Some(Arc::new(checkpoint));
+                self.checkpoints.cost = cost;
+                self.metrics.checkpoint(&self.image.name, paused_since.elapsed());
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(twin = %self.image.name, error = %e, "building a checkpoint failed; this store takes no more");
+                self.checkpoints.off = true;
+            }
+            Err(e) => {
+                tracing::warn!(twin = %self.image.name, error = %e, "the thread building a checkpoint stopped; this store takes no more");
+                self.checkpoints.off = true;
             }
         }
     }
@@ -810,10 +914,8 @@ pub struct Mismatch {
 /// and sequence number, and report every response that differs from the recorded one.
 /// A deterministic twin gives none.
 pub async fn replay(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, rows: &[TapeRow]) -> Result<Vec<Mismatch>, StoreError> {
-    let (store, instance) = boot(&rt, &image, &seed.snapshot).await?;
-    let metrics = Arc::new(Metrics::default());
-    let served = metrics.twin_requests(&image.name);
-    let mut w = Worker { rt, image, seed, store, instance, tape: Tape::default(), last_us: 0, metrics, served, outbound: None, journal: None, full: None, checkpoints: Checkpoints::default() };
+    let booted = boot(&rt, &image, &seed.snapshot).await?;
+    let mut w = Worker::replayer(rt, image, seed, booted);
     let mut out = Vec::new();
     for row in rows.iter().filter(|r| r.applied) {
         let (reply, facts) = w.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
