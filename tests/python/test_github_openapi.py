@@ -31,6 +31,7 @@ ALIASES = {
     "gists.get_raw_file": None,
     "actions.get_artifact_file": None,  # where artifact downloads redirect: a zip
     "actions.get_run_logs_file": None,  # where run logs redirect: a zip
+    "repos.download_release_asset_file": None,  # where browser_download_url points (github.com): the file
     "actions.get_job_logs_file": None,  # where job logs redirect: text  # a gist file's raw_url (gist.githubusercontent.com on GitHub): text, not in the description
 }
 
@@ -101,6 +102,18 @@ class Client:
         if expect is not None:
             assert status == expect, (method, path, status, out)
         return out
+
+    def upload(self, path, data, content_type, expect):
+        """A raw body, as clients send a release asset to its `upload_url`."""
+        headers = {"Authorization": f"token {self.token}", "Content-Type": content_type}
+        req = urllib.request.Request(self.base + path, data=data, method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(req) as resp:
+                status, raw = resp.status, resp.read()
+        except urllib.error.HTTPError as e:
+            status, raw = e.code, e.read()
+        assert status == expect, (path, status, raw[:300])
+        return json.loads(raw)
 
 
 SEED = {
@@ -302,6 +315,16 @@ def drive(c):
     c("GET", f"{R}/releases/tags/v1.0.0", expect=200)
     c("GET", f"{R}/releases/{rel['id']}", expect=200)
     c("PATCH", f"{R}/releases/{rel['id']}", {"body": "more notes"}, expect=200)
+    up = rel["upload_url"].split("{")[0][len(c.base):]
+    asset = c.upload(f"{up}?name=tool.tar.gz&label=Linux", b"\x1f\x8b binary", "application/gzip", expect=201)
+    c.upload(f"{up}?name=tool.tar.gz", b"again", "application/gzip", expect=422)
+    c.upload(up, b"no name", "text/plain", expect=422)
+    c("GET", f"{R}/releases/{rel['id']}/assets", expect=200)
+    c("GET", f"{R}/releases/{rel['id']}", expect=200)
+    c("GET", f"{R}/releases/assets/{asset['id']}", expect=200)
+    c("PATCH", f"{R}/releases/assets/{asset['id']}", {"name": "tool-linux.tar.gz", "label": "Linux x64"}, expect=200)
+    c("DELETE", f"{R}/releases/assets/{asset['id']}", expect=204)
+    c("GET", f"{R}/releases/assets/{asset['id']}", expect=404)
     c("DELETE", f"{R}/releases/{rel['id']}", expect=204)
     # search
     c("GET", "/search/issues?q=repo:acme/api+is:open+label:bug", expect=200)

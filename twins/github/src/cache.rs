@@ -58,8 +58,11 @@ thread_local! {
 /// Whether a request may be answered from the cache: reads whose answer does not depend
 /// on the clock.
 pub fn cacheable(call: &Call) -> bool {
-    // Actions answers follow the virtual clock (a run progresses while the world stands still).
-    call.req.method == Method::Get && !matches!(call.action.as_deref(), Some("rate_limit.get")) && !call.action.as_deref().is_some_and(|a| a.starts_with("actions."))
+    // Actions answers follow the virtual clock (a run progresses while the world stands still);
+    // a release asset's download counts itself in the world.
+    call.req.method == Method::Get
+        && !matches!(call.action.as_deref(), Some("rate_limit.get" | "repos.download_release_asset_file"))
+        && !call.action.as_deref().is_some_and(|a| a.starts_with("actions."))
 }
 
 pub fn get(g: &Generation, call: &Call) -> Option<Response> {

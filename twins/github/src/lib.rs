@@ -15,6 +15,7 @@ pub mod diff;
 pub mod fast;
 pub mod git;
 pub mod graphql;
+pub mod limits;
 pub mod model;
 pub mod render;
 pub mod routes;
@@ -69,6 +70,10 @@ pub struct World {
     /// GitHub Actions per repository id (`handlers/actions.rs`).
     #[serde(default)]
     pub actions: BTreeMap<u64, model::RepoActions>,
+    /// Release assets by id, with their bytes (`handlers/releases.rs`; bounded by
+    /// `limits::MAX_ASSET_BYTES` each and `limits::MAX_ASSET_BYTES_PER_SANDBOX` together).
+    #[serde(default)]
+    pub release_assets: BTreeMap<u64, model::StoredAsset>,
     /// Which world this is for the response cache (never serialised: a restored world is a
     /// new one to the cache).
     #[serde(skip)]
@@ -230,7 +235,11 @@ impl World {
                     "events": r.events,
                     "statuses": r.statuses,
                     "check_runs": r.check_runs.values().collect::<Vec<_>>(),
-                    "releases": r.releases.values().collect::<Vec<_>>(),
+                    "releases": r.releases.values().map(|x| {
+                        let mut v = serde_json::to_value(x).unwrap();
+                        v["assets"] = handlers::releases::assets_state(self, r, x.id);
+                        v
+                    }).collect::<Vec<_>>(),
                     "branches": branches,
                     "tags": r.git.tags().map(|(n, s)| (n.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
                     "workflow_runs": handlers::actions::state_of(self, r),

@@ -248,6 +248,35 @@ pub struct Release {
     pub published_at: Option<String>,
 }
 
+/// A file attached to a release (`handlers/releases.rs`). What the asset routes answer and
+/// the tape records; the bytes are kept beside it in [`ReleaseAsset::content`], which the
+/// tape and the state export leave out (the `digest` names them).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReleaseAsset {
+    pub id: u64,
+    /// The repository's id and the release's id this asset belongs to.
+    pub repo: u64,
+    pub release: u64,
+    pub name: String,
+    pub label: Option<String>,
+    pub content_type: String,
+    pub size: u64,
+    /// `sha256:<hex>` of the bytes, as GitHub reports it.
+    pub digest: String,
+    /// Downloads through `browser_download_url` (the file the twin serves).
+    pub download_count: u64,
+    pub uploader: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A release asset's bytes, in snapshots only.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredAsset {
+    pub asset: ReleaseAsset,
+    pub content: crate::git::Bytes,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Repo {
     pub id: u64,

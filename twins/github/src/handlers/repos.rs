@@ -230,6 +230,7 @@ pub fn delete(w: &mut World, call: &mut Call) -> ApiResult {
     }
     let r = w.repos.remove(&key).unwrap();
     call.deleted("repository", r.full_name(), &json!({"full_name": r.full_name()}));
+    w.release_assets.retain(|_, s| s.asset.repo != r.id);
     no_content()
 }
 
