@@ -74,6 +74,9 @@ pub struct World {
     /// `limits::MAX_ASSET_BYTES` each and `limits::MAX_ASSET_BYTES_PER_SANDBOX` together).
     #[serde(default)]
     pub release_assets: BTreeMap<u64, model::StoredAsset>,
+    /// Branch protection rules: repository id → branch → rule (`handlers/protection.rs`).
+    #[serde(default)]
+    pub branch_protections: BTreeMap<u64, BTreeMap<String, model::Protection>>,
     /// Which world this is for the response cache (never serialised: a restored world is a
     /// new one to the cache).
     #[serde(skip)]
@@ -243,6 +246,7 @@ impl World {
                     "branches": branches,
                     "tags": r.git.tags().map(|(n, s)| (n.to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
                     "workflow_runs": handlers::actions::state_of(self, r),
+                    "branch_protections": self.branch_protections.get(&r.id).cloned().unwrap_or_default(),
                     "hooks": self.hooks.values().filter(|h| h.repo == Some(r.id)).map(|h| json!({
                         "id": h.id, "url": h.url, "events": h.events, "active": h.active, "content_type": h.content_type,
                     })).collect::<Vec<_>>(),

@@ -15,3 +15,8 @@ pub const MAX_ASSET_BYTES_PER_SANDBOX: usize = 32 << 20;
 
 /// Assets one release may have: GitHub's limit.
 pub const MAX_ASSETS_PER_RELEASE: usize = 1000;
+
+/// Contexts, users, teams or apps one branch protection list may hold: far above any real
+/// rule (GitHub sets no documented cap), small enough that a tenant cannot grow a rule
+/// without bound.
+pub const MAX_PROTECTION_LIST: usize = 100;

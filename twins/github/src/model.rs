@@ -248,6 +248,53 @@ pub struct Release {
     pub published_at: Option<String>,
 }
 
+/// A branch's protection rule (`handlers/protection.rs`), GitHub's settings one to one. For
+/// the default branch the required contexts are `Repo::required_contexts` (what the seed's
+/// `required_status_checks` sets and the merge gate reads); `status_checks.contexts` is then
+/// kept equal to them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Protection {
+    pub status_checks: Option<StatusChecks>,
+    pub enforce_admins: bool,
+    pub reviews: Option<ReviewRule>,
+    /// Who may push (organisation repositories only); `None`: anyone with write access.
+    pub restrictions: Option<Restrictions>,
+    pub signatures: bool,
+    pub linear_history: bool,
+    pub force_pushes: bool,
+    pub deletions: bool,
+    pub block_creations: bool,
+    pub conversation_resolution: bool,
+    pub lock_branch: bool,
+    pub fork_syncing: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusChecks {
+    /// The head must be up to date with the branch before a merge.
+    pub strict: bool,
+    pub contexts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReviewRule {
+    pub dismiss_stale_reviews: bool,
+    pub require_code_owner_reviews: bool,
+    /// 0..=6, as GitHub allows.
+    pub required_approving_review_count: u64,
+    pub require_last_push_approval: bool,
+    /// Who may dismiss reviews (organisation repositories); `None`: anyone with write access.
+    pub dismissal: Option<Restrictions>,
+}
+
+/// Users (logins as spelled), teams (slugs) and apps (slugs) a restriction lets through.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Restrictions {
+    pub users: Vec<String>,
+    pub teams: Vec<String>,
+    pub apps: Vec<String>,
+}
+
 /// A file attached to a release (`handlers/releases.rs`). What the asset routes answer and
 /// the tape records; the bytes are kept beside it in [`ReleaseAsset::content`], which the
 /// tape and the state export leave out (the `digest` names them).

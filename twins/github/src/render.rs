@@ -392,7 +392,8 @@ impl World {
     }
 
     pub fn is_protected(&self, r: &Repo, branch: &str) -> bool {
-        branch == r.default_branch && !r.required_contexts.is_empty()
+        (branch == r.default_branch && !r.required_contexts.is_empty())
+            || self.branch_protections.get(&r.id).is_some_and(|m| m.contains_key(branch))
     }
 }
 

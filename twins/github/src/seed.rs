@@ -129,7 +129,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
         return Err(format!("viewer: {viewer:?} is not a valid GitHub login"));
     }
     let now = time::now_iso();
-    let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0, sub_issues: BTreeMap::new(), issue_types: BTreeMap::new(), resolved_threads: BTreeMap::new(), teams: BTreeMap::new(), review_comment_reactions: BTreeMap::new(), release_assets: BTreeMap::new(), issue_fields: BTreeMap::new(), issue_field_values: BTreeMap::new(), hooks: BTreeMap::new(), hook_deliveries: BTreeMap::new(), gists: BTreeMap::new(), actions: BTreeMap::new(), cache: Default::default() };
+    let mut w = World { viewer: viewer.clone(), users: BTreeMap::new(), repos: BTreeMap::new(), next_id: 0, sub_issues: BTreeMap::new(), issue_types: BTreeMap::new(), resolved_threads: BTreeMap::new(), teams: BTreeMap::new(), review_comment_reactions: BTreeMap::new(), release_assets: BTreeMap::new(), branch_protections: BTreeMap::new(), issue_fields: BTreeMap::new(), issue_field_values: BTreeMap::new(), hooks: BTreeMap::new(), hook_deliveries: BTreeMap::new(), gists: BTreeMap::new(), actions: BTreeMap::new(), cache: Default::default() };
     let mut refs = Refs { explicit_users: top.get("users").is_some(), mentioned: Vec::new() };
 
     for (p, v) in top.items("users")? {

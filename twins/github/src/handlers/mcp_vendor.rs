@@ -1685,7 +1685,7 @@ pub fn list_team_members(w: &mut World, call: &mut Call) -> ApiResult {
     crate::api::page_vec(call, list)
 }
 
-fn team_json(w: &World, b: &str, t: &Team) -> Value {
+pub(crate) fn team_json(w: &World, b: &str, t: &Team) -> Value {
     let u = format!("{b}/orgs/{}/teams/{}", t.org, t.slug);
     json!({
         "id": t.id, "node_id": node_id("Team", t.id), "url": u, "html_url": format!("{b}/orgs/{}/teams/{}", t.org, t.slug),

@@ -1,5 +1,5 @@
 //! Reads agents reach for while deciding whether something is safe to merge, and a few
-//! writes around them: branch protection, organization membership, the pull requests a
+//! writes around them (branch protection is `protection.rs`): organization membership, the pull requests a
 //! commit belongs to, a review's comments, and merging one branch into another.
 
 use pome_twin_sdk::{Call, Response, Value, json, time};
@@ -11,58 +11,6 @@ use crate::git::{Commit, Object};
 use crate::handlers::pulls::{head_sha, review_comment_json};
 use crate::model::*;
 use crate::render::node_id;
-
-fn protection_checks_json(b: &str, r: &Repo, branch: &str) -> Value {
-    let u = format!("{b}/repos/{}/branches/{branch}/protection/required_status_checks", r.full_name());
-    json!({
-        "url": u, "contexts_url": format!("{u}/contexts"), "strict": false,
-        "contexts": r.required_contexts,
-        "checks": r.required_contexts.iter().map(|c| json!({"context": c, "app_id": null})).collect::<Vec<_>>(),
-    })
-}
-
-fn protected_branch<'a>(w: &'a World, call: &Call) -> Result<(&'a Repo, String), ApiError> {
-    let r = w.repo(call)?;
-    let branch = call.param("branch").to_string();
-    if r.git.branch(&branch).is_none() {
-        return Err(ApiError::new(404, "Branch not found"));
-    }
-    if w.viewer_role(r) < Role::Admin && w.viewer_role(r) < Role::Maintain {
-        return Err(ApiError::forbidden("Must have admin rights to Repository."));
-    }
-    if !w.is_protected(r, &branch) {
-        return Err(ApiError::new(404, "Branch not protected"));
-    }
-    Ok((r, branch))
-}
-
-/// `GET /repos/{owner}/{repo}/branches/{branch}/protection` (`repos/get-branch-protection`).
-pub fn get_protection(w: &mut World, call: &mut Call) -> ApiResult {
-    let (r, branch) = protected_branch(w, call)?;
-    let b = &call.req.base_url;
-    let u = format!("{b}/repos/{}/branches/{branch}/protection", r.full_name());
-    let off = |name: &str| json!({"url": format!("{u}/{name}"), "enabled": false});
-    json(
-        200,
-        &json!({
-            "url": u,
-            "required_status_checks": protection_checks_json(b, r, &branch),
-            "enforce_admins": off("enforce_admins"),
-            "required_linear_history": {"enabled": false},
-            "allow_force_pushes": {"enabled": false},
-            "allow_deletions": {"enabled": false},
-            "required_conversation_resolution": {"enabled": false},
-            "lock_branch": {"enabled": false},
-            "allow_fork_syncing": {"enabled": false},
-        }),
-    )
-}
-
-/// `GET …/branches/{branch}/protection/required_status_checks` (`repos/get-status-checks-protection`).
-pub fn get_status_checks_protection(w: &mut World, call: &mut Call) -> ApiResult {
-    let (r, branch) = protected_branch(w, call)?;
-    json(200, &protection_checks_json(&call.req.base_url, r, &branch))
-}
 
 // ---- organizations ---------------------------------------------------------------------
 

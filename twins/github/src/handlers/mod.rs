@@ -10,6 +10,7 @@ pub mod issues;
 pub mod mcp_tools;
 pub mod mcp_vendor;
 pub mod misc;
+pub mod protection;
 pub mod pulls;
 pub mod releases;
 pub mod repos;

@@ -46,10 +46,16 @@ pub fn combined_state<'a>(r: &'a Repo, sha: &str) -> (String, Vec<&'a Status>) {
     (state.to_string(), latest)
 }
 
-/// Whether every required context is green on `sha` (statuses or check runs).
+/// Whether every required context of the default branch is green on `sha` (statuses or
+/// check runs).
 fn required_failures(r: &Repo, sha: &str) -> Option<String> {
+    contexts_failing(r, &r.required_contexts, sha)
+}
+
+/// The first of `contexts` not green on `sha`, as the merge refusal names it.
+pub(crate) fn contexts_failing(r: &Repo, contexts: &[String], sha: &str) -> Option<String> {
     let (_, latest) = combined_state(r, sha);
-    for ctx in &r.required_contexts {
+    for ctx in contexts {
         let status_ok = latest.iter().find(|s| &s.context == ctx).map(|s| s.state == "success");
         let check_ok = r
             .check_runs
@@ -139,7 +145,7 @@ impl World {
                 (json!(false), "dirty")
             } else if p.draft {
                 (json!(true), "draft")
-            } else if required_failures(r, &head).is_some() {
+            } else if required_failures(r, &head).is_some() || crate::handlers::protection::merge_blocker(self, r, &p.base_ref, p, &head, &i.user).is_some() {
                 (json!(true), "blocked")
             } else if combined_state(r, &head).0 == "failure"
                 || r.check_runs.values().any(|c| {
@@ -508,6 +514,9 @@ pub fn merge(w: &mut World, call: &mut Call) -> ApiResult {
         if let Some(msg) = required_failures(r, &head) {
             return Err(ApiError::new(405, msg));
         }
+    }
+    if let Some(msg) = crate::handlers::protection::merge_blocker(w, r, &p.base_ref, p, &head, &i.user) {
+        return Err(ApiError::new(405, msg));
     }
     let base = base_sha(r, p);
     let base_ref = p.base_ref.clone();
