@@ -335,6 +335,9 @@ def drive(c):
     c("GET", "/search/commits?q=add+repo:acme/api", expect=200)
     c("PUT", f"{R}/topics", {"names": ["api", "orders"]}, expect=200)
     c("PATCH", R, {"description": "ACME API service", "delete_branch_on_merge": True}, expect=200)
+    c("PATCH", R, {"squash_merge_commit_title": "PR_TITLE", "squash_merge_commit_message": "PR_BODY",
+                   "merge_commit_title": "PR_TITLE", "merge_commit_message": "BLANK"}, expect=200)
+    c("PATCH", R, {"merge_commit_title": "MERGE_MESSAGE", "merge_commit_message": "PR_BODY"}, expect=422)
     c("GET", f"{R}/branches/main/protection", expect=200)
     c("GET", f"{R}/branches/main/protection/required_status_checks", expect=200)
     c("GET", f"{R}/branches/work/protection", expect=404)

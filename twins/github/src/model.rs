@@ -248,6 +248,28 @@ pub struct Release {
     pub published_at: Option<String>,
 }
 
+/// A repository's `merge_commit_title`/`merge_commit_message` and
+/// `squash_merge_commit_title`/`squash_merge_commit_message` settings, with GitHub's
+/// defaults (`MERGE_MESSAGE`/`PR_TITLE`, `COMMIT_OR_PR_TITLE`/`COMMIT_MESSAGES`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergeMessages {
+    pub merge_title: String,
+    pub merge_message: String,
+    pub squash_title: String,
+    pub squash_message: String,
+}
+
+impl Default for MergeMessages {
+    fn default() -> Self {
+        MergeMessages {
+            merge_title: "MERGE_MESSAGE".into(),
+            merge_message: "PR_TITLE".into(),
+            squash_title: "COMMIT_OR_PR_TITLE".into(),
+            squash_message: "COMMIT_MESSAGES".into(),
+        }
+    }
+}
+
 /// A branch's protection rule (`handlers/protection.rs`), GitHub's settings one to one. For
 /// the default branch the required contexts are `Repo::required_contexts` (what the seed's
 /// `required_status_checks` sets and the merge gate reads); `status_checks.contexts` is then
@@ -353,6 +375,8 @@ pub struct Repo {
     pub agent_role: Role,
     /// Status contexts that must be `success` before a merge into the default branch.
     pub required_contexts: Vec<String>,
+    /// How merges and squashes word their commits when the caller gives no title or message.
+    pub merge_messages: MergeMessages,
     pub labels: Vec<Label>,
     pub milestones: BTreeMap<u64, Milestone>,
     pub issues: BTreeMap<u64, Issue>,

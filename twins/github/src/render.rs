@@ -167,7 +167,11 @@ impl World {
                 ("allow_auto_merge", json!(false)),
                 ("allow_update_branch", json!(true)),
                 ("delete_branch_on_merge", json!(r.delete_branch_on_merge)),
-                ("use_squash_pr_title_as_default", json!(false)),
+                ("use_squash_pr_title_as_default", json!(r.merge_messages.squash_title == "PR_TITLE")),
+                ("merge_commit_title", json!(r.merge_messages.merge_title)),
+                ("merge_commit_message", json!(r.merge_messages.merge_message)),
+                ("squash_merge_commit_title", json!(r.merge_messages.squash_title)),
+                ("squash_merge_commit_message", json!(r.merge_messages.squash_message)),
                 ("network_count", json!(0)),
                 ("subscribers_count", json!(0)),
             ] {

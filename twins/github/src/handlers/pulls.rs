@@ -537,8 +537,18 @@ pub fn merge(w: &mut World, call: &mut Call) -> ApiResult {
         .map_err(|_| ApiError::new(405, "Pull Request is not mergeable"))?;
     let new_sha = match method.as_str() {
         "merge" => {
-            let title_line = inp.commit_title.clone().unwrap_or_else(|| format!("Merge pull request #{number} from {owner}/{head_ref}"));
-            let msg = format!("{title_line}\n\n{}", inp.commit_message.clone().unwrap_or_else(|| title.clone()));
+            // Unless the caller words it, the repository's merge commit settings do.
+            let mm = &r.merge_messages;
+            let title_line = inp.commit_title.clone().unwrap_or_else(|| match mm.merge_title.as_str() {
+                "PR_TITLE" => format!("{title} (#{number})"),
+                _ => format!("Merge pull request #{number} from {owner}/{head_ref}"),
+            });
+            let text = inp.commit_message.clone().unwrap_or_else(|| match mm.merge_message.as_str() {
+                "PR_BODY" => body.clone(),
+                "BLANK" => String::new(),
+                _ => title.clone(),
+            });
+            let msg = if text.is_empty() { title_line } else { format!("{title_line}\n\n{text}") };
             r.git.put(Object::Commit(Commit {
                 tree: merged_tree,
                 parents: vec![base.clone(), head.clone()],
@@ -548,14 +558,22 @@ pub fn merge(w: &mut World, call: &mut Call) -> ApiResult {
             }))
         }
         "squash" => {
-            let title_line = inp.commit_title.clone().unwrap_or_else(|| format!("{title} (#{number})"));
-            let details = inp.commit_message.clone().unwrap_or_else(|| {
-                ahead
+            let mm = &r.merge_messages;
+            // COMMIT_OR_PR_TITLE: a single commit's own title, else the pull request's.
+            let only_commit = match ahead.as_slice() {
+                [one] if mm.squash_title == "COMMIT_OR_PR_TITLE" => r.git.commit(one).map(|c| c.message.lines().next().unwrap_or("").to_string()),
+                _ => None,
+            };
+            let title_line = inp.commit_title.clone().unwrap_or_else(|| format!("{} (#{number})", only_commit.unwrap_or_else(|| title.clone())));
+            let details = inp.commit_message.clone().unwrap_or_else(|| match mm.squash_message.as_str() {
+                "PR_BODY" => body.clone(),
+                "BLANK" => String::new(),
+                _ => ahead
                     .iter()
                     .filter_map(|s| r.git.commit(s))
                     .map(|c| format!("* {}", c.message.lines().next().unwrap_or("")))
                     .collect::<Vec<_>>()
-                    .join("\n\n")
+                    .join("\n\n"),
             });
             let author = ahead.first().and_then(|s| r.git.commit(s)).map(|c| c.author.clone()).unwrap_or_else(|| sig.clone());
             let author = Signature { date: sig.date.clone(), ..author };
@@ -564,7 +582,7 @@ pub fn merge(w: &mut World, call: &mut Call) -> ApiResult {
                 parents: vec![base.clone()],
                 author,
                 committer: sig.clone(),
-                message: format!("{title_line}\n\n{details}"),
+                message: if details.is_empty() { title_line } else { format!("{title_line}\n\n{details}") },
             }))
         }
         _ => {

@@ -32,8 +32,56 @@ pub struct CreateRepo {
     pub allow_squash_merge: Option<bool>,
     pub allow_rebase_merge: Option<bool>,
     pub delete_branch_on_merge: Option<bool>,
+    pub use_squash_pr_title_as_default: Option<bool>,
+    pub merge_commit_title: Option<String>,
+    pub merge_commit_message: Option<String>,
+    pub squash_merge_commit_title: Option<String>,
+    pub squash_merge_commit_message: Option<String>,
     pub archived: Option<bool>,
     pub topics: Option<Vec<String>>,
+}
+
+/// The merge and squash commit settings after `inp`, checked as GitHub checks them: each
+/// title and message pair must be one GitHub offers (a message given alone pairs with the
+/// current title), else 422. `use_squash_pr_title_as_default` is the older spelling of
+/// `squash_merge_commit_title: PR_TITLE` (and `false` of `COMMIT_OR_PR_TITLE`).
+pub(crate) fn merge_messages_in(cur: &MergeMessages, inp: &CreateRepo) -> Result<MergeMessages, ApiError> {
+    let mut m = cur.clone();
+    if let Some(v) = inp.use_squash_pr_title_as_default {
+        m.squash_title = if v { "PR_TITLE" } else { "COMMIT_OR_PR_TITLE" }.into();
+        if !v {
+            m.squash_message = "COMMIT_MESSAGES".into();
+        }
+    }
+    if let Some(t) = &inp.merge_commit_title {
+        m.merge_title = t.clone();
+        if inp.merge_commit_message.is_none() {
+            m.merge_message = if t == "MERGE_MESSAGE" { "PR_TITLE" } else { "PR_BODY" }.into();
+        }
+    }
+    if let Some(x) = &inp.merge_commit_message {
+        m.merge_message = x.clone();
+    }
+    if let Some(t) = &inp.squash_merge_commit_title {
+        m.squash_title = t.clone();
+        if inp.squash_merge_commit_message.is_none() {
+            m.squash_message = if t == "COMMIT_OR_PR_TITLE" { "COMMIT_MESSAGES" } else { "PR_BODY" }.into();
+        }
+    }
+    if let Some(x) = &inp.squash_merge_commit_message {
+        m.squash_message = x.clone();
+    }
+    let merge_ok = matches!((m.merge_title.as_str(), m.merge_message.as_str()), ("MERGE_MESSAGE", "PR_TITLE") | ("PR_TITLE", "PR_BODY" | "BLANK"));
+    if !merge_ok {
+        let field = if inp.merge_commit_message.is_some() { "merge_commit_message" } else { "merge_commit_title" };
+        return Err(ApiError::invalid("Repository", field, "invalid"));
+    }
+    let squash_ok = matches!((m.squash_title.as_str(), m.squash_message.as_str()), ("COMMIT_OR_PR_TITLE", "COMMIT_MESSAGES") | ("PR_TITLE", "PR_BODY" | "BLANK" | "COMMIT_MESSAGES"));
+    if !squash_ok {
+        let field = if inp.squash_merge_commit_message.is_some() { "squash_merge_commit_message" } else { "squash_merge_commit_title" };
+        return Err(ApiError::invalid("Repository", field, "invalid"));
+    }
+    Ok(m)
 }
 
 fn valid_name(s: &str) -> bool {
@@ -80,6 +128,7 @@ fn new_repo(w: &mut World, call: &mut Call, owner: &str, inp: CreateRepo) -> Api
         collaborators,
         agent_role: Role::Admin,
         required_contexts: Vec::new(),
+        merge_messages: Default::default(),
         labels: Vec::new(),
         milestones: Default::default(),
         issues: Default::default(),
@@ -173,7 +222,9 @@ pub fn update(w: &mut World, call: &mut Call) -> ApiResult {
             return Err(ApiError::custom("Repository", "name", "name already exists on this account"));
         }
     }
+    let merge_messages = merge_messages_in(&r.merge_messages, &inp)?;
     let mut repo = w.repos.remove(&key).unwrap();
+    repo.merge_messages = merge_messages;
     let before = json!({"full_name": repo.full_name(), "description": repo.description, "private": repo.private, "default_branch": repo.default_branch, "archived": repo.archived});
     if let Some(n) = inp.name {
         repo.name = n;
@@ -281,6 +332,7 @@ pub fn fork(w: &mut World, call: &mut Call) -> ApiResult {
         collaborators: Default::default(),
         agent_role: Role::Admin,
         required_contexts: Vec::new(),
+        merge_messages: Default::default(),
         milestones: Default::default(),
         issues: Default::default(),
         comments: Default::default(),
