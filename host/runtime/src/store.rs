@@ -325,6 +325,9 @@ struct Checkpoints {
     since: Duration,
     /// What the last checkpoint cost beyond replaying its rows.
     cost: Duration,
+    /// The tape's bytes when the newest checkpoint (or the one being built) began: the world
+    /// has grown by at most about what the tape has since.
+    tape_bytes: usize,
     /// Set when a checkpoint failed: this store takes no more.
     off: bool,
 }
@@ -738,8 +741,9 @@ impl Worker {
     }
 
     /// Checkpoint when the rows since the last one took long enough to be worth not
-    /// replaying. A small world (its last snapshot within `checkpoint_inline_bytes`) is
-    /// snapshotted here, between requests, in about a millisecond. A larger one is built off
+    /// replaying. A small world (its last snapshot and the tape written since within
+    /// `checkpoint_inline_bytes`) is snapshotted here, between requests, in about a
+    /// millisecond. A larger one is built off
     /// the store's path: a task boots a store of its own from the newest checkpoint (or the
     /// seed), replays the rows since at their recorded times, and snapshots that, while this
     /// store goes on serving, so a world of any size never stalls it; the price is replaying
@@ -750,11 +754,15 @@ impl Worker {
         if c.off || c.building.is_some() || c.since < self.rt.limits.checkpoint_after.max(c.cost * 10) {
             return;
         }
+        // The tape since counts requests and answers, more than the world grew by: a world
+        // near the line goes off the path rather than stall its store.
         let last_size = c.newest.as_ref().map_or(self.seed.snapshot.len(), |c| c.snapshot.len());
-        if last_size <= self.rt.limits.checkpoint_inline_bytes {
+        let grown = self.tape.bytes - c.tape_bytes;
+        let base = c.newest.clone();
+        self.checkpoints.tape_bytes = self.tape.bytes;
+        if last_size + grown <= self.rt.limits.checkpoint_inline_bytes {
             return self.checkpoint_here().await;
         }
-        let base = c.newest.clone();
         let from = base.as_ref().map_or(1, |c| c.seq + 1);
         let first = self.tape.first_in_memory();
         // Rows that left memory are committed, so the journal gives them back.
