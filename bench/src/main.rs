@@ -7,8 +7,10 @@
 //! - 1,000 and 5,000 open sandboxes each called by an agent about once a second (`agents.rs`)
 
 mod agents;
+mod bare;
 mod durability;
 mod gmail;
+mod growth;
 mod linear;
 mod mcp;
 mod stripe;
@@ -206,9 +208,13 @@ fn report(label: &str, conns: u32, r: &WrkResult) {
 }
 
 fn wrk(url: &str, token: &str, conns: u32, script: Option<&Path>) -> WrkResult {
+    wrk_for(url, token, conns, script, 5)
+}
+
+fn wrk_for(url: &str, token: &str, conns: u32, script: Option<&Path>, secs: u32) -> WrkResult {
     let threads = conns.min(2).to_string();
     let mut cmd = Command::new("wrk");
-    cmd.args(["-t", &threads, "-c", &conns.to_string(), "-d", "5s", "--latency", "-H", &format!("Authorization: Bearer {token}")]);
+    cmd.args(["-t", &threads, "-c", &conns.to_string(), "-d", &format!("{secs}s"), "--latency", "-H", &format!("Authorization: Bearer {token}")]);
     if let Some(s) = script {
         cmd.arg("-s").arg(s);
     }
@@ -328,7 +334,7 @@ async fn memory(server: &Server) {
 
 #[tokio::main]
 async fn main() {
-    // `bench -- stripe` (or `gmail`, `linear`, `mcp`, `durability`, `modes`, `soak`, `agents`) runs those lines alone.
+    // `bench -- stripe` (or `gmail`, `linear`, `mcp`, `durability`, `modes`, `soak`, `agents`, `growth`) runs those lines alone.
     let only = std::env::args().nth(1);
     // Durability runs servers of its own (several modes, kill -9, restarts), and the shared
     // server must not start beside them: it compiles the twins of target/bench-twins, which
@@ -340,6 +346,8 @@ async fn main() {
         Some("soak") => return durability::soak().await,
         // Thousands of sandboxes each called about once a second, on a server of its own.
         Some("agents") => return agents::run().await,
+        // Sustained writes on one sandbox as its world grows, each case on a server of its own.
+        Some("growth") => return growth::run().await,
         _ => {}
     }
     let server = Server::start();
@@ -369,6 +377,7 @@ async fn main() {
     // Its own server, with the shared one (and its 11,000 idle sandboxes) gone first.
     drop(server);
     agents::run().await;
+    growth::run().await;
 }
 
 #[cfg(test)]
