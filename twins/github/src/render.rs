@@ -172,6 +172,8 @@ impl World {
                 ("merge_commit_message", json!(r.merge_messages.merge_message)),
                 ("squash_merge_commit_title", json!(r.merge_messages.squash_title)),
                 ("squash_merge_commit_message", json!(r.merge_messages.squash_message)),
+                // No organisation in a sandbox defines custom properties, so none has a value.
+                ("custom_properties", json!({})),
                 ("network_count", json!(0)),
                 ("subscribers_count", json!(0)),
             ] {
