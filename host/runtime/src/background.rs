@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 pub struct Background {
-    jobs: Mutex<mpsc::Sender<Job>>,
+    jobs: mpsc::Sender<Job>,
 }
 
 impl Background {
@@ -30,13 +30,16 @@ impl Background {
                     Ok(rt) => rt,
                     Err(e) => return tracing::error!(error = %e, "a background thread could not start its runtime"),
                 };
-                // Ends when the runtime (and so the sender) is dropped.
-                while let Ok(job) = { let next = rx.lock().unwrap().recv(); next } {
+                loop {
+                    // The lock is let go before the job runs, so the other threads take the
+                    // next ones meanwhile. Ends when the runtime (and so the sender) is dropped.
+                    let next = rx.lock().unwrap().recv();
+                    let Ok(job) = next else { break };
                     rt.block_on(job);
                 }
             })?;
         }
-        Ok(Background { jobs: Mutex::new(tx) })
+        Ok(Background { jobs: tx })
     }
 
     /// Run `job` on a background thread; its result comes back on the receiver. Dropping the
@@ -49,7 +52,7 @@ impl Background {
             }
         });
         // The threads only stop when this sender is gone, so the send cannot fail.
-        let _ = self.jobs.lock().unwrap().send(job);
+        let _ = self.jobs.send(job);
         rx
     }
 }

@@ -743,10 +743,9 @@ impl Worker {
     /// Checkpoint when the rows since the last one took long enough to be worth not
     /// replaying. A small world (its last snapshot and the tape written since within
     /// `checkpoint_inline_bytes`) is snapshotted here, between requests, in about a
-    /// millisecond. A larger one is built off
-    /// the store's path: a task boots a store of its own from the newest checkpoint (or the
-    /// seed), replays the rows since at their recorded times, and snapshots that, while this
-    /// store goes on serving, so a world of any size never stalls it; the price is replaying
+    /// millisecond. A larger one is built off the store's path: a background thread boots a
+    /// store of its own from the newest checkpoint (or the seed), replays the rows since at
+    /// their recorded times, and snapshots that, while this store goes on serving, so a world of any size never stalls it; the price is replaying
     /// those rows twice. Either way a checkpoint waits ten times what the last one cost
     /// beyond replaying, so checkpoints take at most a tenth of a busy store's time.
     async fn checkpoint_if_due(&mut self) {
@@ -764,12 +763,8 @@ impl Worker {
             return self.checkpoint_here().await;
         }
         let from = base.as_ref().map_or(1, |c| c.seq + 1);
-        let first = self.tape.first_in_memory();
         // Rows that left memory are committed, so the journal gives them back.
-        let older = match &self.journal {
-            Some(journal) if from < first => Some((journal.clone(), from, first)),
-            _ => None,
-        };
+        let journal = self.journal.clone();
         let recent: VecDeque<Arc<TapeRow>> = self.tape.recent.iter().filter(|r| r.seq >= from).cloned().collect();
         let (rt, image, seed, upto) = (self.rt.clone(), self.image.clone(), self.seed.clone(), self.tape.rows);
         self.checkpoints.since = Duration::ZERO;
@@ -778,8 +773,7 @@ impl Worker {
             let started = Instant::now();
             let booted = boot(&rt, &image, base.as_ref().map_or(&seed.snapshot, |c| &c.snapshot)).await?;
             let mut replayer = Worker::replayer(rt, image, seed, booted);
-            let booting = started.elapsed();
-            replayer.journal = older.as_ref().map(|(journal, ..)| journal.clone());
+            replayer.journal = journal;
             replayer.tape.rows = upto;
             replayer.tape.recent = recent;
             let replaying = Instant::now();
@@ -787,7 +781,7 @@ impl Worker {
             let replayed = replaying.elapsed();
             let twin = &replayer.instance;
             let snapshot = replayer.rt.call(&mut replayer.store, async |s| twin.snapshot(s).await).await?;
-            Ok(Built { checkpoint: Checkpoint { seq: upto, snapshot }, cost: started.elapsed().saturating_sub(replayed).max(booting) })
+            Ok(Built { checkpoint: Checkpoint { seq: upto, snapshot }, cost: started.elapsed().saturating_sub(replayed) })
         }));
     }
 
