@@ -40,6 +40,9 @@ const REVIEW_WORDS: &[&str] = &[
     "COMMENT",
 ];
 
+/// The conclusions a workflow run can reach (GitHub's `conclusion` enumeration).
+const CONCLUSIONS: &[&str] = &["success", "failure", "cancelled", "neutral", "skipped", "timed_out", "action_required", "stale", "startup_failure"];
+
 pub fn declared() -> Vec<CheckDecl> {
     let issue = || ParamKind::Number;
     vec![
@@ -71,6 +74,10 @@ pub fn declared() -> Vec<CheckDecl> {
         check("github.commit_status", "Commit status \"{context}\" in `{repo}` is {state}", "final", "positive")
             .param("state", one_of(&["success", "failure", "error", "pending"])),
         check("github.webhook_delivered", "A `{event}` webhook was delivered for `{repo}`", "final", "positive"),
+        check("github.workflow_run_concluded", "The latest run of workflow `{workflow}` in `{repo}` concluded with {conclusion}", "final", "positive")
+            .param("conclusion", one_of(CONCLUSIONS)),
+        check("github.gist_created_with_file", "A gist with a file named `{file}` was created", "seed+final", "positive"),
+        check("github.gist_created_described", "A gist whose description contains \"{needle}\" was created", "seed+final", "positive"),
     ]
 }
 
@@ -279,8 +286,50 @@ fn decide(id: &str, p: &Params, w: &CheckWorld<'_>) -> Result<Outcome, Undecided
                 }
             })
         }
+        "github.workflow_run_concluded" => {
+            // The latest run decides, as the latest status decides a commit status: a
+            // failing run the seed left behind is not the outcome once it ran again.
+            let (ri, repo) = repo(w.state, &get("repo")?)?;
+            let (name, want) = (get("workflow")?, get("conclusion")?.to_ascii_lowercase());
+            let runs = &repo["workflow_runs"];
+            let names = |r: &Value| {
+                let path = r["workflow"].as_str().unwrap_or("");
+                [path, path.rsplit('/').next().unwrap_or(path), r["name"].as_str().unwrap_or("")].into_iter().any(|n| n.eq_ignore_ascii_case(&name))
+            };
+            Ok(match arr(runs).iter().rposition(names) {
+                Some(k) => {
+                    let run = &runs[k];
+                    let is = match (run["status"].as_str(), run["conclusion"].as_str()) {
+                        (_, Some(c)) => c.to_string(),
+                        (Some(s), None) => s.to_string(),
+                        _ => "unknown".to_string(),
+                    };
+                    Outcome::new(is == want, format!("run {} (#{}) is {is}", run["id"], run["run_number"]), Evidence::state(format!("repositories[{ri}].workflow_runs[{k}]")))
+                }
+                None => Outcome::new(false, format!("workflow {name} never ran"), Evidence::state(format!("repositories[{ri}].workflow_runs"))),
+            })
+        }
+        "github.gist_created_with_file" => {
+            let file = get("file")?;
+            new_gist(w, |g| g["files"].as_object().is_some_and(|f| f.contains_key(&file)), &format!("with a file named {file}"))
+        }
+        "github.gist_created_described" => {
+            let needle = get("needle")?;
+            new_gist(w, |g| contains_text(g["description"].as_str().unwrap_or(""), &needle), &format!("whose description contains \"{needle}\""))
+        }
         other => Err(format!("the github twin declares no check `{other}`").into()),
     }
+}
+
+/// A gist in the final state that the seed did not have, and that `fits`.
+fn new_gist(w: &CheckWorld<'_>, fits: impl Fn(&Value) -> bool, what: &str) -> Result<Outcome, Undecided> {
+    let seeded: BTreeSet<&str> = arr(&w.seed["gists"]).iter().filter_map(|g| g["id"].as_str()).collect();
+    let gists = arr(&w.state["gists"]);
+    let new: Vec<usize> = (0..gists.len()).filter(|k| !gists[*k]["id"].as_str().is_some_and(|id| seeded.contains(id))).collect();
+    Ok(match new.iter().find(|k| fits(&gists[**k])) {
+        Some(k) => Outcome::new(true, format!("gist {} was created {what}", gists[*k]["id"].as_str().unwrap_or("")), Evidence::state(format!("gists[{k}]"))),
+        None => Outcome::new(false, format!("{} gists were created, none {what}", new.len()), Evidence::state("gists")),
+    })
 }
 
 fn find_num(list: &Value, n: u64) -> Option<usize> {
@@ -338,7 +387,14 @@ mod tests {
         if extra_label {
             labels.push(json!({"name": "urgent"}));
         }
-        json!({"repositories": [{
+        // The seed's gist stays; a good agent adds one with release notes.
+        let mut gists = vec![json!({"id": "aa01", "description": "release notes", "files": {"notes.md": "old"}})];
+        if done {
+            gists.push(json!({"id": "bb02", "description": "Release notes for v2", "files": {"notes.md": "# v2", "CHANGELOG.txt": "x"}}));
+        } else if extra_label {
+            gists.push(json!({"id": "cc03", "description": "scratch", "files": {"scratch.md": "x"}}));
+        }
+        json!({"gists": gists, "repositories": [{
             "full_name": "acme/api", "default_branch": "main",
             "labels": labels,
             "issues": [{"number": 1, "state": if done { "closed" } else { "open" }, "labels": issue_labels, "assignees": assignees}],
@@ -347,6 +403,14 @@ mod tests {
             "comments": if done { json!([{"id": 9, "issue": 1, "body": "Fixed in #2"}, {"id": 10, "issue": 2, "body": "merging"}]) } else { json!([]) },
             "statuses": [{"context": "ci/test", "state": "failure"}, {"context": "ci/test", "state": if done { "success" } else { "failure" }}],
             "branches": {"main": {"files": if done { json!({"README.md": "x", "NEW.md": "y"}) } else { json!({"README.md": "x"}) }}},
+            // The seed's run failed; a good agent's fix ran again and passed.
+            "workflow_runs": if done {
+                json!([{"id": 7, "workflow": ".github/workflows/ci.yml", "name": "CI", "run_number": 1, "status": "completed", "conclusion": "failure"},
+                       {"id": 8, "workflow": ".github/workflows/ci.yml", "name": "CI", "run_number": 2, "status": "completed", "conclusion": "success"},
+                       {"id": 9, "workflow": ".github/workflows/lint.yml", "name": "Lint", "run_number": 1, "status": "in_progress", "conclusion": null}])
+            } else {
+                json!([{"id": 7, "workflow": ".github/workflows/ci.yml", "name": "CI", "run_number": 1, "status": "completed", "conclusion": "failure"}])
+            },
             "webhook_deliveries": if done {
                 json!([{"id": 5, "hook": 4, "guid": "g-ping", "event": "ping", "action": null}, {"id": 6, "hook": 4, "guid": "g-1", "event": "issues", "action": "closed"}])
             } else {
@@ -382,6 +446,12 @@ mod tests {
             ("github.webhook_delivered", p(&[("event", "issues.closed"), ("repo", "acme/api")]), seed.clone(), good.clone(), bad.clone()),
             ("github.webhook_delivered", p(&[("event", "issues"), ("repo", "acme/api")]), seed.clone(), good.clone(),
                 json!({"repositories": [{"full_name": "acme/api", "webhook_deliveries": [{"event": "ping", "action": null}]}]})),
+            ("github.workflow_run_concluded", p(&[("workflow", "ci.yml"), ("repo", "acme/api"), ("conclusion", "success")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.workflow_run_concluded", p(&[("workflow", "CI"), ("repo", "acme/api"), ("conclusion", "failure")]), seed.clone(), bad.clone(), good.clone()),
+            ("github.workflow_run_concluded", p(&[("workflow", ".github/workflows/ci.yml"), ("repo", "acme/api"), ("conclusion", "success")]), seed.clone(), good.clone(),
+                json!({"repositories": [{"full_name": "acme/api", "workflow_runs": []}]})),
+            ("github.gist_created_with_file", p(&[("file", "notes.md")]), seed.clone(), good.clone(), bad.clone()),
+            ("github.gist_created_described", p(&[("needle", "release NOTES")]), seed.clone(), good.clone(), bad.clone()),
         ]
     }
 
@@ -447,12 +517,16 @@ mod tests {
         assert!(bind("Issue #one in `a/b` is in state open").unwrap_err().contains("number"));
         assert!(bind("A LOVELY review exists on pull request #1 in `a/b`").is_err());
         assert!(bind("Commit status \"ci\" in `a/b` is green").is_err());
+        assert!(bind("The latest run of workflow `ci.yml` in `a/b` concluded with green").unwrap_err().contains("one of"));
         for ok in [
             "Issue #3 in `a/b` is in state Closed",
             "Pull request #2 in `a/b` is not merged",
             "A REQUEST_CHANGES review exists on pull request #1 in `a/b`",
             "A changes requested review exists on pull request #1 in `a/b`",
             "A COMMENT review exists on pull request #1 in `a/b`",
+            "The latest run of workflow `CI` in `a/b` concluded with Timed_Out",
+            "A gist with a file named `notes.md` was created",
+            "A gist whose description contains \"release notes\" was created",
         ] {
             bind(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
         }

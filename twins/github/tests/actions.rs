@@ -255,3 +255,25 @@ fn attempts_and_re_running_one_job() {
     // A job of an earlier attempt, or of a run still going, cannot be re-run.
     assert_eq!(post(&mut w, &format!("{A}/jobs/{lint}/rerun"), json!({})).0, 403);
 }
+
+#[test]
+fn the_workflow_run_concluded_check_reads_the_state_export() {
+    use pome_twin_sdk::{CheckWorld, Params, Twin};
+    let mut w = seeded(seed());
+    let before = w.state_json();
+    let decide = |state: &Value, workflow: &str, conclusion: &str| {
+        let p: Params = [("workflow", workflow), ("repo", "acme/api"), ("conclusion", conclusion)].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        twin_github::World::evaluate_check("github.workflow_run_concluded", &p, &CheckWorld { seed: &before, state, tape: &[] }).unwrap()
+    };
+    assert!(decide(&before, "ci.yml", "failure").holds, "the seeded run failed");
+    assert!(decide(&before, "Nightly", "success").holds, "by the workflow's name");
+    assert!(!decide(&before, "deploy.yml", "success").holds);
+    // A new run is the latest: until it completes, nothing has concluded.
+    let (_, v) = post(&mut w, &format!("{A}/workflows/ci.yml/dispatches"), json!({"ref": "main", "return_run_details": true}));
+    let o = decide(&w.state_json(), "ci.yml", "failure");
+    assert!(!o.holds && o.reason.ends_with("is queued"), "{}", o.reason);
+    assert_eq!(post(&mut w, &format!("{A}/runs/{}/cancel", v["workflow_run_id"]), json!({})).0, 202);
+    let o = decide(&w.state_json(), ".github/workflows/ci.yml", "cancelled");
+    assert!(o.holds, "{}", o.reason);
+    assert_eq!(o.evidence, pome_twin_sdk::Evidence::state("repositories[0].workflow_runs[2]"));
+}

@@ -200,3 +200,27 @@ fn profiles_count_a_users_gists() {
     let (_, me) = get(&mut w, "/user");
     assert_eq!((me["public_gists"].as_u64(), me["private_gists"].as_u64()), (Some(0), Some(1)));
 }
+
+#[test]
+fn the_gist_created_checks_read_the_state_export() {
+    use pome_twin_sdk::{CheckWorld, Params, Twin};
+    let mut w = seeded(seed());
+    let before = w.state_json();
+    let decide = |state: &Value, id: &str, k: &str, v: &str| {
+        let p: Params = [(k.to_string(), v.to_string())].into_iter().collect();
+        twin_github::World::evaluate_check(id, &p, &CheckWorld { seed: &before, state, tape: &[] }).unwrap()
+    };
+    // What the seed had is not something the agent created.
+    assert!(!decide(&before, "github.gist_created_with_file", "file", "notes.md").holds);
+    assert!(!decide(&before, "github.gist_created_described", "needle", "notes").holds);
+    create(&mut w, false);
+    let after = w.state_json();
+    let o = decide(&after, "github.gist_created_with_file", "file", "b.txt");
+    assert!(o.holds, "{}", o.reason);
+    let k = after["gists"].as_array().unwrap().iter().position(|g| g["description"] == "helpers").unwrap();
+    assert_eq!(o.evidence, pome_twin_sdk::Evidence::state(format!("gists[{k}]")));
+    assert!(decide(&after, "github.gist_created_described", "needle", "HELPERS").holds);
+    let o = decide(&after, "github.gist_created_with_file", "file", "notes.md");
+    assert!(!o.holds);
+    assert_eq!(o.reason, "1 gists were created, none with a file named notes.md");
+}
