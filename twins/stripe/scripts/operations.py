@@ -133,10 +133,39 @@ NEWER = {
     "payment_links.update": ["inactive_message", "payment_intent_data", "phone_number_collection", "restrictions", "submit_type", "subscription_data", "tax_id_collection"],
 }
 
+def form_body(op):
+    """An operation's form body schema: `application/x-www-form-urlencoded`, or for uploads
+    (`POST /v1/files`) `multipart/form-data`."""
+    content = op.get("requestBody", {}).get("content", {})
+    for kind in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        if content.get(kind, {}).get("schema"):
+            return content[kind]["schema"]
+    return None
+
+
+# Parameters of API version 2024-06-20 that this snapshot lacks and the twin acts on.
+NEWER_ACTED = {
+    "accounts.create": ["controller"],
+    "accounts.external_accounts.list": ["object"],
+    "plans.create": ["meter"],
+}
+
+# Parameters Stripe documents as taking more shapes than this snapshot says: an external
+# account is a token or a hash (`object`, `country`, `currency`, `account_number`, …),
+# where the snapshot has only a string.
+WIDER = {
+    "accounts.create": ["external_account"],
+    "accounts.update": ["external_account"],
+    "accounts.external_accounts.create": ["external_account"],
+    "accounts.bank_accounts.create": ["external_account"],
+}
+
 routes = []
-for f in sorted(SRC.glob("*.rs")):
-    for m in re.finditer(r'\.(get|post|delete)\("(/v1/[^"]+)", "([^"]+)"', f.read_text()):
-        routes.append((m.group(1), m.group(2), m.group(3)))
+for f in sorted(SRC.glob("*.rs")) + sorted((SRC / "api").glob("*.rs")):
+    # `.post("/v1/…", "action"` and `.route(Some(Method::Get), "/v1/…", "action"` (a route
+    # declared with its fidelity).
+    for m in re.finditer(r'\.(?:(get|post|delete)\(|route\(Some\(Method::(Get|Post|Delete)\), )"(/v1/[^"]+)", "([^"]+)"', f.read_text()):
+        routes.append(((m.group(1) or m.group(2)).lower(), m.group(3), m.group(4)))
 
 
 def same(a, b):
@@ -157,7 +186,7 @@ for method, path, action in routes:
     for p in op.get("parameters", []):
         if p["in"] in ("path", "query"):
             params.append(param(p["name"], p["in"], p.get("schema", {}), p.get("required"), p.get("description")))
-    body = op.get("requestBody", {}).get("content", {}).get("application/x-www-form-urlencoded", {}).get("schema")
+    body = form_body(op)
     if body:
         body = resolve(body)
         req = set(body.get("required", []))
@@ -165,6 +194,7 @@ for method, path, action in routes:
             params.append(param(name, "body", s, name in req, None))
     where = "query" if method == "get" else "body"
     extra = EXTRA.get(action, []) + [(n, "any", "A parameter of Stripe's current API, newer than this description; accepted, not acted on.", None) for n in NEWER.get(action, [])]
+    extra += [(n, "any", "A parameter of Stripe's current API, newer than this description.", None) for n in NEWER_ACTED.get(action, [])]
     for name, kind, text, fields in extra:
         if not any(p["name"] == name for p in params):
             p = {"name": name, "in": where, "type": kind, "required": False, "description": text}
@@ -182,10 +212,64 @@ for method, path, action in routes:
         "parameters": params,
     })
 
+# Operations of API version 2024-06-20 that this mid-2023 snapshot does not describe, and the
+# twin serves: billing meters and meter events. Described here as Stripe's API reference
+# describes them (parameters as `(name, where, type, required, description, node)`, the node
+# in param_schemas.json's form below), counted apart from the description's operations.
+S, I = ["s", []], ["i"]
+EXPAND = ["a", S]
+PAGING = [("limit", "query", "integer", False, "A limit on the number of objects to be returned, between 1 and 100 (default 10).", I),
+          ("starting_after", "query", "string", False, "A cursor for pagination: an object ID after which the page starts.", S),
+          ("ending_before", "query", "string", False, "A cursor for pagination: an object ID before which the page ends.", S)]
+EXP_Q = ("expand", "query", "array of string", False, "Specifies which fields in the response should be expanded.", EXPAND)
+EXP_B = ("expand", "body", "array of string", False, "Specifies which fields in the response should be expanded.", EXPAND)
+NEWER_OPERATIONS = [
+    ("post", "/v1/billing/meters", "billing.meters.create", "PostBillingMeters", "Create a billing meter", "Creates a billing meter: how meter events with its event_name are aggregated for each customer, for the metered prices that use it.", [
+        ("display_name", "body", "string", True, "The meter's name.", S),
+        ("event_name", "body", "string", True, "The name of the meter events to aggregate.", S),
+        ("default_aggregation", "body", "object", True, "The default settings to aggregate a meter's events with: formula count, sum or last.", ["o", [["formula", ["s", ["count", "last", "sum"]]]], -1, ["formula"]]),
+        ("customer_mapping", "body", "object", False, "Where a meter event names its customer: event_payload_key (default stripe_customer_id), type by_id.", ["o", [["event_payload_key", S], ["type", ["s", ["by_id"]]]], -1, ["event_payload_key", "type"]]),
+        ("value_settings", "body", "object", False, "Where a meter event gives its value: event_payload_key (default value).", ["o", [["event_payload_key", S]], -1, ["event_payload_key"]]),
+        ("event_time_window", "body", "string", False, "The time window to pre-aggregate meter events for, if any: day or hour.", ["s", ["day", "hour"]]),
+        EXP_B]),
+    ("get", "/v1/billing/meters", "billing.meters.list", "GetBillingMeters", "List billing meters", "Retrieve a list of billing meters.", [
+        ("status", "query", "string", False, "Filter results to only include meters with the given status: active or inactive.", ["s", ["active", "inactive"]]), *PAGING, EXP_Q]),
+    ("get", "/v1/billing/meters/{id}", "billing.meters.retrieve", "GetBillingMetersId", "Retrieve a billing meter", "Retrieves a billing meter given an ID.", [EXP_Q]),
+    ("post", "/v1/billing/meters/{id}", "billing.meters.update", "PostBillingMetersId", "Update a billing meter", "Updates a billing meter: its display name.", [
+        ("display_name", "body", "string", False, "The meter's name.", S), EXP_B]),
+    ("post", "/v1/billing/meters/{id}/deactivate", "billing.meters.deactivate", "PostBillingMetersIdDeactivate", "Deactivate a billing meter", "When a meter is deactivated, no more meter events are accepted for it, and it can no longer be attached to a price.", [EXP_B]),
+    ("post", "/v1/billing/meters/{id}/reactivate", "billing.meters.reactivate", "PostBillingMetersIdReactivate", "Reactivate a billing meter", "When a meter is reactivated, events for it are accepted again, and it can be attached to a price.", [EXP_B]),
+    ("get", "/v1/billing/meters/{id}/event_summaries", "billing.meters.event_summaries", "GetBillingMetersIdEventSummaries", "List billing meter event summaries", "Retrieve a list of billing meter event summaries: a customer's aggregated usage over a time range, in windows if asked.", [
+        ("customer", "query", "string", True, "The customer for which to fetch event summaries.", S),
+        ("start_time", "query", "integer", True, "The timestamp from when to start aggregating meter events (inclusive), aligned to the minute.", I),
+        ("end_time", "query", "integer", True, "The timestamp from when to stop aggregating meter events (exclusive), aligned to the minute.", I),
+        ("value_grouping_window", "query", "string", False, "Summaries by hour or day; one summary of the whole range when absent.", ["s", ["day", "hour"]]), *PAGING, EXP_Q]),
+    ("post", "/v1/billing/meter_events", "billing.meter_events.create", "PostBillingMeterEvents", "Create a billing meter event", "Creates a billing meter event: usage a meter aggregates for a customer.", [
+        ("event_name", "body", "string", True, "The name of the meter event: a meter with this event_name aggregates it.", S),
+        ("payload", "body", "object", True, "The payload: the customer (stripe_customer_id by default) and the value (value by default).", ["o", [], 0, []]),
+        ("identifier", "body", "string", False, "A unique identifier for the event; a repeat within 24 hours is refused.", S),
+        ("timestamp", "body", "integer", False, "The time of the event, within the past 35 days and at most 5 minutes in the future; now by default.", I),
+        EXP_B]),
+    ("post", "/v1/billing/meter_event_adjustments", "billing.meter_event_adjustments.create", "PostBillingMeterEventAdjustments", "Create a billing meter event adjustment", "Creates a billing meter event adjustment: cancels a meter event by its identifier.", [
+        ("event_name", "body", "string", True, "The name of the meter event.", S),
+        ("type", "body", "string", False, "Specifies whether to cancel a single event or a range of events (cancel).", ["s", ["cancel"]]),
+        ("cancel", "body", "object", False, "The event to cancel: its identifier.", ["o", [["identifier", S]], -1, []]),
+        EXP_B]),
+]
+for method, path, action, op_id, summary, description, params in NEWER_OPERATIONS:
+    ops.append({
+        "operation_id": op_id, "method": method.upper(), "path": path, "route": path, "action": action,
+        "summary": summary, "description": description,
+        "parameters": ([{"name": "id", "in": "path", "type": "string", "required": True}] if "{id}" in path else [])
+        + [{"name": n, "in": wh, "type": t, "required": r, "description": d} for n, wh, t, r, d, _ in params],
+    })
+
 out = SRC / "operations.json"
 # One operation a line: small, and a diff shows which operation changed.
 out.write_text("[\n" + ",\n".join(json.dumps(o, ensure_ascii=False, separators=(",", ":")) for o in ops) + "\n]\n")
-print(f"{len(ops)} operations, {out.stat().st_size} bytes")
+described = len(ops) - len(NEWER_OPERATIONS)
+total = sum(1 for p in spec["paths"].values() for m in p if m in ("get", "post", "delete"))
+print(f"{described} of the {total} operations of Stripe's OpenAPI description served, and {len(NEWER_OPERATIONS)} newer ones; {out.stat().st_size} bytes")
 
 
 # ---------------------------------------------------------------------------------------
@@ -207,6 +291,7 @@ DEEPEST = 12  # deeper than any request body Stripe describes; a recursive $ref 
 # documentation sends them, and the twin takes them (NEWER, one level down).
 NEWER_FIELDS = {
     "automatic_payment_methods": {"allow_redirects": ["s", ["always", "never"]]},
+    "recurring": {"meter": ["s", []]},
 }
 # Values newer than the snapshot that an enumerated parameter takes (the twin serves them).
 NEWER_VALUES = {
@@ -269,6 +354,16 @@ def schema_node(schema, depth, path):
     return node(["o", fields, more, required])
 
 
+def node_of(n):
+    """A node given in NEWER_OPERATIONS' nested form (children as nodes, not indexes)."""
+    kind = n[0]
+    if kind == "o":
+        return node(["o", sorted([k, node_of(v)] for k, v in n[1]), node(["s", []]) if n[2] == 0 else -1, n[3]])
+    if kind == "a":
+        return node(["a", node_of(n[1])])
+    return node(n)
+
+
 roots = {}
 for method, path, action in routes:
     matches = [p for p in spec["paths"] if same(p, path)]
@@ -279,17 +374,22 @@ for method, path, action in routes:
     for p in op.get("parameters", []):
         if p["in"] == "query":
             fields[p["name"]] = schema_node(p.get("schema", {}), 1, p["name"])
-    body = op.get("requestBody", {}).get("content", {}).get("application/x-www-form-urlencoded", {}).get("schema")
+    body = form_body(op)
     if body:
         for name, s in (resolve(body).get("properties") or {}).items():
             fields[name] = schema_node(s, 1, name)
-    for n in NEWER.get(action, []):
+    for n in NEWER.get(action, []) + NEWER_ACTED.get(action, []):
         fields.setdefault(n, node(["x"]))
+    for n in WIDER.get(action, []):
+        fields[n] = node(["x"])
     for name, _, _, fs in EXTRA.get(action, []):
         if name not in fields:
             item = node(["o", sorted([f["name"], node(["s", []])] for f in fs), -1, []])
             fields[name] = node(["u", sorted({node(["a", item]), node(["s", []])})])
     roots[action] = node(["o", sorted([k, v] for k, v in fields.items()), -1, []])
+
+for _, _, action, _, _, _, params in NEWER_OPERATIONS:
+    roots[action] = node(["o", sorted([n, node_of(nd)] for n, _, _, _, _, nd in params), -1, []])
 
 schemas = SRC / "param_schemas.json"
 schemas.write_text(json.dumps({"operations": dict(sorted(roots.items())), "nodes": nodes}, separators=(",", ":")) + "\n")

@@ -1,13 +1,22 @@
 //! Stripe's resources: the route table, and one module a resource family, as Stripe's API
-//! reference groups them — [`balance`] (with payouts), [`charges`], [`customers`],
-//! [`disputes`], [`payment_intents`] (the payment state machine), [`setup_intents`],
-//! [`refunds`], [`payment_methods`], [`products`] (with prices and coupons) and
-//! [`webhook_endpoints`] (with events as the API lists them). Below them, what they share:
-//! [`cards`] (Stripe's test cards), [`emit`] (events and their webhook deliveries) and
-//! [`shared`] (lookups, lists, searches, currencies and amounts). Each module takes the others'
-//! items through this one (`use super::*`).
+//! reference groups them. Payments: [`balance`] (with payouts), [`topups`], [`charges`]
+//! (with their refunds and dispute at the charge's paths), [`customers`] (with their balance
+//! transactions) and their [`cash_balance`], [`disputes`], [`payment_intents`] (the payment
+//! state machine), [`setup_intents`], [`mandates`] (with setup attempts), [`refunds`],
+//! [`payment_methods`], [`tokens`] (with ephemeral keys), [`products`] (with prices and
+//! coupons) and [`webhook_endpoints`] (with events as the API lists them). Billing (beside
+//! `crate::billing`'s subscriptions and invoices): [`credit_notes`], [`quotes`],
+//! [`subscription_schedules`], [`usage`] (usage records, billing meters and meter events),
+//! [`plans`], [`billing_portal`], [`tax`] (tax rates, customer tax ids, tax codes) and
+//! [`shipping_rates`]. [`files`] (with file links). Connect: [`accounts`] (capabilities,
+//! external accounts, persons, login links, account links), [`transfers`] (with reversals and
+//! destination charges) and [`application_fees`]. Fraud: [`radar`] (reviews, early fraud
+//! warnings, value lists). Below them, what they share: [`cards`] (Stripe's test cards),
+//! [`emit`] (events and their webhook deliveries) and [`shared`] (lookups, lists, searches,
+//! currencies and amounts). Each module takes the others' items through this one
+//! (`use super::*`).
 
-use pome_twin_sdk::{Call, Delivery, Router, Value, json};
+use pome_twin_sdk::{Call, Delivery, Fidelity, Method, Router, Value, json};
 
 use crate::World;
 use crate::store::Cut;
@@ -118,6 +127,177 @@ pub fn routes(r: Router<World>) -> Router<World> {
         .get("/v1/webhook_endpoints/{id}", "webhook_endpoints.retrieve", h!(we_retrieve))
         .post("/v1/webhook_endpoints/{id}", "webhook_endpoints.update", h!(we_update))
         .delete("/v1/webhook_endpoints/{id}", "webhook_endpoints.delete", h!(we_delete))
+        // Customers' own sub-resources.
+        .get("/v1/customers/{id}/balance_transactions/{transaction}", "customers.balance_transactions.retrieve", h!(cbt_retrieve))
+        .post("/v1/customers/{id}/balance_transactions/{transaction}", "customers.balance_transactions.update", h!(cbt_update))
+        .get("/v1/customers/{id}/payment_methods/{payment_method}", "customers.payment_methods.retrieve", h!(customer_pm_retrieve))
+        .get("/v1/customers/{id}/discount", "customers.discount.retrieve", h!(customer_discount_retrieve))
+        .get("/v1/customers/{id}/cash_balance", "customers.cash_balance.retrieve", h!(cash_balance_retrieve))
+        .post("/v1/customers/{id}/cash_balance", "customers.cash_balance.update", h!(cash_balance_update))
+        .get("/v1/customers/{id}/cash_balance_transactions", "customers.cash_balance_transactions.list", h!(cash_txn_list))
+        .get("/v1/customers/{id}/cash_balance_transactions/{transaction}", "customers.cash_balance_transactions.retrieve", h!(cash_txn_retrieve))
+        .post("/v1/customers/{id}/funding_instructions", "customers.funding_instructions.create", h!(funding_instructions))
+        .post("/v1/test_helpers/customers/{id}/fund_cash_balance", "test_helpers.customers.fund_cash_balance", h!(fund_cash_balance))
+        .post("/v1/payment_intents/{id}/apply_customer_balance", "payment_intents.apply_customer_balance", h!(apply_customer_balance))
+        // A charge's refunds and dispute at its own paths; the balance's history; payouts.
+        .post("/v1/charges/{id}/refund", "charges.refund", h!(charge_refund_legacy))
+        .get("/v1/charges/{id}/refunds", "charges.refunds.list", h!(charge_refund_list))
+        .post("/v1/charges/{id}/refunds", "charges.refunds.create", h!(charge_refund_create))
+        .get("/v1/charges/{id}/refunds/{refund}", "charges.refunds.retrieve", h!(charge_refund_retrieve))
+        .post("/v1/charges/{id}/refunds/{refund}", "charges.refunds.update", h!(charge_refund_update))
+        .get("/v1/charges/{id}/dispute", "charges.dispute.retrieve", h!(charge_dispute_retrieve))
+        .post("/v1/charges/{id}/dispute", "charges.dispute.update", h!(charge_dispute_update))
+        .post("/v1/charges/{id}/dispute/close", "charges.dispute.close", h!(charge_dispute_close))
+        .post("/v1/test_helpers/refunds/{id}/expire", "test_helpers.refunds.expire", h!(refund_expire))
+        .get("/v1/balance/history", "balance.history.list", h!(bt_list))
+        .get("/v1/balance/history/{id}", "balance.history.retrieve", h!(bt_retrieve))
+        .post("/v1/payouts/{id}", "payouts.update", h!(payout_update))
+        .post("/v1/payouts/{id}/reverse", "payouts.reverse", h!(payout_reverse))
+        .post("/v1/topups", "topups.create", h!(topup_create))
+        .get("/v1/topups", "topups.list", h!(topup_list))
+        .get("/v1/topups/{id}", "topups.retrieve", h!(topup_retrieve))
+        .post("/v1/topups/{id}", "topups.update", h!(topup_update))
+        .post("/v1/topups/{id}/cancel", "topups.cancel", h!(topup_cancel))
+        .post("/v1/tokens", "tokens.create", h!(token_create))
+        .get("/v1/tokens/{id}", "tokens.retrieve", h!(token_retrieve))
+        .post("/v1/ephemeral_keys", "ephemeral_keys.create", h!(ephemeral_key_create))
+        .delete("/v1/ephemeral_keys/{id}", "ephemeral_keys.delete", h!(ephemeral_key_delete))
+        // Billing beyond subscriptions and invoices.
+        .post("/v1/credit_notes", "credit_notes.create", h!(credit_note_create))
+        .get("/v1/credit_notes", "credit_notes.list", h!(credit_note_list))
+        .get("/v1/credit_notes/preview", "credit_notes.preview", h!(credit_note_preview))
+        .get("/v1/credit_notes/preview/lines", "credit_notes.preview_lines", h!(credit_note_preview_lines))
+        .get("/v1/credit_notes/{id}", "credit_notes.retrieve", h!(credit_note_retrieve))
+        .post("/v1/credit_notes/{id}", "credit_notes.update", h!(credit_note_update))
+        .get("/v1/credit_notes/{id}/lines", "credit_notes.lines", h!(credit_note_lines))
+        .post("/v1/credit_notes/{id}/void", "credit_notes.void", h!(credit_note_void))
+        .post("/v1/quotes", "quotes.create", h!(quote_create))
+        .get("/v1/quotes", "quotes.list", h!(quote_list))
+        .get("/v1/quotes/{id}", "quotes.retrieve", h!(quote_retrieve))
+        .post("/v1/quotes/{id}", "quotes.update", h!(quote_update))
+        .post("/v1/quotes/{id}/finalize", "quotes.finalize", h!(quote_finalize))
+        .post("/v1/quotes/{id}/accept", "quotes.accept", h!(quote_accept))
+        .post("/v1/quotes/{id}/cancel", "quotes.cancel", h!(quote_cancel))
+        .get("/v1/quotes/{id}/line_items", "quotes.line_items", h!(quote_line_items))
+        .get("/v1/quotes/{id}/computed_upfront_line_items", "quotes.computed_upfront_line_items", h!(quote_upfront_line_items))
+        .route(Some(Method::Get), "/v1/quotes/{id}/pdf", "quotes.pdf", Fidelity::Shape, quote_pdf)
+        .post("/v1/subscription_schedules", "subscription_schedules.create", h!(schedule_create))
+        .get("/v1/subscription_schedules", "subscription_schedules.list", h!(schedule_list))
+        .get("/v1/subscription_schedules/{id}", "subscription_schedules.retrieve", h!(schedule_retrieve))
+        .post("/v1/subscription_schedules/{id}", "subscription_schedules.update", h!(schedule_update))
+        .post("/v1/subscription_schedules/{id}/cancel", "subscription_schedules.cancel", h!(schedule_cancel))
+        .post("/v1/subscription_schedules/{id}/release", "subscription_schedules.release", h!(schedule_release))
+        .post("/v1/subscription_items/{id}/usage_records", "subscription_items.usage_records.create", h!(usage_record_create))
+        .get("/v1/subscription_items/{id}/usage_record_summaries", "subscription_items.usage_record_summaries.list", h!(usage_record_summaries))
+        .post("/v1/billing/meters", "billing.meters.create", h!(meter_create))
+        .get("/v1/billing/meters", "billing.meters.list", h!(meter_list))
+        .get("/v1/billing/meters/{id}", "billing.meters.retrieve", h!(meter_retrieve))
+        .post("/v1/billing/meters/{id}", "billing.meters.update", h!(meter_update))
+        .post("/v1/billing/meters/{id}/deactivate", "billing.meters.deactivate", h!(meter_deactivate))
+        .post("/v1/billing/meters/{id}/reactivate", "billing.meters.reactivate", h!(meter_reactivate))
+        .get("/v1/billing/meters/{id}/event_summaries", "billing.meters.event_summaries", h!(meter_event_summaries))
+        .post("/v1/billing/meter_events", "billing.meter_events.create", h!(meter_event_create))
+        .post("/v1/billing/meter_event_adjustments", "billing.meter_event_adjustments.create", h!(meter_event_adjustment_create))
+        .post("/v1/plans", "plans.create", h!(plan_create))
+        .get("/v1/plans", "plans.list", h!(plan_list))
+        .get("/v1/plans/{id}", "plans.retrieve", h!(plan_retrieve))
+        .post("/v1/plans/{id}", "plans.update", h!(plan_update))
+        .delete("/v1/plans/{id}", "plans.delete", h!(plan_delete))
+        .post("/v1/billing_portal/configurations", "billing_portal.configurations.create", h!(portal_config_create))
+        .get("/v1/billing_portal/configurations", "billing_portal.configurations.list", h!(portal_config_list))
+        .get("/v1/billing_portal/configurations/{id}", "billing_portal.configurations.retrieve", h!(portal_config_retrieve))
+        .post("/v1/billing_portal/configurations/{id}", "billing_portal.configurations.update", h!(portal_config_update))
+        .post("/v1/billing_portal/sessions", "billing_portal.sessions.create", h!(portal_session_create))
+        // Tax.
+        .post("/v1/tax_rates", "tax_rates.create", h!(tax_rate_create))
+        .get("/v1/tax_rates", "tax_rates.list", h!(tax_rate_list))
+        .get("/v1/tax_rates/{id}", "tax_rates.retrieve", h!(tax_rate_retrieve))
+        .post("/v1/tax_rates/{id}", "tax_rates.update", h!(tax_rate_update))
+        .post("/v1/customers/{id}/tax_ids", "customers.tax_ids.create", h!(tax_id_create))
+        .get("/v1/customers/{id}/tax_ids", "customers.tax_ids.list", h!(tax_id_list))
+        .get("/v1/customers/{id}/tax_ids/{tax_id}", "customers.tax_ids.retrieve", h!(tax_id_retrieve))
+        .delete("/v1/customers/{id}/tax_ids/{tax_id}", "customers.tax_ids.delete", h!(tax_id_delete))
+        .get("/v1/tax_codes", "tax_codes.list", h!(tax_code_list))
+        .get("/v1/tax_codes/{id}", "tax_codes.retrieve", h!(tax_code_retrieve))
+        // Shipping rates; files and file links.
+        .post("/v1/shipping_rates", "shipping_rates.create", h!(shipping_rate_create))
+        .get("/v1/shipping_rates", "shipping_rates.list", h!(shipping_rate_list))
+        .get("/v1/shipping_rates/{id}", "shipping_rates.retrieve", h!(shipping_rate_retrieve))
+        .post("/v1/shipping_rates/{id}", "shipping_rates.update", h!(shipping_rate_update))
+        .post("/v1/files", "files.create", h!(file_create))
+        .get("/v1/files", "files.list", h!(file_list))
+        .get("/v1/files/{id}", "files.retrieve", h!(file_retrieve))
+        .get("/v1/files/{id}/contents", "files.contents", file_contents)
+        .post("/v1/file_links", "file_links.create", h!(file_link_create))
+        .get("/v1/file_links", "file_links.list", h!(file_link_list))
+        .get("/v1/file_links/{id}", "file_links.retrieve", h!(file_link_retrieve))
+        .post("/v1/file_links/{id}", "file_links.update", h!(file_link_update))
+        .get("/links/{token}", "file_links.serve", link_page)
+        // Connect.
+        .get("/v1/account", "account.retrieve", h!(account_self))
+        .post("/v1/accounts", "accounts.create", h!(account_create))
+        .get("/v1/accounts", "accounts.list", h!(account_list))
+        .get("/v1/accounts/{id}", "accounts.retrieve", h!(account_retrieve))
+        .post("/v1/accounts/{id}", "accounts.update", h!(account_update))
+        .delete("/v1/accounts/{id}", "accounts.delete", h!(account_delete))
+        .post("/v1/accounts/{id}/reject", "accounts.reject", h!(account_reject))
+        .post("/v1/accounts/{id}/login_links", "accounts.login_links.create", h!(login_link_create))
+        .get("/v1/accounts/{id}/capabilities", "accounts.capabilities.list", h!(capability_list))
+        .get("/v1/accounts/{id}/capabilities/{capability}", "accounts.capabilities.retrieve", h!(capability_retrieve))
+        .post("/v1/accounts/{id}/capabilities/{capability}", "accounts.capabilities.update", h!(capability_update))
+        .get("/v1/accounts/{id}/external_accounts", "accounts.external_accounts.list", h!(external_list))
+        .post("/v1/accounts/{id}/external_accounts", "accounts.external_accounts.create", h!(external_create))
+        .get("/v1/accounts/{id}/external_accounts/{ext}", "accounts.external_accounts.retrieve", h!(external_retrieve))
+        .post("/v1/accounts/{id}/external_accounts/{ext}", "accounts.external_accounts.update", h!(external_update))
+        .delete("/v1/accounts/{id}/external_accounts/{ext}", "accounts.external_accounts.delete", h!(external_delete))
+        .get("/v1/accounts/{id}/bank_accounts/{ext}", "accounts.bank_accounts.retrieve", h!(external_retrieve))
+        .post("/v1/accounts/{id}/bank_accounts", "accounts.bank_accounts.create", h!(external_create))
+        .post("/v1/accounts/{id}/bank_accounts/{ext}", "accounts.bank_accounts.update", h!(external_update))
+        .delete("/v1/accounts/{id}/bank_accounts/{ext}", "accounts.bank_accounts.delete", h!(external_delete))
+        .get("/v1/accounts/{id}/persons", "accounts.persons.list", h!(person_list))
+        .post("/v1/accounts/{id}/persons", "accounts.persons.create", h!(person_create))
+        .get("/v1/accounts/{id}/persons/{person}", "accounts.persons.retrieve", h!(person_retrieve))
+        .post("/v1/accounts/{id}/persons/{person}", "accounts.persons.update", h!(person_update))
+        .delete("/v1/accounts/{id}/persons/{person}", "accounts.persons.delete", h!(person_delete))
+        .get("/v1/accounts/{id}/people", "accounts.people.list", h!(person_list))
+        .post("/v1/accounts/{id}/people", "accounts.people.create", h!(person_create))
+        .get("/v1/accounts/{id}/people/{person}", "accounts.people.retrieve", h!(person_retrieve))
+        .post("/v1/accounts/{id}/people/{person}", "accounts.people.update", h!(person_update))
+        .delete("/v1/accounts/{id}/people/{person}", "accounts.people.delete", h!(person_delete))
+        .post("/v1/account_links", "account_links.create", h!(account_link_create))
+        .get("/connect/onboarding/{token}", "account_links.onboarding_page", onboarding_page)
+        .post("/v1/transfers", "transfers.create", h!(transfer_create))
+        .get("/v1/transfers", "transfers.list", h!(transfer_list))
+        .get("/v1/transfers/{id}", "transfers.retrieve", h!(transfer_retrieve))
+        .post("/v1/transfers/{id}", "transfers.update", h!(transfer_update))
+        .post("/v1/transfers/{id}/reversals", "transfers.reversals.create", h!(reversal_create))
+        .get("/v1/transfers/{id}/reversals", "transfers.reversals.list", h!(reversal_list))
+        .get("/v1/transfers/{id}/reversals/{reversal}", "transfers.reversals.retrieve", h!(reversal_retrieve))
+        .post("/v1/transfers/{id}/reversals/{reversal}", "transfers.reversals.update", h!(reversal_update))
+        .get("/v1/application_fees", "application_fees.list", h!(fee_list))
+        .get("/v1/application_fees/{id}", "application_fees.retrieve", h!(fee_retrieve))
+        .post("/v1/application_fees/{id}/refund", "application_fees.refund", h!(fee_refund_legacy))
+        .post("/v1/application_fees/{id}/refunds", "application_fees.refunds.create", h!(fee_refund_create))
+        .get("/v1/application_fees/{id}/refunds", "application_fees.refunds.list", h!(fee_refund_list))
+        .get("/v1/application_fees/{id}/refunds/{refund}", "application_fees.refunds.retrieve", h!(fee_refund_retrieve))
+        .post("/v1/application_fees/{id}/refunds/{refund}", "application_fees.refunds.update", h!(fee_refund_update))
+        // Radar; mandates and setup attempts.
+        .get("/v1/radar/early_fraud_warnings", "radar.early_fraud_warnings.list", h!(efw_list))
+        .get("/v1/radar/early_fraud_warnings/{id}", "radar.early_fraud_warnings.retrieve", h!(efw_retrieve))
+        .get("/v1/reviews", "reviews.list", h!(review_list))
+        .get("/v1/reviews/{id}", "reviews.retrieve", h!(review_retrieve))
+        .post("/v1/reviews/{id}/approve", "reviews.approve", h!(review_approve))
+        .post("/v1/radar/value_lists", "radar.value_lists.create", h!(value_list_create))
+        .get("/v1/radar/value_lists", "radar.value_lists.list", h!(value_list_list))
+        .get("/v1/radar/value_lists/{id}", "radar.value_lists.retrieve", h!(value_list_retrieve))
+        .post("/v1/radar/value_lists/{id}", "radar.value_lists.update", h!(value_list_update))
+        .delete("/v1/radar/value_lists/{id}", "radar.value_lists.delete", h!(value_list_delete))
+        .post("/v1/radar/value_list_items", "radar.value_list_items.create", h!(value_list_item_create))
+        .get("/v1/radar/value_list_items", "radar.value_list_items.list", h!(value_list_item_list))
+        .get("/v1/radar/value_list_items/{id}", "radar.value_list_items.retrieve", h!(value_list_item_retrieve))
+        .delete("/v1/radar/value_list_items/{id}", "radar.value_list_items.delete", h!(value_list_item_delete))
+        .get("/v1/mandates/{id}", "mandates.retrieve", h!(mandate_retrieve))
+        .get("/v1/setup_attempts", "setup_attempts.list", h!(setup_attempt_list))
         .get("/x402/protected-resource", "x402.protected_resource", crate::x402::protected_resource)
         .get(crate::three_ds::PAGE, "three_d_secure.page", crate::three_ds::show)
         .post(crate::three_ds::PAGE, "three_d_secure.answer", crate::three_ds::answer)
@@ -144,6 +324,23 @@ mod refunds;
 mod payment_methods;
 mod products;
 mod webhook_endpoints;
+mod topups;
+mod tokens;
+mod cash_balance;
+mod credit_notes;
+mod quotes;
+mod subscription_schedules;
+mod usage;
+mod plans;
+mod billing_portal;
+mod tax;
+mod shipping_rates;
+mod files;
+mod accounts;
+mod transfers;
+mod application_fees;
+mod radar;
+mod mandates;
 // Below them, what they share.
 mod cards;
 mod emit;
@@ -159,6 +356,23 @@ use refunds::*;
 pub(crate) use payment_methods::*;
 pub(crate) use products::*;
 use webhook_endpoints::*;
+use topups::*;
+pub(crate) use tokens::*;
+use cash_balance::*;
+use credit_notes::*;
+use quotes::*;
+pub(crate) use subscription_schedules::*;
+pub(crate) use usage::*;
+use plans::*;
+use billing_portal::*;
+pub(crate) use tax::*;
+use shipping_rates::*;
+pub(crate) use files::*;
+pub(crate) use accounts::*;
+pub(crate) use transfers::*;
+use application_fees::*;
+use radar::*;
+pub(crate) use mandates::*;
 pub use cards::*;
 pub use emit::*;
 pub use shared::*;

@@ -100,6 +100,10 @@ pub fn add_interval(t: i64, interval: &str, count: i64) -> i64 {
     }
 }
 
+/// Steps one test clock advance takes at most (renewals and schedule phases): a daily
+/// subscription advanced by years takes about a thousand.
+const MAX_CLOCK_STEPS: usize = 100_000;
+
 /// Now for a customer: its test clock's frozen time, or the sandbox's clock.
 pub fn now_for(w: &World, customer: &str) -> i64 {
     w.get(customer)
@@ -181,20 +185,33 @@ fn clock_advance(w: &mut World, call: &mut Call, p: &Params) -> Res {
         });
         emit(w, call, "customer.subscription.updated", &after, Some(json!({"status": "incomplete", "ended_at": null})));
     }
-    // Step period by period so each renewal happens at its own time.
-    loop {
-        let next = subs
-            .iter()
-            .filter_map(|s| {
-                let o = w.get(s)?;
+    // Step period by period so each renewal happens at its own time; a subscription
+    // schedule acting at the same moment (a phase ending where a period does) acts first,
+    // so the renewal invoices the new phase. Subscriptions a schedule starts renew too.
+    for _ in 0..MAX_CLOCK_STEPS {
+        let renewal = w
+            .all("subscription")
+            .filter(|o| o["customer"].as_str().is_some_and(|c| customers.iter().any(|x| x == c)))
+            .filter_map(|o| {
                 let live = ["trialing", "active", "past_due"].contains(&o["status"].as_str().unwrap_or(""));
                 let end = o["current_period_end"].as_i64()?;
-                (live && end <= t).then(|| (end, s.clone()))
+                let id = o["id"].as_str()?.to_string();
+                (live && end <= t).then_some((end, id))
             })
             .min();
-        let Some((end, sub)) = next else { break };
-        w.modify(call, &id, |c| c["frozen_time"] = json!(end));
-        renew(w, call, &sub, end);
+        let scheduled = api::next_transition(w, &customers, from, t);
+        match (renewal, scheduled) {
+            (r, Some((at, sched))) if r.as_ref().is_none_or(|(end, _)| at <= *end) => {
+                w.modify(call, &id, |c| c["frozen_time"] = json!(at));
+                api::transition(w, call, &sched, at);
+            }
+            (Some((end, sub)), _) => {
+                w.modify(call, &id, |c| c["frozen_time"] = json!(end));
+                renew(w, call, &sub, end);
+            }
+            (None, None) => break,
+            (None, Some(_)) => unreachable!("a scheduled step without a renewal is the first arm"),
+        }
     }
     let clock = w.modify(call, &id, |c| {
         c["frozen_time"] = json!(t);
@@ -217,10 +234,26 @@ fn price_of(w: &World, id: &str, param: &str) -> Result<Value, StripeError> {
 
 fn sub_item(w: &mut World, sub: &str, price: &Value, qty: i64, created: i64) -> Value {
     let id = w.new_id("si");
+    // A metered price charges for usage: its item has no quantity.
+    let quantity = if metered(price) { Value::Null } else { json!(qty) };
     json!({
         "id": id, "object": "subscription_item", "billing_thresholds": null, "created": created, "discounts": [],
-        "metadata": {}, "plan": null, "price": price, "quantity": qty, "subscription": sub, "tax_rates": [],
+        "metadata": {}, "plan": null, "price": price, "quantity": quantity, "subscription": sub, "tax_rates": [],
     })
+}
+
+/// Whether `price` charges for usage (`recurring[usage_type]=metered`).
+fn metered(price: &Value) -> bool {
+    price["recurring"]["usage_type"] == "metered"
+}
+
+/// A subscription's metered items charge, at the end of each period, for that period's usage:
+/// the line's quantity, and the period it covers.
+fn usage_line_quantity(w: &World, item: &Value, cus: &str, usage_from: Option<i64>, to: i64) -> i64 {
+    match usage_from {
+        Some(from) => api::metered_quantity(w, item["id"].as_str().unwrap_or_default(), cus, &item["price"], from, to),
+        None => 0,
+    }
 }
 
 fn items_list(sub: &str, items: Vec<Value>) -> Value {
@@ -239,7 +272,24 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
         let pid = it["price"].as_str().ok_or_else(|| missing(&format!("items[{i}][price]")))?;
         let price = price_of(w, pid, &format!("items[{i}][price]"))?;
         let qty: i64 = it["quantity"].as_str().and_then(|s| s.parse().ok()).unwrap_or(1);
+        if metered(&price) && it.get("quantity").is_some() {
+            return Err(invalid("Quantity should not be specified where usage_type is `metered`. Remove quantity from the metered price.").param(&format!("items[{i}][quantity]")));
+        }
         prices.push((price, qty));
+    }
+    // `add_invoice_items`: one-time prices the first invoice charges besides the period.
+    let mut extra = Vec::new();
+    if let Some(Value::Array(adds)) = p.get("add_invoice_items") {
+        for (i, it) in adds.iter().enumerate() {
+            let at = |k: &str| format!("add_invoice_items[{i}][{k}]");
+            let pid = it["price"].as_str().ok_or_else(|| missing(&at("price")))?;
+            let price = w.get_kind("price", pid).ok_or_else(|| no_such_ref("price", pid, &at("price")))?;
+            if !price["recurring"].is_null() {
+                return Err(invalid("The price specified is set to `type=recurring` but this field only accepts prices with `type=one_time`.").param(&at("price")));
+            }
+            let qty = api::int_at(&it["quantity"], &at("quantity"))?.unwrap_or(1);
+            extra.push((price, qty));
+        }
     }
     let cur = prices[0].0["currency"].as_str().unwrap_or("usd").to_string();
     if prices.iter().any(|(p, _)| p["currency"] != cur.as_str() || p["recurring"]["interval"] != prices[0].0["recurring"]["interval"]) {
@@ -337,10 +387,21 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     }
     let sub = w.insert(Some(call), sub);
     emit(w, call, "customer.subscription.created", &sub, None);
+    for (price, qty) in extra {
+        let iid = w.new_id("ii");
+        let ii = json!({
+            "id": iid, "object": "invoiceitem", "amount": api::price_total(&price, qty), "currency": price["currency"], "customer": cus, "date": now,
+            "description": w.get(price["product"].as_str().unwrap_or_default()).map(|p| p["name"].clone()).unwrap_or(Value::Null), "discountable": true,
+            "discounts": [], "invoice": null, "livemode": false, "metadata": {}, "period": {"end": now, "start": now}, "price": price, "proration": false,
+            "quantity": qty, "subscription": id, "tax_rates": [], "test_clock": sub["test_clock"], "unit_amount": price["unit_amount"], "unit_amount_decimal": price["unit_amount_decimal"],
+        });
+        let ii = w.insert(Some(call), ii);
+        emit(w, call, "invoiceitem.created", &ii, None);
+    }
     // `default_incomplete` leaves the first invoice's PaymentIntent for the customer to
     // confirm; the others charge the default payment method now.
     let attempt = behavior != "default_incomplete";
-    let (inv, paid) = invoice_period(w, call, &id, now, period_end, trial_end.is_some(), "subscription_create", attempt);
+    let (inv, paid) = invoice_period(w, call, &id, now, period_end, trial_end.is_some(), "subscription_create", attempt, None);
     let status = match (trial_end.is_some(), paid) {
         (true, _) => "trialing",
         (false, true) => "active",
@@ -354,14 +415,19 @@ pub(crate) fn sub_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
 }
 
 /// Invoice one period of a subscription and try to pay it; returns (invoice id, paid).
-fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end: i64, trial: bool, reason: &str, attempt: bool) -> (String, bool) {
+/// `usage_from`: where the period that ends at `start` began, whose usage metered items
+/// charge (`None` when no period ends: a new subscription's).
+#[allow(clippy::too_many_arguments)]
+fn invoice_period(w: &mut World, call: &mut Call, sub_id: &str, start: i64, end: i64, trial: bool, reason: &str, attempt: bool, usage_from: Option<i64>) -> (String, bool) {
     let sub = w.get(sub_id).unwrap();
     let cus = sub["customer"].as_str().unwrap_or_default().to_string();
     let cur = sub["currency"].as_str().unwrap_or("usd").to_string();
     let inv_id = w.new_id("in");
     let mut lines = Vec::new();
     for it in sub["items"]["data"].as_array().cloned().unwrap_or_default() {
-        let qty = it["quantity"].as_i64().unwrap_or(1);
+        let used = metered(&it["price"]);
+        let qty = if used { usage_line_quantity(w, &it, &cus, usage_from, start) } else { it["quantity"].as_i64().unwrap_or(1) };
+        let (start, end) = if used { (usage_from.unwrap_or(start), start) } else { (start, end) };
         let amount = if trial { 0 } else { api::price_total(&it["price"], qty) };
         let lid = w.new_id("il");
         let desc = format!("{qty} × {} (at {})", it["price"]["product"].as_str().unwrap_or(""), api::unit_text(&it["price"]));
@@ -650,7 +716,7 @@ fn renew(w: &mut World, call: &mut Call, sub_id: &str, at: i64) {
         s["current_period_start"] = json!(at);
         s["current_period_end"] = json!(end);
     });
-    let (inv, paid) = invoice_period(w, call, sub_id, at, end, false, "subscription_cycle", true);
+    let (inv, paid) = invoice_period(w, call, sub_id, at, end, false, "subscription_cycle", true, sub["current_period_start"].as_i64());
     let status = if paid { "active" } else { "past_due" };
     let before = sub.clone();
     let after = w.modify(call, sub_id, |s| {
@@ -733,7 +799,7 @@ fn sub_resume(w: &mut World, call: &mut Call, p: &Params) -> Res {
             s["billing_cycle_anchor"] = json!(now);
         }
     });
-    let (inv, paid) = invoice_period(w, call, &id, start, end, false, "subscription_update", true);
+    let (inv, paid) = invoice_period(w, call, &id, start, end, false, "subscription_update", true, None);
     let status = if paid { "active" } else { "past_due" };
     let after = w.modify(call, &id, |s| {
         s["latest_invoice"] = json!(inv);
@@ -833,11 +899,18 @@ fn preview(w: &World, call: &Call, p: &Params, items_param: Option<&Value>, with
             for (i, (si, price, qty)) in items.iter().enumerate() {
                 let unit = api::unit_text(price);
                 cur = price["currency"].as_str().map(str::to_string);
+                // A metered item charges for what was used in the period under way, so far.
+                let (qty, period) = if metered(price) {
+                    let from = s["current_period_start"].as_i64().unwrap_or(start);
+                    (usage_line_quantity(w, &json!({"id": si, "price": price}), &cus, Some(from), now.max(from) + 1), json!({"end": start, "start": from}))
+                } else {
+                    (*qty, json!({"end": end, "start": start}))
+                };
                 lines.push(json!({
-                    "id": format!("il_tmp_{}{i}", &s["id"].as_str().unwrap_or("")[4..]), "object": "line_item", "amount": api::price_total(price, *qty),
+                    "id": format!("il_tmp_{}{i}", &s["id"].as_str().unwrap_or("")[4..]), "object": "line_item", "amount": api::price_total(price, qty),
                     "currency": price["currency"], "description": format!("{qty} × {} (at {unit})", price["product"].as_str().unwrap_or("")),
                     "discount_amounts": [], "discountable": true, "discounts": [], "livemode": false, "metadata": {},
-                    "period": {"end": end, "start": start}, "price": price, "proration": false, "proration_details": {"credited_items": null},
+                    "period": period, "price": price, "proration": false, "proration_details": {"credited_items": null},
                     "quantity": qty, "subscription": s["id"], "subscription_item": si, "tax_amounts": [], "tax_rates": [], "type": "subscription",
                 }));
             }
@@ -1029,7 +1102,7 @@ fn take_pending_items(w: &mut World, call: &mut Call, cus: &str, sub: Option<&st
     lines
 }
 
-fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+pub(crate) fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
     let mut sub = w.get_kind("subscription", &id).ok_or_else(|| no_such("subscription", &id, "id"))?;
     if sub["status"] == "canceled" {
@@ -1153,7 +1226,7 @@ fn sub_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
 /// period as invoice items; `invoice_now` invoices what is pending for it (those credits
 /// among them) on a final invoice, collected at once (a credit goes to the customer's
 /// balance); `cancellation_details` (`comment`, `feedback`) is kept on the subscription.
-fn sub_cancel(w: &mut World, call: &mut Call, p: &Params) -> Res {
+pub(crate) fn sub_cancel(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let id = call.param("id").to_string();
     let sub = w.get_kind("subscription", &id).ok_or_else(|| no_such("subscription", &id, "id"))?;
     if sub["status"] == "canceled" {
@@ -1506,7 +1579,7 @@ fn spread(amount: i64, weights: &[i64]) -> Vec<i64> {
 // ---------------------------------------------------------------------------------------
 // Invoice items and invoices.
 
-fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+pub(crate) fn ii_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.req_str("customer")?.to_string();
     w.get_kind("customer", &cus).ok_or_else(|| no_such_ref("customer", &cus, "customer"))?;
     let (amount, cur, price) = match p.str("price") {
@@ -1624,7 +1697,7 @@ fn retotal(i: &mut Value, discs: &[Value]) {
     }
 }
 
-fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+pub(crate) fn inv_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let cus = p.req_str("customer")?.to_string();
     w.get_kind("customer", &cus).ok_or_else(|| no_such_ref("customer", &cus, "customer"))?;
     let asked = discount_params(w, p, Some(&cus), &[])?;

@@ -680,7 +680,9 @@ fn too_many_expansions(paths: &[String]) -> Result<(), StripeError> {
 
 /// An API object (one another path of the same request may have expanded already).
 fn is_expanded_object(v: &Value) -> bool {
-    v.get("object").is_some_and(Value::is_string) && v.get("id").is_some()
+    // A list included only when expanded (a Checkout session's or quote's `line_items`)
+    // counts as expanded too.
+    v.get("object").is_some_and(Value::is_string) && (v.get("id").is_some() || v["object"] == "list")
 }
 
 fn expand_one(w: &World, v: &mut Value, parts: &[&str], full: &str) -> Result<(), StripeError> {
@@ -762,6 +764,13 @@ fn serve(w: &mut World, call: &mut Call, f: Handler) -> Response {
         if call.req.is_json() && !call.req.body.is_empty() {
             // Stripe takes form bodies only; a JSON body reads as no parameters.
             Vec::new()
+        } else if call.action.as_deref() == Some("files.create") {
+            // Files come as `multipart/form-data` (files.stripe.com's upload): its text
+            // fields are the parameters, the file part the handler's to read.
+            match crate::api::multipart_pairs(&call.req) {
+                Ok(p) => p,
+                Err(e) => return finish(error_response(&e, &request_id)),
+            }
         } else {
             call.req.form_pairs()
         }

@@ -107,6 +107,12 @@ pub struct Data {
     /// `"pi_… pm_…"`: that confirmation charges the authenticated method without asking again.
     #[serde(default)]
     pub authenticated: std::collections::BTreeSet<String>,
+    /// Uploaded files' bytes, base64, by file id ([`api::files`]).
+    #[serde(default)]
+    pub file_bytes: BTreeMap<String, String>,
+    /// What the uploaded files weigh, in bytes (bounded by [`api::MAX_SANDBOX_FILE_BYTES`]).
+    #[serde(default)]
+    pub file_bytes_total: usize,
 }
 
 /// Events kept in the world: Stripe serves events of the last 30 days only, and a sandbox
@@ -165,6 +171,8 @@ struct MetaRef<'a> {
     current_request: &'a String,
     current_idempotency_key: &'a Option<String>,
     authenticated: &'a std::collections::BTreeSet<String>,
+    file_bytes: &'a BTreeMap<String, String>,
+    file_bytes_total: usize,
 }
 
 #[derive(Deserialize)]
@@ -186,6 +194,10 @@ struct Meta {
     current_idempotency_key: Option<String>,
     #[serde(default)]
     authenticated: std::collections::BTreeSet<String>,
+    #[serde(default)]
+    file_bytes: BTreeMap<String, String>,
+    #[serde(default)]
+    file_bytes_total: usize,
 }
 
 impl Serialize for World {
@@ -213,6 +225,8 @@ impl Serialize for World {
             current_request: &d.current_request,
             current_idempotency_key: &d.current_idempotency_key,
             authenticated: &d.authenticated,
+            file_bytes: &d.file_bytes,
+            file_bytes_total: d.file_bytes_total,
         };
         let json = serde_json::to_string(&meta).map_err(serde::ser::Error::custom)?;
         (json, &d.objects, &d.order).serialize(s)
@@ -245,6 +259,8 @@ impl<'de> Deserialize<'de> for World {
             current_idempotency_key: m.current_idempotency_key,
             test_pms: BTreeMap::new(),
             authenticated: m.authenticated,
+            file_bytes: m.file_bytes,
+            file_bytes_total: m.file_bytes_total,
         }))
     }
 }
@@ -256,6 +272,14 @@ pub fn plural(kind: &str) -> String {
         "customer_balance_transaction" => "customer_balance_transactions".into(),
         "test_helpers.test_clock" => "test_clocks".into(),
         "checkout.session" => "checkout_sessions".into(),
+        "customer_cash_balance_transaction" => "customer_cash_balance_transactions".into(),
+        "billing.meter_event" => "billing_meter_events".into(),
+        "billing.meter" => "billing_meters".into(),
+        "billing_portal.configuration" => "billing_portal_configurations".into(),
+        "billing_portal.session" => "billing_portal_sessions".into(),
+        "radar.early_fraud_warning" => "early_fraud_warnings".into(),
+        "radar.value_list" => "value_lists".into(),
+        "radar.value_list_item" => "value_list_items".into(),
         k => format!("{k}s"),
     }
 }
@@ -560,7 +584,8 @@ impl Twin for World {
     fn serves_without_auth(req: &Request) -> bool {
         // The 3-D Secure test page is the customer's, opened in their browser: its link's
         // client secret is what admits them, not the merchant's key.
-        req.path.starts_with("/x402/") || req.path.starts_with(three_ds::PAGE)
+        // So are the pages of account links and file links: the link is the credential.
+        req.path.starts_with("/x402/") || req.path.starts_with(three_ds::PAGE) || req.path.starts_with(api::ONBOARDING) || req.path.starts_with(api::LINKS)
     }
 
     fn state(&self) -> Value {
@@ -616,3 +641,5 @@ mod tests_3ds;
 mod tests_input;
 #[cfg(test)]
 mod tests_params;
+#[cfg(test)]
+mod tests_surface;

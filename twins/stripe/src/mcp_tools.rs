@@ -195,7 +195,12 @@ fn rank(intent: &str, resource: &str) -> Vec<&'static Operation> {
             continue;
         }
         let all_in_path = if !want.is_empty() && in_path == want.len() as i64 { 6 } else { 0 };
-        scored.push((in_path * 3 + in_text + all_in_path + fits, i, op));
+        // A path naming more than was asked for (`subscription_schedules` for `subscription`,
+        // `charges/{charge}/refund` for `refund`) ranks below the one naming just that.
+        let mut literal: Vec<String> = op.path.split('/').filter(|s| !s.is_empty() && *s != "v1" && !s.starts_with('{')).flat_map(words).collect();
+        literal.dedup();
+        let extra = literal.iter().filter(|w| !want.contains(w) && **w != verb).count() as i64;
+        scored.push((in_path * 3 + in_text + all_in_path + fits - extra, i, op));
     }
     scored.sort_by_key(|(s, i, _)| (std::cmp::Reverse(*s), *i));
     scored.into_iter().map(|(_, _, op)| op).collect()
@@ -444,7 +449,7 @@ fn search_documentation(_w: &mut World, call: &mut Call, _p: &Params) -> Res {
     }
     let language = arg_str(&a, "language").unwrap_or("curl");
     let want: Vec<String> = words(question).into_iter().filter(|w| !STOP.contains(&w.as_str())).collect();
-    let mut scored: Vec<(usize, usize, &Operation)> = Vec::new();
+    let mut scored: Vec<(i64, usize, &Operation)> = Vec::new();
     for (i, op) in operations().iter().enumerate() {
         let title = words(&format!("{} {} {}", op.operation_id, op.path, op.summary));
         let body = words(&op.description);
@@ -456,7 +461,12 @@ fn search_documentation(_w: &mut World, call: &mut Call, _p: &Params) -> Res {
             .map(|w| 3 * title.contains(w) as usize + 2 * body.contains(w) as usize + params.contains(w) as usize + 3 * last.contains(w) as usize)
             .sum();
         if score > 0 {
-            scored.push((score, i, op));
+            // A path naming more than was asked about ranks below the one naming just that
+            // (`/v1/charges/{charge}/refund` below `/v1/refunds` for a refund).
+            let mut literal: Vec<String> = op.path.split('/').filter(|s| !s.is_empty() && *s != "v1" && !s.starts_with('{')).flat_map(words).collect();
+            literal.dedup();
+            let extra = literal.iter().filter(|w| !want.contains(w)).count() as i64;
+            scored.push((score as i64 - 2 * extra, i, op));
         }
     }
     scored.sort_by_key(|(s, i, _)| (std::cmp::Reverse(*s), *i));

@@ -210,8 +210,13 @@ fn fail_setup(w: &mut World, call: &mut Call, a: &Attempt) -> String {
         "message": "The latest attempt to set up the payment method has failed because authentication failed.",
         "payment_method": pm, "type": "invalid_request_error",
     });
+    crate::api::attempt_outcome(w, call, &a.id, "failed", err.clone());
+    if let Some(m) = a.obj["mandate"].as_str().filter(|m| w.exists(m)) {
+        w.modify(call, m, |o| o["status"] = json!("inactive"));
+    }
     let si = w.modify(call, &a.id, |si| {
         si["status"] = json!("requires_payment_method");
+        si["mandate"] = Value::Null;
         si["last_setup_error"] = err;
         si["payment_method"] = Value::Null;
         si["next_action"] = Value::Null;

@@ -88,3 +88,22 @@ pub(super) fn payout_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res 
     balance_txn(w, call, amount, 0, &cur, &id, "payout_cancel", Some("Payout cancellation"));
     Ok(modify_emit(w, call, &id, "payout.canceled", |p| p["status"] = json!("canceled")))
 }
+
+pub(super) fn payout_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let mut po = get_or_404(w, "payout", &id, "payout")?;
+    p.metadata_into(&mut po)?;
+    Ok(replace_emit(w, call, &id, "payout.updated", po))
+}
+
+/// `POST /v1/payouts/{id}/reverse`: Stripe reverses only connected accounts' payouts to US
+/// bank accounts once paid; a pending payout is canceled instead. The platform's own payouts
+/// (all the twin makes) answer which of those applies.
+pub(super) fn payout_reverse(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let po = get_or_404(w, "payout", &id, "payout")?;
+    if po["status"] == "pending" {
+        return Err(invalid("This payout is still pending: cancel it with /v1/payouts/:id/cancel instead of reversing it.").code("payout_reversal_unsupported"));
+    }
+    Err(invalid("At this time, you can only reverse payouts for connected accounts to US bank accounts.").code("payout_reversal_unsupported"))
+}

@@ -10,6 +10,10 @@ pub enum Behaviour {
     Decline(&'static str, &'static str),
     ThreeDS,
     Dispute,
+    /// Succeeds with an elevated risk level, into the review queue (Radar).
+    Review,
+    /// Succeeds, then its issuer reports fraud: an early fraud warning (Radar).
+    FraudWarning,
 }
 
 /// (number, brand, name in pm_card_* / tok_*, behaviour)
@@ -36,6 +40,12 @@ pub const CARDS: &[(&str, &str, &str, Behaviour)] = &[
     ("4000002760003184", "visa", "authenticationRequired", Behaviour::ThreeDS),
     ("4000000000003220", "visa", "threeDSecure2Required", Behaviour::ThreeDS),
     ("4000000000000259", "visa", "createDispute", Behaviour::Dispute),
+    ("4000000000009235", "visa", "riskLevelElevated", Behaviour::Review),
+    ("4000000000005423", "visa", "createIssuerFraudRecord", Behaviour::FraudWarning),
+    // Highest risk: Radar's default rules block it.
+    ("4000000000004954", "visa", "riskLevelHighest", Behaviour::Decline("card_declined", "fraudulent")),
+    // Stripe's other name for the always-blocked card above.
+    ("4100000000000019", "visa", "radarBlock", Behaviour::Decline("card_declined", "fraudulent")),
     // Charges succeed; a refund of one stays `pending` (Stripe: "Asynchronous refund").
     ("4000000000007726", "visa", "pendingRefund", Behaviour::Succeed),
 ];
@@ -195,6 +205,12 @@ pub(crate) fn resolve_pm(w: &mut World, call: &mut Call, id: &str, param: &str) 
             w.test_pms.insert(id.to_string(), pm.clone());
             return Ok(pm);
         }
+    }
+    // A card token made by `POST /v1/tokens`, used once.
+    if let Some(made) = pm_from_token(w, call, id, param) {
+        let pm = made?;
+        w.test_pms.insert(id.to_string(), pm.clone());
+        return Ok(pm);
     }
     // `id` is the path's own object (a 404); any other name is a parameter (a 400).
     Err(if param == "id" { no_such("PaymentMethod", id, param) } else { no_such_ref("PaymentMethod", id, param) })

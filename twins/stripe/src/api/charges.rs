@@ -9,7 +9,7 @@ pub(super) fn charge_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let source = p.str("source").map(str::to_string);
     let cus = p.str("customer").map(str::to_string);
     let pm_id = match (&source, &cus) {
-        (Some(s), _) => resolve_pm(w, call, s, "source").map_err(|_| no_such_ref("source", s, "source"))?,
+        (Some(s), _) => resolve_pm(w, call, s, "source").map_err(|e| if e.code.as_deref() == Some("token_already_used") { e } else { no_such_ref("source", s, "source") })?,
         (None, Some(c)) => {
             get_or_404(w, "customer", c, "customer")?;
             let c = w.get(c).unwrap();
@@ -23,6 +23,17 @@ pub(super) fn charge_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     };
     let pm = w.get(&pm_id).unwrap();
     let capture = p.bool("capture")?.unwrap_or(true);
+    // `destination` is the older spelling of `transfer_data[destination]`.
+    let destination = match p.get("destination") {
+        Some(d) => {
+            let mut m = p.0.clone();
+            let dest = d.as_str().or_else(|| d["account"].as_str()).unwrap_or_default().to_string();
+            m.insert("transfer_data".into(), json!({"destination": dest, "amount": d["amount"]}));
+            m.remove("destination");
+            destination_params(w, &Params(m), amount)?
+        }
+        None => destination_params(w, p, amount)?,
+    };
     let mut pseudo = pi_obj("", amount, &cur, w.now());
     pseudo["id"] = Value::Null;
     pseudo["payment_method"] = json!(pm_id);
@@ -56,8 +67,16 @@ pub(super) fn charge_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
             }
             let ch = w.insert(Some(call), ch);
             emit(w, call, "charge.succeeded", &ch, None);
-            if b == Behaviour::Dispute && capture {
-                open_dispute(w, call, &ch_id);
+            match b {
+                Behaviour::Dispute if capture => open_dispute(w, call, &ch_id),
+                Behaviour::Review => open_review(w, call, &ch_id),
+                Behaviour::FraudWarning if capture => early_fraud_warning(w, call, &ch_id),
+                _ => {}
+            }
+            if let Some(d) = &destination {
+                if capture {
+                    settle_destination_charge(w, call, &ch_id, d, &p.get("transfer_group").cloned().unwrap_or(Value::Null));
+                }
             }
             Ok(w.get(&ch_id).unwrap())
         }
@@ -129,4 +148,85 @@ pub(super) fn charge_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
 
 pub(super) fn charge_search(w: &mut World, call: &mut Call, p: &Params) -> Res {
     search_of(w, call, "charge", p)
+}
+
+// ---------------------------------------------------------------------------------------
+// A charge's refunds and dispute, at the charge's own paths.
+
+/// Run `handler` with the path's charge as parameter `key` (`charge=ch_…`), as the top-level
+/// route would be run with it in the body.
+fn with_charge(w: &mut World, call: &mut Call, p: &Params, key: &str, handler: crate::core::Handler) -> Res {
+    let ch = call.param("id").to_string();
+    get_or_404(w, "charge", &ch, "charge")?;
+    let mut m = p.0.clone();
+    m.insert(key.into(), json!(ch));
+    handler(w, call, &Params(m))
+}
+
+pub(super) fn charge_refund_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    with_charge(w, call, p, "charge", refund_create)
+}
+
+/// `POST /v1/charges/{id}/refund` (the older form): the charge, with its refunds.
+pub(super) fn charge_refund_legacy(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    with_charge(w, call, p, "charge", refund_create)?;
+    let ch = call.param("id").to_string();
+    Ok(with_refunds(w, w.get(&ch).unwrap_or_default()))
+}
+
+pub(super) fn charge_refund_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let ch = call.param("id").to_string();
+    get_or_404(w, "charge", &ch, "charge")?;
+    list_of(w, call, "refund", p, |r| r["charge"] == ch.as_str())
+}
+
+/// The refund the path names, of the charge it names.
+fn path_refund(w: &World, call: &Call) -> Result<String, StripeError> {
+    let ch = call.param("id");
+    get_or_404(w, "charge", ch, "charge")?;
+    let re = call.param("refund");
+    w.get_kind("refund", re).filter(|r| r["charge"] == ch).map(|_| re.to_string()).ok_or_else(|| no_such("refund", re, "refund"))
+}
+
+pub(super) fn charge_refund_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let re = path_refund(w, call)?;
+    get_or_404(w, "refund", &re, "refund")
+}
+
+pub(super) fn charge_refund_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let re = path_refund(w, call)?;
+    let saved = std::mem::replace(&mut call.params, vec![("id".into(), re)]);
+    let out = refund_update(w, call, p);
+    call.params = saved;
+    out
+}
+
+/// The dispute of the path's charge.
+fn charge_dispute_id(w: &World, call: &Call) -> Result<String, StripeError> {
+    let ch = call.param("id");
+    get_or_404(w, "charge", ch, "charge")?;
+    w.all("dispute").find(|d| d["charge"] == ch).and_then(|d| d["id"].as_str().map(str::to_string)).ok_or_else(|| {
+        StripeError::new(404, "invalid_request_error", format!("There is no dispute for this charge ({ch}).")).code("resource_missing").param("charge")
+    })
+}
+
+/// Run a dispute handler on the path's charge's dispute.
+fn on_dispute(w: &mut World, call: &mut Call, p: &Params, handler: crate::core::Handler) -> Res {
+    let dp = charge_dispute_id(w, call)?;
+    let saved = std::mem::replace(&mut call.params, vec![("id".into(), dp)]);
+    let out = handler(w, call, p);
+    call.params = saved;
+    out
+}
+
+pub(super) fn charge_dispute_retrieve(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    on_dispute(w, call, p, dispute_retrieve)
+}
+
+pub(super) fn charge_dispute_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    on_dispute(w, call, p, dispute_update)
+}
+
+pub(super) fn charge_dispute_close(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    on_dispute(w, call, p, dispute_close)
 }

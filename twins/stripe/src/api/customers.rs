@@ -182,3 +182,39 @@ pub(super) fn cbt_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     get_or_404(w, "customer", &cus, "customer")?;
     list_of(w, call, "customer_balance_transaction", p, |t| t["customer"] == cus.as_str())
 }
+
+/// The customer balance transaction the path names, of the customer it names.
+fn path_cbt(w: &World, call: &Call) -> Result<Value, StripeError> {
+    let cus = call.param("id");
+    get_or_404(w, "customer", cus, "customer")?;
+    let t = call.param("transaction");
+    w.get_kind("customer_balance_transaction", t).filter(|x| x["customer"] == cus).ok_or_else(|| no_such("customer_balance_transaction", t, "transaction"))
+}
+
+pub(super) fn cbt_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    path_cbt(w, call)
+}
+
+pub(super) fn cbt_update(w: &mut World, call: &mut Call, p: &Params) -> Res {
+    let mut t = path_cbt(w, call)?;
+    let id = t["id"].as_str().unwrap_or_default().to_string();
+    p.copy(&mut t, &["description"]);
+    p.metadata_into(&mut t)?;
+    Ok(w.modify(call, &id, |x| *x = t))
+}
+
+pub(super) fn customer_pm_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let cus = call.param("id").to_string();
+    get_or_404(w, "customer", &cus, "customer")?;
+    let pm = call.param("payment_method");
+    w.get_kind("payment_method", pm).filter(|o| o["customer"] == cus.as_str()).ok_or_else(|| no_such("PaymentMethod", pm, "payment_method"))
+}
+
+pub(super) fn customer_discount_retrieve(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let cus = call.param("id").to_string();
+    let c = get_or_404(w, "customer", &cus, "customer")?;
+    if c["discount"].is_object() {
+        return Ok(c["discount"].clone());
+    }
+    Err(StripeError::new(404, "invalid_request_error", format!("No active discount for customer: {cus}")).code("resource_missing"))
+}

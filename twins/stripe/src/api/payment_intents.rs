@@ -64,6 +64,12 @@ pub(super) fn create_pi(w: &mut World, call: &mut Call, p: &Params) -> Result<St
         p.copy_into(name, field);
     }
     pi.automatic_payment_methods = automatic_payment_methods(p)?;
+    // A destination charge (Connect): checked here, settled when the charge is captured.
+    if let Some(d) = destination_params(w, p, amount)? {
+        pi.transfer_data = d.transfer_data;
+        pi.application_fee_amount = d.application_fee_amount;
+        pi.on_behalf_of = d.on_behalf_of;
+    }
     p.metadata_of(&mut pi.metadata)?;
     let pm = match p.str("payment_method") {
         Some(pm) => Some(resolve_pm(w, call, pm, "payment_method")?),
@@ -315,7 +321,7 @@ pub(super) fn confirm_with(w: &mut World, call: &mut Call, id: &str, mut pi: Pay
                 d["card"]["three_d_secure"] = crate::three_ds::authenticated_details();
                 details = d.to_string();
             }
-            succeed_with(w, call, id, pi, after, &details, b == Behaviour::Dispute)
+            succeed_with(w, call, id, pi, after, &details, b)
         }
     }
 }
@@ -415,15 +421,15 @@ pub fn balance_txn(w: &mut World, call: &mut Call, amount: i64, fee: i64, cur: &
     id
 }
 
-pub(super) fn succeed(w: &mut World, call: &mut Call, id: &str, details: Value, dispute: bool) -> Res {
+pub(super) fn succeed(w: &mut World, call: &mut Call, id: &str, details: Value, b: Behaviour) -> Res {
     let pi = PaymentIntent::parse(&w.render(id).unwrap());
     let c = pi.cut();
-    succeed_with(w, call, id, pi, c, &details.to_string(), dispute).map(|t| parse(&t))
+    succeed_with(w, call, id, pi, c, &details.to_string(), b).map(|t| parse(&t))
 }
 
 /// [`succeed`] for the PaymentIntent `pi` (stored now as `text`), with the charge's
 /// `payment_method_details` as compact JSON; the PaymentIntent's new text.
-pub(super) fn succeed_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent, before: Cut, details: &str, dispute: bool) -> Result<String, StripeError> {
+pub(super) fn succeed_with(w: &mut World, call: &mut Call, id: &str, mut pi: PaymentIntent, before: Cut, details: &str, b: Behaviour) -> Result<String, StripeError> {
     let manual = pi.capture_method == "manual";
     let amount = pi.amount;
     let cur = pi.currency.clone();
@@ -474,12 +480,24 @@ pub(super) fn succeed_with(w: &mut World, call: &mut Call, id: &str, mut pi: Pay
             emit(w, call, "payment_method.attached", &pm_obj, None);
         }
     }
-    if dispute && !manual {
-        open_dispute(w, call, &ch_id);
+    // What the test card does after it is charged: a dispute, a review, a fraud warning.
+    match b {
+        Behaviour::Dispute if !manual => open_dispute(w, call, &ch_id),
+        Behaviour::Review => open_review(w, call, &ch_id),
+        Behaviour::FraudWarning if !manual => early_fraud_warning(w, call, &ch_id),
+        _ => {}
+    }
+    if !manual && !(pi.transfer_data.is_null() && pi.application_fee_amount.is_null() && pi.on_behalf_of.is_null()) {
+        let d = Destination { transfer_data: pi.transfer_data.clone(), application_fee_amount: pi.application_fee_amount.clone(), on_behalf_of: pi.on_behalf_of.clone() };
+        settle_destination_charge(w, call, &ch_id, &d, &pi.transfer_group);
     }
     if let (false, Some(inv)) = (manual, pi.invoice.as_str()) {
         crate::billing::invoice_payment_succeeded(w, call, inv, &ch_id, pi.payment_method.as_str());
         // The invoice's own changes do not touch the PaymentIntent: its text stands.
+    }
+    // A review names itself on the PaymentIntent.
+    if b == Behaviour::Review {
+        return Ok(w.render(id).unwrap_or(after.text));
     }
     Ok(after.text)
 }
@@ -580,6 +598,16 @@ pub(super) fn capture_pi(w: &mut World, call: &mut Call, id: &str, pi: Value, am
     });
     emit(w, call, "charge.captured", &ch, Some(json!({"amount_captured": 0, "captured": false})));
     emit(w, call, "payment_intent.succeeded", &pi, None);
+    if !(pi["transfer_data"].is_null() && pi["application_fee_amount"].is_null() && pi["on_behalf_of"].is_null()) {
+        let d = Destination { transfer_data: pi["transfer_data"].clone(), application_fee_amount: pi["application_fee_amount"].clone(), on_behalf_of: pi["on_behalf_of"].clone() };
+        settle_destination_charge(w, call, &ch_id, &d, &pi["transfer_group"]);
+    }
+    // The test card's after-effects that wait for the money to move.
+    match behaviour_of(&w.get(pi["payment_method"].as_str().unwrap_or_default()).unwrap_or_default()) {
+        Behaviour::Dispute => open_dispute(w, call, &ch_id),
+        Behaviour::FraudWarning => early_fraud_warning(w, call, &ch_id),
+        _ => {}
+    }
     if let Some(inv) = pi["invoice"].as_str() {
         crate::billing::invoice_payment_succeeded(w, call, inv, &ch_id, pi["payment_method"].as_str());
     }
@@ -662,5 +690,5 @@ pub fn settle_crypto(w: &mut World, call: &mut Call, id: &str, pi: Value, tx: Op
         .with("payment_intent", pi));
     }
     let details = json!({"type": "crypto", "crypto": {"buyer_address": buyer, "network": network, "token_currency": token, "transaction_hash": tx}});
-    succeed(w, call, id, details, false)
+    succeed(w, call, id, details, Behaviour::Succeed)
 }

@@ -125,16 +125,50 @@ pub(crate) fn price_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
                 return Err(invalid("Invalid recurring[interval]: must be one of day, week, month, or year").param("recurring[interval]"));
             }
             let count: i64 = r["interval_count"].as_str().and_then(|s| s.parse().ok()).unwrap_or(1);
-            json!({"aggregate_usage": null, "interval": interval, "interval_count": count, "meter": null, "trial_period_days": r["trial_period_days"].as_str().and_then(|s| s.parse::<i64>().ok()), "usage_type": r["usage_type"].as_str().unwrap_or("licensed")})
+            let usage_type = r["usage_type"].as_str().unwrap_or("licensed");
+            // A metered price charges for usage: reported as usage records, aggregated as
+            // `aggregate_usage` says, or as events a billing meter aggregates.
+            let aggregate = r["aggregate_usage"].as_str();
+            let meter = r["meter"].as_str();
+            if usage_type != "metered" {
+                if let Some(k) = [("aggregate_usage", aggregate), ("meter", meter)].iter().find(|(_, v)| v.is_some()).map(|(k, _)| *k) {
+                    return Err(invalid(format!("You may only specify `recurring[{k}]` when `recurring[usage_type]` is `metered`.")).param(&format!("recurring[{k}]")));
+                }
+            }
+            if let Some(m) = meter {
+                if !w.is_kind("billing.meter", m) {
+                    return Err(no_such_ref("billing meter", m, "recurring[meter]"));
+                }
+                if aggregate.is_some() {
+                    return Err(invalid("A price billed from a meter aggregates as its meter does: leave out `recurring[aggregate_usage]`.").param("recurring[aggregate_usage]"));
+                }
+            }
+            let aggregate = if usage_type == "metered" && meter.is_none() { Some(aggregate.unwrap_or("sum")) } else { None };
+            json!({"aggregate_usage": aggregate, "interval": interval, "interval_count": count, "meter": meter, "trial_period_days": r["trial_period_days"].as_str().and_then(|s| s.parse::<i64>().ok()), "usage_type": usage_type})
         }
         None => Value::Null,
     };
-    let id = w.new_id("price");
+    // Plans name their own ids (the plan is this price); the API's prices do not.
+    let id = match p.str("id") {
+        Some(id) => id.to_string(),
+        None => w.new_id("price"),
+    };
+    let transform = match p.get("transform_quantity") {
+        Some(t) => {
+            let divide_by = crate::api::int_at(&t["divide_by"], "transform_quantity[divide_by]")?.ok_or_else(|| missing("transform_quantity[divide_by]"))?;
+            if divide_by < 1 {
+                return Err(invalid("This value must be greater than or equal to 1.").param("transform_quantity[divide_by]"));
+            }
+            let round = t["round"].as_str().ok_or_else(|| missing("transform_quantity[round]"))?;
+            json!({"divide_by": divide_by, "round": round})
+        }
+        None => Value::Null,
+    };
     let mut o = json!({
         "id": id, "object": "price", "active": true, "billing_scheme": "per_unit", "created": w.now(),
         "currency": cur, "custom_unit_amount": null, "livemode": false, "lookup_key": null, "metadata": {},
         "nickname": null, "product": product, "tax_behavior": "unspecified", "tiers_mode": null,
-        "transform_quantity": null, "type": if recurring.is_null() { "one_time" } else { "recurring" },
+        "transform_quantity": transform, "type": if recurring.is_null() { "one_time" } else { "recurring" },
         "recurring": recurring, "unit_amount": unit_amount, "unit_amount_decimal": decimal.or(unit_amount.map(|u| u.to_string())),
     });
     if let Some(tiers) = tiers {
@@ -363,6 +397,12 @@ fn tiers_of(p: &Params) -> Result<Option<Vec<Value>>, StripeError> {
 /// rate, plus its flat amount; `volume`: all units at the rate of the tier the quantity falls
 /// in, plus its flat amount). Fractions are rounded to the nearest unit, half up, once.
 pub fn price_total(price: &Value, qty: i64) -> i64 {
+    // `transform_quantity` bills packages: the quantity divided, rounded as it says.
+    let qty = match price["transform_quantity"]["divide_by"].as_i64().filter(|d| *d > 0) {
+        Some(d) if price["transform_quantity"]["round"] == "up" => (qty + d - 1).div_euclid(d),
+        Some(d) => qty.div_euclid(d),
+        None => qty,
+    };
     if let Some(tiers) = price["tiers"].as_array().filter(|_| price["billing_scheme"] == "tiered") {
         return round_scaled(tiered_scaled(tiers, price["tiers_mode"] == "volume", qty)).unwrap_or(0);
     }

@@ -72,6 +72,31 @@ pub(super) fn refund_create(w: &mut World, call: &mut Call, p: &Params) -> Res {
     let ch = with_refunds(w, ch);
     emit(w, call, "charge.refunded", &ch, Some(json!({"amount_refunded": refunded, "refunded": false})));
     emit(w, call, "refund.created", &re, None);
+    // A destination charge gives back its transfer and fee in proportion, when asked.
+    let share = |whole: i64| if charged > 0 { (whole as i128 * amount as i128 / charged as i128) as i64 } else { 0 };
+    let mut re = re;
+    if p.bool("reverse_transfer")? == Some(true) {
+        let tr = ch["transfer"].as_str().map(str::to_string).ok_or_else(|| invalid("This charge has no transfer to reverse: `reverse_transfer` applies to destination charges.").param("reverse_transfer"))?;
+        let whole = w.get(&tr).map_or(0, |t| t["amount"].as_i64().unwrap_or(0));
+        if let Some(trr) = reverse_transfer_for(w, call, &tr, share(whole), &id) {
+            re = w.modify(call, &id, |r| r["transfer_reversal"] = json!(trr));
+        }
+    }
+    if p.bool("refund_application_fee")? == Some(true) {
+        if let Some(fee) = ch["application_fee"].as_str().map(str::to_string) {
+            let whole = w.get(&fee).map_or(0, |f| f["amount"].as_i64().unwrap_or(0));
+            let left = w.get(&fee).map_or(0, |f| whole - f["amount_refunded"].as_i64().unwrap_or(0));
+            let part = share(whole).min(left);
+            if part > 0 {
+                refund_fee(w, call, &fee, Some(part), None)?;
+            }
+        }
+    }
+    // A charge refunded in full closes its review and settles its fraud warnings.
+    if refunded + amount >= charged {
+        close_review(w, call, &ch_id, if reason.as_deref() == Some("fraudulent") { "refunded_as_fraud" } else { "refunded" });
+        warnings_settled(w, call, &ch_id);
+    }
     Ok(re)
 }
 
@@ -114,4 +139,13 @@ pub(super) fn refund_cancel(w: &mut World, call: &mut Call, _p: &Params) -> Res 
 
 pub(super) fn refund_list(w: &mut World, call: &mut Call, p: &Params) -> Res {
     list_of(w, call, "refund", p, |r| ["charge", "payment_intent"].iter().all(|f| field_is(r, f, p.str(f))))
+}
+
+/// `POST /v1/test_helpers/refunds/{id}/expire`: a refund waiting for the customer
+/// (`requires_action`) expires. The twin's refunds never wait for a customer, so every refund
+/// answers that it cannot.
+pub(super) fn refund_expire(w: &mut World, call: &mut Call, _p: &Params) -> Res {
+    let id = call.param("id").to_string();
+    let re = get_or_404(w, "refund", &id, "refund")?;
+    Err(invalid(format!("Only a refund with status requires_action can be expired; this refund is {}.", re["status"].as_str().unwrap_or(""))).code("refund_expire_unsupported"))
 }

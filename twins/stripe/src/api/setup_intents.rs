@@ -89,14 +89,29 @@ pub(super) fn si_do_confirm(w: &mut World, call: &mut Call, id: &str, p: &Params
         },
     };
     let pm = w.get(&pm_id).unwrap();
+    // Each confirmation is an attempt; a customer's acceptance of a mandate makes one.
+    let acceptance = acceptance_of(p)?;
+    let attempt = attempt_begin(w, call, &si, &pm_id);
+    let mandate = acceptance.map(|a| mandate_for(w, call, &pm_id, &a));
+    w.modify(call, id, |o| {
+        o["latest_attempt"] = json!(attempt);
+        if let Some(m) = &mandate {
+            o["mandate"] = json!(m);
+        }
+    });
     match behaviour_of(&pm) {
         Behaviour::Decline(code, decline) => {
             let msg = decline_message(code, decline);
             let err = json!({"code": code, "decline_code": decline, "message": msg, "payment_method": pm, "type": "card_error"});
+            attempt_outcome(w, call, id, "failed", err.clone());
+            if let Some(m) = &mandate {
+                w.modify(call, m, |o| o["status"] = json!("inactive"));
+            }
             let si = w.modify(call, id, |o| {
                 o["status"] = json!("requires_payment_method");
                 o["last_setup_error"] = err;
                 o["payment_method"] = Value::Null;
+                o["mandate"] = Value::Null;
             });
             emit(w, call, "setup_intent.setup_failed", &si, None);
             let mut e = StripeError::new(402, "card_error", msg).code(code).with("setup_intent", si);
@@ -116,6 +131,10 @@ pub(super) fn si_do_confirm(w: &mut World, call: &mut Call, id: &str, p: &Params
                 o["last_setup_error"] = Value::Null;
                 o["next_action"] = next_action;
             });
+            attempt_outcome(w, call, id, "requires_action", Value::Null);
+            if let Some(m) = &mandate {
+                w.modify(call, m, |o| o["status"] = json!("pending"));
+            }
             emit(w, call, "setup_intent.requires_action", &si, None);
             Ok(si)
         }
@@ -131,6 +150,11 @@ pub(crate) fn si_succeed(w: &mut World, call: &mut Call, id: &str, pm_id: &str) 
             let pm = w.modify(call, pm_id, |pm| pm["customer"] = json!(c));
             emit(w, call, "payment_method.attached", &pm, None);
         }
+    }
+    attempt_outcome(w, call, id, "succeeded", Value::Null);
+    if let Some(m) = si["mandate"].as_str().filter(|m| w.get(m).is_some_and(|o| o["status"] != "active")) {
+        let m = w.modify(call, m, |o| o["status"] = json!("active"));
+        emit(w, call, "mandate.updated", &m, None);
     }
     let si = w.modify(call, id, |o| {
         o["status"] = json!("succeeded");

@@ -150,3 +150,59 @@ pub(super) fn display(amount: i64, cur: &str) -> String {
         format!("${}.{:02}", amount / 100, amount % 100)
     }
 }
+
+/// What a DELETE answers: `{id, object, deleted: true}`.
+pub(super) fn deleted(id: &str, object: &str) -> Value {
+    json!({"id": id, "object": object, "deleted": true})
+}
+
+/// Store `after` as object `id`'s new state and emit `event` with the fields it changed as
+/// `previous_attributes`.
+pub(super) fn replace_emit(w: &mut World, call: &mut Call, id: &str, event: &str, after: Value) -> Value {
+    modify_emit(w, call, id, event, |o| *o = after)
+}
+
+/// A list Stripe embeds in an object (a credit note's lines, a transfer's reversals): the
+/// first page of `items`, with the URL that pages through them all.
+pub(super) fn embedded_list(url: &str, items: Vec<Value>) -> Value {
+    let total = items.len();
+    let has_more = total > 10;
+    let data: Vec<Value> = items.into_iter().take(10).collect();
+    json!({"object": "list", "data": data, "has_more": has_more, "total_count": total, "url": url})
+}
+
+/// A nested form value as a whole number (`items[0][quantity]=3`): `None` when absent, Stripe's
+/// `Invalid integer` when malformed.
+pub(crate) fn int_at(v: &Value, param: &str) -> Result<Option<i64>, StripeError> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) if s.is_empty() => Ok(None),
+        Value::String(s) => s.parse().map(Some).map_err(|_| invalid(format!("Invalid integer: {}", crate::core::shown(s))).param(param)),
+        Value::Number(n) => Ok(n.as_i64()),
+        _ => Err(invalid(format!("Invalid integer: {param}")).param(param)),
+    }
+}
+
+/// A nested form value as a boolean (`capabilities[transfers][requested]=true`).
+pub(crate) fn bool_at(v: &Value, param: &str) -> Result<Option<bool>, StripeError> {
+    match v.as_str() {
+        None | Some("") => Ok(v.as_bool()),
+        Some("true") => Ok(Some(true)),
+        Some("false") => Ok(Some(false)),
+        Some(s) => Err(invalid(format!("Invalid boolean: {}", crate::core::shown(s))).param(param)),
+    }
+}
+
+/// `metadata` of a nested hash (`line_items[0][metadata]`) applied as the top-level one is.
+pub(crate) fn metadata_at(v: &Value, param: &str) -> Result<Value, StripeError> {
+    let mut holder = json!({"metadata": {}});
+    if !v.is_null() {
+        let mut m = serde_json::Map::new();
+        m.insert("metadata".into(), v.clone());
+        Params(m).metadata_into(&mut holder).map_err(|mut e| {
+            e.param = e.param.map(|p| p.replacen("metadata", param, 1));
+            e
+        })?;
+    }
+    Ok(holder["metadata"].take())
+}
