@@ -30,14 +30,7 @@ struct Route<T> {
 
 pub struct Router<T> {
     routes: Vec<Route<T>>,
-    /// Which routes can match a path of each segment count, in table order: built on the
-    /// first dispatch, so a request scores only the routes of its own length (a twin has
-    /// hundreds of routes, a length a few dozen).
-    by_len: std::sync::OnceLock<Vec<Vec<u16>>>,
 }
-
-/// Paths longer than this are matched against every route (no index bucket).
-const INDEXED_SEGMENTS: usize = 32;
 
 impl<T: crate::Twin> Default for Router<T> {
     fn default() -> Self {
@@ -47,29 +40,7 @@ impl<T: crate::Twin> Default for Router<T> {
 
 impl<T: crate::Twin> Router<T> {
     pub fn new() -> Self {
-        Router { routes: Vec::new(), by_len: std::sync::OnceLock::new() }
-    }
-
-    /// The routes that can match a path of `n` segments, in table order: those of exactly
-    /// `n` segments and those whose tail starts before the end of such a path.
-    fn candidates(&self, n: usize) -> Option<&[u16]> {
-        let by_len = self.by_len.get_or_init(|| {
-            (0..=INDEXED_SEGMENTS)
-                .map(|n| {
-                    (0..self.routes.len())
-                        .filter(|&i| {
-                            let r = &self.routes[i];
-                            match r.len {
-                                Some(len) => len == n,
-                                None => r.segs.iter().position(|s| matches!(s, Seg::Tail(_))).is_some_and(|t| t < n),
-                            }
-                        })
-                        .map(|i| u16::try_from(i).expect("a router holds fewer than 65,536 routes"))
-                        .collect()
-                })
-                .collect()
-        });
-        by_len.get(n).map(Vec::as_slice)
+        Router { routes: Vec::new() }
     }
 
     /// Add a route; `method: None` accepts any method (RPC-style APIs).
@@ -93,7 +64,6 @@ impl<T: crate::Twin> Router<T> {
             })
             .collect::<Vec<_>>();
         let len = (!segs.iter().any(|s| matches!(s, Seg::Tail(_)))).then_some(segs.len());
-        assert!(self.by_len.get().is_none(), "routes are added before the router first dispatches");
         self.routes.push(Route {
             method,
             pattern: pattern.to_string(),
@@ -133,9 +103,17 @@ impl<T: crate::Twin> Router<T> {
         let segs: Vec<&str> = split(&path).collect();
         // Scoring allocates nothing; only the winner's parameters are captured.
         let mut best: Option<(&Route<T>, u64)> = None;
-        match self.candidates(segs.len()) {
-            Some(ids) => ids.iter().for_each(|&i| consider(&self.routes[i as usize], method, &segs, &mut best)),
-            None => self.routes.iter().for_each(|r| consider(r, method, &segs, &mut best)),
+        for route in &self.routes {
+            // Cheap refusals first: a twin has a hundred or more routes and this runs on
+            // every request.
+            if route.method.is_some_and(|m| m != method) || route.len.is_some_and(|n| n != segs.len()) {
+                continue;
+            }
+            if let Some(score) = score(&route.segs, &segs) {
+                if best.is_none_or(|(_, s)| score > s) {
+                    best = Some((route, score));
+                }
+            }
         }
         let params = best.map(|(route, _)| capture(&route.segs, &segs));
         call.req.path = path;
@@ -163,20 +141,6 @@ impl<T: crate::Twin> Router<T> {
                 fidelity: r.fidelity,
             })
             .collect()
-    }
-}
-
-/// Score `route` for a request of `method` to `segs`, keeping the best so far (the first of
-/// equals, in table order).
-fn consider<'a, T>(route: &'a Route<T>, method: Method, segs: &[&str], best: &mut Option<(&'a Route<T>, u64)>) {
-    // Cheap refusals first: this runs on every request.
-    if route.method.is_some_and(|m| m != method) || route.len.is_some_and(|n| n != segs.len()) {
-        return;
-    }
-    if let Some(score) = score(&route.segs, segs) {
-        if best.is_none_or(|(_, s)| score > s) {
-            *best = Some((route, score));
-        }
     }
 }
 
