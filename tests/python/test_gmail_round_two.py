@@ -1,13 +1,22 @@
 """Issue #35, Gmail: what a google-api-python-client user still met, each item through the
 client: Trash and Spam listed by `labelIds`, a failed `drafts.send` that keeps its draft, the
 batch methods' ids, a resumable upload whose chunk is sent twice, history past 2,000 changes,
-push notifications from `users.watch` in Pub/Sub's push envelope, and the shape-only surface."""
+push notifications from `users.watch` in Pub/Sub's push envelope (on the tape, and end to end
+to an HTTP receiver on loopback), and the shape-only surface."""
 
 import base64
 import copy
+import datetime
+import http.server
 import io
 import json
+import os
 import pathlib
+import re
+import subprocess
+import tempfile
+import threading
+import time
 from email.message import EmailMessage
 
 import google.oauth2.credentials
@@ -17,6 +26,8 @@ import pytest
 from googleapiclient.discovery import build_from_document
 from googleapiclient.errors import HttpError
 from googleapiclient.http import MediaIoBaseUpload
+
+from conftest import API_KEY, Sandbox, Server
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = json.loads((ROOT / "tests" / "specs" / "gmail" / "gmail.v1.json").read_text())
@@ -225,3 +236,158 @@ def test_the_store_only_methods_are_declared_shape_only(pome_server):
     ])
     served = {r["action"]: r["fidelity"] for r in surface}
     assert served["messages.send"] == served["watch"] == served["history.list"] == "semantic"
+
+
+class PushReceiver:
+    """A Pub/Sub push endpoint on loopback: records every POST (path, headers, body) and
+    acknowledges it with 204, as a push endpoint must."""
+
+    def __init__(self):
+        received = self.received = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                received.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, n, seconds=10):
+        deadline = time.monotonic() + seconds
+        while len(self.received) < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.received
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    r = PushReceiver()
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="module")
+def delivering_server():
+    """A `pome serve` of this module's own that delivers to loopback (`--deliver-to
+    127.0.0.1/32`), as an operator names where a sandbox's deliveries may go: the suite's
+    shared server delivers nowhere."""
+    binary = pathlib.Path(os.environ.get("POME_BIN") or ROOT / "target" / "release" / "pome")
+    env = dict(os.environ, POME_API_KEY=API_KEY, POME_LOG="warn")
+    proc = subprocess.Popen(
+        [str(binary), "serve", "--listen", "127.0.0.1:0", "--data", tempfile.mkdtemp(prefix="pome-gmail-push-"),
+         "--deliver-to", "127.0.0.1/32"]
+        + (["--twins-dir", os.environ["POME_TEST_TWINS_DIR"]] if os.environ.get("POME_TEST_TWINS_DIR") else []),
+        stdout=subprocess.PIPE, env=env, text=True)
+    url = None
+    for line in proc.stdout:
+        if m := re.search(r"listening on (http://\S+)", line):
+            url = m.group(1)
+            break
+    assert url, "pome serve did not start"
+    yield Server(url)
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture
+def push_box(delivering_server):
+    def make(seed):
+        status, body = delivering_server.api("POST", "/v1/sandboxes", {"twins": ["gmail"], "seed": seed})
+        assert status == 201, body
+        sandbox = Sandbox(delivering_server, body)
+        return sandbox, service_for(sandbox)
+    return make
+
+
+def tape_time_ms(sandbox, action):
+    """The sandbox-clock time (Unix ms) of the last tape row served by `action`."""
+    rows = sandbox.events("gmail")
+    rows = rows if isinstance(rows, list) else rows.get("events", rows.get("data", []))
+    ts = [r["ts"] for r in rows if r["action"] == action][-1]
+    return int(datetime.datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def test_pushes_reach_the_subscriptions_endpoint_over_http_until_stop(push_box, receiver):
+    """End to end: the seed's push subscriptions name a receiver on loopback; a watch makes
+    every matching mailbox change a POST of Pub/Sub's push envelope to each of them, which the
+    receiver decodes to Gmail's {emailAddress, historyId}; users.stop ends them."""
+    pubsub = {
+        "topics": ["projects/acme/topics/gmail"],
+        "subscriptions": [
+            {"name": "projects/acme/subscriptions/agent", "topic": "projects/acme/topics/gmail",
+             "pushConfig": {"pushEndpoint": receiver.url + "/agent/push?token=s3cret"}},
+            {"name": "projects/acme/subscriptions/audit", "topic": "projects/acme/topics/gmail",
+             "pushConfig": {"pushEndpoint": receiver.url + "/audit"}},
+        ],
+    }
+    sandbox, gmail = push_box(dict(SEED, pubsub=pubsub))
+    users = gmail.users()
+    start = users.getProfile(userId="me").execute()["historyId"]
+    watch = users.watch(userId="me", body={"topicName": "projects/acme/topics/gmail", "labelIds": ["INBOX"],
+                                            "labelFilterBehavior": "include"}).execute()
+    assert watch["historyId"] == start, "watch answers the mailbox's current history id"
+    assert int(watch["expiration"]) == tape_time_ms(sandbox, "watch") + 7 * 24 * 3600 * 1000, "a week of the sandbox clock"
+
+    # A change outside INBOX is not pushed; a new message in INBOX is, to both subscriptions.
+    users.messages().modify(userId="me", id="msg_build_reply", body={"addLabelIds": ["STARRED"]}).execute()
+    m = EmailMessage()
+    m["From"], m["To"], m["Subject"] = "dana@example.com", "pome-agent@pome-twin.test", "Pushed"
+    m.set_content("A new message lands in the inbox.")
+    inserted = users.messages().insert(userId="me", body={"raw": base64.urlsafe_b64encode(m.as_bytes()).decode(),
+                                                           "labelIds": ["INBOX", "UNREAD"]}).execute()
+    got = receiver.wait_for(2)
+    assert sorted(r["path"] for r in got) == ["/agent/push?token=s3cret", "/audit"]
+    envelopes = [json.loads(r["body"]) for r in got]
+    assert {e["subscription"] for e in envelopes} == {"projects/acme/subscriptions/agent", "projects/acme/subscriptions/audit"}
+    for r, e in zip(got, envelopes):
+        assert r["headers"]["content-type"].startswith("application/json")
+        msg = e["message"]
+        assert msg["messageId"].isdigit() and msg["messageId"] == msg["message_id"]
+        datetime.datetime.fromisoformat(msg["publishTime"].replace("Z", "+00:00"))
+        note = json.loads(base64.b64decode(msg["data"]))
+        assert set(note) == {"emailAddress", "historyId"}
+        assert note["emailAddress"] == "pome-agent@pome-twin.test"
+    assert envelopes[0]["message"]["messageId"] == envelopes[1]["message"]["messageId"], "one publication, pushed to each subscription"
+    note = json.loads(base64.b64decode(envelopes[0]["message"]["data"]))
+    assert note["historyId"] == int(users.getProfile(userId="me").execute()["historyId"])
+    # The client syncs from its last history id and finds the new message at the notified one.
+    h = users.history().list(userId="me", startHistoryId=watch["historyId"], historyTypes=["messageAdded"]).execute()
+    added = [(int(r["id"]), a["message"]["id"]) for r in h["history"] for a in r.get("messagesAdded", [])]
+    assert (note["historyId"], inserted["id"]) in added
+
+    # Each later matching change is its own notification, with a newer history id.
+    users.messages().modify(userId="me", id=inserted["id"], body={"removeLabelIds": ["UNREAD"]}).execute()
+    got = receiver.wait_for(4)
+    later = [json.loads(base64.b64decode(json.loads(r["body"])["message"]["data"]))["historyId"] for r in got[2:]]
+    assert len(later) == 2 and all(hid > note["historyId"] for hid in later)
+
+    users.stop(userId="me").execute()
+    users.messages().modify(userId="me", id=inserted["id"], body={"addLabelIds": ["UNREAD"]}).execute()
+    users.messages().trash(userId="me", id="msg_support").execute()
+    time.sleep(1.0)
+    assert len(receiver.received) == 4, "stop ends the pushes"
+
+
+def test_an_exclude_watch_pushes_every_change_but_those_on_its_labels(push_box, receiver):
+    pubsub = {"subscriptions": [{"name": "projects/acme/subscriptions/agent", "topic": "projects/acme/topics/gmail",
+                                 "pushConfig": {"pushEndpoint": receiver.url + "/push"}}]}
+    _, gmail = push_box(dict(SEED, pubsub=pubsub))
+    users = gmail.users()
+    users.watch(userId="me", body={"topicName": "projects/acme/topics/gmail", "labelIds": ["SPAM"],
+                                   "labelFilterBehavior": "exclude"}).execute()
+    users.messages().modify(userId="me", id="msg_welcome", body={"addLabelIds": ["SPAM"]}).execute()
+    time.sleep(1.0)
+    assert receiver.received == [], "a change to a SPAM message is excluded"
+    users.messages().modify(userId="me", id="msg_support", body={"removeLabelIds": ["UNREAD"]}).execute()
+    assert len(receiver.wait_for(1)) == 1

@@ -239,7 +239,7 @@ pub fn watch(w: &mut World, call: &mut Call) -> Response {
         return r;
     }
     // A watch lasts a week unless renewed (Gmail: "call watch at least every 7 days").
-    let expiration = pome_twin_sdk::time::now().timestamp_millis() + 7 * 24 * 3600 * 1000;
+    let expiration = pome_twin_sdk::time::now().timestamp_millis() + crate::limits::WATCH_LIFETIME_MS;
     let mb = &mut w.mailboxes[b];
     let before = mb.settings.watch.clone();
     let after = json!({"topicName": topic, "labelIds": labels, "labelFilterBehavior": req.get("labelFilterBehavior"),

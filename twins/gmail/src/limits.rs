@@ -1,7 +1,8 @@
 //! What the Gmail twin parses from an agent or a seed, bounded: MIME trees, search queries,
 //! `fields` selections and batch bodies each stop at one of these with Google's 400
 //! `INVALID_ARGUMENT`, so no input can trap the twin or spend the host's CPU deadline, and a
-//! message it accepted is always one it can read back.
+//! message it accepted is always one it can read back. What a mailbox keeps over time
+//! (history, a watch) is bounded here too.
 
 /// Multipart levels a message may nest. Mail clients write 3 or 4 (mixed › related ›
 /// alternative); a forwarded message adds a few. Rendering the payload tree recurses once per
@@ -28,3 +29,17 @@ pub const MAX_BATCH_PARTS: usize = 100;
 /// Characters of a multipart boundary: RFC 2046 allows 70. Finding the parts compares the
 /// boundary at every line start, so its length bounds that work.
 pub const MAX_BOUNDARY_CHARS: usize = 70;
+
+/// How long a mailbox keeps history, in milliseconds of the sandbox clock: Gmail documents a
+/// `startHistoryId` as "typically valid for at least a week", so a week is kept whatever the
+/// traffic, and an older start id answers 404 as Gmail's does.
+pub const HISTORY_KEPT_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// The bytes of history one mailbox may hold (estimated per record as it is stored). A week
+/// of an agent's traffic is a few thousand records of ~150 bytes; 8 MiB is about 50,000 and
+/// a sixteenth of a store's memory cap, so only a flood far past real use trims sooner.
+pub const HISTORY_MAX_BYTES: usize = 8 << 20;
+
+/// How long a `users.watch` lasts, in milliseconds of the sandbox clock: Gmail's watch
+/// answers an `expiration` a week ahead and asks clients to call `watch` again before then.
+pub const WATCH_LIFETIME_MS: i64 = 7 * 24 * 3600 * 1000;

@@ -14,15 +14,7 @@ pub const SYSTEM_LABELS: &[&str] = &[
     "CATEGORY_PERSONAL", "CATEGORY_PROMOTIONS", "CATEGORY_SOCIAL", "STARRED", "UNREAD", "YELLOW_STAR",
 ];
 
-/// How long a mailbox keeps history, in milliseconds of the sandbox clock: Gmail documents a
-/// `startHistoryId` as "typically valid for at least a week", so a week is kept whatever the
-/// traffic, and an older start id answers 404 as Gmail's does.
-pub const HISTORY_KEPT_MS: i64 = 7 * 24 * 3600 * 1000;
-
-/// The bytes of history one mailbox may hold (estimated per record as it is stored). A week
-/// of an agent's traffic is a few thousand records of ~150 bytes; 8 MiB is about 50,000 and
-/// a sixteenth of a store's memory cap, so only a flood far past real use trims sooner.
-pub const HISTORY_MAX_BYTES: usize = 8 << 20;
+pub use crate::limits::{HISTORY_KEPT_MS, HISTORY_MAX_BYTES};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct World {
