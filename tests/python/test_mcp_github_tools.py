@@ -185,3 +185,38 @@ def test_search_pull_requests_list_issues_cursors_and_copilot(pome_server, new_s
     issues, repo = issues_of(sb.state("github"))
     assert issues[1]["assignees"] == ["Copilot"]
     assert repo["pull_requests"][0]["requested_reviewers"] == ["Copilot"]
+
+
+CI = "name: CI\non: [push, workflow_dispatch]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n"
+
+
+def test_the_actions_and_gists_toolsets_drive_the_same_world_as_rest(pome_server, new_sandbox):
+    seed = {"repositories": [{"owner": "acme", "name": "api",
+                              "files": [{"path": "README.md", "content": "# api\n"}, {"path": ".github/workflows/ci.yml", "content": CI}],
+                              "workflow_runs": [{"workflow": "ci.yml", "conclusion": "failure"}]}]}
+    sb = new_sandbox(["github"], seed=seed)
+
+    async def go():
+        async with twin(pome_server, sb.id, sb.token, "github") as gh:
+            runs = await gh.ok("actions_list", method="list_workflow_runs", owner="acme", repo="api", resource_id="ci.yml",
+                               workflow_runs_filter={"status": "completed"})
+            failed = runs["workflow_runs"][0]["id"]
+            logs = await gh.ok("get_job_logs", owner="acme", repo="api", run_id=failed, failed_only=True, return_content=True)
+            queued = await gh.ok("actions_run_trigger", method="run_workflow", owner="acme", repo="api", workflow_id="ci.yml", ref="main")
+            rerun = await gh.ok("actions_run_trigger", method="rerun_failed_jobs", owner="acme", repo="api", run_id=failed)
+            made = await gh.ok("create_gist", filename="triage.md", content="# triage\n", description="CI triage notes")
+            listed = await gh.ok("list_gists")
+            return runs, logs, queued, rerun, made, listed
+
+    runs, logs, queued, rerun, made, listed = run(go())
+    assert runs["total_count"] == 1 and runs["workflow_runs"][0]["conclusion"] == "failure"
+    assert logs["failed_jobs"] == 1 and "##[error]" in logs["logs"][0]["logs_content"]
+    assert queued["status_code"] == 204 and rerun["status_code"] == 201
+    assert set(made) == {"id", "url"} and [g["id"] for g in listed] == [made["id"]]
+    state = sb.state("github")
+    wf_runs = state["repositories"][0]["workflow_runs"]
+    assert [r["event"] for r in wf_runs] == ["push", "workflow_dispatch"]
+    assert wf_runs[0]["run_attempt"] == 2, "re-running the failed jobs made a second attempt"
+    assert [g["description"] for g in state["gists"]] == ["CI triage notes"]
+    tools = [r["tool"] for r in sb.events("github") if r.get("via") == "mcp"]
+    assert tools == ["actions_list", "get_job_logs", "actions_run_trigger", "actions_run_trigger", "create_gist", "list_gists"]

@@ -22,8 +22,9 @@ def vendor_tools(name):
         return json.loads((SPECS / file).read_text())["tools"]
 
     if name == "github":
-        # https://api.githubcopilot.com/mcp/ serves the default toolsets.
-        return [t for t in load("github.json") if t.get("inDefaultToolsets")]
+        # https://api.githubcopilot.com/mcp/ serves the default toolsets; the twin serves the
+        # `actions` and `gists` toolsets (`--toolsets=…,actions,gists`) too.
+        return [t for t in load("github.json") if t.get("inDefaultToolsets") or {"actions", "gists"} & set(t.get("toolsets", []))]
     if name == "stripe":
         # The agent toolkit's per-resource tools, and mcp.stripe.com's generic ones; where a
         # name is in both (create_refund, search_stripe_documentation) the toolkit's schema.

@@ -58,10 +58,11 @@ thread_local! {
 /// Whether a request may be answered from the cache: reads whose answer does not depend
 /// on the clock.
 pub fn cacheable(call: &Call) -> bool {
-    // Actions answers follow the virtual clock (a run progresses while the world stands still);
-    // a release asset's download counts itself in the world.
+    // Actions answers follow the virtual clock (a run progresses while the world stands still),
+    // and so do the MCP tools that read them; a release asset's download counts itself in the
+    // world.
     call.req.method == Method::Get
-        && !matches!(call.action.as_deref(), Some("rate_limit.get" | "repos.download_release_asset_file"))
+        && !matches!(call.action.as_deref(), Some("rate_limit.get" | "repos.download_release_asset_file" | "mcp.actions_list" | "mcp.actions_get" | "mcp.get_job_logs" | "mcp.list_workflow_jobs"))
         && !call.action.as_deref().is_some_and(|a| a.starts_with("actions."))
 }
 

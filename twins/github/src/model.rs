@@ -575,6 +575,9 @@ pub struct WorkflowRun {
     /// Every job of every attempt, in order.
     pub jobs: Vec<WorkflowJob>,
     pub artifacts: Vec<Artifact>,
+    /// Attempts up to this one had their logs deleted (`DELETE …/runs/{id}/logs`); 0: none.
+    #[serde(default)]
+    pub logs_deleted_through: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -332,6 +332,7 @@ pub fn new_run(w: &mut World, rkey: &str, wf: &Workflow, event: &str, branch: Op
         attempt_started: created,
         jobs,
         artifacts: Vec::new(),
+        logs_deleted_through: 0,
     };
     a.runs.insert(id, run);
     id
@@ -824,17 +825,59 @@ pub fn download_artifact(w: &mut World, call: &mut Call) -> ApiResult {
 }
 
 /// `GET …/actions/runs/{run_id}/logs` (`actions/download-workflow-run-logs`): a 302 to the
-/// zip of the latest attempt's job logs.
+/// zip of the latest attempt's job logs (404 once they were deleted).
 pub fn run_logs(w: &mut World, call: &mut Call) -> ApiResult {
     let (r, run) = find_run(w, call)?;
+    if run.run_attempt <= run.logs_deleted_through {
+        return Err(ApiError::not_found());
+    }
     redirect(format!("{}/runs/{}/attempts/{}/logs", files_base(&call.req.base_url, r), run.id, run.run_attempt))
 }
 
 /// `GET …/actions/jobs/{job_id}/logs` (`actions/download-job-logs-for-workflow-run`): a 302
-/// to the job's plain-text log.
+/// to the job's plain-text log (404 once its run's logs were deleted).
 pub fn job_logs(w: &mut World, call: &mut Call) -> ApiResult {
-    let (r, _, j) = find_job(w, call)?;
+    let (r, run, j) = find_job(w, call)?;
+    if j.attempt <= run.logs_deleted_through {
+        return Err(ApiError::not_found());
+    }
     redirect(format!("{}/jobs/{}/logs", files_base(&call.req.base_url, r), j.id))
+}
+
+/// `DELETE …/actions/runs/{run_id}/logs` (`actions/delete-workflow-run-logs`): every attempt's
+/// logs so far; 403 while the run has not completed (its logs are still being written).
+pub fn delete_run_logs(w: &mut World, call: &mut Call) -> ApiResult {
+    let now = time::now_unix();
+    let (full, run) = run_mut(w, call)?;
+    if run_state(run, now).0 != "completed" {
+        return Err(ApiError::forbidden("Cannot delete logs of a workflow run that is not completed."));
+    }
+    let before = run.logs_deleted_through;
+    run.logs_deleted_through = run.run_attempt;
+    call.updated("workflow_run_logs", format!("{full}:{}", run.id), &json!({"deleted_through_attempt": before}), &json!({"deleted_through_attempt": run.run_attempt}));
+    no_content()
+}
+
+/// Milliseconds a job is billed: what it ran, rounded up to whole minutes as GitHub bills.
+fn billed_ms(j: &WorkflowJob, now: i64) -> Option<i64> {
+    let s = job_state(j, now);
+    let ran = s.completed_at? - s.started_at;
+    Some((ran.max(1) + 59) / 60 * 60_000)
+}
+
+/// `GET …/actions/runs/{run_id}/timing` (`actions/get-workflow-run-usage`): the completed jobs
+/// of every attempt, all on `ubuntu-latest` (Linux) runners, and the run's duration so far.
+pub fn run_usage(w: &mut World, call: &mut Call) -> ApiResult {
+    let (_, run) = find_run(w, call)?;
+    let now = time::now_unix();
+    let runs: Vec<Value> = run.jobs.iter().filter_map(|j| billed_ms(j, now).map(|ms| json!({"job_id": j.id, "duration_ms": ms}))).collect();
+    let total: i64 = runs.iter().filter_map(|r| r["duration_ms"].as_i64()).sum();
+    let (status, _, updated) = run_state(run, now);
+    let end = if status == "completed" { updated } else { now };
+    json(200, &json!({
+        "billable": {"UBUNTU": {"total_ms": total, "jobs": runs.len(), "job_runs": runs}},
+        "run_duration_ms": (end - run.created).max(0) * 1000,
+    }))
 }
 
 /// A job's log as of `now`: one group per step that has begun.
@@ -882,6 +925,9 @@ pub fn artifact_file(w: &mut World, call: &mut Call) -> ApiResult {
 pub fn run_logs_file(w: &mut World, call: &mut Call) -> ApiResult {
     let (_, run) = find_run(w, call)?;
     let attempt = num(call, "attempt")?;
+    if attempt <= run.logs_deleted_through {
+        return Err(ApiError::not_found());
+    }
     let now = time::now_unix();
     let files: BTreeMap<String, String> = run
         .jobs
@@ -899,6 +945,9 @@ pub fn run_logs_file(w: &mut World, call: &mut Call) -> ApiResult {
 /// `GET /actions-files/{owner}/{repo}/jobs/{job_id}/logs`: a job's log as text.
 pub fn job_logs_file(w: &mut World, call: &mut Call) -> ApiResult {
     let (_, run, j) = find_job(w, call)?;
+    if j.attempt <= run.logs_deleted_through {
+        return Err(ApiError::not_found());
+    }
     Ok(Response { status: 200, headers: vec![("content-type".into(), "text/plain; charset=utf-8".into())], body: log_text(run, j, time::now_unix()).into_bytes() })
 }
 

@@ -128,7 +128,7 @@ pub fn rest(w: &mut World, call: &mut Call, f: fn(&mut World, &mut Call) -> ApiR
 }
 
 /// [`rest`], answering the REST answer's JSON.
-fn rest_json(w: &mut World, call: &mut Call, f: fn(&mut World, &mut Call) -> ApiResult, params: &[(&str, String)], query: &[(String, String)], body: Option<Value>) -> Result<Value, ApiError> {
+pub(crate) fn rest_json(w: &mut World, call: &mut Call, f: fn(&mut World, &mut Call) -> ApiResult, params: &[(&str, String)], query: &[(String, String)], body: Option<Value>) -> Result<Value, ApiError> {
     let r = rest(w, call, f, params, query, body)?;
     if r.status >= 400 {
         let v: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);

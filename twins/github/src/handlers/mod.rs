@@ -7,6 +7,7 @@ pub mod gists;
 pub mod git;
 pub mod hooks;
 pub mod issues;
+pub mod mcp_actions;
 pub mod mcp_tools;
 pub mod mcp_vendor;
 pub mod misc;
