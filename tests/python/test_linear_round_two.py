@@ -67,3 +67,66 @@ def test_a_page_over_250_is_refused_not_clamped(new_sandbox):
     assert body["errors"][0]["extensions"]["code"] == "INVALID_INPUT", body
     assert "first must not be greater than 250" in body["errors"][0]["message"]
     assert gql("{ issues(first: 250) { nodes { id } } }")["issues"]["nodes"]
+
+
+# --- the surface: more root fields served, each with Linear's rules ---------------------------
+
+def seed_with_cycles():
+    seed = task_seed("24-linear-issue-triage.seed.json")
+    return dict(seed, clock="2026-07-15T12:00:00Z", cycles=[
+        {"id": "c1", "team": "ENG", "number": 1, "startsAt": "2026-07-06T00:00:00Z", "endsAt": "2026-07-20T00:00:00Z"},
+        {"id": "c2", "team": "ENG", "number": 2, "startsAt": "2026-07-20T00:00:00Z", "endsAt": "2026-08-03T00:00:00Z"},
+    ])
+
+
+def refused(gql, query, variables=None):
+    status, _, body = gql.raw(query, variables)
+    assert body.get("errors"), body
+    return body["errors"][0]
+
+
+def test_cycle_team_customer_and_project_mutations_follow_linears_rules(new_sandbox):
+    gql = Linear(new_sandbox(["linear"], seed=seed_with_cycles()))
+    # Cycles: the upcoming one starts today and the one under way ends then; shifting moves
+    # the cycle and every later one.
+    assert refused(gql, 'mutation { cycleStartUpcomingCycleToday(id: "c1") { success } }')["extensions"]["code"] == "INVALID_INPUT"
+    d = gql('mutation { cycleStartUpcomingCycleToday(id: "c2") { success cycle { id startsAt isActive } } }')
+    assert d["cycleStartUpcomingCycleToday"]["cycle"]["startsAt"] == "2026-07-15T00:00:00.000Z"
+    d = gql('mutation { cycleShiftAll(input: {id: "c2", daysToShift: 7}) { success cycle { startsAt endsAt } } }')
+    assert d["cycleShiftAll"]["cycle"] == {"startsAt": "2026-07-22T00:00:00.000Z", "endsAt": "2026-08-10T00:00:00.000Z"}
+    gql('mutation { issueUpdate(id: "ENG-1", input: {cycleId: "c2"}) { success } }')
+    d = gql('mutation { teamCyclesDelete(id: "ENG") { success team { id cyclesEnabled } } }')
+    assert d["teamCyclesDelete"]["team"]["cyclesEnabled"] is False
+    assert gql('{ cycles { nodes { id } } issue(id: "ENG-1") { cycle { id } } }') == {"cycles": {"nodes": []}, "issue": {"cycle": None}}
+
+    # Customers: a need from an attachment, then a merge moves it and archives the source.
+    a = gql('mutation { customerCreate(input: {name: "Acme", domains: ["acme.test"]}) { customer { id } } }')["customerCreate"]["customer"]["id"]
+    b = gql('mutation { customerCreate(input: {name: "Acme Inc"}) { customer { id } } }')["customerCreate"]["customer"]["id"]
+    att = gql('mutation { attachmentCreate(input: {issueId: "ENG-2", url: "https://support.test/t/9", title: "T"}) { attachment { id } } }')["attachmentCreate"]["attachment"]["id"]
+    need = gql("mutation($a: String!) { customerNeedCreateFromAttachment(input: {attachmentId: $a}) { success need { id issue { identifier } } } }", {"a": att})
+    assert need["customerNeedCreateFromAttachment"]["need"]["issue"]["identifier"] == "ENG-2"
+    gql("mutation($n: String!, $c: String!) { customerNeedUpdate(id: $n, input: {customerId: $c}) { success } }",
+        {"n": need["customerNeedCreateFromAttachment"]["need"]["id"], "c": a})
+    d = gql("mutation($a: String!, $b: String!) { customerMerge(sourceCustomerId: $a, targetCustomerId: $b) { success customer { id domains approximateNeedCount } } }", {"a": a, "b": b})
+    assert d["customerMerge"]["customer"] == {"id": b, "domains": ["acme.test"], "approximateNeedCount": 1}
+    assert refused(gql, 'mutation { customerMerge(sourceCustomerId: "nope", targetCustomerId: "nope2") { success } }')["message"] == "Entity not found: Customer"
+
+    # Projects: every project of a status moves to another.
+    gql('mutation { projectCreate(input: {name: "Apollo", teamIds: ["team_eng"]}) { success } }')
+    assert gql('{ projectStatusProjectCount(id: "project_status_backlog") { count privateCount archivedTeamCount } }') == \
+        {"projectStatusProjectCount": {"count": 1.0, "privateCount": 0.0, "archivedTeamCount": 0.0}}
+    gql('mutation { projectReassignStatus(originalProjectStatusId: "project_status_backlog", newProjectStatusId: "project_status_planned") { success } }')
+    assert gql('{ projects { nodes { status { id } } } }')["projects"]["nodes"] == [{"status": {"id": "project_status_planned"}}]
+
+
+def test_semantic_search_and_the_newly_served_queries_answer_from_the_world(new_sandbox):
+    gql = Linear(new_sandbox(["linear"], seed=task_seed("24-linear-issue-triage.seed.json")))
+    gql('mutation { issueCreate(input: {teamId: "team_eng", title: "Safari checkout times out"}) { success } }')
+    d = gql('{ semanticSearch(query: "checkout safari", maxResults: 5) { enabled results { id type issue { id title } project { id } } } }')
+    top = d["semanticSearch"]["results"][0]
+    assert (top["type"], top["issue"]["title"], top["project"]) == ("issue", "Safari checkout times out", None)
+    d = gql('{ authenticationSessions { id } slaConfigurations(teamId: "ENG") { id name } partnerOfferDetails(slug: "acme") { id } '
+            'integrations { nodes { id service } } externalUsers { nodes { id name } } }')
+    assert d == {"authenticationSessions": [], "slaConfigurations": [], "partnerOfferDetails": None,
+                 "integrations": {"nodes": []}, "externalUsers": {"nodes": []}}
+    assert refused(gql, '{ integration(id: "nope") { id } }')["message"] == "Entity not found: Integration"

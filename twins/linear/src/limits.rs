@@ -12,3 +12,10 @@ pub const MAX_COMPLEXITY: f64 = 10_000.0;
 
 // The engine's own bounds on documents (nesting, the document cache, document size).
 pub use pome_graphql::limits::{DOC_CACHE_BYTES, DOC_CACHE_ENTRIES, MAX_DOCUMENT_BYTES, MAX_NESTING};
+
+/// Results `semanticSearch` answers at most, whatever `maxResults` asks: Linear's schema
+/// gives the default (50) and no ceiling, so the twin takes Linear's largest page (250).
+pub const MAX_SEMANTIC_RESULTS: i64 = 250;
+
+/// Results `semanticSearch` answers when `maxResults` is not given (Linear's schema: 50).
+pub const DEFAULT_SEMANTIC_RESULTS: i64 = 50;

@@ -28,7 +28,9 @@ pub const SPECIAL: &[&str] = &[
     "attachmentLinkGitHubIssue", "attachmentLinkGitHubPR", "attachmentLinkSlack", "attachmentLinkJiraIssue", "attachmentLinkZendesk",
     "attachmentLinkIntercom", "attachmentLinkFront", "attachmentLinkDiscord", "attachmentLinkGitLabMR", "attachmentLinkSalesforce",
     "issueToReleaseDeleteByIssueAndRelease", "userSettingsUpdate", "userChangeRole", "customerUpsert", "resendOrganizationInvite",
-    "resendOrganizationInviteByEmail", "fileUpload",
+    "resendOrganizationInviteByEmail", "fileUpload", "cycleShiftAll", "cycleStartUpcomingCycleToday", "teamCyclesDelete", "customerMerge",
+    "customerUnsync", "customerNeedCreateFromAttachment", "projectMilestoneMove", "projectReassignStatus", "createProjectUpdateReminder",
+    "createInitiativeUpdateReminder",
 ];
 
 /// The viewer's settings record, made on first use (Linear has one per user).
@@ -68,6 +70,11 @@ pub fn generic(name: &str) -> Option<(String, &'static str)> {
         }
     }
     None
+}
+
+/// Whether mutation `name` has rules of its own beyond the generic writer's.
+pub fn has_rules(name: &str) -> bool {
+    SPECIAL.contains(&name)
 }
 
 pub fn served(name: &str) -> bool {
@@ -357,6 +364,25 @@ impl Mut<'_, '_, '_> {
                 let id = self.id_arg("Issue", args)?;
                 return Ok(Done::one("Issue", &id));
             }
+            "cycleShiftAll" => return self.cycle_shift_all(args),
+            "cycleStartUpcomingCycleToday" => return self.cycle_start_today(args),
+            "teamCyclesDelete" => return self.team_cycles_delete(args),
+            "customerMerge" => return self.customer_merge(args),
+            "customerUnsync" => {
+                // The customer stops following its data source: the external ids that mapped
+                // it there are cleared, and nothing updates it from there again.
+                let id = self.id_arg("Customer", args)?;
+                self.update_with("Customer", &id, |c| {
+                    c.insert("externalIds".into(), json!([]));
+                    c.insert("mainSourceId".into(), Value::Null);
+                    c.remove("integrationId");
+                })?;
+                return Ok(Done::one("Customer", &id));
+            }
+            "customerNeedCreateFromAttachment" => return self.need_from_attachment(args),
+            "projectMilestoneMove" => return self.milestone_move(args),
+            "projectReassignStatus" => return self.reassign_project_status(args),
+            "createProjectUpdateReminder" | "createInitiativeUpdateReminder" => return self.update_reminder(name, args),
             _ => {}
         }
         let Some((ty, verb)) = generic(name) else {
@@ -1151,6 +1177,226 @@ impl Mut<'_, '_, '_> {
                 event: format!("{ty}.{action}"),
             });
         }
+    }
+}
+
+/// Mutations with rules of their own (issue #35): each checks what it refers to, does what
+/// Linear does to the world, and records every change it makes.
+impl Mut<'_, '_, '_> {
+    /// `cycleShiftAll`: the cycle and every later cycle of its team move by `daysToShift`.
+    fn cycle_shift_all(&mut self, args: &Value) -> Result<Done, FieldError> {
+        let input = args.get("input").cloned().unwrap_or(json!({}));
+        let id = self.id_arg("Cycle", &input)?;
+        let days = input.get("daysToShift").and_then(Value::as_f64).unwrap_or(0.0);
+        if days.fract() != 0.0 {
+            return Err(self.ctx.invalid_input(format!("Argument Validation Error - daysToShift must be a whole number of days, got {days}"), "Cycles move by whole days."));
+        }
+        let cycle = self.w.get("Cycle", &id).cloned().unwrap_or_default();
+        let team = cycle.get("teamId").and_then(Value::as_str).unwrap_or("").to_string();
+        let at = |c: &Entity| c.get("startsAt").and_then(Value::as_str).and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        let from = at(&cycle);
+        let shifted: Vec<String> = self
+            .w
+            .all("Cycle")
+            .filter(|(_, c)| c.get("teamId").and_then(Value::as_str) == Some(team.as_str()) && at(c).is_some() && at(c) >= from)
+            .map(|(cid, _)| cid.clone())
+            .collect();
+        let by = chrono::Duration::days(days as i64);
+        for cid in shifted {
+            self.update_with("Cycle", &cid, |c| {
+                for k in ["startsAt", "endsAt"] {
+                    if let Some(t) = c.get(k).and_then(Value::as_str).and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()) {
+                        c.insert(k.into(), json!((t + by).to_utc().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)));
+                    }
+                }
+            })?;
+        }
+        Ok(Done::one("Cycle", &id))
+    }
+
+    /// `cycleStartUpcomingCycleToday`: only the team's next cycle not yet started may start,
+    /// as of midnight today; the cycle under way, if any, ends then and is completed.
+    fn cycle_start_today(&mut self, args: &Value) -> Result<Done, FieldError> {
+        let id = self.id_arg("Cycle", args)?;
+        let now = self.now();
+        let today = format!("{}T00:00:00.000Z", now.get(..10).unwrap_or(&now));
+        let cycle = self.w.get("Cycle", &id).cloned().unwrap_or_default();
+        let team = cycle.get("teamId").and_then(Value::as_str).unwrap_or("").to_string();
+        // Times compared as times: seeds and Linear write them with and without milliseconds.
+        let at = |c: &Entity, k: &str| c.get(k).and_then(Value::as_str).and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        let now_at = chrono::DateTime::parse_from_rfc3339(&now).ok();
+        let starts = |c: &Entity| at(c, "startsAt");
+        let live = |c: &Entity| c.get("teamId").and_then(Value::as_str) == Some(team.as_str()) && c.get("archivedAt").is_none_or(Value::is_null);
+        let next = self.w.all("Cycle").filter(|(_, c)| live(c) && starts(c) > now_at).min_by_key(|(cid, c)| (starts(c), (*cid).clone())).map(|(cid, _)| cid.clone());
+        if next.as_deref() != Some(id.as_str()) {
+            return Err(self.ctx.invalid_input("Argument Validation Error - only the next upcoming cycle can be started".into(), "Only the next upcoming cycle of the team can be started."));
+        }
+        let current: Vec<String> = self
+            .w
+            .all("Cycle")
+            .filter(|(cid, c)| **cid != id && live(c) && starts(c).is_some() && starts(c) <= now_at && at(c, "endsAt") > now_at)
+            .map(|(cid, _)| cid.clone())
+            .collect();
+        for cid in current {
+            let (end, done) = (today.clone(), now.clone());
+            self.update_with("Cycle", &cid, |c| {
+                c.insert("endsAt".into(), json!(end));
+                c.insert("completedAt".into(), json!(done));
+            })?;
+        }
+        self.update_with("Cycle", &id, |c| {
+            c.insert("startsAt".into(), json!(today));
+        })?;
+        Ok(Done::one("Cycle", &id))
+    }
+
+    /// `teamCyclesDelete`: the team's cycles are deleted, its issues leave them, and cycles
+    /// are turned off for the team.
+    fn team_cycles_delete(&mut self, args: &Value) -> Result<Done, FieldError> {
+        let team = self.id_arg("Team", args)?;
+        let cycles: Vec<String> = self.w.all("Cycle").filter(|(_, c)| c.get("teamId").and_then(Value::as_str) == Some(team.as_str())).map(|(id, _)| id.clone()).collect();
+        let issues: Vec<String> = self
+            .w
+            .all("Issue")
+            .filter(|(_, i)| i.get("cycleId").and_then(Value::as_str).is_some_and(|c| cycles.iter().any(|x| x == c)))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for i in issues {
+            self.update_with("Issue", &i, |e| {
+                e.insert("cycleId".into(), Value::Null);
+            })?;
+        }
+        for c in cycles {
+            let before = self.w.remove("Cycle", &c);
+            self.record("Cycle", &c, before.as_ref(), None);
+        }
+        self.update_with("Team", &team, |t| {
+            t.insert("cyclesEnabled".into(), json!(false));
+        })?;
+        Ok(Done::one("Team", &team))
+    }
+
+    /// `customerMerge`: the source's needs move to the target, its domains and external ids
+    /// join the target's, and the source is archived.
+    fn customer_merge(&mut self, args: &Value) -> Result<Done, FieldError> {
+        let source = self.id_arg("Customer", &json!({"id": args.get("sourceCustomerId")}))?;
+        let target = self.id_arg("Customer", &json!({"id": args.get("targetCustomerId")}))?;
+        if source == target {
+            return Err(self.ctx.invalid_input("Argument Validation Error - a customer cannot be merged into itself".into(), "Choose two different customers to merge."));
+        }
+        let needs: Vec<String> = self.w.all("CustomerNeed").filter(|(_, n)| n.get("customerId").and_then(Value::as_str) == Some(source.as_str())).map(|(id, _)| id.clone()).collect();
+        for n in needs {
+            let t = target.clone();
+            self.update_with("CustomerNeed", &n, |e| {
+                e.insert("customerId".into(), json!(t));
+            })?;
+        }
+        let from = self.w.get("Customer", &source).cloned().unwrap_or_default();
+        self.update_with("Customer", &target, |c| {
+            for k in ["domains", "externalIds"] {
+                let mut all = ids_of(c.get(k));
+                for v in ids_of(from.get(k)) {
+                    if !all.contains(&v) {
+                        all.push(v);
+                    }
+                }
+                c.insert(k.into(), json!(all));
+            }
+        })?;
+        let now = self.now();
+        self.update_with("Customer", &source, |c| {
+            c.insert("archivedAt".into(), json!(now));
+        })?;
+        Ok(Done::one("Customer", &target))
+    }
+
+    /// `customerNeedCreateFromAttachment`: a need for the attachment's issue; an archived need
+    /// of the same attachment is brought back rather than made twice.
+    fn need_from_attachment(&mut self, args: &Value) -> Result<Done, FieldError> {
+        let input = args.get("input").cloned().unwrap_or(json!({}));
+        let attachment = self.id_arg("Attachment", &json!({"id": input.get("attachmentId")}))?;
+        let existing = self.w.all("CustomerNeed").find(|(_, n)| n.get("attachmentId").and_then(Value::as_str) == Some(attachment.as_str())).map(|(id, n)| (id.clone(), n.get("archivedAt").is_some_and(|a| !a.is_null())));
+        match existing {
+            Some((id, true)) => {
+                self.update_with("CustomerNeed", &id, |n| {
+                    n.insert("archivedAt".into(), Value::Null);
+                })?;
+                Ok(Done::one("CustomerNeed", &id))
+            }
+            Some(_) => Err(self.ctx.invalid_input("Argument Validation Error - the attachment already has a customer need".into(), "This attachment is already a customer request.")),
+            None => {
+                let issue = self.w.str_field("Attachment", &attachment, "issueId").map(String::from);
+                let id = self.create("CustomerNeed", json!({"attachmentId": attachment, "issueId": issue, "priority": 0}))?;
+                Ok(Done::one("CustomerNeed", &id))
+            }
+        }
+    }
+
+    /// `projectMilestoneMove`: the milestone and the issues in it move to another project.
+    fn milestone_move(&mut self, args: &Value) -> Result<Done, FieldError> {
+        let id = self.id_arg("ProjectMilestone", args)?;
+        let input = args.get("input").cloned().unwrap_or(json!({}));
+        let project = self.id_arg("Project", &json!({"id": input.get("projectId")}))?;
+        let issues: Vec<String> = self.w.all("Issue").filter(|(_, i)| i.get("projectMilestoneId").and_then(Value::as_str) == Some(id.as_str())).map(|(iid, _)| iid.clone()).collect();
+        let p = project.clone();
+        self.update_with("ProjectMilestone", &id, |m| {
+            m.insert("projectId".into(), json!(p));
+        })?;
+        for i in issues {
+            let p = project.clone();
+            self.update_with("Issue", &i, |e| {
+                e.insert("projectId".into(), json!(p));
+            })?;
+        }
+        Ok(Done::one("ProjectMilestone", &id))
+    }
+
+    /// `projectReassignStatus`: every project in one status moves to another.
+    fn reassign_project_status(&mut self, args: &Value) -> Result<Done, FieldError> {
+        let from = self.id_arg("ProjectStatus", &json!({"id": args.get("originalProjectStatusId")}))?;
+        let to = self.id_arg("ProjectStatus", &json!({"id": args.get("newProjectStatusId")}))?;
+        let kind = self.w.str_field("ProjectStatus", &to, "type").unwrap_or("backlog").to_string();
+        let projects: Vec<String> = self.w.all("Project").filter(|(_, p)| p.get("statusId").and_then(Value::as_str) == Some(from.as_str())).map(|(id, _)| id.clone()).collect();
+        let now = self.now();
+        for p in projects {
+            let to = to.clone();
+            self.update_with("Project", &p, |e| {
+                e.insert("statusId".into(), json!(to));
+                project_status_moved(e, &kind, &now);
+            })?;
+        }
+        Ok(Done { entity: None, list: Vec::new(), extra: Map::new() })
+    }
+
+    /// `createProjectUpdateReminder` / `createInitiativeUpdateReminder`: the user asked (else
+    /// the project's lead, the initiative's owner) gets an inbox notification to post an update.
+    fn update_reminder(&mut self, name: &str, args: &Value) -> Result<Done, FieldError> {
+        let (ty, key, owner, kind, note) = if name == "createProjectUpdateReminder" {
+            ("Project", "projectId", "leadId", "projectUpdateReminder", "ProjectNotification")
+        } else {
+            ("Initiative", "initiativeId", "ownerId", "initiativeUpdateReminder", "InitiativeNotification")
+        };
+        let id = self.id_arg(ty, &json!({"id": args.get(key)}))?;
+        let user = match s(args, "userId") {
+            Some(u) => self.id_arg("User", &json!({"id": u}))?,
+            None => self.w.str_field(ty, &id, owner).map(String::from).ok_or_else(|| {
+                self.ctx.invalid_input(format!("Argument Validation Error - the {} has no {} to remind", lc(ty), if ty == "Project" { "lead" } else { "owner" }), "Choose whom to remind.")
+            })?,
+        };
+        let nid = self.w.new_id();
+        let now = self.now();
+        let actor = self.w.viewer.clone();
+        let title = self.w.str_field(ty, &id, "name").unwrap_or("").to_string();
+        let e: Entity = [
+            ("id", json!(nid)), ("type", json!(kind)), ("userId", json!(user)), ("actorId", json!(actor)), (key, json!(id)), ("title", json!(title)),
+            ("category", json!("reminders")), ("groupingKey", json!(format!("{}-{id}", lc(ty)))), ("createdAt", json!(now)), ("updatedAt", json!(now)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        self.w.insert(note, &nid, e.clone());
+        self.record(note, &nid, None, Some(&e));
+        Ok(Done { entity: None, list: Vec::new(), extra: Map::new() })
     }
 }
 

@@ -29,6 +29,10 @@ pub fn modeled() -> &'static BTreeSet<String> {
         m.extend(gql::possible_types("Notification"));
         m.extend(gql::possible_types("NotificationSubscription"));
         m.insert("UserSettings".into());
+        // Kept as the world holds them: a seedless world has none, and nothing the twin
+        // serves makes them (integrations connect through providers the sandbox cannot reach).
+        m.insert("Integration".into());
+        m.insert("ExternalUser".into());
         for f in crate::tables::ty("Mutation").map(crate::tables::fields).unwrap_or_default() {
             if let Some((ty, "Create")) = mutate::generic(f.name()) {
                 m.insert(ty);
@@ -41,7 +45,8 @@ pub fn modeled() -> &'static BTreeSet<String> {
 const SPECIAL_QUERIES: &[&str] = &[
     "viewer", "organization", "issueSearch", "searchIssues", "searchDocuments", "searchProjects", "issuePriorityValues",
     "issueVcsBranchSearch", "attachmentsForURL", "notificationsUnreadCount", "rateLimitStatus", "organizationExists",
-    "attachmentIssue", "userSettings", "archivedTeams",
+    "attachmentIssue", "userSettings", "archivedTeams", "semanticSearch", "customViewHasSubscribers", "projectStatusProjectCount",
+    "partnerOfferDetails", "agentSessionSandbox", "authenticationSessions", "userSessions", "slaConfigurations",
 ];
 
 /// Whether the twin serves root query field `name` (with its schema return type).
@@ -177,6 +182,94 @@ impl ObjectValue for Root<'_, '_> {
                 drop(w);
                 return exec::connection(ctx, named, items, &args);
             }
+            // Natural-language search over issues, projects, initiatives and documents: the
+            // twin ranks by the words of the query each one's text holds (no vectors), most
+            // words first, then newest.
+            "semanticSearch" => {
+                let words: Vec<String> = args.get("query").and_then(Value::as_str).unwrap_or("").to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 1).map(String::from).collect();
+                let types: Vec<String> = args.get("types").and_then(Value::as_array).map(|a| a.iter().filter_map(|t| t.as_str().map(String::from)).collect()).unwrap_or_else(|| ["issue", "project", "initiative", "document"].map(String::from).to_vec());
+                let max = args.get("maxResults").and_then(Value::as_i64).unwrap_or(crate::limits::DEFAULT_SEMANTIC_RESULTS).clamp(1, crate::limits::MAX_SEMANTIC_RESULTS) as usize;
+                let archived = args.get("includeArchived").and_then(Value::as_bool).unwrap_or(false);
+                let w = ctx.w.borrow();
+                let mut hits: Vec<(usize, String, &'static str, String)> = Vec::new();
+                for (kind, ty) in [("issue", "Issue"), ("project", "Project"), ("initiative", "Initiative"), ("document", "Document")] {
+                    if !types.iter().any(|t| t == kind) {
+                        continue;
+                    }
+                    for (id, e) in w.all(ty) {
+                        if !archived && e.get("archivedAt").is_some_and(|a| !a.is_null()) {
+                            continue;
+                        }
+                        let text = ["title", "name", "description", "content", "identifier"].iter().filter_map(|k| e.get(*k).and_then(Value::as_str)).collect::<Vec<_>>().join("\n").to_lowercase();
+                        let score = words.iter().filter(|w| text.contains(w.as_str())).count();
+                        if score > 0 {
+                            hits.push((score, e.get("createdAt").and_then(Value::as_str).unwrap_or("").to_string(), kind, id.clone()));
+                        }
+                    }
+                }
+                drop(w);
+                hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)).then_with(|| a.3.cmp(&b.3)));
+                hits.truncate(max);
+                let results: Vec<ResolvedValue<'_>> = hits.into_iter().map(|(_, _, kind, id)| ResolvedValue::object(SemanticHit { ctx, kind, id })).collect();
+                return Ok(ResolvedValue::object(SemanticPayload { results: std::cell::RefCell::new(Some(results)) }));
+            }
+            // Whether anyone but the viewer is subscribed to the view's notifications.
+            "customViewHasSubscribers" => {
+                let id = args.get("id").and_then(Value::as_str).unwrap_or("");
+                let w = ctx.w.borrow();
+                if w.get("CustomView", id).is_none() {
+                    return Err(ctx.not_found("CustomView"));
+                }
+                let has = gql::possible_types("NotificationSubscription").iter().any(|t| {
+                    w.all(t).any(|(_, n)| n.get("customViewId").and_then(Value::as_str) == Some(id) && n.get("active").and_then(Value::as_bool) != Some(false) && n.get("userId").and_then(Value::as_str) != Some(w.viewer.as_str()) && n.get("archivedAt").is_none_or(Value::is_null))
+                });
+                return Ok(ResolvedValue::object(Plain { ty: named.into(), value: json!({"hasSubscribers": has}) }));
+            }
+            // Projects in the status: all of them, those only private teams see, and those
+            // whose teams are all archived.
+            "projectStatusProjectCount" => {
+                let id = args.get("id").and_then(Value::as_str).unwrap_or("");
+                let w = ctx.w.borrow();
+                if w.get("ProjectStatus", id).is_none() {
+                    return Err(ctx.not_found("ProjectStatus"));
+                }
+                let team_is = |t: &str, k: &str| w.get("Team", t).and_then(|t| t.get(k)).is_some_and(|v| !v.is_null() && v != &json!(false));
+                let (mut count, mut private, mut archived) = (0, 0, 0);
+                for (_, p) in w.all("Project").filter(|(_, p)| p.get("statusId").and_then(Value::as_str) == Some(id)) {
+                    count += 1;
+                    let teams: Vec<String> = p.get("teamIds").and_then(Value::as_array).map(|a| a.iter().filter_map(|t| t.as_str().map(String::from)).collect()).unwrap_or_default();
+                    private += usize::from(!teams.is_empty() && teams.iter().all(|t| team_is(t, "private")));
+                    archived += usize::from(!teams.is_empty() && teams.iter().all(|t| team_is(t, "archivedAt")));
+                }
+                return Ok(ResolvedValue::object(Plain { ty: named.into(), value: json!({"count": count as f64, "privateCount": private as f64, "archivedTeamCount": archived as f64}) }));
+            }
+            // No partner offer is active in a sandbox.
+            "partnerOfferDetails" => return Ok(ResolvedValue::null()),
+            // The twin runs no coding agents: a session has no sandbox.
+            "agentSessionSandbox" => {
+                let id = args.get("agentSessionId").and_then(Value::as_str).unwrap_or("");
+                if ctx.w.borrow().get("AgentSession", id).is_none() {
+                    return Err(ctx.not_found("AgentSession"));
+                }
+                return Ok(ResolvedValue::null());
+            }
+            // Agents call with API keys: nobody holds a browser or app session in a sandbox.
+            "authenticationSessions" => return Ok(ResolvedValue::list(Vec::new())),
+            "userSessions" => {
+                let id = args.get("id").and_then(Value::as_str).unwrap_or("");
+                if ctx.w.borrow().get("User", id).is_none() {
+                    return Err(ctx.not_found("User"));
+                }
+                return Ok(ResolvedValue::list(Vec::new()));
+            }
+            // The twin's teams have no SLA rules.
+            "slaConfigurations" => {
+                let id = args.get("teamId").and_then(Value::as_str).unwrap_or("");
+                if ctx.w.borrow().team_id(id).is_none() {
+                    return Err(ctx.not_found("Team"));
+                }
+                return Ok(ResolvedValue::list(Vec::new()));
+            }
             "issueSearch" | "searchIssues" | "searchDocuments" | "searchProjects" => {
                 let term = args.get("term").or_else(|| args.get("query")).and_then(Value::as_str).unwrap_or("").to_lowercase();
                 let ty = match name {
@@ -243,6 +336,55 @@ impl ObjectValue for Root<'_, '_> {
                 Ok(ResolvedValue::object(Ent { ctx, ty: exec::type_name(&t), id: id.into() }))
             }
             None => Err(ctx.not_found(store_ty(named))),
+        }
+    }
+}
+
+/// `semanticSearch`'s answer: `enabled` (always true, as Linear says) and the results.
+struct SemanticPayload<'a> {
+    results: std::cell::RefCell<Option<Vec<ResolvedValue<'a>>>>,
+}
+
+impl<'a> ObjectValue for SemanticPayload<'a> {
+    fn type_name(&self) -> &str {
+        "SemanticSearchPayload"
+    }
+
+    fn resolve_field<'b>(&'b self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'b>, FieldError> {
+        match info.field_name() {
+            "enabled" => Ok(ResolvedValue::Leaf(json!(true))),
+            _ => Ok(ResolvedValue::list(self.results.borrow_mut().take().unwrap_or_default())),
+        }
+    }
+}
+
+/// One `semanticSearch` result: its type and the entity under that type's field.
+struct SemanticHit<'c, 'w> {
+    ctx: &'c Ctx<'w>,
+    kind: &'static str,
+    id: String,
+}
+
+impl ObjectValue for SemanticHit<'_, '_> {
+    fn type_name(&self) -> &str {
+        "SemanticSearchResult"
+    }
+
+    fn resolve_field<'a>(&'a self, info: &ResolveInfo<'_>) -> Result<ResolvedValue<'a>, FieldError> {
+        let ctx = self.ctx;
+        match info.field_name() {
+            "id" => Ok(ResolvedValue::Leaf(json!(self.id))),
+            "type" => Ok(ResolvedValue::Leaf(json!(self.kind))),
+            f if f == self.kind => {
+                let ty = match self.kind {
+                    "issue" => "Issue",
+                    "project" => "Project",
+                    "initiative" => "Initiative",
+                    _ => "Document",
+                };
+                Ok(ResolvedValue::object(Ent { ctx, ty: exec::type_name(ty), id: self.id.as_str().into() }))
+            }
+            _ => Ok(ResolvedValue::null()),
         }
     }
 }

@@ -551,6 +551,27 @@ fn print_unserved() {
     eprintln!("QUERIES {}\n{}\nMUTATIONS {}\n{}", q.len(), q.join(" "), m.len(), m.join(" "));
 }
 
+/// `cargo test --release -p twin-linear print_generic -- --ignored --nocapture`: the served
+/// mutations that only the generic writer serves, by entity type.
+#[test]
+#[ignore = "prints the mutations served by the generic writer alone"]
+fn print_generic() {
+    let mut by: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+    for f in crate::tables::fields(crate::tables::ty("Mutation").unwrap()) {
+        if crate::mutate::has_rules(f.name()) {
+            continue;
+        }
+        if let Some((ty, verb)) = crate::mutate::generic(f.name()) {
+            by.entry(ty).or_default().push(verb);
+        }
+    }
+    let n: usize = by.values().map(Vec::len).sum();
+    eprintln!("GENERIC {n}");
+    for (ty, verbs) in by {
+        eprintln!("{ty}: {}", verbs.join(" "));
+    }
+}
+
 #[test]
 fn notifications_arrive_read_archive_and_count() {
     let mut v: Value = serde_json::from_str(TASK24).unwrap();

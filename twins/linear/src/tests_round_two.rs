@@ -342,3 +342,154 @@ fn a_generic_create_naming_nothing_is_refused_not_a_success_issue_35() {
     let body = ask(&mut w, "mutation($p: String!) { customViewCreate(input: {name: \"V\", projectId: $p}) { success } }", json!({"p": pid}), None).json_body();
     assert_eq!(body["data"]["customViewCreate"]["success"], true, "{body}");
 }
+
+/// The data of an answer that must have no errors.
+fn ok_data(w: &mut World, query: &str, vars: Value) -> Value {
+    let body = ask(w, query, vars, None).json_body();
+    assert!(body.get("errors").is_none(), "{query}: {body}");
+    body["data"].clone()
+}
+
+/// The first error's message of an answer that must fail.
+fn error_of(w: &mut World, query: &str, vars: Value) -> String {
+    let body = ask(w, query, vars, None).json_body();
+    body["errors"][0]["message"].as_str().unwrap_or_else(|| panic!("{query}: no error in {body}")).to_string()
+}
+
+fn seeded_cycles() -> World {
+    let mut v: Value = serde_json::from_str(TASK24).unwrap();
+    v["clock"] = json!("2026-07-15T12:00:00Z");
+    v["cycles"] = json!([
+        {"id": "c1", "team": "ENG", "number": 1, "startsAt": "2026-07-06T00:00:00Z", "endsAt": "2026-07-20T00:00:00Z"},
+        {"id": "c2", "team": "ENG", "number": 2, "startsAt": "2026-07-20T00:00:00Z", "endsAt": "2026-08-03T00:00:00Z"},
+        {"id": "c3", "team": "ENG", "number": 3, "startsAt": "2026-08-03T00:00:00Z", "endsAt": "2026-08-17T00:00:00Z"},
+    ]);
+    World::init(Some(v)).unwrap()
+}
+
+#[test]
+fn cycles_shift_and_the_next_one_starts_today_issue_35() {
+    let mut w = seeded_cycles();
+    ok_data(&mut w, "mutation { cycleShiftAll(input: {id: \"c2\", daysToShift: 3}) { success cycle { startsAt } } }", json!({}));
+    let d = ok_data(&mut w, "{ cycles(orderBy: createdAt) { nodes { id startsAt endsAt } } }", json!({}));
+    let at = |id: &str, k: &str| d["cycles"]["nodes"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap()[k].as_str().unwrap().to_string();
+    assert_eq!(at("c1", "startsAt"), "2026-07-06T00:00:00Z", "an earlier cycle stays as it was seeded");
+    assert_eq!((at("c2", "startsAt"), at("c3", "endsAt")), ("2026-07-23T00:00:00.000Z".into(), "2026-08-20T00:00:00.000Z".into()));
+    assert!(error_of(&mut w, "mutation { cycleShiftAll(input: {id: \"nope\", daysToShift: 1}) { success } }", json!({})).contains("Entity not found: Cycle"));
+    // Only the next upcoming cycle may start; the one under way then ends today.
+    assert!(error_of(&mut w, "mutation { cycleStartUpcomingCycleToday(id: \"c3\") { success } }", json!({})).contains("only the next upcoming cycle"));
+    let d = ok_data(&mut w, "mutation { cycleStartUpcomingCycleToday(id: \"c2\") { success cycle { startsAt isActive } } }", json!({}));
+    assert_eq!(d["cycleStartUpcomingCycleToday"]["cycle"]["startsAt"], "2026-07-15T00:00:00.000Z");
+    assert_eq!(d["cycleStartUpcomingCycleToday"]["cycle"]["isActive"], true);
+    let d = ok_data(&mut w, "{ cycle(id: \"c1\") { endsAt completedAt isActive } }", json!({}));
+    assert_eq!((d["cycle"]["endsAt"].as_str(), d["cycle"]["isActive"].as_bool()), (Some("2026-07-15T00:00:00.000Z"), Some(false)));
+    assert!(d["cycle"]["completedAt"].is_string());
+}
+
+#[test]
+fn deleting_a_teams_cycles_takes_its_issues_out_and_turns_cycles_off_issue_35() {
+    let mut w = seeded_cycles();
+    ok_data(&mut w, "mutation { issueUpdate(id: \"ENG-1\", input: {cycleId: \"c1\"}) { success } }", json!({}));
+    let d = ok_data(&mut w, "mutation { teamCyclesDelete(id: \"ENG\") { success team { cyclesEnabled } } }", json!({}));
+    assert_eq!(d["teamCyclesDelete"]["team"]["cyclesEnabled"], false);
+    let d = ok_data(&mut w, "{ cycles { nodes { id } } issue(id: \"ENG-1\") { cycle { id } } }", json!({}));
+    assert_eq!((d["cycles"]["nodes"].clone(), d["issue"]["cycle"].clone()), (json!([]), Value::Null));
+}
+
+#[test]
+fn customers_merge_unsync_and_needs_come_from_attachments_issue_35() {
+    let mut w = world();
+    let id = |d: &Value, m: &str| d[m]["customer"]["id"].as_str().unwrap().to_string();
+    let a = ok_data(&mut w, "mutation { customerCreate(input: {name: \"Acme\", domains: [\"acme.test\"], externalIds: [\"crm_1\"]}) { customer { id } } }", json!({}));
+    let b = ok_data(&mut w, "mutation { customerCreate(input: {name: \"Acme Inc\", domains: [\"acme.example\"]}) { customer { id } } }", json!({}));
+    let (a, b) = (id(&a, "customerCreate"), id(&b, "customerCreate"));
+    let att = ok_data(&mut w, "mutation { attachmentCreate(input: {issueId: \"ENG-1\", url: \"https://support.test/t/1\", title: \"Ticket\"}) { attachment { id } } }", json!({}));
+    let att = att["attachmentCreate"]["attachment"]["id"].as_str().unwrap().to_string();
+    let n = ok_data(&mut w, "mutation($a: String!) { customerNeedCreateFromAttachment(input: {attachmentId: $a}) { success need { id issue { identifier } attachment { id } } } }", json!({"a": att}));
+    let need = &n["customerNeedCreateFromAttachment"]["need"];
+    assert_eq!((need["issue"]["identifier"].as_str(), need["attachment"]["id"].as_str()), (Some("ENG-1"), Some(att.as_str())));
+    let need = need["id"].as_str().unwrap().to_string();
+    assert!(error_of(&mut w, "mutation($a: String!) { customerNeedCreateFromAttachment(input: {attachmentId: $a}) { success } }", json!({"a": att})).contains("already has a customer need"));
+    ok_data(&mut w, "mutation($n: String!, $c: String!) { customerNeedUpdate(id: $n, input: {customerId: $c}) { success } }", json!({"n": need, "c": a}));
+    // Merging moves the needs, joins domains and external ids, and archives the source.
+    assert!(error_of(&mut w, "mutation($a: String!) { customerMerge(sourceCustomerId: $a, targetCustomerId: $a) { success } }", json!({"a": a})).contains("cannot be merged into itself"));
+    let d = ok_data(&mut w, "mutation($a: String!, $b: String!) { customerMerge(sourceCustomerId: $a, targetCustomerId: $b) { success customer { id domains externalIds needs { customer { id } } } } }", json!({"a": a, "b": b}));
+    let c = &d["customerMerge"]["customer"];
+    assert_eq!(c["id"], json!(b));
+    assert_eq!((c["domains"].clone(), c["externalIds"].clone()), (json!(["acme.example", "acme.test"]), json!(["crm_1"])));
+    let d = ok_data(&mut w, "query($a: String!) { customer(id: $a) { archivedAt } customerNeeds { nodes { customer { id } } } }", json!({"a": a}));
+    assert!(d["customer"]["archivedAt"].is_string());
+    assert_eq!(d["customerNeeds"]["nodes"][0]["customer"]["id"], json!(b));
+    let d = ok_data(&mut w, "mutation($b: String!) { customerUnsync(id: $b) { success customer { externalIds } } }", json!({"b": b}));
+    assert_eq!(d["customerUnsync"]["customer"]["externalIds"], json!([]));
+}
+
+#[test]
+fn projects_reassign_status_and_milestones_move_with_their_issues_issue_35() {
+    let mut w = world();
+    let p = |w: &mut World, name: &str| ok_data(w, "mutation($n: String!) { projectCreate(input: {name: $n, teamIds: [\"team_eng\"]}) { project { id } } }", json!({"n": name}))["projectCreate"]["project"]["id"].as_str().unwrap().to_string();
+    let (p1, p2) = (p(&mut w, "One"), p(&mut w, "Two"));
+    let m = ok_data(&mut w, "mutation($p: String!) { projectMilestoneCreate(input: {projectId: $p, name: \"Beta\"}) { projectMilestone { id } } }", json!({"p": p1}));
+    let m = m["projectMilestoneCreate"]["projectMilestone"]["id"].as_str().unwrap().to_string();
+    ok_data(&mut w, "mutation($p: String!, $m: String!) { issueUpdate(id: \"ENG-1\", input: {projectId: $p, projectMilestoneId: $m}) { success } }", json!({"p": p1, "m": m}));
+    let d = ok_data(&mut w, "mutation($m: String!, $p: String!) { projectMilestoneMove(id: $m, input: {projectId: $p}) { success projectMilestone { project { id } } } }", json!({"m": m, "p": p2}));
+    assert_eq!(d["projectMilestoneMove"]["projectMilestone"]["project"]["id"], json!(p2));
+    assert_eq!(ok_data(&mut w, "{ issue(id: \"ENG-1\") { project { id } } }", json!({}))["issue"]["project"]["id"], json!(p2));
+    assert!(error_of(&mut w, "mutation($m: String!) { projectMilestoneMove(id: $m, input: {projectId: \"nope\"}) { success } }", json!({"m": m})).contains("Entity not found: Project"));
+    // Every project in a status moves to another, and is started with it.
+    let count = |w: &mut World, s: &str| ok_data(w, "query($s: String!) { projectStatusProjectCount(id: $s) { count privateCount archivedTeamCount } }", json!({"s": s}))["projectStatusProjectCount"]["count"].clone();
+    assert_eq!(count(&mut w, "project_status_backlog"), json!(2.0));
+    let d = ok_data(&mut w, "mutation { projectReassignStatus(originalProjectStatusId: \"project_status_backlog\", newProjectStatusId: \"project_status_started\") { success } }", json!({}));
+    assert_eq!(d["projectReassignStatus"]["success"], true);
+    assert_eq!((count(&mut w, "project_status_backlog"), count(&mut w, "project_status_started")), (json!(0.0), json!(2.0)));
+    let d = ok_data(&mut w, "{ projects { nodes { state startedAt } } }", json!({}));
+    assert!(d["projects"]["nodes"].as_array().unwrap().iter().all(|p| p["state"] == "started" && p["startedAt"].is_string()));
+}
+
+#[test]
+fn an_update_reminder_is_a_notification_for_the_lead_or_the_user_named_issue_35() {
+    let mut w = world();
+    let p = ok_data(&mut w, "mutation { projectCreate(input: {name: \"Launch\", teamIds: [\"team_eng\"]}) { project { id } } }", json!({}));
+    let p = p["projectCreate"]["project"]["id"].as_str().unwrap().to_string();
+    assert!(error_of(&mut w, "mutation($p: String!) { createProjectUpdateReminder(projectId: $p) { success } }", json!({"p": p})).contains("no lead to remind"));
+    let (_, _, call) = post_as(&mut w, "mutation($p: String!) { createProjectUpdateReminder(projectId: $p, userId: \"user_admin\") { success } }", json!({"p": p}));
+    let n: Vec<_> = call.changes.iter().filter(|c| c.entity == "ProjectNotification").collect();
+    assert_eq!(n.len(), 1);
+    let after: Value = serde_json::from_str(n[0].after.as_deref().unwrap()).unwrap();
+    assert_eq!((after["type"].as_str(), after["userId"].as_str(), after["projectId"].as_str()), (Some("projectUpdateReminder"), Some("user_admin"), Some(p.as_str())));
+    assert!(error_of(&mut w, "mutation { createInitiativeUpdateReminder(initiativeId: \"nope\") { success } }", json!({})).contains("Entity not found: Initiative"));
+}
+
+/// A request as the agent, with what it recorded.
+fn post_as(w: &mut World, query: &str, vars: Value) -> (u16, Value, Call) {
+    let req = Request::new(Method::Post, "/graphql").with_json(&json!({"query": query, "variables": vars}));
+    let mut call = Call::new(req);
+    let r = World::router().dispatch(w, &mut call);
+    let body = r.json_body();
+    assert!(body.get("errors").is_none(), "{query}: {body}");
+    (r.status, body, call)
+}
+
+#[test]
+fn root_queries_served_in_round_two_answer_from_the_world_issue_35() {
+    let mut w = world();
+    ok_data(&mut w, "mutation { issueCreate(input: {teamId: \"team_eng\", title: \"Checkout fails on Safari\"}) { success } }", json!({}));
+    ok_data(&mut w, "mutation { documentCreate(input: {title: \"Safari support\", content: \"Which Safari versions we support\"}) { success } }", json!({}));
+    let d = ok_data(&mut w, "{ semanticSearch(query: \"safari checkout\") { enabled results { type issue { title } document { title } } } }", json!({}));
+    let r = d["semanticSearch"]["results"].as_array().unwrap();
+    assert_eq!(r[0]["type"], "issue", "the issue holds both words: {r:?}");
+    assert_eq!(r[0]["issue"]["title"], "Checkout fails on Safari");
+    assert!(r.iter().any(|x| x["document"]["title"] == "Safari support"));
+    let d = ok_data(&mut w, "{ semanticSearch(query: \"safari\", types: [document]) { results { type } } }", json!({}));
+    assert!(d["semanticSearch"]["results"].as_array().unwrap().iter().all(|x| x["type"] == "document"));
+    let v = ok_data(&mut w, "mutation { customViewCreate(input: {name: \"Mine\"}) { customView { id } } }", json!({}));
+    let v = v["customViewCreate"]["customView"]["id"].as_str().unwrap().to_string();
+    let has = |w: &mut World| ok_data(w, "query($v: String!) { customViewHasSubscribers(id: $v) { hasSubscribers } }", json!({"v": v}))["customViewHasSubscribers"]["hasSubscribers"].clone();
+    assert_eq!(has(&mut w), false);
+    ok_data(&mut w, "mutation($v: String!) { notificationSubscriptionCreate(input: {customViewId: $v, userId: \"user_dev\"}) { success } }", json!({"v": v}));
+    assert_eq!(has(&mut w), true);
+    let d = ok_data(&mut w, "{ authenticationSessions { id } userSessions(id: \"user_admin\") { id } slaConfigurations(teamId: \"ENG\") { id } partnerOfferDetails(slug: \"x\") { id } integrations { nodes { id } } externalUsers { nodes { id } } }", json!({}));
+    assert_eq!(d, json!({"authenticationSessions": [], "userSessions": [], "slaConfigurations": [], "partnerOfferDetails": null, "integrations": {"nodes": []}, "externalUsers": {"nodes": []}}));
+    assert!(error_of(&mut w, "{ slaConfigurations(teamId: \"NOPE\") { id } }", json!({})).contains("Entity not found: Team"));
+    assert!(error_of(&mut w, "{ integration(id: \"nope\") { id } }", json!({})).contains("Entity not found: Integration"));
+}
