@@ -234,12 +234,15 @@ fn price_of(w: &World, id: &str, param: &str) -> Result<Value, StripeError> {
 
 fn sub_item(w: &mut World, sub: &str, price: &Value, qty: i64, created: i64) -> Value {
     let id = w.new_id("si");
-    // A metered price charges for usage: its item has no quantity.
-    let quantity = if metered(price) { Value::Null } else { json!(qty) };
-    json!({
+    let mut item = json!({
         "id": id, "object": "subscription_item", "billing_thresholds": null, "created": created, "discounts": [],
-        "metadata": {}, "plan": null, "price": price, "quantity": quantity, "subscription": sub, "tax_rates": [],
-    })
+        "metadata": {}, "plan": null, "price": price, "quantity": qty, "subscription": sub, "tax_rates": [],
+    });
+    // A metered price charges for usage: its item has no quantity.
+    if metered(price) {
+        item.as_object_mut().expect("an item is a hash").remove("quantity");
+    }
+    item
 }
 
 /// Whether `price` charges for usage (`recurring[usage_type]=metered`).

@@ -52,7 +52,7 @@ fn platform(w: &World) -> Value {
 
 fn settings(name: &str) -> Value {
     json!({
-        "bacs_debit_payments": {"display_name": null, "service_user_number": null},
+        "bacs_debit_payments": {},
         "branding": {"icon": null, "logo": null, "primary_color": null, "secondary_color": null},
         "card_issuing": {"tos_acceptance": {"date": null, "ip": null}},
         "card_payments": {"decline_on": {"avs_failure": false, "cvc_failure": false}, "statement_descriptor_prefix": null, "statement_descriptor_prefix_kana": null, "statement_descriptor_prefix_kanji": null},
@@ -183,7 +183,7 @@ fn apply_account_params(w: &World, p: &Params, a: &mut Value) -> Result<(), Stri
     for who in ["company", "individual"] {
         if let Some(v) = p.get(who).and_then(Value::as_object) {
             if a[who].is_null() {
-                a[who] = if who == "company" { blank_company() } else { blank_person(a["id"].as_str().unwrap_or(""), 0) };
+                a[who] = if who == "company" { blank_company() } else { individual(a) };
             }
             merge_holder(&mut a[who], v, who)?;
         }
@@ -295,12 +295,21 @@ fn merge_holder(into: &mut Value, v: &serde_json::Map<String, Value>, who: &str)
     Ok(())
 }
 
+/// An individual account holder: a person of the account (Stripe gives it an id of its own).
+fn individual(a: &Value) -> Value {
+    let acct = a["id"].as_str().unwrap_or("");
+    let mut p = blank_person(acct, a["created"].as_i64().unwrap_or(0));
+    p.as_object_mut().expect("a person is a hash").insert("id".into(), json!(format!("person_{}", &acct[acct.find('_').map_or(0, |i| i + 1)..])));
+    p
+}
+
 /// A person with nothing known yet.
 fn blank_person(acct: &str, created: i64) -> Value {
     json!({
         "account": acct, "address": address_null(), "created": created, "dob": {"day": null, "month": null, "year": null},
-        "email": null, "first_name": null, "future_requirements": person_requirements(&[]), "id_number_provided": false,
-        "last_name": null, "metadata": {}, "object": "person", "phone": null,
+        "email": null, "first_name": null, "full_name_aliases": [], "future_requirements": person_requirements(&[]), "gender": null,
+        "id_number_provided": false, "id_number_secondary_provided": false, "last_name": null, "maiden_name": null, "metadata": {},
+        "nationality": null, "object": "person", "phone": null,
         "relationship": {"director": false, "executive": false, "owner": false, "percent_ownership": null, "representative": false, "title": null},
         "requirements": person_requirements(&[]), "ssn_last_4_provided": false,
         "verification": {"additional_document": {"back": null, "details": null, "details_code": null, "front": null}, "details": null, "details_code": null, "document": {"back": null, "details": null, "details_code": null, "front": null}, "status": "unverified"},
@@ -941,7 +950,7 @@ fn complete_onboarding(w: &mut World, call: &mut Call, acct: &str) {
     };
     if a["business_type"] == "individual" {
         if a["individual"].is_null() {
-            a["individual"] = blank_person(acct, now);
+            a["individual"] = individual(&a);
         }
         test_person(&mut a["individual"]);
         settle_person(&mut a["individual"], true);

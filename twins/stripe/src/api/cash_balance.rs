@@ -82,15 +82,26 @@ pub(super) fn fund_cash_balance(w: &mut World, call: &mut Call, p: &Params) -> R
     b["available"][cur.as_str()] = json!(was + amount);
     let id = w.new_id("ccsbtxn");
     let t = json!({
-        "id": id, "object": "customer_cash_balance_transaction", "applied_to_payment": null, "created": w.now(), "currency": cur,
-        "customer": cus, "ending_balance": was + amount, "funded": {"bank_transfer": {"eu_bank_transfer": null, "reference": p.str("reference"), "type": "us_bank_transfer"}},
-        "livemode": false, "net_amount": amount, "refunded_from_payment": null, "type": "funded", "unapplied_from_payment": null,
+        "id": id, "object": "customer_cash_balance_transaction", "created": w.now(), "currency": cur,
+        "customer": cus, "ending_balance": was + amount, "funded": {"bank_transfer": {"eu_bank_transfer": if cur == "eur" { json!({"bic": "SXPYDEHH", "iban_last4": "0000", "sender_name": null}) } else { Value::Null }, "reference": p.str("reference"), "type": transfer_type(&cur)}},
+        "livemode": false, "net_amount": amount, "type": "funded",
     });
     let t = w.insert(Some(call), t);
     let b = store(w, call, &cus, b);
     emit(w, call, "customer_cash_balance_transaction.created", &t, None);
     emit(w, call, "cash_balance.funds_available", &b, None);
     Ok(t)
+}
+
+/// The bank transfer a customer funds a balance in `cur` with.
+fn transfer_type(cur: &str) -> &'static str {
+    match cur {
+        "eur" => "eu_bank_transfer",
+        "gbp" => "gb_bank_transfer",
+        "jpy" => "jp_bank_transfer",
+        "mxn" => "mx_bank_transfer",
+        _ => "us_bank_transfer",
+    }
 }
 
 /// `POST /v1/customers/{id}/funding_instructions`: the bank details a customer sends money

@@ -186,7 +186,11 @@ pub(crate) fn destination_params(w: &World, p: &Params, amount: i64) -> Result<O
                 return Err(invalid("You may only specify one of these parameters: application_fee_amount, transfer_data[amount].").code("parameters_exclusive").param("application_fee_amount"));
             }
         }
-        transfer_data = json!({"amount": part, "destination": dest});
+        // `amount` is there only when a part of the payment is transferred.
+        transfer_data = match part {
+            Some(a) => json!({"amount": a, "destination": dest}),
+            None => json!({"destination": dest}),
+        };
     }
     if let Some(o) = obo {
         w.get_kind("account", o).ok_or_else(|| no_such_ref("account", o, "on_behalf_of"))?;
