@@ -93,9 +93,9 @@ bench: host postgres haproxy
 	$(CARGO) run --release -p pome-bench
 	# The neighbour of a hostile tenant: its latency alone and under every attack at once.
 	# `--workspace` keeps the feature set of the test build, so nothing compiles twice.
-	$(CARGO) test --release --workspace --test hostile -- --ignored --nocapture bench_the_neighbour
+	$(CARGO) test --release --workspace --test e2e -- --ignored --nocapture bench_the_neighbour
 	# Several hosts: from kill -9 of one to the first 2xx on each sandbox it owned.
-	$(CARGO) test --release --workspace --test hosts -- --ignored --nocapture bench_failover
+	$(CARGO) test --release --workspace --test e2e -- --ignored --nocapture bench_failover
 
 clean-data:
 	rm -rf pome-data
