@@ -130,3 +130,20 @@ def test_semantic_search_and_the_newly_served_queries_answer_from_the_world(new_
     assert d == {"authenticationSessions": [], "slaConfigurations": [], "partnerOfferDetails": None,
                  "integrations": {"nodes": []}, "externalUsers": {"nodes": []}}
     assert refused(gql, '{ integration(id: "nope") { id } }')["message"] == "Entity not found: Integration"
+
+
+def test_agent_sessions_on_issues_and_root_comments(new_sandbox):
+    gql = Linear(new_sandbox(["linear"], seed=task_seed("24-linear-issue-triage.seed.json")))
+    d = gql('mutation { agentSessionCreateOnIssue(input: {issueId: "ENG-1", externalUrls: [{label: "Run", url: "https://agent.test/r/1"}]}) '
+            '{ success agentSession { id status type issue { identifier } externalLinks { label url } } } }')
+    s = d["agentSessionCreateOnIssue"]["agentSession"]
+    assert (s["status"], s["type"], s["issue"]["identifier"]) == ("pending", "commentThread", "ENG-1")
+    d = gql("mutation($s: String!) { agentSessionUpdateExternalUrl(id: $s, input: {removedExternalUrls: [\"https://agent.test/r/1\"]}) "
+            "{ agentSession { externalLinks { url } } } }", {"s": s["id"]})
+    assert d["agentSessionUpdateExternalUrl"]["agentSession"]["externalLinks"] == []
+    c = gql('mutation { commentCreate(input: {issueId: "ENG-2", body: "root"}) { comment { id } } }')["commentCreate"]["comment"]["id"]
+    r = gql("mutation($c: String!) { commentCreate(input: {issueId: \"ENG-2\", body: \"reply\", parentId: $c}) { comment { id } } }", {"c": c})
+    assert refused(gql, "mutation($c: String!) { agentSessionCreateOnComment(input: {commentId: $c}) { success } }",
+                   {"c": r["commentCreate"]["comment"]["id"]})["extensions"]["code"] == "INVALID_INPUT"
+    d = gql("mutation($c: String!) { agentSessionCreateOnComment(input: {commentId: $c}) { agentSession { issue { identifier } } } }", {"c": c})
+    assert d["agentSessionCreateOnComment"]["agentSession"]["issue"]["identifier"] == "ENG-2"

@@ -448,6 +448,11 @@ impl<'c, 'w> Ent<'c, 'w> {
             return page(ctx, w, meta.named.into(), meta.node.unwrap_or_default().into(), listed, InOrder::No, info.args);
         }
         if def.ty.is_list() {
+            // A list of embedded objects stored as JSON (`AgentSession.externalLinks`).
+            if let Some(Value::Array(a)) = crate::model::field(e, name).filter(|v| v.as_array().and_then(|a| a.first()).is_some_and(Value::is_object)) {
+                let (a, named) = (a.clone(), named.to_string());
+                return Ok(ResolvedValue::list(a.into_iter().map(move |v| ResolvedValue::object(Plain { ty: named.clone(), value: v }))));
+            }
             let ids: Vec<String> = match e.get(&meta.ids_key).and_then(Value::as_array) {
                 Some(a) => a.iter().filter_map(|v| v.as_str().map(String::from)).collect(),
                 // No list of ids kept on the entity: the members pointing back at it

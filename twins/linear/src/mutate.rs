@@ -30,7 +30,8 @@ pub const SPECIAL: &[&str] = &[
     "issueToReleaseDeleteByIssueAndRelease", "userSettingsUpdate", "userChangeRole", "customerUpsert", "resendOrganizationInvite",
     "resendOrganizationInviteByEmail", "fileUpload", "cycleShiftAll", "cycleStartUpcomingCycleToday", "teamCyclesDelete", "customerMerge",
     "customerUnsync", "customerNeedCreateFromAttachment", "projectMilestoneMove", "projectReassignStatus", "createProjectUpdateReminder",
-    "createInitiativeUpdateReminder",
+    "createInitiativeUpdateReminder", "agentSessionCreateOnIssue", "agentSessionCreateOnComment", "agentSessionUpdateExternalUrl",
+    "issueDescriptionUpdateFromFront",
 ];
 
 /// The viewer's settings record, made on first use (Linear has one per user).
@@ -383,6 +384,14 @@ impl Mut<'_, '_, '_> {
             "projectMilestoneMove" => return self.milestone_move(args),
             "projectReassignStatus" => return self.reassign_project_status(args),
             "createProjectUpdateReminder" | "createInitiativeUpdateReminder" => return self.update_reminder(name, args),
+            "agentSessionCreateOnIssue" | "agentSessionCreateOnComment" => return self.agent_session_create(name, args),
+            "agentSessionUpdateExternalUrl" => return self.agent_session_urls(args),
+            // Front's app edits the description as any edit does (history, webhooks, updatedAt).
+            "issueDescriptionUpdateFromFront" => {
+                let id = self.id_arg("Issue", args)?;
+                self.update("Issue", &id, &json!({"description": args.get("description")}))?;
+                return Ok(Done::one("Issue", &id));
+            }
             _ => {}
         }
         let Some((ty, verb)) = generic(name) else {
@@ -1018,7 +1027,7 @@ impl Mut<'_, '_, '_> {
                 project_status_moved(e, &kind, &now);
                 e.entry("slugId").or_insert_with(|| json!(crate::model::slug_id(id)));
             }
-            "Document" | "Initiative" => {
+            "Document" | "Initiative" | "AgentSession" => {
                 e.entry("slugId").or_insert_with(|| json!(crate::model::slug_id(id)));
             }
             "Release" | "ReleasePipeline" | "ReleaseNote" | "AgentSkill" => {
@@ -1397,6 +1406,58 @@ impl Mut<'_, '_, '_> {
         self.w.insert(note, &nid, e.clone());
         self.record(note, &nid, None, Some(&e));
         Ok(Done { entity: None, list: Vec::new(), extra: Map::new() })
+    }
+}
+
+impl Mut<'_, '_, '_> {
+    /// `agentSessionCreateOnIssue` / `…OnComment`: a session of the calling app's user (the
+    /// viewer) on an issue, or on a root comment (and its issue); it starts `pending`.
+    fn agent_session_create(&mut self, name: &str, args: &Value) -> Result<Done, FieldError> {
+        let input = args.get("input").cloned().unwrap_or(json!({}));
+        let (issue, comment) = if name == "agentSessionCreateOnIssue" {
+            (self.id_arg("Issue", &json!({"id": input.get("issueId")}))?, None)
+        } else {
+            let c = self.id_arg("Comment", &json!({"id": input.get("commentId")}))?;
+            if self.w.str_field("Comment", &c, "parentId").is_some() {
+                return Err(self.ctx.invalid_input("Argument Validation Error - an agent session starts on a root comment, not a reply".into(), "Agent sessions can only be created on a root comment."));
+            }
+            let issue = self.w.str_field("Comment", &c, "issueId").map(String::from).ok_or_else(|| self.ctx.not_found("Issue"))?;
+            (issue, Some(c))
+        };
+        let urls = input.get("externalUrls").cloned().unwrap_or(json!([]));
+        let viewer = self.w.viewer.clone();
+        let e = json!({
+            "issueId": issue, "commentId": comment, "sourceCommentId": comment, "appUserId": viewer, "creatorId": viewer,
+            "status": "pending", "type": "commentThread", "context": {}, "externalLink": input.get("externalLink"),
+            "externalUrls": urls, "externalLinks": urls,
+        });
+        let id = self.create("AgentSession", e)?;
+        Ok(Done::one("AgentSession", &id))
+    }
+
+    /// `agentSessionUpdateExternalUrl`: `externalUrls` replaces the list, `addedExternalUrls`
+    /// and `removedExternalUrls` (by URL) edit it.
+    fn agent_session_urls(&mut self, args: &Value) -> Result<Done, FieldError> {
+        let id = self.id_arg("AgentSession", args)?;
+        let input = args.get("input").cloned().unwrap_or(json!({}));
+        self.update_with("AgentSession", &id, |e| {
+            let mut urls: Vec<Value> = match input.get("externalUrls").and_then(Value::as_array) {
+                Some(a) => a.clone(),
+                None => e.get("externalUrls").and_then(Value::as_array).cloned().unwrap_or_default(),
+            };
+            for add in input.get("addedExternalUrls").and_then(Value::as_array).into_iter().flatten() {
+                urls.retain(|u| u.get("url") != add.get("url"));
+                urls.push(add.clone());
+            }
+            let removed = ids_of(input.get("removedExternalUrls"));
+            urls.retain(|u| !u.get("url").and_then(Value::as_str).is_some_and(|x| removed.iter().any(|r| r == x)));
+            e.insert("externalUrls".into(), json!(urls));
+            e.insert("externalLinks".into(), json!(urls));
+            if let Some(link) = input.get("externalLink") {
+                e.insert("externalLink".into(), link.clone());
+            }
+        })?;
+        Ok(Done::one("AgentSession", &id))
     }
 }
 

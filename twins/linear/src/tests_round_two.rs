@@ -493,3 +493,26 @@ fn root_queries_served_in_round_two_answer_from_the_world_issue_35() {
     assert!(error_of(&mut w, "{ slaConfigurations(teamId: \"NOPE\") { id } }", json!({})).contains("Entity not found: Team"));
     assert!(error_of(&mut w, "{ integration(id: \"nope\") { id } }", json!({})).contains("Entity not found: Integration"));
 }
+
+#[test]
+fn agent_sessions_start_on_an_issue_or_a_root_comment_issue_35() {
+    let mut w = world();
+    let d = ok_data(&mut w, "mutation { agentSessionCreateOnIssue(input: {issueId: \"ENG-1\", externalUrls: [{label: \"Run\", url: \"https://agent.test/r/1\"}]}) { success agentSession { id status type slugId issue { identifier } appUser { id } externalLinks { label url } } } }", json!({}));
+    let s = &d["agentSessionCreateOnIssue"]["agentSession"];
+    assert_eq!((s["status"].as_str(), s["type"].as_str(), s["issue"]["identifier"].as_str()), (Some("pending"), Some("commentThread"), Some("ENG-1")));
+    assert_eq!(s["externalLinks"], json!([{"label": "Run", "url": "https://agent.test/r/1"}]));
+    let sid = s["id"].as_str().unwrap().to_string();
+    let d = ok_data(&mut w, "mutation($s: String!) { agentSessionUpdateExternalUrl(id: $s, input: {addedExternalUrls: [{label: \"PR\", url: \"https://git.test/pr/2\"}], removedExternalUrls: [\"https://agent.test/r/1\"]}) { agentSession { externalLinks { url } } } }", json!({"s": sid}));
+    assert_eq!(d["agentSessionUpdateExternalUrl"]["agentSession"]["externalLinks"], json!([{"url": "https://git.test/pr/2"}]));
+    assert!(error_of(&mut w, "mutation { agentSessionCreateOnIssue(input: {issueId: \"NOPE-1\"}) { success } }", json!({})).contains("Entity not found: Issue"));
+    let c = ok_data(&mut w, "mutation { commentCreate(input: {issueId: \"ENG-2\", body: \"@agent take this\"}) { comment { id } } }", json!({}));
+    let c = c["commentCreate"]["comment"]["id"].as_str().unwrap().to_string();
+    let r = ok_data(&mut w, "mutation($c: String!) { commentCreate(input: {issueId: \"ENG-2\", body: \"reply\", parentId: $c}) { comment { id } } }", json!({"c": c}));
+    let r = r["commentCreate"]["comment"]["id"].as_str().unwrap().to_string();
+    assert!(error_of(&mut w, "mutation($c: String!) { agentSessionCreateOnComment(input: {commentId: $c}) { success } }", json!({"c": r})).contains("root comment"));
+    let d = ok_data(&mut w, "mutation($c: String!) { agentSessionCreateOnComment(input: {commentId: $c}) { agentSession { comment { id } issue { identifier } } } }", json!({"c": c}));
+    assert_eq!(d["agentSessionCreateOnComment"]["agentSession"]["issue"]["identifier"], "ENG-2");
+    assert_eq!(d["agentSessionCreateOnComment"]["agentSession"]["comment"]["id"], json!(c));
+    let d = ok_data(&mut w, "mutation { issueDescriptionUpdateFromFront(id: \"ENG-1\", description: \"From Front\") { issue { description } } }", json!({}));
+    assert_eq!(d["issueDescriptionUpdateFromFront"]["issue"]["description"], "From Front");
+}
