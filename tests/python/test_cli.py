@@ -74,3 +74,18 @@ def test_a_local_twin_serves_at_the_root_and_records_its_tape(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_pome_checks_names_the_routes_a_twin_only_stores(tmp_path):
+    """`pome checks` tells a served route from one that only keeps what it is sent (#35): the
+    twins' declared surface, read from the components themselves."""
+    out = subprocess.run([POME, "checks", "gmail", "--data", str(tmp_path)], capture_output=True, text=True,
+                         env=dict(os.environ, POME_LOG="warn"), timeout=120)
+    assert out.returncode == 0, out.stderr
+    m = re.search(r"surface: (\d+) routes, (\d+) served, (\d+) shape-only", out.stdout)
+    assert m, out.stdout
+    total, served, shape = map(int, m.groups())
+    assert total == served + shape and shape >= 15 and served > shape
+    assert re.search(r"shape-only\s+\S+\s+/gmail/v1/users/\{userId\}/settings/cse/keypairs", out.stdout), out.stdout
+    # A fully served route is not listed as shape-only.
+    assert not re.search(r"shape-only\s+\S+\s+/gmail/v1/users/\{userId\}/messages\s", out.stdout), out.stdout

@@ -526,12 +526,23 @@ pub async fn validate(files: Vec<PathBuf>, twins_dir: Option<PathBuf>, data: Pat
 /// `pome checks [twin]`: the checks each twin declares.
 pub async fn checks(twin: Option<String>, twins_dir: Option<PathBuf>, data: PathBuf) -> i32 {
     finish(async {
-        let catalog = local_catalog(twins_dir.as_deref(), &data).await?;
+        let loaded = local_twins(twins_dir.as_deref(), &data).await?;
+        let catalog = Catalog::new(loaded.twins.values().map(|i| &i.description));
         for (name, decls) in &catalog.twins {
             if twin.as_ref().is_some_and(|t| t != name) {
                 continue;
             }
             println!("{name}");
+            // What the twin declares it serves, so a route that only stores what it is sent
+            // (shape-only) is never read as fully served.
+            if let Some(image) = loaded.twins.get(name) {
+                let surface = &image.description.surface;
+                let shape: Vec<_> = surface.iter().filter(|r| r.fidelity == pome_contract::describe::Fidelity::Shape).collect();
+                println!("  surface: {} routes, {} served, {} shape-only", surface.len(), surface.len() - shape.len(), shape.len());
+                for r in shape {
+                    println!("    shape-only  {:<7} {:<60} {}", r.method, r.path, r.action);
+                }
+            }
             for d in decls.checks.iter().cloned().chain(catalog.checks_of(name).into_iter().flatten().skip(decls.checks.len())) {
                 let mark = if decls.decides || d.id.starts_with("tape.") {
                     ""
