@@ -226,6 +226,17 @@ def drive(c):
     c("GET", f"{R}/issues/events", expect=200)
     c("GET", f"{R}/issues/events/{events[0]['id']}", expect=200)
     c("GET", f"{R}/issues/1/timeline", expect=200)
+    # sub-issues, and the fields every issue carries for them
+    c("POST", f"{R}/issues/1/sub_issues", {"sub_issue_id": issue["id"]}, expect=201)
+    subs = c("GET", f"{R}/issues/1/sub_issues", expect=200)
+    assert subs[0]["repository"]["full_name"] == "acme/api"
+    c("GET", f"{R}/issues/{n}/parent", expect=200)
+    parent = c("GET", f"{R}/issues/1", expect=200)
+    assert parent["sub_issues_summary"] == {"total": 1, "completed": 1, "percent_completed": 100}
+    child = c("GET", f"{R}/issues/{n}", expect=200)
+    assert child["parent_issue_url"].endswith("/repos/acme/api/issues/1") and child["pinned_comment"] is None
+    assert child["issue_dependencies_summary"] == {"blocked_by": 0, "blocking": 0, "total_blocked_by": 0, "total_blocking": 0}
+    assert "type" in child
     # code
     c("GET", f"{R}/contents", expect=200)
     c("GET", f"{R}/contents/src", expect=200)
@@ -451,6 +462,26 @@ def drive(c):
     c("POST", f"/orgs/acme/hooks/{o}/deliveries/{org_deliveries[0]['id']}/attempts", expect=202)
     c("DELETE", f"/orgs/acme/hooks/{o}", expect=204)
     c("DELETE", f"{R}/hooks/{h}", expect=204)
+    # teams and their repositories
+    c("POST", "/orgs/acme/teams", {"name": "Platform", "description": "infra", "privacy": "closed", "repo_names": ["api"]}, expect=201)
+    c("POST", "/orgs/acme/teams", {"name": "Platform"}, expect=422)
+    c("GET", "/orgs/acme/teams", expect=200)
+    c("GET", "/orgs/acme/teams/platform", expect=200)
+    c("GET", "/orgs/acme/teams/nope", expect=404)
+    c("PATCH", "/orgs/acme/teams/platform", {"description": "infrastructure"}, expect=200)
+    c("PUT", "/orgs/acme/teams/platform/memberships/alice", {"role": "maintainer"}, expect=200)
+    c("PUT", "/orgs/acme/teams/platform/memberships/alice", {"role": "owner"}, expect=422)
+    c("GET", "/orgs/acme/teams/platform/memberships/alice", expect=200)
+    c("GET", "/orgs/acme/teams/platform/memberships/bob", expect=404)
+    c("GET", "/orgs/acme/teams/platform/members", expect=200)
+    c("PUT", "/orgs/acme/teams/platform/repos/acme/api", {"permission": "maintain"}, expect=204)
+    c("GET", "/orgs/acme/teams/platform/repos", expect=200)
+    c("GET", "/orgs/acme/teams/platform/repos/acme/api", expect=204)
+    c("GET", f"{R}/teams", expect=200)
+    c("GET", "/user/teams", expect=200)
+    c("DELETE", "/orgs/acme/teams/platform/memberships/alice", expect=204)
+    c("DELETE", "/orgs/acme/teams/platform/repos/acme/api", expect=204)
+    c("DELETE", "/orgs/acme/teams/platform", expect=204)
     c("GET", f"{R}/pages", expect=501)
 
     # gists

@@ -196,13 +196,25 @@ impl World {
         if repo.owner.eq_ignore_ascii_case(login) {
             return Role::Admin;
         }
-        if let Some(r) = repo.collaborators.get(&l) {
-            return *r;
+        let base = if let Some(r) = repo.collaborators.get(&l) {
+            *r
+        } else if l == self.viewer.to_ascii_lowercase() {
+            repo.agent_role
+        } else if repo.private {
+            Role::None
+        } else {
+            Role::Read
+        };
+        // A team's members have the team's role on its repositories (the strongest wins).
+        if self.teams.is_empty() {
+            return base;
         }
-        if l == self.viewer.to_ascii_lowercase() {
-            return repo.agent_role;
-        }
-        if repo.private { Role::None } else { Role::Read }
+        let rk = repo_key(&repo.owner, &repo.name);
+        self.teams
+            .values()
+            .filter(|t| t.members.iter().any(|m| m.eq_ignore_ascii_case(login)))
+            .filter_map(|t| t.repos.get(&rk).copied())
+            .fold(base, Role::max)
     }
 
     pub fn viewer_role(&self, repo: &Repo) -> Role {

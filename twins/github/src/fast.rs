@@ -237,10 +237,34 @@ pub struct IssueOut<'a> {
     timeline_url: RepoUrl<'a>,
     performed_via_github_app: Option<()>,
     state_reason: &'a Option<String>,
+    /// Its organisation's issue type, when one is set.
+    #[serde(rename = "type")]
+    issue_type: Option<serde_json::Value>,
+    sub_issues_summary: SubIssuesSummary,
+    /// Issue dependencies are not modelled: none is blocked or blocking.
+    issue_dependencies_summary: DependenciesSummary,
+    parent_issue_url: Option<String>,
+    /// Pinning a comment is not modelled.
+    pinned_comment: Option<()>,
     #[serde(skip_serializing_if = "Option::is_none")]
     draft: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pull_request: Option<PullRef<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct SubIssuesSummary {
+    total: usize,
+    completed: usize,
+    percent_completed: usize,
+}
+
+#[derive(Serialize, Default)]
+pub struct DependenciesSummary {
+    blocked_by: u64,
+    blocking: u64,
+    total_blocked_by: u64,
+    total_blocking: u64,
 }
 
 pub fn reactions(url: String, rs: &[Reaction]) -> ReactionsOut {
@@ -308,7 +332,26 @@ impl World {
         let kind = if i.pull.is_some() { "/pull/" } else { "/issues/" };
         let assignees: Vec<UserOut<'a>> = i.assignees.iter().map(|a| self.user_out(b, a)).collect();
         let assignee = i.assignees.first().map(|a| self.user_out(b, a));
+        // Sub-issues: how many its children are and how many of them are closed; its parent.
+        let kids = self.sub_issues.get(&i.id).map(Vec::as_slice).unwrap_or(&[]);
+        let completed = kids
+            .iter()
+            .filter_map(|k| crate::handlers::mcp_vendor::issue_by_id(self, *k))
+            .filter(|(rk, n)| self.repos[rk].issues[n].state == "closed")
+            .count();
+        let parent_issue_url = if self.sub_issues.is_empty() {
+            None
+        } else {
+            crate::handlers::mcp_vendor::parent_of(self, i.id)
+                .and_then(|p| crate::handlers::mcp_vendor::issue_by_id(self, p))
+                .map(|(rk, n)| format!("{b}/repos/{}/issues/{n}", self.repos[&rk].full_name()))
+        };
         IssueOut {
+            issue_type: self.issue_types.get(&i.id).map(|t| crate::handlers::mcp_vendor::issue_type_json(self, &r.owner, t)),
+            sub_issues_summary: SubIssuesSummary { total: kids.len(), completed, percent_completed: if kids.is_empty() { 0 } else { completed * 100 / kids.len() } },
+            issue_dependencies_summary: DependenciesSummary::default(),
+            parent_issue_url,
+            pinned_comment: None,
             labels_url: u.then("/labels{/name}"),
             comments_url: u.then("/comments"),
             events_url: u.then("/events"),

@@ -48,6 +48,17 @@ impl Role {
         }
     }
 
+    /// The word a team's `permission` on a repository uses (`pull` … `admin`).
+    pub fn team_word(self) -> &'static str {
+        match self {
+            Role::None | Role::Read => "pull",
+            Role::Triage => "triage",
+            Role::Write => "push",
+            Role::Maintain => "maintain",
+            Role::Admin => "admin",
+        }
+    }
+
     /// The legacy `permission` word of `GET /collaborators/{u}/permission`.
     pub fn legacy(self) -> &'static str {
         match self {
@@ -466,6 +477,13 @@ pub struct Team {
     pub privacy: String,
     /// Member logins as spelled, in the order they joined.
     pub members: Vec<String>,
+    /// The members who maintain the team (each also in `members`).
+    pub maintainers: Vec<String>,
+    /// The organisation's repositories the team has access to (lower-cased `owner/name`) and
+    /// the role its members have there.
+    pub repos: BTreeMap<String, Role>,
+    pub created_at: String,
+    pub updated_at: String,
 }
 
 /// The issue types every organization starts with on GitHub: name, description, colour.

@@ -233,7 +233,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
         build_repo(&mut w, v, p, &now)?;
     }
     for (p, v) in top.items("teams")? {
-        build_team(&mut w, v, &p)?;
+        build_team(&mut w, v, &p, &now)?;
     }
     for (p, v) in top.items("issue_fields")? {
         build_issue_field(&mut w, v, &p)?;
@@ -336,11 +336,13 @@ fn build_issue_field(w: &mut World, v: &Value, p: &str) -> R<()> {
     Ok(())
 }
 
-/// A team: `{org, name, slug, description, privacy: closed|secret, members: [login]}`. The
-/// organization and every member must be users of the world; the slug defaults to GitHub's
-/// slug of the name (lower case, runs of other characters as `-`).
-fn build_team(w: &mut World, v: &Value, p: &str) -> R<()> {
-    let t = Obj::new(v, p, &["org", "name", "slug", "description", "privacy", "members"])?;
+/// A team: `{org, name, slug, description, privacy: closed|secret, members: [login],
+/// maintainers: [login], repositories: {name: pull|triage|push|maintain|admin}}`. The
+/// organization and every member must be users of the world, each repository one of the
+/// organization's; maintainers are members too. The slug defaults to GitHub's slug of the
+/// name (lower case, runs of other characters as `-`).
+fn build_team(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
+    let t = Obj::new(v, p, &["org", "name", "slug", "description", "privacy", "members", "maintainers", "repositories"])?;
     let org = t.nonempty_str("org")?;
     let org = match w.users.get(&org.to_ascii_lowercase()) {
         Some(u) if u.kind == "Organization" => u.login.clone(),
@@ -366,9 +368,33 @@ fn build_team(w: &mut World, v: &Value, p: &str) -> R<()> {
             members.push(u.login.clone());
         }
     }
+    let mut maintainers: Vec<String> = Vec::new();
+    for (i, m) in t.strs("maintainers")?.into_iter().enumerate() {
+        let u = w.users.get(&m.to_ascii_lowercase()).filter(|u| u.kind != "Organization");
+        let Some(u) = u else { return Err(format!("{p}.maintainers[{i}]: unknown user {m:?}")) };
+        if !members.iter().any(|x| x.eq_ignore_ascii_case(&u.login)) {
+            members.push(u.login.clone());
+        }
+        maintainers.push(u.login.clone());
+    }
+    let mut repos = BTreeMap::new();
+    if let Some(m) = t.get("repositories") {
+        let m = m.as_object().ok_or_else(|| format!("{p}.repositories: expected an object of repository name → permission"))?;
+        for (name, perm) in m {
+            let rk = format!("{}/{}", org.to_ascii_lowercase(), name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase());
+            if !w.repos.contains_key(&rk) || (name.contains('/') && !name.to_ascii_lowercase().starts_with(&format!("{}/", org.to_ascii_lowercase()))) {
+                return Err(format!("{p}.repositories.{name}: not a repository of {org}"));
+            }
+            let role = match perm.as_str() {
+                Some(x @ ("pull" | "triage" | "push" | "maintain" | "admin")) => Role::parse(x).expect("a role word"),
+                _ => return Err(format!("{p}.repositories.{name}: one of pull, triage, push, maintain, admin")),
+            };
+            repos.insert(rk, role);
+        }
+    }
     let privacy = t.one_of("privacy", &["closed", "secret"], "closed")?;
     let id = w.next_id();
-    w.teams.insert(key, Team { id, org, slug, name, description: t.str("description")?, privacy, members });
+    w.teams.insert(key, Team { id, org, slug, name, description: t.str("description")?, privacy, members, maintainers, repos, created_at: now.to_string(), updated_at: now.to_string() });
     Ok(())
 }
 

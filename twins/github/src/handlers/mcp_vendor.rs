@@ -863,7 +863,16 @@ pub fn list_sub_issues(w: &mut World, call: &mut Call) -> ApiResult {
     let id = w.repos[&key].issues.get(&n).ok_or_else(ApiError::not_found)?.id;
     let b = call.req.base_url.clone();
     let kids = w.sub_issues.get(&id).cloned().unwrap_or_default();
-    let list: Vec<Value> = kids.into_iter().map(|k| issue_json_by_id(w, &b, k)).collect();
+    // Each item names its repository (a sub-issue may live in another one).
+    let list: Vec<Value> = kids
+        .into_iter()
+        .map(|k| {
+            let mut v = issue_json_by_id(w, &b, k);
+            let (rk, _) = issue_by_id(w, k).expect("sub-issue ids name issues");
+            v["repository"] = w.repo_json(&b, &w.repos[&rk], false);
+            v
+        })
+        .collect();
     crate::api::page_vec(call, list)
 }
 
@@ -1629,14 +1638,6 @@ pub fn search_users(w: &mut World, call: &mut Call) -> ApiResult {
 
 // ---- teams ---------------------------------------------------------------------------------
 
-/// Whether the viewer may see `t`: every team of an organization is visible to its members
-/// unless it is secret, which only its own members (and organization admins) see.
-fn team_visible(w: &World, t: &Team) -> bool {
-    let member = t.members.iter().any(|m| m.eq_ignore_ascii_case(&w.viewer));
-    let in_org = misc::members(w, &t.org).iter().any(|m| m.eq_ignore_ascii_case(&w.viewer));
-    member || (t.privacy == "closed" && in_org)
-}
-
 /// `get_teams`: every organization `user` (default: the viewer) belongs to, each with the
 /// teams of it that the user is in (GitHub's GraphQL `organizations { teams(userLogins) }`).
 pub fn get_teams(w: &mut World, call: &mut Call) -> ApiResult {
@@ -1659,7 +1660,7 @@ pub fn get_teams(w: &mut World, call: &mut Call) -> ApiResult {
             let teams: Vec<Value> = w
                 .teams
                 .values()
-                .filter(|t| t.org.eq_ignore_ascii_case(o) && in_team(t) && team_visible(w, t))
+                .filter(|t| t.org.eq_ignore_ascii_case(o) && in_team(t) && crate::handlers::teams::team_visible(w, t))
                 .map(|t| json!({"name": t.name, "slug": t.slug, "description": t.description.clone().unwrap_or_default()}))
                 .collect();
             json!({"org": o, "teams": teams})
@@ -1672,51 +1673,7 @@ pub fn get_teams(w: &mut World, call: &mut Call) -> ApiResult {
 /// `get_team_members`: the member logins of `org`'s team `team_slug`.
 pub fn get_team_members(w: &mut World, call: &mut Call) -> ApiResult {
     let key = format!("{}/{}", call.param("org").to_ascii_lowercase(), call.param("team_slug").to_ascii_lowercase());
-    let t = w.teams.get(&key).filter(|t| team_visible(w, t)).ok_or_else(ApiError::not_found)?;
+    let t = w.teams.get(&key).filter(|t| crate::handlers::teams::team_visible(w, t)).ok_or_else(ApiError::not_found)?;
     ok(if t.members.is_empty() { Value::Null } else { json!(t.members) })
 }
 
-/// `GET /orgs/{org}/teams/{team_slug}/members` (`teams.list_members_in_org`).
-pub fn list_team_members(w: &mut World, call: &mut Call) -> ApiResult {
-    let key = format!("{}/{}", call.param("org").to_ascii_lowercase(), call.param("team_slug").to_ascii_lowercase());
-    let t = w.teams.get(&key).filter(|t| team_visible(w, t)).ok_or_else(ApiError::not_found)?;
-    let b = call.req.base_url.clone();
-    let list: Vec<Value> = t.members.iter().map(|m| w.user_json(&b, m)).collect();
-    crate::api::page_vec(call, list)
-}
-
-pub(crate) fn team_json(w: &World, b: &str, t: &Team) -> Value {
-    let u = format!("{b}/orgs/{}/teams/{}", t.org, t.slug);
-    json!({
-        "id": t.id, "node_id": node_id("Team", t.id), "url": u, "html_url": format!("{b}/orgs/{}/teams/{}", t.org, t.slug),
-        "name": t.name, "slug": t.slug, "description": t.description, "privacy": t.privacy,
-        "permission": "pull", "members_url": format!("{u}/members{{/member}}"), "repositories_url": format!("{u}/repos"),
-        "parent": Value::Null, "members_count": t.members.len(),
-        "organization": w.users.get(&t.org.to_ascii_lowercase()).map(|o| json!({"login": o.login, "id": o.id})),
-    })
-}
-
-/// `GET /orgs/{org}/teams` (`teams.list`).
-pub fn list_org_teams(w: &mut World, call: &mut Call) -> ApiResult {
-    let org = call.param("org").to_ascii_lowercase();
-    if !w.users.get(&org).is_some_and(|u| u.kind == "Organization") {
-        return Err(ApiError::not_found());
-    }
-    let b = call.req.base_url.clone();
-    let list: Vec<Value> = w.teams.values().filter(|t| t.org.eq_ignore_ascii_case(&org) && team_visible(w, t)).map(|t| team_json(w, &b, t)).collect();
-    crate::api::page_vec(call, list)
-}
-
-/// `GET /orgs/{org}/teams/{team_slug}` (`teams.get_by_name`).
-pub fn get_org_team(w: &mut World, call: &mut Call) -> ApiResult {
-    let key = format!("{}/{}", call.param("org").to_ascii_lowercase(), call.param("team_slug").to_ascii_lowercase());
-    let t = w.teams.get(&key).filter(|t| team_visible(w, t)).ok_or_else(ApiError::not_found)?;
-    ok(team_json(w, &call.req.base_url, t))
-}
-
-/// `GET /user/teams` (`teams.list_for_authenticated_user`).
-pub fn list_my_teams(w: &mut World, call: &mut Call) -> ApiResult {
-    let b = call.req.base_url.clone();
-    let list: Vec<Value> = w.teams.values().filter(|t| t.members.iter().any(|m| m.eq_ignore_ascii_case(&w.viewer))).map(|t| team_json(w, &b, t)).collect();
-    crate::api::page_vec(call, list)
-}

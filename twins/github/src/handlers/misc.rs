@@ -30,6 +30,14 @@ pub fn members(w: &World, org: &str) -> Vec<String> {
             out.push(w.viewer.clone());
         }
     }
+    // Every member of one of its teams is a member of the organisation.
+    for t in w.teams.values().filter(|t| t.org.eq_ignore_ascii_case(org)) {
+        for m in &t.members {
+            if !out.iter().any(|x| x.eq_ignore_ascii_case(m)) {
+                out.push(m.clone());
+            }
+        }
+    }
     out.sort_by_key(|l| l.to_ascii_lowercase());
     out
 }

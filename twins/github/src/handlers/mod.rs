@@ -16,4 +16,5 @@ pub mod pulls;
 pub mod releases;
 pub mod repos;
 pub mod search;
+pub mod teams;
 pub mod users;

@@ -94,7 +94,7 @@ fn teams_json(w: &World, b: &str, org: &str, slugs: &[String]) -> Value {
         slugs
             .iter()
             .filter_map(|s| w.teams.get(&format!("{org}/{s}").to_ascii_lowercase()))
-            .map(|t| crate::handlers::mcp_vendor::team_json(w, b, t))
+            .map(|t| crate::handlers::teams::team_json(w, b, t))
             .collect(),
     )
 }

@@ -571,15 +571,19 @@ pub fn remove_collaborator(w: &mut World, call: &mut Call) -> ApiResult {
 /// `GET /rate_limit` (`rate-limit/get`).
 pub fn rate_limit(_w: &mut World, _call: &mut Call) -> ApiResult {
     let reset = (time::now_unix() / 3600 + 1) * 3600;
-    let res = |limit: u64| json!({"limit": limit, "used": 1, "remaining": limit - 1, "reset": reset});
+    let res = |limit: u64, used: u64| json!({"limit": limit, "used": used, "remaining": limit - used, "reset": reset});
+    // Every bucket GitHub answers a user's token with, at its limits; this call is the one use
+    // of `core`.
     json(
         200,
         &json!({
             "resources": {
-                "core": res(5000), "search": res(30), "graphql": res(5000), "integration_manifest": res(5000),
-                "code_search": res(10),
+                "core": res(5000, 1), "search": res(30, 0), "graphql": res(5000, 0), "integration_manifest": res(5000, 0),
+                "source_import": res(100, 0), "code_scanning_upload": res(1000, 0), "code_scanning_autofix": res(10, 0),
+                "actions_runner_registration": res(10000, 0), "scim": res(15000, 0), "dependency_snapshots": res(100, 0),
+                "dependency_sbom": res(100, 0), "audit_log": res(1750, 0), "audit_log_streaming": res(15, 0), "code_search": res(10, 0),
             },
-            "rate": res(5000),
+            "rate": res(5000, 1),
         }),
     )
 }

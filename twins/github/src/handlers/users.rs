@@ -1,10 +1,10 @@
 //! Users: the authenticated user, profiles, and repository listings per user and org.
 
-use pome_twin_sdk::{Call, json};
+use pome_twin_sdk::{Call, Value, json};
 
 use crate::World;
 use crate::api::{ApiError, ApiResult, json, page_of, query_enum};
-use crate::model::{Repo, Role};
+use crate::model::{Repo, Role, User};
 
 /// `GET /user` (`users/get-authenticated`).
 pub fn get_authenticated(w: &mut World, call: &mut Call) -> ApiResult {
@@ -124,11 +124,15 @@ pub fn list_for_org(w: &mut World, call: &mut Call) -> ApiResult {
 
 /// `GET /orgs/{org}` (`orgs/get`).
 pub fn get_org(w: &mut World, call: &mut Call) -> ApiResult {
-    let b = &call.req.base_url;
     let u = match w.users.get(&call.param("org").to_ascii_lowercase()) {
         Some(u) if u.kind == "Organization" => u,
         _ => return Err(ApiError::not_found()),
     };
+    json(200, &org_json(w, &call.req.base_url, u))
+}
+
+/// An organisation's profile (`GET /orgs/{org}`; a team's `organization`).
+pub fn org_json(w: &World, b: &str, u: &User) -> Value {
     let url = format!("{b}/orgs/{}", u.login);
     let repos = w.repos.values().filter(|r| r.owner.eq_ignore_ascii_case(&u.login) && !r.private).count();
     let mut v = json!({
@@ -141,7 +145,7 @@ pub fn get_org(w: &mut World, call: &mut Call) -> ApiResult {
             "is_verified": false, "has_organization_projects": true, "has_repository_projects": true,
             "public_repos": repos, "public_gists": 0, "followers": 0, "following": 0,
             "html_url": format!("{b}/{}", u.login), "created_at": u.created_at, "updated_at": u.created_at,
-            "type": "Organization", "archived_at": null,
+            "type": "Organization", "archived_at": null, "twitter_username": null,
     });
     // Optional profile fields are absent, not null, when unset (GitHub's schema types them
     // as plain strings).
@@ -151,5 +155,27 @@ pub fn get_org(w: &mut World, call: &mut Call) -> ApiResult {
             m.insert(k.into(), json!(x));
         }
     }
-    json(200, &v)
+    // Its owners (admins of one of its repositories) see its settings, at GitHub's defaults.
+    if w.repos.values().filter(|r| r.owner.eq_ignore_ascii_case(&u.login)).any(|r| w.viewer_role(r) >= Role::Admin) {
+        let private = w.repos.values().filter(|r| r.owner.eq_ignore_ascii_case(&u.login) && r.private).count();
+        for (k, x) in [
+            ("total_private_repos", json!(private)), ("owned_private_repos", json!(private)), ("private_gists", json!(0)),
+            ("disk_usage", json!(0)), ("collaborators", json!(0)), ("billing_email", json!(u.email)),
+            ("plan", json!({"name": "free", "space": 976562499, "private_repos": 10000, "filled_seats": 1, "seats": 1})),
+            ("default_repository_permission", json!("read")), ("default_repository_branch", json!("main")),
+            ("members_can_create_repositories", json!(true)), ("two_factor_requirement_enabled", json!(false)),
+            ("members_allowed_repository_creation_type", json!("all")), ("members_can_create_public_repositories", json!(true)),
+            ("members_can_create_private_repositories", json!(true)), ("members_can_create_internal_repositories", json!(false)),
+            ("members_can_create_pages", json!(true)), ("members_can_create_public_pages", json!(true)),
+            ("members_can_create_private_pages", json!(true)), ("members_can_delete_repositories", json!(true)),
+            ("members_can_change_repo_visibility", json!(true)), ("members_can_invite_outside_collaborators", json!(true)),
+            ("members_can_delete_issues", json!(false)), ("display_commenter_full_name_setting_enabled", json!(false)),
+            ("readers_can_create_discussions", json!(true)), ("members_can_create_teams", json!(true)),
+            ("members_can_view_dependency_insights", json!(true)), ("members_can_fork_private_repositories", json!(false)),
+            ("web_commit_signoff_required", json!(false)), ("deploy_keys_enabled_for_repositories", json!(true)),
+        ] {
+            m.insert(k.into(), x);
+        }
+    }
+    v
 }
