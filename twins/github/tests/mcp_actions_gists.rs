@@ -5,27 +5,8 @@
 
 mod common;
 use common::*;
-use pome_twin_sdk::{Call, Method, Request, Twin, Value, json};
+use pome_twin_sdk::{Method, Value, json};
 use twin_github::World;
-
-/// Call tool `name` with `args`: the status, the answer and the entities it recorded.
-fn tool(w: &mut World, name: &str, args: Value) -> (u16, Value, Vec<String>) {
-    let decl = twin_github::tools::tools().into_iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no tool {name}"));
-    let r = decl.request(args.as_object().expect("arguments are an object")).expect("the arguments make a request");
-    let path = if r.query.is_empty() { r.path.clone() } else { format!("{}?{}", r.path, r.query) };
-    let mut req = Request::new(Method::parse(&r.method), &path);
-    req.base_url = "http://h/s/ses_1/github".into();
-    req.headers.push(("accept".into(), "application/json".into()));
-    if !r.body.is_empty() {
-        req.headers.push(("content-type".into(), r.content_type.into()));
-        req.body = r.body;
-    }
-    let mut c = Call::new(req);
-    let resp = World::router().dispatch(w, &mut c);
-    let text = String::from_utf8_lossy(&resp.body).into_owned();
-    let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (resp.status, v, c.changes.iter().map(|x| x.entity.clone()).collect())
-}
 
 const CI: &str = "name: CI\non: [push, workflow_dispatch]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n  lint:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make lint\n";
 

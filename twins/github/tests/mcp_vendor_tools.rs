@@ -7,27 +7,6 @@ use common::*;
 use pome_twin_sdk::{Call, Method, Request, Twin, Value, json};
 use twin_github::World;
 
-/// Call tool `name` with `args`; the status, the answer and the entities it recorded as
-/// changed.
-fn tool(w: &mut World, name: &str, args: Value) -> (u16, Value, Vec<String>) {
-    let decl = twin_github::tools::tools().into_iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no tool {name}"));
-    let r = decl.request(args.as_object().expect("arguments are an object")).expect("the arguments make a request");
-    let path = if r.query.is_empty() { r.path.clone() } else { format!("{}?{}", r.path, r.query) };
-    let mut req = Request::new(Method::parse(&r.method), &path);
-    req.base_url = "http://h/s/ses_1/github".into();
-    // As the host sends every tool call.
-    req.headers.push(("accept".into(), "application/json".into()));
-    if !r.body.is_empty() {
-        req.headers.push(("content-type".into(), r.content_type.into()));
-        req.body = r.body;
-    }
-    let mut c = Call::new(req);
-    let resp = World::router().dispatch(w, &mut c);
-    let text = String::from_utf8_lossy(&resp.body).into_owned();
-    let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (resp.status, v, c.changes.iter().map(|x| x.entity.clone()).collect())
-}
-
 fn rest_changes(w: &mut World, method: Method, path: &str, body: Value) -> Vec<String> {
     let mut req = Request::new(method, path).with_json(&body);
     req.base_url = "http://h/s/ses_1/github".into();
