@@ -118,8 +118,8 @@ class Client:
 
 SEED = {
     "users": [
-        {"login": "acme", "type": "Organization", "name": "ACME"},
-        {"login": "alice", "name": "Alice", "email": "alice@acme.test"},
+        {"login": "acme", "type": "Organization", "name": "ACME", "company": "ACME Corp", "location": "Lisbon"},
+        {"login": "alice", "name": "Alice", "email": "alice@acme.test", "location": "Porto"},
         {"login": "bob", "name": "Bob"},
         {"login": "pome-agent", "name": "Pome Agent"},
     ],
@@ -158,7 +158,11 @@ def drive(c):
     c("GET", "/user/repos", expect=200)
     c("GET", "/users/alice/repos", expect=200)
     c("GET", "/orgs/acme/repos", expect=200)
-    c("GET", "/orgs/acme", expect=200)
+    org = c("GET", "/orgs/acme", expect=200)
+    # An organisation's public profile as its seed wrote it; what it never set is absent.
+    assert (org["company"], org["location"], "email" in org) == ("ACME Corp", "Lisbon", False), org
+    assert c("GET", "/users/alice", expect=200)["location"] == "Porto"
+    assert c("GET", "/users/bob", expect=200)["location"] is None
     c("GET", "/rate_limit", expect=200)
     c("GET", R, expect=200)
     c("GET", "/repos/acme/missing", expect=404)
@@ -301,6 +305,16 @@ def drive(c):
     c("GET", f"{R}/pulls/comments", expect=200)
     c("GET", f"{R}/pulls/comments/{rc['id']}", expect=200)
     c("PATCH", f"{R}/pulls/comments/{rc['id']}", {"body": "nit!"}, expect=200)
+    # The pull request's timeline holds its commits, its reviews, its threads on the diff
+    # outside a review, and the issues that mention it (each validated below with the rest).
+    c("POST", f"{R}/issues/1/comments", {"body": "the fix is in #2."}, expect=201)
+    timeline = c("GET", f"{R}/issues/2/timeline?per_page=100", expect=200)
+    kinds = {e["event"] for e in timeline}
+    assert {"committed", "cross-referenced", "line-commented", "reviewed"} <= kinds, kinds
+    threads = [[x["id"] for x in e["comments"]] for e in timeline if e["event"] == "line-commented"]
+    assert [rc["id"]] in threads and any(len(t) == 2 and t[0] == comments[0]["id"] for t in threads), threads
+    mention = next(e for e in timeline if e["event"] == "cross-referenced")
+    assert (mention["source"]["issue"]["number"], mention["actor"]["login"]) == (1, rc["user"]["login"]), mention
     c("DELETE", f"{R}/pulls/comments/{rc['id']}", expect=204)
     # statuses and checks
     sha = pr["head"]["sha"]

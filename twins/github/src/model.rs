@@ -80,6 +80,8 @@ pub struct User {
     pub email: Option<String>,
     pub bio: Option<String>,
     pub company: Option<String>,
+    /// Where the account says it is (its public profile).
+    pub location: Option<String>,
     pub created_at: String,
 }
 

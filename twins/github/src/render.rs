@@ -52,7 +52,7 @@ impl World {
             ("name", json!(u.name)),
             ("company", json!(u.company)),
             ("blog", json!("")),
-            ("location", Value::Null),
+            ("location", json!(u.location)),
             ("email", json!(u.email)),
             ("hireable", Value::Null),
             ("bio", json!(u.bio)),

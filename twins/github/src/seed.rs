@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! { "viewer": "pome-agent",
-//!   "users": [{login, type: User|Organization|Bot, name, email, bio, company}],
+//!   "users": [{login, type: User|Organization|Bot, name, email, bio, company, location}],
 //!   "repositories": [{
 //!     owner, name, description, homepage, private, archived, default_branch, topics[],
 //!     collaborators: ["login" | {login, permission}], agent_permission,
@@ -133,7 +133,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
     let mut refs = Refs { explicit_users: top.get("users").is_some(), mentioned: Vec::new() };
 
     for (p, v) in top.items("users")? {
-        let u = Obj::new(v, &p, &["login", "type", "name", "email", "bio", "company"])?;
+        let u = Obj::new(v, &p, &["login", "type", "name", "email", "bio", "company", "location"])?;
         let login = u.nonempty_str("login")?;
         if !valid_login(&login) {
             return Err(format!("{p}.login: {login:?} is not a valid GitHub login"));
@@ -157,6 +157,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
                 email: u.str("email")?,
                 bio: u.str("bio")?,
                 company: u.str("company")?,
+                location: u.str("location")?,
                 created_at: now.clone(),
             },
         );
@@ -173,6 +174,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
                 email: None,
                 bio: None,
                 company: None,
+                location: None,
                 created_at: now.clone(),
             },
         );
@@ -197,6 +199,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
                     email: None,
                     bio: None,
                     company: None,
+                    location: None,
                     created_at: now.clone(),
                 },
             );
@@ -225,6 +228,7 @@ pub fn build(seed: Option<Value>) -> R<World> {
                 email: None,
                 bio: None,
                 company: None,
+                location: None,
                 created_at: now.clone(),
             },
         );
@@ -260,7 +264,7 @@ fn gist_user(w: &mut World, login: &str, path: &str, explicit_users: bool, now: 
         return Err(format!("{path}: unknown user {login:?} (add it to `users`)"));
     }
     let id = w.next_id();
-    let user = User { id, login: login.to_string(), name: None, kind: "User".into(), email: None, bio: None, company: None, created_at: now.to_string() };
+    let user = User { id, login: login.to_string(), name: None, kind: "User".into(), email: None, bio: None, company: None, location: None, created_at: now.to_string() };
     w.users.insert(login.to_ascii_lowercase(), user);
     Ok(login.to_string())
 }

@@ -1340,15 +1340,75 @@ pub fn timeline(w: &mut World, call: &mut Call) -> ApiResult {
         m.insert("actor".into(), w.user_json(&b, &c.user));
         items.push((c.created_at.clone(), c.id, v));
     }
+    // Another issue or pull request of the repository that mentions this one, in its body or
+    // in a comment: GitHub's `cross-referenced`, one for each mention, by its author.
+    for other in r.issues.values().filter(|o| o.number != number && o.body.as_deref().is_some_and(|t| mentions(t, number))) {
+        items.push((other.created_at.clone(), other.id, cross_referenced(w, &b, r, other, &other.user, &other.created_at)));
+    }
+    for c in r.comments.values().filter(|c| c.issue != number && mentions(&c.body, number)) {
+        if let Some(other) = r.issues.get(&c.issue) {
+            items.push((c.created_at.clone(), c.id, cross_referenced(w, &b, r, other, &c.user, &c.created_at)));
+        }
+    }
     if let Some(p) = &issue.pull {
         for rv in p.reviews.iter().filter(|x| x.state != "PENDING") {
             let mut v = crate::render::review_json(w, &b, r, number, rv);
             v.as_object_mut().unwrap().insert("event".into(), json!("reviewed"));
             items.push((rv.submitted_at.clone().unwrap_or_default(), rv.id, v));
         }
+        // The pull request's commits (`committed`, at their committer's date; no actor, as
+        // GitHub sends them).
+        let head = crate::handlers::pulls::head_sha(r, p, issue.state == "open");
+        let base = match (&p.merge_commit_sha, p.merged) {
+            (Some(m), true) => r.git.commit(m).and_then(|c| c.parents.first().cloned()).unwrap_or_else(|| crate::handlers::pulls::base_sha(r, p)),
+            _ => crate::handlers::pulls::base_sha(r, p),
+        };
+        for sha in r.git.commits_between(&base, &head) {
+            if let Some(c) = r.git.commit(&sha) {
+                let mut v = w.git_commit_json(&b, r, &sha, c);
+                v.as_object_mut().unwrap().insert("event".into(), json!("committed"));
+                items.push((c.committer.date.clone(), 0, v));
+            }
+        }
+        // Comments on the diff, one `line-commented` per thread (a comment and its replies)
+        // at its first comment's time; a pending review's comments are not out yet.
+        let pending = |id: Option<u64>| id.is_some_and(|id| p.reviews.iter().any(|rv| rv.id == id && rv.state == "PENDING"));
+        let root_of_thread = |c: &&ReviewComment| c.pull == number && c.in_reply_to.is_none() && !pending(c.review_id);
+        for root in r.review_comments.values().filter(root_of_thread) {
+            let thread: Vec<Value> = r
+                .review_comments
+                .values()
+                .filter(|c| c.id == root.id || c.in_reply_to == Some(root.id))
+                .map(|c| crate::handlers::pulls::review_comment_json(w, &b, r, c))
+                .collect();
+            let v = json!({"event": "line-commented", "node_id": crate::render::node_id("PullRequestReviewThread", root.id), "comments": thread});
+            items.push((root.created_at.clone(), root.id, v));
+        }
     }
     items.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
     page_vec(call, items.into_iter().map(|x| x.2).collect())
+}
+
+/// Whether `text` names issue `n` of the same repository: `#n` not inside a word and not
+/// followed by another digit (`#12` does not name 1).
+fn mentions(text: &str, n: u64) -> bool {
+    let want = format!("#{n}");
+    let bytes = text.as_bytes();
+    text.match_indices(&want).any(|(at, _)| {
+        let before = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
+        let after = bytes.get(at + want.len()).is_none_or(|c| !c.is_ascii_alphanumeric());
+        before && after
+    })
+}
+
+/// A `cross-referenced` timeline item: `source` mentioned the issue, written by `actor` at `at`.
+fn cross_referenced(w: &World, b: &str, r: &Repo, source: &Issue, actor: &str, at: &str) -> Value {
+    let mut issue = w.issue_json(b, r, source);
+    issue.as_object_mut().unwrap().insert("repository".into(), w.repo_json(b, r, false));
+    json!({
+        "event": "cross-referenced", "actor": w.user_json(b, actor), "created_at": at, "updated_at": at,
+        "source": {"type": "issue", "issue": issue},
+    })
 }
 
 // ---- reactions -------------------------------------------------------------------------

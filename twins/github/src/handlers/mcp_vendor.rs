@@ -919,7 +919,7 @@ fn copilot(w: &mut World, call: &mut Call) -> String {
         return u.login.clone();
     }
     let id = w.next_id();
-    let u = User { id, login: "Copilot".into(), name: None, kind: "Bot".into(), email: None, bio: None, company: None, created_at: time::now_iso() };
+    let u = User { id, login: "Copilot".into(), name: None, kind: "Bot".into(), email: None, bio: None, company: None, location: None, created_at: time::now_iso() };
     call.created("user", "Copilot", &u);
     w.users.insert("copilot".into(), u);
     "Copilot".into()

@@ -150,7 +150,7 @@ pub fn org_json(w: &World, b: &str, u: &User) -> Value {
     // Optional profile fields are absent, not null, when unset (GitHub's schema types them
     // as plain strings).
     let m = v.as_object_mut().unwrap();
-    for (k, x) in [("name", &u.name), ("company", &u.company), ("email", &u.email)] {
+    for (k, x) in [("name", &u.name), ("company", &u.company), ("email", &u.email), ("location", &u.location)] {
         if let Some(x) = x {
             m.insert(k.into(), json!(x));
         }
