@@ -360,6 +360,14 @@ def drive(c):
     c("GET", "/search/commits?q=add+repo:acme/api", expect=200)
     c("PUT", f"{R}/topics", {"names": ["api", "orders"]}, expect=200)
     c("PATCH", R, {"description": "ACME API service", "delete_branch_on_merge": True}, expect=200)
+    # Security features: an admin sees them (GitHub's defaults for the visibility) and
+    # switches them; a feature GitHub does not have, or a status it does not know, is refused.
+    before = c("GET", R, expect=200)["security_and_analysis"]
+    assert before["dependabot_security_updates"] == {"status": "disabled"}, before
+    after = c("PATCH", R, {"security_and_analysis": {"dependabot_security_updates": {"status": "enabled"}}}, expect=200)
+    assert after["security_and_analysis"]["dependabot_security_updates"] == {"status": "enabled"}, after
+    c("PATCH", R, {"security_and_analysis": {"telepathy": {"status": "enabled"}}}, expect=422)
+    c("PATCH", R, {"security_and_analysis": {"secret_scanning": {"status": "maybe"}}}, expect=422)
     c("PATCH", R, {"squash_merge_commit_title": "PR_TITLE", "squash_merge_commit_message": "PR_BODY",
                    "merge_commit_title": "PR_TITLE", "merge_commit_message": "BLANK"}, expect=200)
     c("PATCH", R, {"merge_commit_title": "MERGE_MESSAGE", "merge_commit_message": "PR_BODY"}, expect=422)

@@ -390,6 +390,9 @@ pub struct Repo {
     pub required_contexts: Vec<String>,
     /// How merges and squashes word their commits when the caller gives no title or message.
     pub merge_messages: MergeMessages,
+    /// Security features an admin turned on or off (`security_and_analysis`); the rest stay
+    /// at GitHub's defaults for the repository's visibility.
+    pub security: BTreeMap<String, bool>,
     pub labels: Vec<Label>,
     pub milestones: BTreeMap<u64, Milestone>,
     pub issues: BTreeMap<u64, Issue>,

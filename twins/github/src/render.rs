@@ -9,6 +9,15 @@ use crate::World;
 use crate::git::{Commit, Signature};
 use crate::model::*;
 
+/// The features `security_and_analysis` reports and an admin may switch (GitHub's names).
+pub const SECURITY_FEATURES: [&str; 5] = [
+    "dependabot_security_updates",
+    "secret_scanning",
+    "secret_scanning_push_protection",
+    "secret_scanning_non_provider_patterns",
+    "secret_scanning_validity_checks",
+];
+
 pub fn node_id(kind: &str, id: u64) -> String {
     base64::engine::general_purpose::STANDARD.encode(format!("0{}:{kind}{id}", kind.len()))
 }
@@ -185,6 +194,19 @@ impl World {
                 .is_some_and(|u| u.kind == "Organization");
             if owner_is_org {
                 m.insert("organization".into(), self.user_json(b, &r.owner));
+            }
+            // Admins see the security features: on github.com secret scanning and push
+            // protection are on by default for public repositories, everything else is off.
+            if role >= Role::Admin {
+                let features: serde_json::Map<String, Value> = SECURITY_FEATURES
+                    .iter()
+                    .map(|f| {
+                        let default = !r.private && matches!(*f, "secret_scanning" | "secret_scanning_push_protection");
+                        let on = r.security.get(*f).copied().unwrap_or(default);
+                        (f.to_string(), json!({"status": if on { "enabled" } else { "disabled" }}))
+                    })
+                    .collect();
+                m.insert("security_and_analysis".into(), Value::Object(features));
             }
             if let Some(p) = r.parent.as_ref().and_then(|p| self.repos.get(&p.to_ascii_lowercase())) {
                 let pj = self.repo_json(b, p, false);

@@ -554,6 +554,7 @@ fn build_repo(w: &mut World, v: &Value, p: &str, now: &str) -> R<()> {
         allow_rebase_merge: true,
         delete_branch_on_merge: o.bool("delete_branch_on_merge")?.unwrap_or(false),
         merge_messages: Default::default(),
+        security: Default::default(),
         parent: None,
         created_at: now.to_string(),
         updated_at: now.to_string(),

@@ -4,6 +4,7 @@
 
 use pome_twin_sdk::{Call, Response, Value, json, time};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 use crate::World;
 use crate::api::{ApiError, ApiResult, input, json, no_content, page_vec, repo_key};
@@ -39,6 +40,12 @@ pub struct CreateRepo {
     pub squash_merge_commit_message: Option<String>,
     pub archived: Option<bool>,
     pub topics: Option<Vec<String>>,
+    pub security_and_analysis: Option<BTreeMap<String, SecurityStatus>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SecurityStatus {
+    pub status: Option<String>,
 }
 
 /// The merge and squash commit settings after `inp`, checked as GitHub checks them: each
@@ -129,6 +136,7 @@ fn new_repo(w: &mut World, call: &mut Call, owner: &str, inp: CreateRepo) -> Api
         agent_role: Role::Admin,
         required_contexts: Vec::new(),
         merge_messages: Default::default(),
+        security: Default::default(),
         labels: Vec::new(),
         milestones: Default::default(),
         issues: Default::default(),
@@ -223,8 +231,20 @@ pub fn update(w: &mut World, call: &mut Call) -> ApiResult {
         }
     }
     let merge_messages = merge_messages_in(&r.merge_messages, &inp)?;
+    let mut security = r.security.clone();
+    for (feature, s) in inp.security_and_analysis.iter().flatten() {
+        if !crate::render::SECURITY_FEATURES.contains(&feature.as_str()) {
+            return Err(ApiError::invalid("Repository", "security_and_analysis", "invalid"));
+        }
+        match s.status.as_deref() {
+            Some("enabled") => security.insert(feature.clone(), true),
+            Some("disabled") => security.insert(feature.clone(), false),
+            _ => return Err(ApiError::invalid("Repository", "security_and_analysis", "invalid")),
+        };
+    }
     let mut repo = w.repos.remove(&key).unwrap();
     repo.merge_messages = merge_messages;
+    repo.security = security;
     let before = json!({"full_name": repo.full_name(), "description": repo.description, "private": repo.private, "default_branch": repo.default_branch, "archived": repo.archived});
     if let Some(n) = inp.name {
         repo.name = n;
@@ -333,6 +353,7 @@ pub fn fork(w: &mut World, call: &mut Call) -> ApiResult {
         agent_role: Role::Admin,
         required_contexts: Vec::new(),
         merge_messages: Default::default(),
+        security: Default::default(),
         milestones: Default::default(),
         issues: Default::default(),
         comments: Default::default(),
