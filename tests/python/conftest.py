@@ -2,6 +2,7 @@
 sandboxes created through its control plane. Tests then talk to twins only through the
 official client libraries (PyGithub, slack_sdk, ...)."""
 
+import contextlib
 import json
 import os
 import pathlib
@@ -59,15 +60,17 @@ class Server:
             return e.code, json.load(e)
 
 
-@pytest.fixture(scope="session")
-def pome_server():
+@contextlib.contextmanager
+def serve(*args, prefix="pome-pytest-"):
+    """A `pome serve` of its own on a free port and a fresh data directory, with `args`
+    besides; yields a Server once it listens, and stops it after."""
     # POME_BIN: a host built elsewhere (an engineer's own target dir).
     binary = pathlib.Path(os.environ.get("POME_BIN") or ROOT / "target" / "release" / "pome")
     assert binary.exists(), f"{binary} is missing: run `make test` (it builds the host first)"
-    data = tempfile.mkdtemp(prefix="pome-pytest-")
+    data = tempfile.mkdtemp(prefix=prefix)
     env = dict(os.environ, POME_API_KEY=API_KEY, POME_LOG="warn")
     proc = subprocess.Popen(
-        [str(binary), "serve", "--listen", "127.0.0.1:0", "--data", data, "--quota", "1000", "--max-stores", "1200"]
+        [str(binary), "serve", "--listen", "127.0.0.1:0", "--data", data, *args]
         # A twin author serves a component under development without rebuilding the host.
         + (["--twins-dir", os.environ["POME_TEST_TWINS_DIR"]] if os.environ.get("POME_TEST_TWINS_DIR") else []),
         stdout=subprocess.PIPE, stderr=None, env=env, text=True,
@@ -79,9 +82,17 @@ def pome_server():
             url = m.group(1)
             break
     assert url, "pome serve did not start"
-    yield Server(url)
-    proc.terminate()
-    proc.wait(timeout=20)
+    try:
+        yield Server(url)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def pome_server():
+    with serve("--quota", "1000", "--max-stores", "1200") as server:
+        yield server
 
 
 @pytest.fixture

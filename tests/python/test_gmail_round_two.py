@@ -10,11 +10,7 @@ import datetime
 import http.server
 import io
 import json
-import os
 import pathlib
-import re
-import subprocess
-import tempfile
 import threading
 import time
 from email.message import EmailMessage
@@ -27,7 +23,7 @@ from googleapiclient.discovery import build_from_document
 from googleapiclient.errors import HttpError
 from googleapiclient.http import MediaIoBaseUpload
 
-from conftest import API_KEY, Sandbox, Server
+from conftest import Sandbox, serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = json.loads((ROOT / "tests" / "specs" / "gmail" / "gmail.v1.json").read_text())
@@ -282,22 +278,8 @@ def delivering_server():
     """A `pome serve` of this module's own that delivers to loopback (`--deliver-to
     127.0.0.1/32`), as an operator names where a sandbox's deliveries may go: the suite's
     shared server delivers nowhere."""
-    binary = pathlib.Path(os.environ.get("POME_BIN") or ROOT / "target" / "release" / "pome")
-    env = dict(os.environ, POME_API_KEY=API_KEY, POME_LOG="warn")
-    proc = subprocess.Popen(
-        [str(binary), "serve", "--listen", "127.0.0.1:0", "--data", tempfile.mkdtemp(prefix="pome-gmail-push-"),
-         "--deliver-to", "127.0.0.1/32"]
-        + (["--twins-dir", os.environ["POME_TEST_TWINS_DIR"]] if os.environ.get("POME_TEST_TWINS_DIR") else []),
-        stdout=subprocess.PIPE, env=env, text=True)
-    url = None
-    for line in proc.stdout:
-        if m := re.search(r"listening on (http://\S+)", line):
-            url = m.group(1)
-            break
-    assert url, "pome serve did not start"
-    yield Server(url)
-    proc.terminate()
-    proc.wait(timeout=20)
+    with serve("--deliver-to", "127.0.0.1/32", prefix="pome-gmail-push-") as server:
+        yield server
 
 
 @pytest.fixture
