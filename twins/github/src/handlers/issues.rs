@@ -1342,10 +1342,11 @@ pub fn timeline(w: &mut World, call: &mut Call) -> ApiResult {
     }
     // Another issue or pull request of the repository that mentions this one, in its body or
     // in a comment: GitHub's `cross-referenced`, one for each mention, by its author.
-    for other in r.issues.values().filter(|o| o.number != number && o.body.as_deref().is_some_and(|t| mentions(t, number))) {
+    let named = format!("#{number}");
+    for other in r.issues.values().filter(|o| o.number != number && o.body.as_deref().is_some_and(|t| mentions(t, &named))) {
         items.push((other.created_at.clone(), other.id, cross_referenced(w, &b, r, other, &other.user, &other.created_at)));
     }
-    for c in r.comments.values().filter(|c| c.issue != number && mentions(&c.body, number)) {
+    for c in r.comments.values().filter(|c| c.issue != number && mentions(&c.body, &named)) {
         if let Some(other) = r.issues.get(&c.issue) {
             items.push((c.created_at.clone(), c.id, cross_referenced(w, &b, r, other, &c.user, &c.created_at)));
         }
@@ -1358,12 +1359,7 @@ pub fn timeline(w: &mut World, call: &mut Call) -> ApiResult {
         }
         // The pull request's commits (`committed`, at their committer's date; no actor, as
         // GitHub sends them).
-        let head = crate::handlers::pulls::head_sha(r, p, issue.state == "open");
-        let base = match (&p.merge_commit_sha, p.merged) {
-            (Some(m), true) => r.git.commit(m).and_then(|c| c.parents.first().cloned()).unwrap_or_else(|| crate::handlers::pulls::base_sha(r, p)),
-            _ => crate::handlers::pulls::base_sha(r, p),
-        };
-        for sha in r.git.commits_between(&base, &head) {
+        for sha in crate::handlers::pulls::commits_of(r, issue) {
             if let Some(c) = r.git.commit(&sha) {
                 let mut v = w.git_commit_json(&b, r, &sha, c);
                 v.as_object_mut().unwrap().insert("event".into(), json!("committed"));
@@ -1389,12 +1385,11 @@ pub fn timeline(w: &mut World, call: &mut Call) -> ApiResult {
     page_vec(call, items.into_iter().map(|x| x.2).collect())
 }
 
-/// Whether `text` names issue `n` of the same repository: `#n` not inside a word and not
-/// followed by another digit (`#12` does not name 1).
-fn mentions(text: &str, n: u64) -> bool {
-    let want = format!("#{n}");
+/// Whether `text` names an issue of the same repository by `want` (`#n`): not inside a word
+/// and not followed by another digit (`#12` does not name 1).
+fn mentions(text: &str, want: &str) -> bool {
     let bytes = text.as_bytes();
-    text.match_indices(&want).any(|(at, _)| {
+    text.match_indices(want).any(|(at, _)| {
         let before = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
         let after = bytes.get(at + want.len()).is_none_or(|c| !c.is_ascii_alphanumeric());
         before && after

@@ -28,6 +28,18 @@ pub fn base_sha(r: &Repo, p: &Pull) -> String {
     r.git.branch(&p.base_ref).cloned().unwrap_or_default()
 }
 
+/// The commits of pull request `i`, oldest first: from its base (the merge commit's first
+/// parent once merged) to its head.
+pub fn commits_of(r: &Repo, i: &Issue) -> Vec<String> {
+    let Some(p) = &i.pull else { return Vec::new() };
+    let head = head_sha(r, p, i.state == "open");
+    let base = match (&p.merge_commit_sha, p.merged) {
+        (Some(m), true) => r.git.commit(m).and_then(|c| c.parents.first().cloned()).unwrap_or_else(|| base_sha(r, p)),
+        _ => base_sha(r, p),
+    };
+    r.git.commits_between(&base, &head)
+}
+
 /// Latest state per status context, and check runs, for a commit.
 pub fn combined_state<'a>(r: &'a Repo, sha: &str) -> (String, Vec<&'a Status>) {
     let mut latest: Vec<&Status> = Vec::new();
@@ -416,14 +428,7 @@ pub fn list_files(w: &mut World, call: &mut Call) -> ApiResult {
 /// `GET /repos/{owner}/{repo}/pulls/{pull_number}/commits` (`pulls/list-commits`).
 pub fn list_commits(w: &mut World, call: &mut Call) -> ApiResult {
     let r = w.repo(call)?;
-    let i = pull_of(r, call)?;
-    let p = i.pull.as_ref().unwrap();
-    let head = head_sha(r, p, i.state == "open");
-    let base = match (&p.merge_commit_sha, p.merged) {
-        (Some(m), true) => r.git.commit(m).and_then(|c| c.parents.first().cloned()).unwrap_or_else(|| base_sha(r, p)),
-        _ => base_sha(r, p),
-    };
-    let list = r.git.commits_between(&base, &head);
+    let list = commits_of(r, pull_of(r, call)?);
     let b = call.req.base_url.clone();
     let n = list.len();
     page_of(call, n, list.into_iter(), |s| w.commit_json(&b, r, &s, r.git.commit(&s).unwrap(), None))
