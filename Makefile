@@ -40,7 +40,14 @@ $(VENV)/.installed: tests/python/requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 	touch $@
 
-venv: $(VENV)/.installed
+# The Python client (clients/python), installed into the test venv as a user installs it;
+# again whenever its sources change.
+PY_CLIENT_SRC := clients/python/pyproject.toml clients/python/README.md $(wildcard clients/python/src/pome/*.py) clients/python/src/pome/py.typed
+$(VENV)/.client-installed: $(VENV)/.installed $(PY_CLIENT_SRC)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check ./clients/python
+	touch $@
+
+venv: $(VENV)/.installed $(VENV)/.client-installed
 
 # The official Node clients (stripe, @linear/sdk, @googleapis/gmail), pinned in
 # tests/node/package.json and installed beside the tests.
