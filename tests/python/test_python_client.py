@@ -1,0 +1,294 @@
+"""The Python client (clients/python, installed into the test venv by `make test-python`)
+against the real `pome serve`: the sync and async clients and their typed answers, the
+`with pome.sandbox(...)` block with PyGithub and slack_sdk pointed at `sb.twins[...]`, errors
+typed by the envelope's `type`, and the pytest plugin running a task file as a test that
+passes and one that fails (in a pytest of its own, through `pytester`)."""
+
+import asyncio
+import json
+import pathlib
+import shutil
+
+import httpx
+import pytest
+from github import Auth, Github
+from slack_sdk import WebClient
+
+import pome
+from conftest import API_KEY, ROOT
+
+pytest_plugins = ["pytester"]
+
+TASK = ROOT / "tasks" / "cross-twin-merge-report.md"
+SEED = json.loads((ROOT / "tasks" / "cross-twin-merge-report.seed.json").read_text())
+
+
+@pytest.fixture
+def client(pome_server):
+    with pome.Client(pome_server.url, API_KEY) as c:
+        yield c
+
+
+def merge_and_report(sb, report=True):
+    """The agent of tasks/cross-twin-merge-report.md, through the vendors' own clients."""
+    gh = Github(base_url=sb.twins["github"].api_url, auth=Auth.Token(sb.agent_token), retry=None,
+                seconds_between_requests=0, seconds_between_writes=0)
+    pr = gh.get_repo("acme/checkout").get_pull(7)
+    assert pr.merge(merge_method="merge").merged
+    if report:
+        slack = WebClient(token=sb.agent_token, base_url=sb.twins["slack"].api_url, retry_handlers=[])
+        assert slack.chat_postMessage(channel="eng-alerts", text=f"Merged #7: {pr.title}")["ok"]
+
+
+# -- the sync client -----------------------------------------------------------------------
+
+def test_sandbox_lifecycle_in_typed_answers(client):
+    before = client.usage()
+    assert isinstance(before, pome.Usage) and before.sessions_quota == 1000
+    sb = client.create_sandbox(["github", "slack"], agent_id="py-client", agent_version="1")
+    assert sb.id.startswith("ses_") and sb.session_id == sb.id and sb.state == "open"
+    assert sb.twins == ["github", "slack"] and sb.primary_twin == "github" and sb.agent_id == "py-client"
+    assert sb.per_twin["slack"].api_url.endswith(f"/s/{sb.id}/slack/api/")
+    assert sb.agent_env["POME_AUTH_TOKEN"] == sb.agent_token
+    assert sb.expires_at.tzinfo is not None and sb.created_at <= sb.idle_expires_at
+    assert client.usage().sessions_used == before.sessions_used + 1
+
+    assert client.get_sandbox(sb.id).agent_token == sb.agent_token
+    listed = {s.id: s for s in client.list_sandboxes()}
+    assert listed[sb.id].agent_token is None and listed[sb.id].per_twin["github"].api_url == sb.per_twin["github"].api_url
+    beat = client.heartbeat(sb.id)
+    assert isinstance(beat, pome.Heartbeat) and beat.idle_expires_at >= sb.created_at
+
+    # Stopping an ungraded sandbox is refused with the token that confirms it.
+    with pytest.raises(pome.ConflictError) as refused:
+        client.stop_sandbox(sb.id)
+    assert refused.value.status == 409 and refused.value.details["reason"] == "ungraded_session"
+    gone = client.stop_sandbox(sb.id, confirm_discard=refused.value.details["discard_token"])
+    assert gone == pome.Discarded(id=sb.id, session_id=sb.id, state="closed", discarded=True)
+    with pytest.raises(pome.SessionExpiredError) as closed:
+        client.heartbeat(sb.id)
+    assert closed.value.status == 410 and closed.value.details["reason"] == "discarded"
+    assert client.usage().sessions_used == before.sessions_used
+
+
+def test_runs_tasks_seeds_and_twins(client):
+    assert "github" in {t.name for t in client.list_twins()}
+    client.put_seed("py-client-two-users", "github", {"users": [{"login": "ada", "type": "User"}]})
+    assert pome.Seed(name="py-client-two-users", twin="github") in client.list_seeds()
+
+    task = client.upload_task(TASK)
+    assert (task.id, task.twins, task.class_, task.unbound) == ("cross-twin-merge-report", ["github", "slack"], "conformance", 0)
+    assert [c.binding for c in task.criteria][0] == "github.pull_state" and task.version
+    assert client.get_task(task.id).source == TASK.read_text()
+    assert task.id in {t.id for t in client.list_tasks()}
+    checked = client.validate_task("# No criteria\n\n## Prompt\n\nnothing\n")
+    assert isinstance(checked, pome.TaskValidation) and not checked.valid and checked.errors
+
+    # A sandbox from the stored task, finalized untouched: graded, and failing.
+    sb = client.create_sandbox(task_id=task.id, group_id="py-client-runs")
+    done = client.finalize(sb.id)
+    assert (done.verdict, done.score, done.pass_threshold, done.tape_rows) == ("fail", 25, 100, 0)
+    assert [c.status for c in done.criteria_results] == ["failed", "passed", "failed", "failed"]
+    assert client.finalize(sb.id).run_id == done.run_id  # finalizing again answers the same run
+    run = client.get_run(done.run_id)
+    assert run.task == pome.TaskRef(id=task.id, version=task.version, title=task.title, pass_threshold=100)
+    assert [c.text for c in run.failures][0] == "Pull request #7 in `acme/checkout` is merged"
+    assert run.per_twin["github"].initial_state["repositories"][0]["name"] == "checkout"
+    assert "FAIL" in client.run_report(done.run_id)
+
+    # A sandbox from a named seed, finalized after one call: ungraded, with its tape.
+    sb = client.create_sandbox("github", seed="py-client-two-users", group_id="py-client-runs")
+    assert httpx.get(sb.per_twin["github"].api_url + "/users/ada", headers={"Authorization": f"Bearer {sb.agent_token}"}).status_code == 200
+    second = client.finalize(sb.id)
+    assert second.verdict is None and second.tape_rows == 1
+    tape = client.get_run(second.run_id).per_twin["github"].tape
+    assert (tape[0].method, tape[0].path, tape[0].status, tape[0].fidelity) == ("GET", "/users/ada", 200, "semantic")
+
+    page = client.list_runs(group_id="py-client-runs", limit=1)
+    assert [r.id for r in page.data] == [second.run_id] and page.has_more and page.next_cursor == second.run_id
+    assert [r.id for r in client.iter_runs(group_id="py-client-runs", page_size=1)] == [second.run_id, done.run_id]
+    assert [r.verdict for r in client.iter_runs(group_id="py-client-runs", verdict="fail")] == ["fail"]
+
+
+def test_keys(client, pome_server):
+    new = client.create_key()
+    assert new.key.startswith("pme_") and new.key.startswith(new.prefix) and new.id.startswith("key_")
+    listed = {k.id: k for k in client.list_keys()}
+    assert listed[new.id].prefix == new.prefix and listed[new.id].revoked_at is None
+    with pome.Client(pome_server.url, new.key) as other:
+        assert other.usage().sessions_quota == 1000
+        client.revoke_key(new.id)
+        with pytest.raises(pome.InvalidAuthError):
+            other.usage()
+    assert client.list_keys() and new.id not in {k.id for k in client.list_keys() if k.revoked_at is None}
+
+
+# -- configuration and errors ---------------------------------------------------------------
+
+def test_configured_from_the_environment_like_the_cli(pome_server, monkeypatch):
+    monkeypatch.setenv("POME_API_URL", pome_server.url + "/")
+    monkeypatch.setenv("POME_API_KEY", API_KEY)
+    with pome.Client() as c:
+        assert c.api_url == pome_server.url and c.usage().sessions_quota == 1000
+    monkeypatch.delenv("POME_API_KEY")
+    with pytest.raises(pome.ConfigurationError, match="POME_API_KEY"):
+        pome.Client()
+    monkeypatch.delenv("POME_API_URL")
+    # Nothing listens on port 9 (discard) here: the CLI's message, typed.
+    with pome.Client("http://127.0.0.1:9", API_KEY) as c, pytest.raises(pome.APIConnectionError, match="POME_API_URL"):
+        c.usage()
+
+
+def test_errors_are_typed_by_the_envelope(client, pome_server):
+    with pytest.raises(pome.NotFoundError) as missing:
+        client.get_sandbox("ses_000000000000000000000000")
+    e = missing.value
+    assert isinstance(e, pome.APIError) and (e.status, e.type) == (404, "not_found") and e.request_id.startswith("req_")
+    assert "no sandbox" in e.message and "HTTP 404" in str(e)
+
+    with pytest.raises(pome.ValidationFailedError) as too_many:
+        client.create_sandbox(["github", "slack", "stripe", "gmail"])
+    assert too_many.value.status == 422
+    assert too_many.value.details == {"error": "too_many_twins", "max": 3, "requested": 4}
+
+    with pome.Client(pome_server.url, "pme_not_a_key_of_this_server_0000") as stranger:
+        with pytest.raises(pome.InvalidAuthError) as denied:
+            stranger.list_runs()
+    assert denied.value.status == 401 and denied.value.type == "invalid_auth"
+
+
+# -- the async client -----------------------------------------------------------------------
+
+def test_async_client(pome_server):
+    async def scenario():
+        async with pome.AsyncClient(pome_server.url, API_KEY) as client:
+            used = (await client.usage()).sessions_used
+            async with client.sandbox(["slack"], seed={"slack": SEED["slack"]}, agent_id="async") as sb:
+                assert (await client.usage()).sessions_used == used + 1
+                async with httpx.AsyncClient() as http:
+                    r = await http.post(sb.twins["slack"].api_url + "chat.postMessage",
+                                        headers={"Authorization": f"Bearer {sb.agent_token}"},
+                                        json={"channel": "eng-alerts", "text": "async hello"})
+                    assert r.json()["ok"], r.text
+                assert [row["action"] for row in await sb.events("slack")] == ["chat.postMessage"]
+                assert (await sb.heartbeat()).id == sb.id
+            assert (await client.usage()).sessions_used == used
+            assert sb.run.agent_id == "async" and sb.run.verdict is None
+            texts = [m["text"] for c in sb.run.per_twin["slack"].final_state["channels"] for m in c.get("messages", [])]
+            assert "async hello" in texts
+            with pytest.raises(pome.SessionExpiredError):
+                await client.get_sandbox(sb.id)
+            with pytest.raises(pome.ValidationFailedError):
+                await client.create_sandbox(["github", "github"])
+            listed = [r.id async for r in client.iter_runs(page_size=2)]
+            assert sb.run.id in listed
+
+    asyncio.run(scenario())
+
+
+# -- the `with` block ----------------------------------------------------------------------
+
+def test_with_block_hands_over_twins_and_leaves_the_run(pome_server, monkeypatch):
+    monkeypatch.setenv("POME_API_URL", pome_server.url)
+    monkeypatch.setenv("POME_API_KEY", API_KEY)
+    with pome.sandbox(["github", "slack"], seed=SEED) as sb:
+        assert set(sb.twins) == {"github", "slack"} and sb.env["POME_GITHUB_TOKEN"] == sb.agent_token
+        merge_and_report(sb)
+        assert sb.state("github")["repositories"][0]["pull_requests"][0]["merged"] is True
+        assert sb.run is None
+    run = sb.run
+    assert isinstance(run, pome.Run) and run.session_id == sb.id and run.verdict is None
+    assert "pulls.merge" in [row.action for row in run.per_twin["github"].tape]
+    assert [row.action for row in run.per_twin["slack"].tape] == ["chat.postMessage"]
+
+    # From the task: the same agent passes it.
+    with pome.sandbox(task=TASK) as sb:
+        merge_and_report(sb)
+    assert sb.run.verdict == "pass" and sb.run.score == 100 and sb.run.task.id == "cross-twin-merge-report"
+    assert sb.finalized.verdict == "pass" and sb.run.failures == []
+
+
+def test_with_block_finalizes_when_the_block_raises(client):
+    with pytest.raises(RuntimeError, match="the agent crashed"):
+        with client.sandbox(["github"]) as sb:
+            raise RuntimeError("the agent crashed")
+    assert sb.run is not None and sb.run.session_id == sb.id
+    with pytest.raises(pome.SessionExpiredError):
+        client.get_sandbox(sb.id)
+
+
+# -- the pytest plugin ---------------------------------------------------------------------
+
+AGENT_TESTS = '''
+import pytest
+from github import Auth, Github
+from slack_sdk import WebClient
+
+
+def agent(sb, report):
+    gh = Github(base_url=sb.twins["github"].api_url, auth=Auth.Token(sb.agent_token), retry=None,
+                seconds_between_requests=0, seconds_between_writes=0)
+    gh.get_repo("acme/checkout").get_pull(7).merge()
+    if report:
+        WebClient(token=sb.agent_token, base_url=sb.twins["slack"].api_url).chat_postMessage(
+            channel="eng-alerts", text="Merged #7: Fix rounding in tax calculation")
+
+
+@pytest.mark.pome_task("tasks/cross-twin-merge-report.md", agent_id="plugin-test")
+def test_merges_and_reports(pome_sandbox):
+    agent(pome_sandbox, report=True)
+
+
+@pytest.mark.pome_task("tasks/cross-twin-merge-report.md", agent_id="plugin-test")
+def test_merges_silently(pome_sandbox):
+    agent(pome_sandbox, report=False)
+'''
+
+
+def test_plugin_runs_a_task_file_as_a_test(pytester, pome_server, monkeypatch, client):
+    (pytester.path / "tasks").mkdir()
+    for name in ("cross-twin-merge-report.md", "cross-twin-merge-report.seed.json"):
+        shutil.copy(ROOT / "tasks" / name, pytester.path / "tasks" / name)
+    pytester.makepyfile(test_agent=AGENT_TESTS)
+    monkeypatch.setenv("POME_API_URL", pome_server.url)
+    monkeypatch.setenv("POME_API_KEY", API_KEY)
+    used = client.usage().sessions_used
+
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rf")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    failed = out[out.index("_ test_merges_silently _"):]
+    assert "pome: task cross-twin-merge-report: verdict fail (score 50, threshold 100), run run_" in failed
+    assert 'failed: [3] A message in "eng-alerts" contains "#7": no message in #eng-alerts contains "#7"' in failed
+    assert 'failed: [4] A message in "eng-alerts" contains "merged"' in failed
+    assert "[1] Pull request #7" not in failed  # it passed
+
+    # Both runs are stored, graded, and no sandbox was left open.
+    runs = [r for r in client.iter_runs(task="cross-twin-merge-report") if r.agent_id == "plugin-test"]
+    assert sorted(r.verdict for r in runs) == ["fail", "pass"]
+    assert client.usage().sessions_used == used
+
+
+def test_plugin_options_and_a_body_that_raises(pytester, pome_server, monkeypatch, client):
+    pytester.makepyfile(test_twins='''
+import pytest
+
+@pytest.mark.pome_twins("github")
+def test_crashes(pome_sandbox):
+    assert pome_sandbox.twins["github"].api_url.endswith("/github")
+    raise RuntimeError("agent crashed on purpose")
+
+def test_needs_a_marker(pome_sandbox):
+    pass
+''')
+    # The server from options alone: the environment names a server that is not there.
+    monkeypatch.setenv("POME_API_URL", "http://127.0.0.1:9")
+    monkeypatch.delenv("POME_API_KEY", raising=False)
+    used = client.usage().sessions_used
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--pome-api-url={pome_server.url}",
+                                           f"--pome-api-key={API_KEY}")
+    result.assert_outcomes(failed=1, errors=1)
+    out = result.stdout.str()
+    assert "RuntimeError: agent crashed on purpose" in out
+    assert "needs @pytest.mark.pome_task(path) or @pytest.mark.pome_twins(*twins)" in out
+    assert client.usage().sessions_used == used  # the crashed test's sandbox was finalized
