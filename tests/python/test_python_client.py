@@ -6,7 +6,6 @@ passes and one that fails (in a pytest of its own, through `pytester`)."""
 
 import asyncio
 import json
-import pathlib
 import shutil
 
 import httpx
@@ -98,7 +97,8 @@ def test_runs_tasks_seeds_and_twins(client):
 
     # A sandbox from a named seed, finalized after one call: ungraded, with its tape.
     sb = client.create_sandbox("github", seed="py-client-two-users", group_id="py-client-runs")
-    assert httpx.get(sb.per_twin["github"].api_url + "/users/ada", headers={"Authorization": f"Bearer {sb.agent_token}"}).status_code == 200
+    ada = httpx.get(sb.per_twin["github"].api_url + "/users/ada", headers={"Authorization": f"Bearer {sb.agent_token}"})
+    assert ada.status_code == 200 and ada.json()["login"] == "ada"
     second = client.finalize(sb.id)
     assert second.verdict is None and second.tape_rows == 1
     tape = client.get_run(second.run_id).per_twin["github"].tape

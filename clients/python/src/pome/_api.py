@@ -10,7 +10,8 @@ import os
 import pathlib
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Sequence
 
 import httpx
 
@@ -47,14 +48,17 @@ def http_options(api_url: str, api_key: str, timeout: float) -> dict[str, Any]:
     }
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
-class Request:
+class Request(Generic[T]):
     """One call: method, path under the API URL, query, JSON body, and the reader of its
     answer (which gets the `httpx.Response` once it is known to be a success)."""
 
     method: str
     path: str
-    read: Callable[[httpx.Response], Any]
+    read: Callable[[httpx.Response], T]
     params: dict[str, Any] = field(default_factory=dict)
     body: Any = None
     timeout: float | None = None
@@ -62,12 +66,14 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def _json(cls: Any) -> Callable[[httpx.Response], Any]:
-    return lambda r: cls.from_json(r.json())
+def _json(make: Callable[[Any], T]) -> Callable[[httpx.Response], T]:
+    """The answer as one model (`make` is its `from_json`)."""
+    return lambda r: make(r.json())
 
 
-def _list(cls: Any) -> Callable[[httpx.Response], Any]:
-    return lambda r: [cls.from_json(d) for d in r.json()["data"]]
+def _list(make: Callable[[Any], T]) -> Callable[[httpx.Response], list[T]]:
+    """A `{"object": "list", "data": [...]}` answer as a list of models."""
+    return lambda r: [make(d) for d in r.json()["data"]]
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +97,7 @@ def create_sandbox(
     group_id: str | None = None,
     agent_id: str | None = None,
     agent_version: str | None = None,
-) -> Request:
+) -> Request[models.Sandbox]:
     body = _drop_none({
         "twins": [twins] if isinstance(twins, str) else (list(twins) if twins is not None else None),
         "seed": seed,
@@ -103,45 +109,45 @@ def create_sandbox(
         "agent_id": agent_id,
         "agent_version": agent_version,
     })
-    return Request("POST", "v1/sandboxes", _json(models.Sandbox), body=body)
+    return Request("POST", "v1/sandboxes", _json(models.Sandbox.from_json), body=body)
 
 
-def list_sandboxes() -> Request:
-    return Request("GET", "v1/sandboxes", _list(models.Sandbox))
+def list_sandboxes() -> Request[list[models.Sandbox]]:
+    return Request("GET", "v1/sandboxes", _list(models.Sandbox.from_json))
 
 
-def get_sandbox(id: str) -> Request:
-    return Request("GET", f"v1/sandboxes/{_seg(id)}", _json(models.Sandbox))
+def get_sandbox(id: str) -> Request[models.Sandbox]:
+    return Request("GET", f"v1/sandboxes/{_seg(id)}", _json(models.Sandbox.from_json))
 
 
-def heartbeat(id: str) -> Request:
-    return Request("POST", f"v1/sandboxes/{_seg(id)}/heartbeat", _json(models.Heartbeat))
+def heartbeat(id: str) -> Request[models.Heartbeat]:
+    return Request("POST", f"v1/sandboxes/{_seg(id)}/heartbeat", _json(models.Heartbeat.from_json))
 
 
-def finalize(id: str) -> Request:
-    return Request("POST", f"v1/sandboxes/{_seg(id)}/finalize", _json(models.Finalized), timeout=FINALIZE_TIMEOUT)
+def finalize(id: str) -> Request[models.Finalized]:
+    return Request("POST", f"v1/sandboxes/{_seg(id)}/finalize", _json(models.Finalized.from_json), timeout=FINALIZE_TIMEOUT)
 
 
-def stop_sandbox(id: str, confirm_discard: str | None = None) -> Request:
-    return Request("DELETE", f"v1/sandboxes/{_seg(id)}", _json(models.Discarded),
+def stop_sandbox(id: str, confirm_discard: str | None = None) -> Request[models.Discarded]:
+    return Request("DELETE", f"v1/sandboxes/{_seg(id)}", _json(models.Discarded.from_json),
                    params=_drop_none({"confirm_discard": confirm_discard}))
 
 
 # -- usage, keys -------------------------------------------------------------------------
 
-def usage() -> Request:
-    return Request("GET", "v1/usage", _json(models.Usage))
+def usage() -> Request[models.Usage]:
+    return Request("GET", "v1/usage", _json(models.Usage.from_json))
 
 
-def create_key() -> Request:
-    return Request("POST", "v1/keys", _json(models.NewApiKey))
+def create_key() -> Request[models.NewApiKey]:
+    return Request("POST", "v1/keys", _json(models.NewApiKey.from_json))
 
 
-def list_keys() -> Request:
-    return Request("GET", "v1/keys", _list(models.ApiKey))
+def list_keys() -> Request[list[models.ApiKey]]:
+    return Request("GET", "v1/keys", _list(models.ApiKey.from_json))
 
 
-def revoke_key(id: str) -> Request:
+def revoke_key(id: str) -> Request[None]:
     return Request("DELETE", f"v1/keys/{_seg(id)}", lambda r: None)
 
 
@@ -154,50 +160,50 @@ def list_runs(
     verdict: str | None = None,
     limit: int | None = None,
     starting_after: str | None = None,
-) -> Request:
+) -> Request[models.RunPage]:
     params = _drop_none({"group_id": group_id, "task": task, "verdict": verdict, "limit": limit,
                          "starting_after": starting_after})
-    return Request("GET", "v1/runs", _json(models.RunPage), params=params)
+    return Request("GET", "v1/runs", _json(models.RunPage.from_json), params=params)
 
 
-def get_run(id: str) -> Request:
-    return Request("GET", f"v1/runs/{_seg(id)}", _json(models.Run))
+def get_run(id: str) -> Request[models.Run]:
+    return Request("GET", f"v1/runs/{_seg(id)}", _json(models.Run.from_json))
 
 
-def run_report(id: str) -> Request:
+def run_report(id: str) -> Request[str]:
     return Request("GET", f"v1/runs/{_seg(id)}/report", lambda r: r.text)
 
 
 # -- seeds, twins ------------------------------------------------------------------------
 
-def put_seed(name: str, twin: str, seed: dict) -> Request:
-    return Request("POST", "v1/seeds", _json(models.Seed), body={"name": name, "twin": twin, "seed": seed})
+def put_seed(name: str, twin: str, seed: dict[str, Any]) -> Request[models.Seed]:
+    return Request("POST", "v1/seeds", _json(models.Seed.from_json), body={"name": name, "twin": twin, "seed": seed})
 
 
-def list_seeds() -> Request:
-    return Request("GET", "v1/seeds", _list(models.Seed))
+def list_seeds() -> Request[list[models.Seed]]:
+    return Request("GET", "v1/seeds", _list(models.Seed.from_json))
 
 
-def list_twins() -> Request:
-    return Request("GET", "v1/twins", _list(models.Twin))
+def list_twins() -> Request[list[models.Twin]]:
+    return Request("GET", "v1/twins", _list(models.Twin.from_json))
 
 
 # -- tasks ---------------------------------------------------------------------------------
 
-def create_task(source: str, *, id: str | None = None, seed: Any = None) -> Request:
-    return Request("POST", "v1/tasks", _json(models.Task), body=_drop_none({"id": id, "source": source, "seed": seed}))
+def create_task(source: str, *, id: str | None = None, seed: Any = None) -> Request[models.Task]:
+    return Request("POST", "v1/tasks", _json(models.Task.from_json), body=_drop_none({"id": id, "source": source, "seed": seed}))
 
 
-def list_tasks() -> Request:
-    return Request("GET", "v1/tasks", _list(models.Task))
+def list_tasks() -> Request[list[models.Task]]:
+    return Request("GET", "v1/tasks", _list(models.Task.from_json))
 
 
-def get_task(id: str) -> Request:
-    return Request("GET", f"v1/tasks/{_seg(id)}", _json(models.Task))
+def get_task(id: str) -> Request[models.Task]:
+    return Request("GET", f"v1/tasks/{_seg(id)}", _json(models.Task.from_json))
 
 
-def validate_task(source: str, *, file: str | None = None, seed: Any = None) -> Request:
-    return Request("POST", "v1/tasks/validate", _json(models.TaskValidation),
+def validate_task(source: str, *, file: str | None = None, seed: Any = None) -> Request[models.TaskValidation]:
+    return Request("POST", "v1/tasks/validate", _json(models.TaskValidation.from_json),
                    body=_drop_none({"source": source, "file": file, "seed": seed}))
 
 
@@ -226,13 +232,13 @@ class TaskFile:
                 raise ConfigurationError(f"the seed sidecar {sidecar} is not readable JSON: {e}") from e
         return cls(id=p.stem, source=source, seed=seed)
 
-    def store(self) -> Request:
+    def store(self) -> Request[models.Task]:
         return create_task(self.source, id=self.id, seed=self.seed)
 
 
 # -- twin routes (the agent's side, with the agent token) --------------------------------
 
-def twin_get(url: str, token: str) -> Request:
+def twin_get(url: str, token: str) -> Request[Any]:
     """A GET on a twin's reserved route (`_pome/state`, `_pome/events`) with the sandbox's
     bearer token; `url` is absolute."""
     return Request("GET", url, lambda r: r.json(), headers={"Authorization": f"Bearer {token}"})

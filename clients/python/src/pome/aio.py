@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, AsyncIterator, Sequence
+from typing import Any
+from collections.abc import AsyncIterator, Sequence
 
 import httpx
 
 from . import _api, models
+from ._api import T
 from .client import _fit, _Open
 from .errors import APIConnectionError, ConflictError, PomeError, raise_for
 
 
-async def _send(http: httpx.AsyncClient, req: _api.Request) -> Any:
+async def _send(http: httpx.AsyncClient, req: _api.Request[T]) -> T:
     request = http.build_request(
         req.method, req.path, params=req.params or None, json=req.body,
         timeout=req.timeout if req.timeout is not None else httpx.USE_CLIENT_DEFAULT,
@@ -55,7 +57,7 @@ class AsyncClient:
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
-    async def _call(self, req: _api.Request) -> Any:
+    async def _call(self, req: _api.Request[T]) -> T:
         return await _send(self._http, req)
 
     # -- sandboxes -----------------------------------------------------------------------
@@ -160,7 +162,7 @@ class AsyncClient:
 
     # -- seeds, twins, tasks -------------------------------------------------------------
 
-    async def put_seed(self, name: str, twin: str, seed: dict) -> models.Seed:
+    async def put_seed(self, name: str, twin: str, seed: dict[str, Any]) -> models.Seed:
         return await self._call(_api.put_seed(name, twin, seed))
 
     async def list_seeds(self) -> list[models.Seed]:
@@ -188,7 +190,7 @@ class AsyncClient:
 class AsyncOpenSandbox(_Open):
     """A sandbox in an `async with` block: created on entry, finalized on exit."""
 
-    def __init__(self, client: AsyncClient, create: dict, task: Any, *, fetch_run: bool,
+    def __init__(self, client: AsyncClient, create: dict[str, Any], task: Any, *, fetch_run: bool,
                  owns_client: bool = False) -> None:
         self._client, self._create, self._task = client, create, task
         self._fetch_run, self._owns_client = fetch_run, owns_client
@@ -242,7 +244,7 @@ class AsyncOpenSandbox(_Open):
     async def state(self, twin: str) -> Any:
         return await self._client._call(_api.twin_get(self._url(twin, "state_url"), self.agent_token))
 
-    async def events(self, twin: str) -> list[dict]:
+    async def events(self, twin: str) -> list[dict[str, Any]]:
         return await self._client._call(_api.twin_get(self._url(twin, "events_url"), self.agent_token))
 
 

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Iterator, Sequence
+from typing import Any
+from collections.abc import Iterator, Sequence
 
 import httpx
 
 from . import _api, models
+from ._api import T
 from .errors import APIConnectionError, ConflictError, PomeError, raise_for
 
 
-def _send(http: httpx.Client, req: _api.Request) -> Any:
+def _send(http: httpx.Client, req: _api.Request[T]) -> T:
     request = http.build_request(
         req.method, req.path, params=req.params or None, json=req.body,
         timeout=req.timeout if req.timeout is not None else httpx.USE_CLIENT_DEFAULT,
@@ -38,7 +40,7 @@ def _send(http: httpx.Client, req: _api.Request) -> Any:
     return req.read(response)
 
 
-def _fit(request: httpx.Request, req: _api.Request) -> None:
+def _fit(request: httpx.Request, req: _api.Request[Any]) -> None:
     """The request's own headers; a twin route (an absolute URL) gets the agent's bearer and
     never the team's API key."""
     if req.path.startswith(("http://", "https://")):
@@ -68,7 +70,7 @@ class Client:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _call(self, req: _api.Request) -> Any:
+    def _call(self, req: _api.Request[T]) -> T:
         return _send(self._http, req)
 
     # -- sandboxes -----------------------------------------------------------------------
@@ -191,7 +193,7 @@ class Client:
 
     # -- seeds, twins, tasks -------------------------------------------------------------
 
-    def put_seed(self, name: str, twin: str, seed: dict) -> models.Seed:
+    def put_seed(self, name: str, twin: str, seed: dict[str, Any]) -> models.Seed:
         """Save a named seed (the twin's `init` validates it first)."""
         return self._call(_api.put_seed(name, twin, seed))
 
@@ -256,13 +258,14 @@ class _Open:
     def _url(self, twin: str, what: str) -> str:
         if twin not in self.twins:
             raise PomeError(f"sandbox {self.id} has no {twin} twin; it has {list(self.twins)}")
-        return getattr(self.twins[twin], what)
+        url: str = getattr(self.twins[twin], what)
+        return url
 
 
 class OpenSandbox(_Open):
     """A sandbox in a `with` block (`Client.sandbox`, `pome.sandbox`)."""
 
-    def __init__(self, client: Client, create: dict, task: Any, *, fetch_run: bool, owns_client: bool = False) -> None:
+    def __init__(self, client: Client, create: dict[str, Any], task: Any, *, fetch_run: bool, owns_client: bool = False) -> None:
         self._client, self._create, self._task = client, create, task
         self._fetch_run, self._owns_client = fetch_run, owns_client
 
@@ -320,7 +323,7 @@ class OpenSandbox(_Open):
         """The twin's whole world now, as JSON."""
         return self._client._call(_api.twin_get(self._url(twin, "state_url"), self.agent_token))
 
-    def events(self, twin: str) -> list[dict]:
+    def events(self, twin: str) -> list[dict[str, Any]]:
         """The twin's tape so far (one row per request)."""
         return self._client._call(_api.twin_get(self._url(twin, "events_url"), self.agent_token))
 

@@ -155,7 +155,7 @@ def raise_for(response: httpx.Response) -> None:
         raise APIError(f"{response.request.method} {response.request.url.path} failed: {text}",
                        status=response.status_code, retry_after=retry_after)
     kind = error.get("type")
-    cls = ERROR_TYPES.get(kind, APIError)
+    cls = ERROR_TYPES.get(kind, APIError) if isinstance(kind, str) else APIError
     raise cls(
         str(error.get("message") or "request failed"),
         status=response.status_code,

@@ -48,10 +48,10 @@ class TwinEndpoints:
     api_key: str | None = None
     #: The twin at the root of a host name of its own, when the server has one configured.
     host_url: str | None = None
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> TwinEndpoints:
+    def from_json(cls, d: dict[str, Any]) -> TwinEndpoints:
         return cls(
             api_url=d["api_url"], base_url=d["base_url"], events_url=d["events_url"],
             state_url=d["state_url"], health_url=d["health_url"], mcp_url=d["mcp_url"],
@@ -85,10 +85,10 @@ class Sandbox:
     #: the token only.
     agent_env: dict[str, str] = field(default_factory=dict)
     object: str = "sandbox"
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> Sandbox:
+    def from_json(cls, d: dict[str, Any]) -> Sandbox:
         return cls(
             id=d["id"], session_id=d.get("session_id", d["id"]), state=d.get("state", "open"),
             twins=list(d.get("twins", [])), primary_twin=d.get("primary_twin"),
@@ -111,10 +111,10 @@ class Heartbeat:
     state: str
     idle_expires_at: datetime | None
     expires_at: datetime | None
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> Heartbeat:
+    def from_json(cls, d: dict[str, Any]) -> Heartbeat:
         return cls(id=d["id"], session_id=d.get("session_id", d["id"]), state=d["state"],
                    idle_expires_at=_dt(d.get("idle_expires_at")), expires_at=_dt(d.get("expires_at")), raw=d)
 
@@ -127,10 +127,10 @@ class Discarded:
     session_id: str
     state: str
     discarded: bool
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> Discarded:
+    def from_json(cls, d: dict[str, Any]) -> Discarded:
         return cls(id=d["id"], session_id=d.get("session_id", d["id"]), state=d["state"],
                    discarded=bool(d.get("discarded")), raw=d)
 
@@ -153,10 +153,10 @@ class CriterionResult:
     evidence: Any
     check_id: str | None
     always_scored: bool
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> CriterionResult:
+    def from_json(cls, d: dict[str, Any]) -> CriterionResult:
         return cls(
             index=d["index"], kind=d["kind"], twin=d.get("twin"), text=d["text"], status=d["status"],
             reason=d.get("reason", ""), evidence=d.get("evidence"), check_id=d.get("check_id"),
@@ -179,10 +179,10 @@ class Finalized:
     pass_threshold: int | None
     criteria_results: list[CriterionResult]
     tape_rows: int
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> Finalized:
+    def from_json(cls, d: dict[str, Any]) -> Finalized:
         return cls(
             run_id=d["run_id"], id=d["id"], session_id=d.get("session_id", d["id"]), state=d["state"],
             verdict=d.get("verdict"), score=d.get("score"), pass_threshold=d.get("pass_threshold"),
@@ -198,10 +198,10 @@ class Usage:
     sessions_used: int
     sessions_quota: int
     sessions_remaining: int
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> Usage:
+    def from_json(cls, d: dict[str, Any]) -> Usage:
         return cls(sessions_used=d["sessions_used"], sessions_quota=d["sessions_quota"],
                    sessions_remaining=d["sessions_remaining"], raw=d)
 
@@ -215,10 +215,10 @@ class NewApiKey:
     #: The first characters, by which listings show it.
     prefix: str
     object: str = "api_key"
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> NewApiKey:
+    def from_json(cls, d: dict[str, Any]) -> NewApiKey:
         return cls(id=d["id"], key=d["key"], prefix=d["prefix"], object=d.get("object", "api_key"), raw=d)
 
 
@@ -231,10 +231,10 @@ class ApiKey:
     created_at: datetime | None
     #: When it was revoked; None while it is live.
     revoked_at: datetime | None
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> ApiKey:
+    def from_json(cls, d: dict[str, Any]) -> ApiKey:
         return cls(id=d.get("id"), prefix=d.get("prefix"), created_at=_dt(d.get("created_at")),
                    revoked_at=_dt(d.get("revoked_at")), raw=d)
 
@@ -252,10 +252,10 @@ class RunSummary:
     twins: list[str]
     verdict: str | None
     created_at: datetime | None
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> RunSummary:
+    def from_json(cls, d: dict[str, Any]) -> RunSummary:
         return cls(
             id=d["id"], session_id=d["session_id"], task_id=d.get("task_id"), group_id=d.get("group_id"),
             agent_id=d.get("agent_id"), agent_version=d.get("agent_version"), twins=list(d.get("twins", [])),
@@ -270,10 +270,10 @@ class RunPage:
     data: list[RunSummary]
     has_more: bool
     next_cursor: str | None
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> RunPage:
+    def from_json(cls, d: dict[str, Any]) -> RunPage:
         return cls(data=[RunSummary.from_json(r) for r in d.get("data", [])], has_more=bool(d.get("has_more")),
                    next_cursor=d.get("next_cursor"), raw=d)
 
@@ -286,10 +286,10 @@ class TaskRef:
     version: str
     title: str
     pass_threshold: int
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> TaskRef:
+    def from_json(cls, d: dict[str, Any]) -> TaskRef:
         return cls(id=d["id"], version=d["version"], title=d["title"], pass_threshold=d["pass_threshold"], raw=d)
 
 
@@ -314,12 +314,12 @@ class TapeRow:
     request_body: Any
     response_body: Any
     #: The changes the request made: entity, id, before, after.
-    state_delta: list[dict]
+    state_delta: list[dict[str, Any]]
     error: str | None
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> TapeRow:
+    def from_json(cls, d: dict[str, Any]) -> TapeRow:
         return cls(
             seq=d["seq"], ts=d.get("ts", ""), twin=d.get("twin", ""), request_id=d.get("request_id", ""),
             method=d["method"], path=d["path"], query=d.get("query", ""), status=d["status"],
@@ -337,17 +337,17 @@ class TwinRecord:
     #: None when it could not be read (`state_error` says why).
     final_state: Any
     #: Paths that differ between the two, with before and after.
-    diff: list[dict]
+    diff: list[dict[str, Any]]
     tape: list[TapeRow]
     #: The webhooks the twin asked for, with every delivery attempt.
-    deliveries: list[dict]
+    deliveries: list[dict[str, Any]]
     #: The seed text the twin booted from ("" = its default world).
     seed: str | None
     state_error: str | None = None
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> TwinRecord:
+    def from_json(cls, d: dict[str, Any]) -> TwinRecord:
         return cls(
             initial_state=d.get("initial_state"), final_state=d.get("final_state"), diff=list(d.get("diff") or []),
             tape=[TapeRow.from_json(r) for r in d.get("tape") or []], deliveries=list(d.get("deliveries") or []),
@@ -380,10 +380,10 @@ class Run:
     criteria_results: list[CriterionResult]
     per_twin: dict[str, TwinRecord]
     object: str = "run"
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> Run:
+    def from_json(cls, d: dict[str, Any]) -> Run:
         return cls(
             id=d["id"], session_id=d["session_id"], twins=list(d.get("twins", [])), primary_twin=d.get("primary_twin", ""),
             task_id=d.get("task_id"), task_version=d.get("task_version"), group_id=d.get("group_id"),
@@ -414,11 +414,11 @@ class TaskCriterion:
     text: str
     #: The check it binds to (e.g. `github.pull_state`); None when it binds to none.
     binding: str | None
-    params: dict
-    raw: dict = _raw()
+    params: dict[str, Any]
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> TaskCriterion:
+    def from_json(cls, d: dict[str, Any]) -> TaskCriterion:
         return cls(index=d["index"], line=d.get("line"), kind=d["kind"], twin=d.get("twin"), text=d["text"],
                    binding=d.get("binding"), params=dict(d.get("params") or {}), raw=d)
 
@@ -445,10 +445,10 @@ class Task:
     #: The markdown (on get).
     source: str | None = None
     object: str = "task"
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> Task:
+    def from_json(cls, d: dict[str, Any]) -> Task:
         return cls(
             id=d["id"], title=d.get("title", ""), twins=list(d.get("twins", [])), timeout=d.get("timeout"),
             runs=d.get("runs"), pass_threshold=d.get("pass_threshold"), class_=d.get("class"),
@@ -465,10 +465,10 @@ class TaskValidation:
     valid: bool
     task: Task | None
     errors: list[str]
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> TaskValidation:
+    def from_json(cls, d: dict[str, Any]) -> TaskValidation:
         return cls(valid=bool(d.get("valid")), task=Task.from_json(d["task"]) if d.get("task") else None,
                    errors=list(d.get("errors") or []), raw=d)
 
@@ -479,10 +479,10 @@ class Seed:
 
     name: str
     twin: str
-    raw: dict = _raw()
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> Seed:
+    def from_json(cls, d: dict[str, Any]) -> Seed:
         return cls(name=d["name"], twin=d["twin"], raw=d)
 
 
@@ -492,9 +492,9 @@ class Twin:
 
     name: str
     origin: str
-    description: dict
-    raw: dict = _raw()
+    description: dict[str, Any]
+    raw: dict[str, Any] = _raw()
 
     @classmethod
-    def from_json(cls, d: dict) -> Twin:
+    def from_json(cls, d: dict[str, Any]) -> Twin:
         return cls(name=d["name"], origin=d.get("origin", ""), description=dict(d.get("description") or {}), raw=d)
