@@ -9,9 +9,9 @@ import json
 import os
 import pathlib
 import urllib.parse
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
-from collections.abc import Callable, Sequence
 
 import httpx
 

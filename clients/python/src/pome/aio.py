@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import httpx
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import httpx
 

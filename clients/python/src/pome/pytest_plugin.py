@@ -19,8 +19,8 @@ The server and key come from `--pome-api-url`/`--pome-api-key`, else `POME_API_U
 from __future__ import annotations
 
 import pathlib
-from typing import Any
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
