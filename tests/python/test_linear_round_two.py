@@ -147,3 +147,70 @@ def test_agent_sessions_on_issues_and_root_comments(new_sandbox):
                    {"c": r["commentCreate"]["comment"]["id"]})["extensions"]["code"] == "INVALID_INPUT"
     d = gql("mutation($c: String!) { agentSessionCreateOnComment(input: {commentId: $c}) { agentSession { issue { identifier } } } }", {"c": c})
     assert d["agentSessionCreateOnComment"]["agentSession"]["issue"]["identifier"] == "ENG-2"
+
+
+# --- the families of src/families/ and the queries of src/lookups.rs ---------------------------
+
+def test_integrations_connect_list_and_go_as_linear_keeps_them(new_sandbox):
+    gql = Linear(new_sandbox(["linear"], seed=task_seed("24-linear-issue-triage.seed.json")))
+    d = gql('mutation { integrationSlack(code: "c", redirectUri: "https://app.test/cb", requestedScopes: ["chat:write"]) '
+            '{ success lastSyncId integration { id service createdAt creator { id } organization { id } team { id } } } }')
+    i = d["integrationSlack"]["integration"]
+    assert (i["service"], i["team"]) == ("slack", None)
+    assert gql("{ integrations { nodes { id service } } }")["integrations"]["nodes"] == [{"id": i["id"], "service": "slack"}]
+    q = "query($i: String!) { integrationHasScopes(integrationId: $i, scopes: [\"chat:write\", \"users:read\"]) { hasAllScopes missingScopes } }"
+    assert gql(q, {"i": i["id"]})["integrationHasScopes"] == {"hasAllScopes": False, "missingScopes": ["users:read"]}
+    d = gql('mutation { integrationSlackPost(code: "c", redirectUri: "https://app.test/cb", teamId: "ENG") { success addBot integration { service team { key } } } }')
+    assert d["integrationSlackPost"]["integration"] == {"service": "slackPost", "team": {"key": "ENG"}}
+    assert refused(gql, 'mutation { integrationSlackPost(code: "c", redirectUri: "https://app.test/cb", teamId: "NOPE") { success } }')["message"] == "Entity not found: Team"
+    assert refused(gql, 'mutation { integrationFigma(code: "", redirectUri: "https://app.test/cb") { success } }')["extensions"]["code"] == "INVALID_INPUT"
+    gql('mutation { integrationGithubConnect(code: "c", installationId: "7") { success } }')
+    assert refused(gql, 'mutation { integrationGithubConnect(code: "c", installationId: "8") { success } }')["extensions"]["code"] == "INVALID_INPUT"
+    gql("mutation($i: String!) { integrationArchive(id: $i) { success } }", {"i": i["id"]})
+    assert [a["service"] for a in gql("{ archivedIntegrations { id service archivedAt codeAccess } }")["archivedIntegrations"]] == ["slack"]
+    gql("mutation($i: String!) { integrationDelete(id: $i) { success } }", {"i": i["id"]})
+    assert refused(gql, "query($i: String!) { integration(id: $i) { id } }", {"i": i["id"]})["message"] == "Entity not found: Integration"
+
+    # OAuth applications: the secret is answered once, and rotated.
+    d = gql('mutation { oauthApplicationCreate(input: {name: "Bot", developer: "Acme", developerUrl: "https://acme.test", redirectUris: ["https://acme.test/cb"]}) '
+            '{ success clientSecret webhookSecret application { id clientId name developer developerUrl distribution grantTypes redirectUris webhookEnabled webhookResourceTypes createdAt updatedAt } } }')
+    app = d["oauthApplicationCreate"]["application"]
+    assert (app["distribution"], app["grantTypes"], app["webhookEnabled"]) == ("private", ["authorization_code"], False)
+    info = gql("query($c: String!) { applicationInfo(clientId: $c) { id clientId name developer developerUrl description imageUrl } }", {"c": app["clientId"]})
+    assert info["applicationInfo"]["name"] == "Bot"
+    rotated = gql("mutation($i: String!) { oauthApplicationRotateSecret(id: $i) { success clientSecret } }", {"i": app["id"]})
+    assert rotated["oauthApplicationRotateSecret"]["clientSecret"] != d["oauthApplicationCreate"]["clientSecret"]
+    gql("mutation($i: String!) { oauthApplicationArchive(id: $i) { success } }", {"i": app["id"]})
+    assert gql("{ oauthApplications { id } }")["oauthApplications"] == []
+
+
+def test_accounts_releases_and_suggestions_follow_linears_rules(new_sandbox):
+    gql = Linear(new_sandbox(["linear"], seed=task_seed("24-linear-issue-triage.seed.json")))
+    flag = "mutation($o: UserFlagUpdateOperation!) { userFlagUpdate(flag: completedOnboarding, operation: $o) { success flag value lastSyncId } }"
+    assert gql(flag, {"o": "incr"})["userFlagUpdate"]["value"] == 1
+    gql(flag, {"o": "lock"})
+    locked = gql(flag, {"o": "incr"})["userFlagUpdate"]
+    assert (locked["success"], locked["value"]) == (False, 1)
+    assert refused(gql, 'mutation { organizationDelete(input: {deletionCode: "123456"}) { success } }')["extensions"]["code"] == "INVALID_INPUT"
+    gql('mutation { organizationStartTrialForPlan(input: {planType: "business"}) { success } }')
+    assert refused(gql, "mutation { organizationStartTrial { success } }")["extensions"]["code"] == "INVALID_INPUT"
+    assert refused(gql, 'mutation { logoutSession(sessionId: "s") { success } }')["message"] == "Entity not found: AuthenticationSession"
+
+    p = gql('mutation { releasePipelineCreate(input: {name: "Web"}) { releasePipeline { id } } }')["releasePipelineCreate"]["releasePipeline"]["id"]
+    for n, (name, kind) in enumerate([("Staging", "started"), ("Live", "completed")]):
+        gql("mutation($p: String!, $n: String!, $t: ReleaseStageType!, $o: Float!) { releaseStageCreate(input: {pipelineId: $p, name: $n, type: $t, position: $o, color: \"#000\"}) { success } }",
+            {"p": p, "n": name, "t": kind, "o": n})
+    d = gql("mutation($p: String!) { releaseSync(input: {pipelineId: $p, commitSha: \"abc\", version: \"2.0\", issueReferences: [{identifier: \"ENG-2\", commitSha: \"abc\"}]}) "
+            "{ success release { id version commitSha stage { name } issues { nodes { identifier } } } } }", {"p": p})
+    assert d["releaseSync"]["release"]["issues"]["nodes"] == [{"identifier": "ENG-2"}]
+    d = gql("mutation($p: String!) { releaseComplete(input: {pipelineId: $p, version: \"2.0\"}) { release { completedAt stage { name type } } } }", {"p": p})
+    assert d["releaseComplete"]["release"]["stage"] == {"name": "Live", "type": "completed"}
+
+    d = gql('{ issueFilterSuggestion(prompt: "high priority issues in In Progress") { filter logId } }')
+    f = d["issueFilterSuggestion"]["filter"]
+    assert f["priority"] == {"in": [2]} and f["state"]["id"]["in"]
+    gql('mutation { issueUpdate(id: "ENG-2", input: {priority: 2, stateId: "state_progress"}) { success } }')
+    found = gql("query($f: IssueFilter) { issues(filter: $f) { nodes { identifier } } }", {"f": f})
+    assert found["issues"]["nodes"] == [{"identifier": "ENG-2"}]
+    d = gql('{ issueTitleSuggestionFromCustomerRequest(request: "Search is slow! Please help.") { title logId lastSyncId } }')
+    assert d["issueTitleSuggestionFromCustomerRequest"]["title"] == "Search is slow"

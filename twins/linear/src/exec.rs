@@ -477,11 +477,13 @@ impl<'c, 'w> Ent<'c, 'w> {
                 .map(|(id, _)| id.clone());
             return Ok(ResolvedValue::nullable_object(found.map(|id| Ent { ctx, ty: "TeamMembership".into(), id: id.into() })));
         }
-        // The twin shares no issue outside its team: nobody has shared-only access.
+        // Shared with the users `issueShare` named (src/families/work.rs). The twin's teams are
+        // open to every member, so nobody's access is shared-only and no field is withheld.
         if sty == "Issue" && name == "sharedAccess" {
+            let users: Vec<Value> = e.get("sharedWithUserIds").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).filter_map(|u| w.get("User", u)).map(crate::mutate::public).collect();
             return Ok(ResolvedValue::object(Plain {
                 ty: "IssueSharedAccess".into(),
-                value: json!({"disallowedIssueFields": [], "isShared": false, "sharedWithCount": 0, "sharedWithUsers": [], "viewerHasOnlySharedAccess": false}),
+                value: json!({"disallowedIssueFields": [], "isShared": !users.is_empty(), "sharedWithCount": users.len(), "sharedWithUsers": users, "viewerHasOnlySharedAccess": false}),
             }));
         }
         if sty == "Team" && name == "activeCycle" {
@@ -900,7 +902,8 @@ impl ObjectValue for Payload<'_, '_> {
         let def = info.field_definition();
         let name = info.field_name();
         match name {
-            "success" => return Ok(leaf(json!(true))),
+            // Whether the mutation did what it was asked: a family says when it did not.
+            "success" => return Ok(leaf(self.extra.get("success").cloned().unwrap_or(json!(true)))),
             "lastSyncId" => return Ok(typed(json!(self.sync), &def.ty)),
             "entityId" => return Ok(leaf(json!(self.entity.as_ref().map(|e| e.1.clone()).unwrap_or_default()))),
             _ => {}

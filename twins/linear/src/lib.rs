@@ -15,9 +15,11 @@ pub mod checks;
 pub mod created;
 pub mod dates;
 pub mod exec;
+pub mod families;
 pub mod filter;
 pub mod gql;
 pub mod limits;
+pub mod lookups;
 pub mod mcp;
 pub mod model;
 pub mod mutate;
@@ -437,3 +439,5 @@ mod tests_mcp;
 mod tests_input;
 #[cfg(test)]
 mod tests_round_two;
+#[cfg(test)]
+mod tests_families;

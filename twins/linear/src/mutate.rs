@@ -75,25 +75,25 @@ pub fn generic(name: &str) -> Option<(String, &'static str)> {
 
 /// Whether mutation `name` has rules of its own beyond the generic writer's.
 pub fn has_rules(name: &str) -> bool {
-    SPECIAL.contains(&name)
+    SPECIAL.contains(&name) || crate::families::served(name)
 }
 
 pub fn served(name: &str) -> bool {
-    SPECIAL.contains(&name) || generic(name).is_some()
+    has_rules(name) || generic(name).is_some()
 }
 
 fn has_field(ty: &str, f: &str) -> bool {
     gql::has_field(ty, f)
 }
 
-pub struct Done {
+pub(crate) struct Done {
     pub entity: Option<(String, String)>,
     pub list: Vec<(String, String)>,
     pub extra: Map<String, Value>,
 }
 
 impl Done {
-    fn one(ty: &str, id: &str) -> Done {
+    pub(crate) fn one(ty: &str, id: &str) -> Done {
         Done { entity: Some((ty.to_string(), id.to_string())), list: Vec::new(), extra: Map::new() }
     }
 }
@@ -114,22 +114,22 @@ pub fn run<'c, 'w>(ctx: &'c Ctx<'w>, name: &str, args: &Value, payload_ty: &str)
     Ok(Payload { ctx, ty: payload_ty.to_string(), sync, entity: done.entity, list: done.list, extra: done.extra })
 }
 
-struct Mut<'m, 'c, 'w> {
-    ctx: &'c Ctx<'w>,
-    w: &'m mut Inner,
+pub(crate) struct Mut<'m, 'c, 'w> {
+    pub(crate) ctx: &'c Ctx<'w>,
+    pub(crate) w: &'m mut Inner,
     changed: bool,
 }
 
-fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+pub(crate) fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
     v.get(k).and_then(Value::as_str)
 }
 
 impl Mut<'_, '_, '_> {
-    fn now(&self) -> String {
+    pub(crate) fn now(&self) -> String {
         self.ctx.now.clone()
     }
 
-    fn record(&mut self, ty: &str, id: &str, before: Option<&Entity>, after: Option<&Entity>) {
+    pub(crate) fn record(&mut self, ty: &str, id: &str, before: Option<&Entity>, after: Option<&Entity>) {
         self.changed = true;
         let enc = |e: Option<&Entity>| e.map(|e| serde_json::to_string(&Public(e)).unwrap_or_default());
         self.ctx.fx.borrow_mut().changes.push(Change { entity: ty.to_string(), id: id.to_string(), before: enc(before), after: enc(after) });
@@ -143,7 +143,7 @@ impl Mut<'_, '_, '_> {
         }
     }
 
-    fn id_arg(&self, ty: &str, args: &Value) -> Result<String, FieldError> {
+    pub(crate) fn id_arg(&self, ty: &str, args: &Value) -> Result<String, FieldError> {
         let id = s(args, "id").unwrap_or("");
         let found = if ty == "Issue" {
             self.w.issue_id(id)
@@ -160,7 +160,7 @@ impl Mut<'_, '_, '_> {
         find_typed(self.w, ty, id).unwrap_or_else(|| ty.to_string())
     }
 
-    fn dispatch(&mut self, name: &str, args: &Value) -> Result<Done, FieldError> {
+    pub(crate) fn dispatch(&mut self, name: &str, args: &Value) -> Result<Done, FieldError> {
         match name {
             "issueSubscribe" | "issueUnsubscribe" => {
                 let id = self.id_arg("Issue", args)?;
@@ -394,6 +394,9 @@ impl Mut<'_, '_, '_> {
             }
             _ => {}
         }
+        if let Some(done) = crate::families::dispatch(self, name, args) {
+            return done;
+        }
         let Some((ty, verb)) = generic(name) else {
             return Err(self.ctx.unsupported(&format!("Mutation.{name}")));
         };
@@ -478,7 +481,7 @@ impl Mut<'_, '_, '_> {
     }
 
     /// Change an entity in place, stamp `updatedAt`, and record the change.
-    fn update_with(&mut self, ty: &str, id: &str, f: impl FnOnce(&mut Entity)) -> Result<(), FieldError> {
+    pub(crate) fn update_with(&mut self, ty: &str, id: &str, f: impl FnOnce(&mut Entity)) -> Result<(), FieldError> {
         let now = self.now();
         let Some(e) = self.w.get_mut(ty, id) else { return Err(self.ctx.not_found(ty)) };
         let before = e.clone();
@@ -537,7 +540,7 @@ impl Mut<'_, '_, '_> {
         }
     }
 
-    fn create(&mut self, ty: &str, input: Value) -> Result<String, FieldError> {
+    pub(crate) fn create(&mut self, ty: &str, input: Value) -> Result<String, FieldError> {
         let Value::Object(input) = input else { return Err(self.ctx.invalid_input("input must be an object".into(), "Invalid input.")) };
         // Attachments are unique by URL on an issue: creating one again updates it.
         if ty == "Attachment" {
@@ -597,7 +600,7 @@ impl Mut<'_, '_, '_> {
         Ok(id)
     }
 
-    fn update(&mut self, ty: &str, id: &str, input: &Value) -> Result<(), FieldError> {
+    pub(crate) fn update(&mut self, ty: &str, id: &str, input: &Value) -> Result<(), FieldError> {
         let mut patch = input.as_object().cloned().unwrap_or_default();
         patch.remove("id");
         let mut probe = patch.clone();
@@ -851,7 +854,7 @@ impl Mut<'_, '_, '_> {
         Ok(())
     }
 
-    fn resolve(&self, named: &str, id: &str) -> Option<String> {
+    pub(crate) fn resolve(&self, named: &str, id: &str) -> Option<String> {
         match named {
             "Issue" => self.w.issue_id(id),
             "Team" => self.w.team_id(id),
@@ -1048,6 +1051,15 @@ impl Mut<'_, '_, '_> {
                         e.insert("stageId".into(), json!(s));
                     }
                 }
+            }
+            "OrganizationDomain" => crate::families::domain_created(self.w, e),
+            // The one who invites is the inviter.
+            "OrganizationInvite" => {
+                e.entry("inviterId").or_insert_with(|| json!(self.w.viewer.clone()));
+            }
+            // A push subscription is the device of the user who registered it.
+            "PushSubscription" => {
+                e.insert("userId".into(), json!(self.w.viewer.clone()));
             }
             "TeamMembership" => {
                 if !e.contains_key("userId") {
@@ -1547,11 +1559,11 @@ fn check_priority(ctx: &Ctx<'_>, e: &Entity) -> Result<(), FieldError> {
 }
 
 /// The ids of a list of ids (`labelIds`), none when absent.
-fn ids_of(v: Option<&Value>) -> Vec<String> {
+pub(crate) fn ids_of(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array).map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
 }
 
-fn edit_ids(e: &mut Entity, field: &str, ids: &[String], add: bool) {
+pub(crate) fn edit_ids(e: &mut Entity, field: &str, ids: &[String], add: bool) {
     let mut cur: Vec<String> = e.get(field).and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
     for id in ids {
         if add {

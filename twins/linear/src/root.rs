@@ -33,6 +33,8 @@ pub fn modeled() -> &'static BTreeSet<String> {
         // serves makes them (integrations connect through providers the sandbox cannot reach).
         m.insert("Integration".into());
         m.insert("ExternalUser".into());
+        // Made by oauthApplicationCreate (src/families/apps.rs).
+        m.insert("OAuthApplication".into());
         for f in crate::tables::ty("Mutation").map(crate::tables::fields).unwrap_or_default() {
             if let Some((ty, "Create")) = mutate::generic(f.name()) {
                 m.insert(ty);
@@ -51,7 +53,7 @@ const SPECIAL_QUERIES: &[&str] = &[
 
 /// Whether the twin serves root query field `name` (with its schema return type).
 pub fn query_served(name: &str) -> bool {
-    if SPECIAL_QUERIES.contains(&name) {
+    if SPECIAL_QUERIES.contains(&name) || crate::lookups::QUERIES.contains(&name) {
         return true;
     }
     let Some(f) = crate::tables::field("Query", name) else { return false };
@@ -103,6 +105,9 @@ impl ObjectValue for Root<'_, '_> {
             return Err(ctx.unsupported(&format!("Query.{name}")));
         }
         ctx.fx.borrow_mut().actions.push(name.to_string());
+        if crate::lookups::QUERIES.contains(&name) {
+            return crate::lookups::answer(ctx, name, named, &args);
+        }
         match name {
             "viewer" => {
                 let id = ctx.w.borrow().viewer.clone();
