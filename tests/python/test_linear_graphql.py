@@ -283,6 +283,7 @@ def test_every_root_query_answers_or_says_it_is_not_served(new_sandbox):
     gql = Linear(sb)
     state = sb.state("linear")["entities"]
     answered, unsupported, tried, fields = 0, 0, 0, 0
+    not_served, partial = [], []
     for name, field in SCHEMA.query_type.fields.items():
         args = []
         for an, a in field.args.items():
@@ -304,6 +305,12 @@ def test_every_root_query_answers_or_says_it_is_not_served(new_sandbox):
                 continue
             codes = {e["extensions"].get("code") for e in body["errors"]}
             assert codes <= {"UNSUPPORTED", "INVALID_INPUT"}, (name, body)
+            # Not served at all (the root field itself), or served with a selected field the
+            # world holds no value for.
+            if any(e["extensions"].get("code") == "UNSUPPORTED" and len(e.get("path", [])) == 1 for e in body["errors"]):
+                not_served.append(name)
+            elif "UNSUPPORTED" in codes:
+                partial.append(name)
             for e in body["errors"]:
                 if e["extensions"].get("code") == "UNSUPPORTED" and len(e.get("path", [])) > 1:
                     assert "is not supported by the pome Linear twin" in e["message"], e
@@ -312,9 +319,15 @@ def test_every_root_query_answers_or_says_it_is_not_served(new_sandbox):
                 held_or_computed(body["data"], state, "data")
             unsupported += "UNSUPPORTED" in codes
     # Lookups of the placeholder id "x" answer Linear's "Entity not found" (served, correctly).
-    assert tried == len(SCHEMA.query_type.fields) and tried - unsupported >= 60 and answered >= 50, (tried, answered, unsupported)
-    assert fields >= 1000, fields
-    print(f"root queries: {tried} tried, {answered} answered whole, {unsupported} with a field not served; {fields} fields selected in whole answers")
+    assert tried == len(SCHEMA.query_type.fields) and answered >= 75, (tried, answered, unsupported)
+    # Issue #35: at least 90 % of Linear's root queries are served.
+    assert tried - len(not_served) >= 0.9 * tried, (len(not_served), not_served)
+    # A served query answers every scalar field it was asked for; only these answer one the
+    # world holds no value for (settings and counts no seed gives), so a query served shallowly,
+    # as an object without its fields, fails here.
+    assert set(partial) <= {"administrableTeams", "comments", "organization", "teams", "userSettings"}, partial
+    assert fields >= 1300, fields
+    print(f"root queries: {tried} tried, {tried - len(not_served)} served, {answered} answered whole, {len(partial)} with a field the world does not hold; {fields} fields selected in whole answers")
 
 
 def test_a_bad_token_is_linears_authentication_error(new_sandbox):

@@ -34,6 +34,9 @@ pub const QUERIES: &[&str] = &[
     "availableUsers",
     "templatesForIntegration",
     "microsoftTeamsChannels",
+    "organizationMeta",
+    "ssoUrlFromEmail",
+    "verifyGitHubEnterpriseServerInstallation",
 ];
 
 fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
@@ -361,6 +364,66 @@ pub fn answer<'a, 'c: 'a, 'w: 'a>(
                 }
             }
             Ok(plain(named, json!({"success": true, "teams": teams})))
+        }
+        "organizationMeta" => {
+            // The workspace of a URL key (a current or earlier one), else null. Its data region
+            // is no fact the world holds, and answers as not supported.
+            let key = s(args, "urlKey").unwrap_or("");
+            let o = w
+                .get("Organization", &w.org)
+                .map(|o| Value::Object(o.clone()))
+                .unwrap_or_default();
+            let earlier = o
+                .get("previousUrlKeys")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|k| k.as_str() == Some(key)));
+            if s(&o, "urlKey") != Some(key) && !earlier && key != w.org {
+                return Ok(ResolvedValue::null());
+            }
+            Ok(plain(
+                named,
+                json!({"allowedAuthServices": o.get("allowedAuthServices")}),
+            ))
+        }
+        "ssoUrlFromEmail" => {
+            // SAML sign-in is a workspace's when SAML is on and the email's domain is a
+            // verified SAML domain of it; the identity provider's URL is no fact the twin holds.
+            let email = s(args, "email").unwrap_or("");
+            let domain = email
+                .rsplit_once('@')
+                .map(|(_, d)| d.to_ascii_lowercase())
+                .unwrap_or_default();
+            let saml_on = w
+                .get("Organization", &w.org)
+                .and_then(|o| o.get("samlEnabled"))
+                .and_then(Value::as_bool)
+                == Some(true);
+            let saml_domain = w.all("OrganizationDomain").any(|(_, d)| {
+                d.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| n.eq_ignore_ascii_case(&domain))
+                    && d.get("verified") == Some(&json!(true))
+                    && d.get("authType").and_then(Value::as_str) == Some("saml")
+                    && live(d)
+            });
+            if domain.is_empty() || !saml_on || !saml_domain {
+                return Err(ctx.invalid_input(
+                    format!("Argument Validation Error - no SAML sign-in for {email:?}"),
+                    "Single sign-on is not set up for this email's domain.",
+                ));
+            }
+            Ok(plain(named, json!({"success": true})))
+        }
+        "verifyGitHubEnterpriseServerInstallation" => {
+            let id = s(args, "integrationId").unwrap_or("");
+            let i = w
+                .get("Integration", id)
+                .ok_or_else(|| ctx.not_found("Integration"))?;
+            if i.get("service").and_then(Value::as_str) != Some("githubEnterpriseServer") {
+                return Err(ctx.invalid_input(format!("Argument Validation Error - integration {id} is not a GitHub Enterprise Server integration"), "This is not a GitHub Enterprise Server integration."));
+            }
+            // The server's answer never reaches a sandbox.
+            Ok(plain(named, json!({"success": false})))
         }
         _ => Err(ctx.unsupported(&format!("Query.{name}"))),
     }

@@ -883,4 +883,46 @@ fn suggestions_are_filters_the_world_can_use_issue_35() {
         ),
         (Some("new@acme.test"), Some("pending"), Some("Admin User"))
     );
+    // Workspace metadata by URL key, SAML sign-in only for a verified SAML domain of a SAML workspace.
+    let key =
+        w.0.str_field("Organization", &w.0.org.clone(), "urlKey")
+            .unwrap()
+            .to_string();
+    let d = ok(
+        &mut w,
+        "query($k: String!) { mine: organizationMeta(urlKey: $k) { allowedAuthServices } other: organizationMeta(urlKey: \"nobody-here\") { allowedAuthServices } }",
+        json!({"k": key}),
+    );
+    assert_eq!(
+        d,
+        json!({"mine": {"allowedAuthServices": []}, "other": null})
+    );
+    assert!(
+        refused(
+            &mut w,
+            "{ ssoUrlFromEmail(email: \"admin@pome-twin.test\") { samlSsoUrl success } }",
+            json!({})
+        )
+        .0
+        .contains("no SAML sign-in")
+    );
+    assert_eq!(
+        refused(
+            &mut w,
+            "{ verifyGitHubEnterpriseServerInstallation(integrationId: \"nope\") { success } }",
+            json!({})
+        )
+        .0,
+        "Entity not found: Integration"
+    );
+}
+
+#[test]
+fn ninety_percent_of_linears_root_queries_and_mutations_are_served_issue_35() {
+    let root = |t: &str| crate::tables::fields(crate::tables::ty(t).unwrap()).iter().map(|f| f.name()).collect::<Vec<_>>();
+    let (q, m) = (root("Query"), root("Mutation"));
+    let served_q = q.iter().filter(|n| crate::root::query_served(n)).count();
+    let served_m = m.iter().filter(|n| crate::mutate::served(n)).count();
+    assert!(served_q * 10 >= q.len() * 9, "{served_q} of {} queries", q.len());
+    assert!(served_m * 10 >= m.len() * 9, "{served_m} of {} mutations", m.len());
 }
