@@ -408,6 +408,7 @@ impl Mut<'_, '_, '_> {
         match verb {
             "Create" => {
                 let input = args.get("input").cloned().unwrap_or_else(|| args.clone());
+                crate::families::rules::blank_text(self, name, &ty, &input)?;
                 let ty = if gql::is_object(&ty) { ty } else { pick_implementer(&ty, &input) };
                 let id = self.create(&ty, input)?;
                 Ok(Done::one(&ty, &id))
@@ -415,6 +416,7 @@ impl Mut<'_, '_, '_> {
             "Update" => {
                 let id = self.id_arg(&ty, args)?;
                 let input = args.get("input").cloned().unwrap_or(json!({}));
+                crate::families::rules::blank_text(self, name, &ty, &input)?;
                 self.update(&ty, &id, &input)?;
                 Ok(Done::one(&ty, &id))
             }
@@ -434,10 +436,14 @@ impl Mut<'_, '_, '_> {
                 }
                 let before = self.w.remove(&ty, &id);
                 self.record(&ty, &id, before.as_ref(), None);
+                crate::families::rules::after_delete(self, &ty, &id)?;
                 Ok(Done::one(&ty, &id))
             }
             "Archive" | "Unarchive" => {
                 let id = self.id_arg(&ty, args)?;
+                if verb == "Archive" {
+                    crate::families::rules::before_archive(self, &ty, &id)?;
+                }
                 let v = if verb == "Archive" { json!(self.now()) } else { Value::Null };
                 let trash = args.get("trash").and_then(Value::as_bool);
                 self.update_with(&ty, &id, |e| {
@@ -587,6 +593,7 @@ impl Mut<'_, '_, '_> {
             e.insert("userId".into(), json!(viewer));
         }
         self.on_create(ty, &id, &mut e)?;
+        crate::families::rules::before_create(self, ty, &e)?;
         // Recorded before it is stored, so the entity moves into the world uncopied.
         self.record(ty, &id, None, Some(&e));
         self.notify(ty, &id, None, &e);

@@ -919,10 +919,104 @@ fn suggestions_are_filters_the_world_can_use_issue_35() {
 
 #[test]
 fn ninety_percent_of_linears_root_queries_and_mutations_are_served_issue_35() {
-    let root = |t: &str| crate::tables::fields(crate::tables::ty(t).unwrap()).iter().map(|f| f.name()).collect::<Vec<_>>();
+    let root = |t: &str| {
+        crate::tables::fields(crate::tables::ty(t).unwrap())
+            .iter()
+            .map(|f| f.name())
+            .collect::<Vec<_>>()
+    };
     let (q, m) = (root("Query"), root("Mutation"));
     let served_q = q.iter().filter(|n| crate::root::query_served(n)).count();
     let served_m = m.iter().filter(|n| crate::mutate::served(n)).count();
-    assert!(served_q * 10 >= q.len() * 9, "{served_q} of {} queries", q.len());
-    assert!(served_m * 10 >= m.len() * 9, "{served_m} of {} mutations", m.len());
+    assert!(
+        served_q * 10 >= q.len() * 9,
+        "{served_q} of {} queries",
+        q.len()
+    );
+    assert!(
+        served_m * 10 >= m.len() * 9,
+        "{served_m} of {} mutations",
+        m.len()
+    );
+}
+
+#[test]
+fn the_generic_writer_keeps_linears_rules_issue_35() {
+    let mut w = world();
+    // Required text may not be blank, on create or update.
+    assert!(refused(&mut w, "mutation { issueLabelCreate(input: {name: \"  \", teamId: \"team_eng\"}) { success } }", json!({})).0.contains("name should not be empty"));
+    assert!(
+        refused(
+            &mut w,
+            "mutation { projectUpdate(id: \"nope\", input: {name: \"\"}) { success } }",
+            json!({})
+        )
+        .0
+        .contains("Entity not found: Project")
+    );
+    let p = ok(&mut w, "mutation { projectCreate(input: {name: \"P\", teamIds: [\"team_eng\"]}) { project { id } } }", json!({}))["projectCreate"]["project"]["id"].as_str().unwrap().to_string();
+    assert!(
+        refused(
+            &mut w,
+            "mutation($p: String!) { projectUpdate(id: $p, input: {name: \"\"}) { success } }",
+            json!({"p": p})
+        )
+        .0
+        .contains("name should not be empty")
+    );
+    // Nothing relates to itself, and a pair is kept once.
+    assert!(refused(&mut w, "mutation { issueRelationCreate(input: {issueId: \"ENG-1\", relatedIssueId: \"ENG-1\", type: blocks}) { success } }", json!({})).0.contains("itself"));
+    let rel = "mutation { issueRelationCreate(input: {issueId: \"ENG-1\", relatedIssueId: \"ENG-2\", type: blocks}) { success } }";
+    ok(&mut w, rel, json!({}));
+    assert!(refused(&mut w, rel, json!({})).0.contains("already exists"));
+    assert!(refused(&mut w, "mutation { teamMembershipCreate(input: {teamId: \"team_eng\", userId: \"user_admin\"}) { success } }", json!({})).0.contains("already exists"), "the seed's admin is a member");
+    // A reaction is one user's emoji on exactly one thing.
+    assert!(
+        refused(
+            &mut w,
+            "mutation { reactionCreate(input: {emoji: \"+1\"}) { success } }",
+            json!({})
+        )
+        .0
+        .contains("exactly one of")
+    );
+    let react =
+        "mutation { reactionCreate(input: {emoji: \"+1\", issueId: \"ENG-1\"}) { success } }";
+    ok(&mut w, react, json!({}));
+    assert!(
+        refused(&mut w, react, json!({}))
+            .0
+            .contains("already exists")
+    );
+    assert!(refused(&mut w, "mutation { emojiCreate(input: {name: \"Party Parrot\", url: \"https://e.test/p.gif\"}) { success } }", json!({})).0.contains("emoji name"));
+    // A deleted label leaves its issues; a state with issues stays.
+    let l = ok(&mut w, "mutation { issueLabelCreate(input: {name: \"flaky\", teamId: \"team_eng\"}) { issueLabel { id } } }", json!({}))["issueLabelCreate"]["issueLabel"]["id"].as_str().unwrap().to_string();
+    ok(
+        &mut w,
+        "mutation($l: String!) { issueAddLabel(id: \"ENG-1\", labelId: $l) { success } }",
+        json!({"l": l}),
+    );
+    ok(
+        &mut w,
+        "mutation($l: String!) { issueLabelDelete(id: $l) { success } }",
+        json!({"l": l}),
+    );
+    assert_eq!(
+        w.0.get("Issue", &w.0.issue_id("ENG-1").unwrap()).unwrap()["labelIds"],
+        json!(["label_agent"]),
+        "the seeded label stays"
+    );
+    let state =
+        w.0.str_field("Issue", &w.0.issue_id("ENG-1").unwrap(), "stateId")
+            .unwrap()
+            .to_string();
+    assert!(
+        refused(
+            &mut w,
+            "mutation($s: String!) { workflowStateArchive(id: $s) { success } }",
+            json!({"s": state})
+        )
+        .0
+        .contains("with issues cannot be archived")
+    );
 }

@@ -5,6 +5,7 @@
 mod accounts;
 mod apps;
 mod integrations;
+pub(crate) mod rules;
 mod work;
 
 use apollo_compiler::resolvers::FieldError;
