@@ -54,6 +54,11 @@ fn defaults(ty: &str) -> &'static [(&'static str, Defaulted)] {
         "AgentSkill" => &[("shared", False)],
         "CustomView" => &[("shared", False), ("filterData", Empty), ("filters", Empty)],
         "Template" => &[("sortOrder", Last)],
+        // An intake address takes mail once made; its replies and options are off until set.
+        "EmailIntakeAddress" => &[
+            ("enabled", True), ("type", Text("team")), ("customerRequestsEnabled", False), ("issueCanceledAutoReplyEnabled", False), ("issueCompletedAutoReplyEnabled", False),
+            ("issueCreatedAutoReplyEnabled", False), ("reopenOnReply", False), ("repliesEnabled", False), ("useUserNamesInReplies", False),
+        ],
         "Document" | "Favorite" | "ProjectMilestone" | "Roadmap" | "TeamMembership" => &[("sortOrder", Last)],
         _ => &[],
     }

@@ -1060,6 +1060,10 @@ impl Mut<'_, '_, '_> {
                 }
             }
             "OrganizationDomain" => crate::families::domain_created(self.w, e),
+            "EmailIntakeAddress" => {
+                let address = crate::families::intake_address(self.w, e);
+                e.insert("address".into(), json!(address));
+            }
             // The one who invites is the inviter.
             "OrganizationInvite" => {
                 e.entry("inviterId").or_insert_with(|| json!(self.w.viewer.clone()));

@@ -1020,3 +1020,68 @@ fn the_generic_writer_keeps_linears_rules_issue_35() {
         .contains("with issues cannot be archived")
     );
 }
+
+#[test]
+fn an_intake_address_is_made_and_rotated_and_gitlab_cannot_be_reached_issue_35() {
+    let mut w = world();
+    let d = ok(
+        &mut w,
+        "mutation { emailIntakeAddressCreate(input: {teamId: \"team_eng\"}) { emailIntakeAddress { id address enabled type repliesEnabled } } }",
+        json!({}),
+    );
+    let a = d["emailIntakeAddressCreate"]["emailIntakeAddress"].clone();
+    assert!(
+        a["address"].as_str().unwrap().starts_with("eng-")
+            && a["address"]
+                .as_str()
+                .unwrap()
+                .ends_with("@intake.linear.app"),
+        "{a}"
+    );
+    assert_eq!(
+        (
+            a["enabled"].as_bool(),
+            a["type"].as_str(),
+            a["repliesEnabled"].as_bool()
+        ),
+        (Some(true), Some("team"), Some(false))
+    );
+    let d = ok(
+        &mut w,
+        "mutation($i: String!) { emailIntakeAddressRotate(id: $i) { emailIntakeAddress { address } } }",
+        json!({"i": a["id"]}),
+    );
+    assert_ne!(
+        d["emailIntakeAddressRotate"]["emailIntakeAddress"]["address"],
+        a["address"]
+    );
+    assert_eq!(
+        refused(
+            &mut w,
+            "mutation { emailIntakeAddressRotate(id: \"nope\") { success } }",
+            json!({})
+        )
+        .0,
+        "Entity not found: EmailIntakeAddress"
+    );
+    let g = ok(
+        &mut w,
+        "mutation { integrationGitlabConnect(accessToken: \"glpat\", gitlabUrl: \"https://gitlab.acme.test\") { integration { id } } }",
+        json!({}),
+    );
+    let d = ok(
+        &mut w,
+        "mutation($i: String!) { integrationGitlabTestConnection(integrationId: $i) { success error integration { service } } }",
+        json!({"i": g["integrationGitlabConnect"]["integration"]["id"]}),
+    );
+    assert_eq!(
+        d["integrationGitlabTestConnection"],
+        json!({"success": false, "error": null, "integration": {"service": "gitlab"}})
+    );
+    let s = ok(
+        &mut w,
+        "mutation { integrationSlack(code: \"c\", redirectUri: \"https://a.test\") { integration { id } } }",
+        json!({}),
+    );
+    assert!(refused(&mut w, "mutation($i: String!) { integrationGitlabTestConnection(integrationId: $i) { success } }", json!({"i": s["integrationSlack"]["integration"]["id"]})).0.contains("not gitlab"));
+}

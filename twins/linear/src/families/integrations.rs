@@ -150,6 +150,7 @@ const ON_EXISTING: &[(&str, Option<&str>)] = &[
         Some("pagerDuty"),
     ),
     ("integrationCustomerDataAttributesRefresh", None),
+    ("integrationGitlabTestConnection", Some("gitlab")),
 ];
 
 pub fn served(name: &str) -> bool {
@@ -602,6 +603,19 @@ fn existing(
                     set(i, "jira", "email", json!(e));
                 }
             })?;
+        }
+        // The test calls the GitLab server, which no sandbox reaches: it did not succeed, and
+        // no answer of GitLab's is there to report.
+        "integrationGitlabTestConnection" => {
+            d.extra.insert("success".into(), json!(false));
+            for k in [
+                "error",
+                "errorRequest",
+                "errorResponseBody",
+                "errorResponseHeaders",
+            ] {
+                d.extra.insert(k.into(), Value::Null);
+            }
         }
         // Refreshes from the provider: nothing new can arrive in a sandbox.
         _ => {}

@@ -97,3 +97,16 @@ pub(crate) fn domain_created(w: &mut Inner, e: &mut Entity) {
     e.insert("verificationCode".into(), json!(code));
     e.insert("verificationString".into(), json!(record));
 }
+
+/// A new address at Linear's intake domain: the team's key (or the workspace's URL key) and a
+/// random part, so a rotated address shares nothing with the one it replaces.
+pub(crate) fn intake_address(w: &mut Inner, e: &Entity) -> String {
+    let team = e
+        .get("teamId")
+        .and_then(Value::as_str)
+        .and_then(|t| w.str_field("Team", t, "key"))
+        .map(str::to_ascii_lowercase);
+    let head = team.unwrap_or_else(|| w.org_url_key().to_ascii_lowercase());
+    let random: String = w.new_id().replace('-', "").chars().take(10).collect();
+    format!("{head}-{random}@intake.linear.app")
+}

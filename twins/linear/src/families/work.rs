@@ -29,6 +29,7 @@ pub const MUTATIONS: &[&str] = &[
     "contactSalesCreate",
     "partnerApplicationCreate",
     "trackAnonymousEvent",
+    "emailIntakeAddressRotate",
 ];
 
 fn nothing() -> Done {
@@ -288,6 +289,19 @@ pub(crate) fn run(m: &mut Mut<'_, '_, '_>, name: &str, args: &Value) -> Result<D
                 }
             }
             Ok(nothing())
+        }
+        "emailIntakeAddressRotate" => {
+            // A new address replaces the old, which takes no more mail.
+            let id = m.id_arg("EmailIntakeAddress", args)?;
+            let e =
+                m.w.get("EmailIntakeAddress", &id)
+                    .cloned()
+                    .unwrap_or_default();
+            let address = super::intake_address(m.w, &e);
+            m.update_with("EmailIntakeAddress", &id, |e| {
+                e.insert("address".into(), json!(address));
+            })?;
+            Ok(Done::one("EmailIntakeAddress", &id))
         }
         "contactCreate" => {
             need(m, &input, "type")?;
