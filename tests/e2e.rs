@@ -6,6 +6,7 @@ mod clients;
 mod containment;
 mod deliveries;
 mod durability;
+mod forks;
 mod fuzz;
 mod grading;
 mod hostile;

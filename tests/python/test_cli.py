@@ -89,3 +89,45 @@ def test_pome_checks_names_the_routes_a_twin_only_stores(tmp_path):
     assert re.search(r"shape-only\s+\S+\s+/gmail/v1/users/\{userId\}/settings/cse/keypairs", out.stdout), out.stdout
     # A fully served route is not listed as shape-only.
     assert not re.search(r"shape-only\s+\S+\s+/gmail/v1/users/\{userId\}/messages\s", out.stdout), out.stdout
+
+
+def test_pome_forks_a_sandbox_and_a_run_and_prints_the_world_at_a_row(pome_server, new_sandbox):
+    """#37 on the CLI: `pome sandbox fork`, `pome state` (a world, or a diff with --from) and
+    `pome runs fork`."""
+    sb = new_sandbox(["github"])
+    for title in ("first", "second"):
+        req = urllib.request.Request(f"{sb.url('github')}/repos/acme/api/issues", data=json.dumps({"title": title}).encode(), method="POST",
+                                     headers={"Authorization": f"Bearer {sb.token}", "Content-Type": "application/json"})
+        urllib.request.urlopen(req).close()
+
+    forked = pome(pome_server, "sandbox", "fork", sb.id, "--at", "github=1", "--format", "json")
+    assert forked.returncode == 0, forked.stderr
+    fork = json.loads(forked.stdout)
+    assert fork["forked_from"] == {"sandbox_id": sb.id, "at": {"github": 1}}
+
+    def titles(state):
+        return [i["title"] for r in state["repositories"] for i in r["issues"]]
+
+    at_one = pome(pome_server, "state", sb.id, "--at", "1")
+    assert at_one.returncode == 0, at_one.stderr
+    assert "first" in titles(json.loads(at_one.stdout)) and "second" not in titles(json.loads(at_one.stdout))
+    in_fork = json.loads(pome(pome_server, "state", fork["id"], "--twin", "github").stdout)
+    assert titles(in_fork) == titles(json.loads(at_one.stdout))
+
+    diff = json.loads(pome(pome_server, "state", sb.id, "--from", "1", "--at", "2").stdout)
+    assert diff["from"] == 1 and diff["to"] == 2
+    assert [c["after"]["title"] for c in diff["diff"]] == ["second"]
+
+    bad = pome(pome_server, "sandbox", "fork", sb.id, "--at", "github=9")
+    assert bad.returncode == 5 and "a position is 0 to 2" in bad.stderr, bad
+    malformed = pome(pome_server, "sandbox", "fork", sb.id, "--at", "github")
+    assert malformed.returncode != 0 and "TWIN=N" in malformed.stderr, malformed
+
+    run_id = sb.finalize()[1]["run_id"]
+    from_run = pome(pome_server, "runs", "fork", run_id, "--at", "github=2", "--format", "json")
+    assert from_run.returncode == 0, from_run.stderr
+    assert json.loads(from_run.stdout)["forked_from"]["run_id"] == run_id
+    run_state = json.loads(pome(pome_server, "state", run_id, "--at", "2").stdout)
+    assert "second" in titles(run_state)
+    for sid in (fork["id"], json.loads(from_run.stdout)["id"]):
+        pome(pome_server, "sandbox", "stop", sid, "--discard")

@@ -444,3 +444,41 @@ def test_mcp_config_prints_a_ready_client_configuration(pome_server, new_sandbox
             return await c.ok("slack_list_channels")
 
     assert run(go())["ok"] is True
+
+
+def test_the_control_mcp_forks_a_sandbox_and_a_run_and_reads_the_world_at_a_row(pome_server):
+    """#37: fork_sandbox, fork_run and state_at take the operations' own request types, whose
+    names match the REST door's."""
+    async def go():
+        async with control(pome_server) as c:
+            tools = {t.name: t for t in (await c.session.list_tools()).tools}
+            assert set(tools["fork_sandbox"].inputSchema["properties"]) == {"sandbox_id", "at", "agent_id", "agent_version", "group_id", "task_id"}
+            assert tools["state_at"].annotations.readOnlyHint is True
+            sb = await c.ok("create_sandbox", twins=["slack"])
+            slack = twin(pome_server, sb["id"], sb["agent_token"], "slack")
+            async with slack as s:
+                for text in ("first", "second"):
+                    await s.ok("slack_post_message", channel_id="eng-alerts", text=text)
+            after_one = await c.ok("state_at", sandbox_id=sb["id"], at=1)
+            now = await c.ok("state_at", sandbox_id=sb["id"])
+            assert "first" in json.dumps(after_one) and "second" not in json.dumps(after_one)
+            assert "second" in json.dumps(now)
+
+            fork = await c.ok("fork_sandbox", sandbox_id=sb["id"], at={"slack": 1})
+            assert fork["forked_from"] == {"sandbox_id": sb["id"], "at": {"slack": 1}}
+            assert await c.ok("state_at", sandbox_id=fork["id"]) == after_one
+
+            fin = await c.ok("finalize", sandbox_id=sb["id"])
+            from_run = await c.ok("fork_run", run_id=fin["run_id"], at={"slack": 2})
+            assert from_run["forked_from"]["run_id"] == fin["run_id"]
+            assert await c.ok("state_at", run_id=fin["run_id"], at=1) == after_one
+
+            refused = await c.call("fork_sandbox", sandbox_id=sb["id"])
+            assert refused.isError and refused.structuredContent["status"] == 410, refused.structuredContent
+            with pytest.raises(McpError) as e:
+                await c.call("fork_sandbox", sandbox_id=fork["id"], when="now")
+            assert e.value.error.code == -32602, "an argument off the schema reaches nothing"
+            for sid in (fork["id"], from_run["id"]):
+                await c.ok("finalize", sandbox_id=sid)
+
+    run(go())

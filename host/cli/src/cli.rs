@@ -33,6 +33,12 @@ pub enum Command {
     Sandbox(SandboxCommand),
     /// Show the team's concurrency usage.
     Usage(ClientArgs),
+    /// Finished runs: fork one at any tape position.
+    #[command(subcommand)]
+    Runs(crate::client::RunsCommand),
+    /// A twin's world in a sandbox or run as it stood after any tape row, or what changed
+    /// between two rows.
+    State(crate::client::StateArgs),
     /// Create, list and revoke the team's API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -200,6 +206,10 @@ pub struct ServeArgs {
     /// Live dashboard streams one team may hold open; the next is answered 429.
     #[arg(long, default_value_t = pome_server::limits::TEAM_STREAMS as u32, value_parser = clap::value_parser!(u32).range(1..))]
     pub team_streams: u32,
+    /// Worlds one team may have rebuilt at once (forks, states at a tape position); the
+    /// next is answered 429.
+    #[arg(long, default_value_t = pome_server::limits::TEAM_REBUILDS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub team_rebuilds: u32,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -380,6 +390,7 @@ impl ServeArgs {
                 whole_runs: self.whole_runs as usize,
                 finalize_jobs: self.finalize_jobs as usize,
                 team_streams: self.team_streams as usize,
+                team_rebuilds: self.team_rebuilds as usize,
             },
         }
     }
@@ -391,6 +402,8 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Twin(cmd) => crate::local::run(cmd).await,
         Command::Sandbox(cmd) => return crate::client::sandbox(cmd).await,
         Command::Usage(client) => return crate::client::usage(client).await,
+        Command::Runs(cmd) => return crate::client::runs(cmd).await,
+        Command::State(args) => return crate::client::state(args).await,
         Command::Keys(cmd) => return crate::client::keys(cmd).await,
         Command::Run(args) => return crate::run::run(args).await,
         Command::Eval { run_dir, twins_dir, data } => return crate::run::eval(run_dir, twins_dir, data).await,

@@ -55,6 +55,19 @@ pub enum SandboxCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Fork a sandbox: a new sandbox whose worlds are this one's after the tape rows
+    /// `--at` names (default: now). Prints the new sandbox like `create`.
+    Fork {
+        id: String,
+        /// Where to fork a twin: `TWIN=N`, the world after N rows of its tape; repeat per
+        /// twin (a twin not named forks at its newest row).
+        #[arg(long = "at", value_parser = position)]
+        at: Vec<(String, u64)>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Stop a sandbox. An ungraded one is refused unless --discard.
     Stop {
         id: String,
@@ -171,6 +184,11 @@ async fn sandbox_inner(cmd: SandboxCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
+        SandboxCommand::Fork { id, at, format, client } => {
+            let s = fork(&client, &format!("/v1/sandboxes/{id}/fork"), at).await?;
+            print_sandbox(&s, format);
+            Ok(())
+        }
         SandboxCommand::Stop { id, discard, client } => {
             let c = Client::new(&client)?;
             match c.call(reqwest::Method::DELETE, &format!("/v1/sandboxes/{id}"), None).await {
@@ -189,6 +207,93 @@ async fn sandbox_inner(cmd: SandboxCommand) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// `TWIN=N`, a tape position of one twin.
+fn position(s: &str) -> Result<(String, u64), String> {
+    let (twin, n) = s.split_once('=').ok_or_else(|| format!("`{s}` is not TWIN=N (github=17)"))?;
+    let n = n.parse().map_err(|_| format!("`{n}` in `{s}` is not a row count"))?;
+    Ok((twin.to_string(), n))
+}
+
+/// Ask the server for a fork at `path` (a sandbox's or a run's) at the positions given.
+async fn fork(client: &ClientArgs, path: &str, at: Vec<(String, u64)>) -> Result<Value, Failure> {
+    let c = Client::new(client)?;
+    let at: serde_json::Map<String, Value> = at.into_iter().map(|(t, n)| (t, json!(n))).collect();
+    c.call(reqwest::Method::POST, path, Some(json!({"at": at}))).await
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunsCommand {
+    /// Fork a finished run: a new sandbox whose worlds are the run's after the tape rows
+    /// `--at` names (default: its end), graded against the same task.
+    Fork {
+        /// The run id, `run_…`.
+        id: String,
+        /// `TWIN=N`: the world after N rows of that twin's tape; repeat per twin.
+        #[arg(long = "at", value_parser = position)]
+        at: Vec<(String, u64)>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+}
+
+pub async fn runs(cmd: RunsCommand) -> i32 {
+    finish(async {
+        match cmd {
+            RunsCommand::Fork { id, at, format, client } => {
+                let s = fork(&client, &format!("/v1/runs/{id}/fork"), at).await?;
+                print_sandbox(&s, format);
+                Ok(exit::OK)
+            }
+        }
+    }
+    .await)
+}
+
+/// `pome state ID`: a twin's world in a sandbox (`ses_…`) or a run (`run_…`) as it stood
+/// after `--at` rows of its tape, or what changed from `--from` to `--at`.
+#[derive(Args, Debug)]
+pub struct StateArgs {
+    /// A sandbox id (`ses_…`) or a run id (`run_…`).
+    pub id: String,
+    /// The twin (default: the primary one).
+    #[arg(long)]
+    pub twin: Option<String>,
+    /// The world after this many rows of the twin's tape (default: now, or the run's end).
+    #[arg(long)]
+    pub at: Option<u64>,
+    /// Print what changed between this position and `--at`, instead of the world.
+    #[arg(long)]
+    pub from: Option<u64>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+pub async fn state(args: StateArgs) -> i32 {
+    finish(async {
+        let c = Client::new(&args.client)?;
+        let kind = if args.id.starts_with("run_") { "runs" } else { "sandboxes" };
+        let mut query: Vec<String> = Vec::new();
+        query.extend(args.twin.map(|t| format!("twin={t}")));
+        let path = match args.from {
+            Some(from) => {
+                query.push(format!("from={from}"));
+                query.extend(args.at.map(|n| format!("to={n}")));
+                format!("/v1/{kind}/{}/diff?{}", args.id, query.join("&"))
+            }
+            None => {
+                query.extend(args.at.map(|n| format!("at={n}")));
+                format!("/v1/{kind}/{}/state?{}", args.id, query.join("&"))
+            }
+        };
+        let v = c.call(reqwest::Method::GET, &path, None).await?;
+        println!("{}", serde_json::to_string_pretty(&v).unwrap());
+        Ok(exit::OK)
+    }
+    .await)
 }
 
 fn print_sandbox(s: &Value, format: Format) {

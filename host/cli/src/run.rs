@@ -55,6 +55,11 @@ pub struct RunArgs {
     #[command(flatten)]
     pub client: ClientArgs,
     /// The agent command, after `--`.
+    /// Start each trial from another run's world instead of the task's seed:
+    /// `RUN_ID[@TWIN=N,…]`, the run's worlds after N rows of each twin's tape (default: its
+    /// end). The task's prompt and criteria grade it; its twins must be the run's.
+    #[arg(long, value_name = "RUN_ID[@TWIN=N,…]")]
+    pub from: Option<String>,
     #[arg(last = true, required = true)]
     pub agent: Vec<String>,
 }
@@ -67,6 +72,9 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
     let t = task::load(&args.task).map_err(|e| fail(exit::USAGE, e.to_string()))?;
     let source = std::fs::read_to_string(&args.task).map_err(|e| fail(exit::USAGE, format!("reading {}: {e}", args.task.display())))?;
     let sidecar = std::fs::read_to_string(args.task.with_file_name(format!("{}.seed.json", t.id))).ok();
+    if args.from.is_some() && args.local {
+        return Err(fail(exit::USAGE, "--from forks a run the server holds; a --local run starts a server of its own with no runs"));
+    }
 
     // --local: the same server, in this process, on a private port and a throwaway database.
     let mut local = None;
@@ -165,6 +173,18 @@ pub fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
     if k > n { 0.0 } else { choose(c, k) / choose(n, k) }
 }
 
+/// `--from RUN_ID[@TWIN=N,…]`: the run, and the positions as a fork request's `at`.
+fn from_run(from: &str) -> Result<(String, Value), Failure> {
+    let (run, positions) = from.split_once('@').unwrap_or((from, ""));
+    let mut at = serde_json::Map::new();
+    for p in positions.split(',').filter(|p| !p.is_empty()) {
+        let bad = || fail(exit::USAGE, format!("--from {from}: `{p}` is not TWIN=N (github=17)"));
+        let (twin, n) = p.split_once('=').ok_or_else(bad)?;
+        at.insert(twin.to_string(), json!(n.parse::<u64>().map_err(|_| bad())?));
+    }
+    Ok((run.to_string(), Value::Object(at)))
+}
+
 struct TempDir(PathBuf);
 
 impl Drop for TempDir {
@@ -174,13 +194,16 @@ impl Drop for TempDir {
 }
 
 async fn trial_once(api: &Client, t: &Task, source: &str, sidecar: Option<&str>, catalog: &Catalog, args: &RunArgs, group_id: &str) -> Result<String, Failure> {
-    let sb = api
-        .call(
-            reqwest::Method::POST,
-            "/v1/sandboxes",
-            Some(json!({"task_id": t.id, "group_id": group_id, "agent_id": args.agent_id, "agent_version": args.agent_version})),
-        )
-        .await?;
+    let who = json!({"task_id": t.id, "group_id": group_id, "agent_id": args.agent_id, "agent_version": args.agent_version});
+    let sb = match &args.from {
+        None => api.call(reqwest::Method::POST, "/v1/sandboxes", Some(who)).await?,
+        Some(from) => {
+            let (run, at) = from_run(from)?;
+            let mut body = who;
+            body["at"] = at;
+            api.call(reqwest::Method::POST, &format!("/v1/runs/{run}/fork"), Some(body)).await?
+        }
+    };
     let sid = sb["id"].as_str().unwrap_or_default().to_string();
 
     let task_dir = args.runs_dir.join(&t.id);

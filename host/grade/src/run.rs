@@ -39,6 +39,21 @@ pub struct Run {
     #[serde(default)]
     pub criteria_results: Vec<CriterionResult>,
     pub per_twin: BTreeMap<String, TwinRecord>,
+    /// Where the sandbox began, when it was a fork: its tapes start with the rows it
+    /// inherited from there (marked `inherited`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// The sandbox or run a fork began from, and the tape position per twin it began at (the
+/// world after that many rows).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkedFrom {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    pub at: BTreeMap<String, u64>,
 }
 
 fn run_object() -> String {

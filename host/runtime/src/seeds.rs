@@ -22,6 +22,9 @@ pub struct SeedImage {
     pub snapshot: Vec<u8>,
     /// `state()` right after init: the run's initial state.
     pub state: String,
+    /// The seed text `init` was given ("" = the twin's default world): what a run records
+    /// and a fork of it boots from again.
+    pub text: String,
     /// Its bytes, counted in the memory budget for as long as anything holds the image (the
     /// cache, or the sandboxes that may rebuild from it).
     _held: crate::engine::HeldBytes,
@@ -30,7 +33,7 @@ pub struct SeedImage {
 impl SeedImage {
     /// Bytes it holds: what the cache's byte bound counts.
     pub fn bytes(&self) -> usize {
-        self.snapshot.len() + self.state.len()
+        self.snapshot.len() + self.state.len() + self.text.len()
     }
 }
 
@@ -134,10 +137,10 @@ async fn init_seed(rt: &Runtime, image: &TwinImage, seed: &str, key: Key) -> Res
     store.data().random.reseed(&digest, 0);
     let instance = rt.instantiate(&mut store, image).await.map_err(|e| SeedError::Host(format!("{e:#}")))?;
     let twin = &instance;
-    let seed = seed.to_string();
-    rt.call(&mut store, async |s| twin.init(s, &seed).await).await?.map_err(SeedError::Rejected)?;
+    let text = seed.to_string();
+    rt.call(&mut store, async |s| twin.init(s, &text).await).await?.map_err(SeedError::Rejected)?;
     let snapshot = rt.call(&mut store, async |s| twin.snapshot(s).await).await?;
     let state = rt.call(&mut store, async |s| twin.state(s).await).await?;
-    let _held = rt.held.hold(snapshot.len() + state.len());
-    Ok(Arc::new(SeedImage { digest, snapshot, state, _held }))
+    let _held = rt.held.hold(snapshot.len() + state.len() + text.len());
+    Ok(Arc::new(SeedImage { digest, snapshot, state, text, _held }))
 }

@@ -151,6 +151,7 @@ enum Msg {
     Tape { after: u64, limit: usize, reply: oneshot::Sender<TapeView> },
     Memory(oneshot::Sender<TapeMemory>),
     State(oneshot::Sender<Result<String, StoreError>>),
+    Newest(oneshot::Sender<Option<Arc<Checkpoint>>>),
 }
 
 /// A cheap, cloneable handle to one twin store's task.
@@ -184,33 +185,60 @@ impl TwinStore {
         journal: Option<Arc<dyn Journal>>,
         restore: bool,
     ) -> Result<TwinStore, StoreError> {
-        let (store, instance) = boot(&rt, &image, &seed.snapshot).await?;
-        let (tx, rx) = mpsc::channel(rt.limits.store_queue);
-        let twin = image.name.clone();
-        let credentials = image.description.credentials.clone().into();
-        let served = metrics.twin_requests(&twin);
+        let booted = boot(&rt, &image, &seed.snapshot).await?;
         let deliveries = crate::outbound::Deliveries::new(rt.held.clone());
-        let mut worker = Worker {
-            rt,
-            image,
-            seed,
-            store,
-            instance,
-            tape: Tape::default(),
-            last_us: 0,
-            metrics,
-            served,
-            outbound: Some((outbound, deliveries.clone())),
-            journal,
-            full: None,
-            checkpoints: Checkpoints::default(),
-        };
+        let mut worker = Worker::serving(rt, image, seed, booted, metrics, (outbound, deliveries), journal);
         if restore {
             worker.restore().await?;
             worker.checkpoint_if_due().await;
         }
-        tokio::spawn(worker.run(rx));
-        Ok(TwinStore { twin, credentials, deliveries, tx })
+        Ok(worker.start())
+    }
+
+    /// Start a store whose tape begins with `rows`, a fork's inheritance: rows 1..=N of
+    /// another tape, in order. Its world is rebuilt from `base` (a checkpoint of that tape at
+    /// or before row N) or the seed, by replaying the rows after it at their recorded times;
+    /// the rows are marked inherited, written to `journal` (and committed before this
+    /// returns, so a restart brings the fork back), and the virtual clock continues after
+    /// the last. Nothing is delivered again. The replay runs on a background thread, so a
+    /// long inheritance does not hold a thread that serves requests.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn fork(
+        rt: Arc<Runtime>,
+        image: Arc<TwinImage>,
+        seed: Arc<SeedImage>,
+        metrics: Arc<Metrics>,
+        outbound: Arc<crate::outbound::Policy>,
+        journal: Option<Arc<dyn Journal>>,
+        base: Option<Arc<Checkpoint>>,
+        rows: Vec<TapeRow>,
+    ) -> Result<TwinStore, StoreError> {
+        if let Some((row, seq)) = rows.iter().zip(1..).find(|(r, seq)| r.seq != *seq) {
+            return Err(StoreError::Journal(format!("an inherited tape must run 1, 2, …: row {seq} is row {}", row.seq)));
+        }
+        if let Some(c) = &base
+            && c.seq > rows.len() as u64
+        {
+            return Err(StoreError::Journal(format!("a checkpoint after row {} cannot start a fork at row {}", c.seq, rows.len())));
+        }
+        let deliveries = crate::outbound::Deliveries::new(rt.held.clone());
+        let background = rt.background.spawn({
+            let rt = rt.clone();
+            async move {
+                let booted = boot(&rt, &image, base.as_ref().map_or(&seed.snapshot, |c| &c.snapshot)).await?;
+                let mut worker = Worker::serving(rt, image, seed, booted, metrics, (outbound, deliveries), journal);
+                worker.inherit(base, rows).await?;
+                Ok::<_, StoreError>(worker)
+            }
+        });
+        let mut worker = background.await.map_err(|_| StoreError::Closed)??;
+        worker.checkpoint_if_due().await;
+        Ok(worker.start())
+    }
+
+    /// The newest checkpoint of this store's world, if it has taken one.
+    pub async fn newest_checkpoint(&self) -> Result<Option<Arc<Checkpoint>>, StoreError> {
+        self.ask(Msg::Newest).await
     }
 
     /// Serve one request. `record: false` for requests the host refused (bad credentials):
@@ -300,10 +328,11 @@ impl Tape {
     }
 }
 
-/// The world after row `seq`, as the twin's snapshot.
-struct Checkpoint {
-    seq: u64,
-    snapshot: Vec<u8>,
+/// The world after row `seq`, as the twin's snapshot: where a rebuild, a fork or a look
+/// at an earlier position starts replaying from.
+pub struct Checkpoint {
+    pub seq: u64,
+    pub snapshot: Vec<u8>,
 }
 
 /// A checkpoint built off the store's path, and what building it cost apart from replaying
@@ -376,6 +405,66 @@ impl Worker {
         Worker { rt, image, seed, store, instance, tape: Tape::default(), last_us: 0, metrics, served, outbound: None, journal: None, full: None, checkpoints: Checkpoints::default() }
     }
 
+    /// A store that serves: its webhooks go out through `outbound`, its rows to `journal`.
+    fn serving(
+        rt: Arc<Runtime>,
+        image: Arc<TwinImage>,
+        seed: Arc<SeedImage>,
+        (store, instance): (Store<HostState>, TwinInstance),
+        metrics: Arc<Metrics>,
+        outbound: (Arc<crate::outbound::Policy>, crate::outbound::Log),
+        journal: Option<Arc<dyn Journal>>,
+    ) -> Worker {
+        let served = metrics.twin_requests(&image.name);
+        Worker { rt, image, seed, store, instance, tape: Tape::default(), last_us: 0, metrics, served, outbound: Some(outbound), journal, full: None, checkpoints: Checkpoints::default() }
+    }
+
+    /// Start this store's task; the handle is how everyone else reaches it.
+    fn start(self) -> TwinStore {
+        let (tx, rx) = mpsc::channel(self.rt.limits.store_queue);
+        let twin = self.image.name.clone();
+        let credentials = self.image.description.credentials.clone().into();
+        let deliveries = self.outbound.as_ref().map(|(_, log)| log.clone()).unwrap_or_else(|| crate::outbound::Deliveries::new(self.rt.held.clone()));
+        tokio::spawn(self.run(rx));
+        TwinStore { twin, credentials, deliveries, tx }
+    }
+
+    /// Take `rows` (1..=N of another tape) as this tape's start: replay those after `base`
+    /// (the world this store was booted from), record each as inherited, and wait until the
+    /// journal holds them all.
+    async fn inherit(&mut self, base: Option<Arc<Checkpoint>>, rows: Vec<TapeRow>) -> Result<(), StoreError> {
+        let from = base.as_ref().map_or(1, |c| c.seq + 1);
+        let mut committed = Vec::new();
+        for mut row in rows {
+            row.inherited = true;
+            if row.applied && row.seq >= from {
+                let started = Instant::now();
+                self.call_handle(&mut replay_request(&row), row.ts, row.seq).await?;
+                self.checkpoints.since += started.elapsed();
+            }
+            self.last_us = self.last_us.max(row.ts);
+            let row = Arc::new(row);
+            if let Some(journal) = &self.journal {
+                let (tx, rx) = oneshot::channel();
+                journal.append(row.clone(), Box::new(move |written| {
+                    let _ = tx.send(written);
+                }));
+                committed.push(rx);
+            }
+            self.push(row);
+        }
+        for written in committed {
+            written.await.map_err(|_| StoreError::Journal("the journal stopped".into()))?.map_err(StoreError::Journal)?;
+        }
+        self.tape.durable = self.tape.rows;
+        if let Some(c) = base {
+            self.rt.held.tapes.fetch_add(c.snapshot.len(), Relaxed);
+            self.checkpoints.newest = Some(c);
+        }
+        self.trim();
+        Ok(())
+    }
+
     async fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
         loop {
             let building = &mut self.checkpoints.building;
@@ -437,6 +526,9 @@ impl Worker {
                     };
                     let recent = self.tape.recent.iter().filter(|r| r.seq > after).take(limit).cloned().collect();
                     let _ = reply.send(TapeView { older, recent });
+                }
+                Msg::Newest(reply) => {
+                    let _ = reply.send(self.checkpoints.newest.clone());
                 }
                 Msg::Memory(reply) => {
                     let t = &self.tape;
@@ -546,6 +638,7 @@ impl Worker {
             }).collect(),
             error,
             applied,
+            inherited: false,
         };
         if row.applied {
             self.checkpoints.since += guest;
@@ -900,6 +993,26 @@ fn fallback(status: u16, message: &str) -> TwinReply {
         body: serde_json::to_vec(&body).unwrap().into(),
         refused: false,
     }
+}
+
+/// The twin's state export of the world after the last of `rows` (rows 1..=N of a tape, or
+/// none: the seed's world), rebuilt on a background thread from `base` (a checkpoint of that
+/// tape at or before row N) or the seed.
+pub async fn state_after(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, base: Option<Arc<Checkpoint>>, rows: Vec<TapeRow>) -> Result<String, StoreError> {
+    let job = rt.background.spawn({
+        let rt = rt.clone();
+        async move {
+            let booted = boot(&rt, &image, base.as_ref().map_or(&seed.snapshot, |c| &c.snapshot)).await?;
+            let mut w = Worker::replayer(rt, image, seed, booted);
+            let from = base.as_ref().map_or(1, |c| c.seq + 1);
+            for row in rows.iter().filter(|r| r.applied && r.seq >= from) {
+                w.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
+            }
+            let twin = &w.instance;
+            Ok(w.rt.call(&mut w.store, async |s| twin.state(s).await).await?)
+        }
+    });
+    job.await.map_err(|_| StoreError::Closed)?
 }
 
 /// One response that came out differently on replay.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -15,9 +15,12 @@ use serde_json::{Map, Value, json};
 use crate::error::{ApiError, ErrorType};
 use pome_contract::Credential;
 use pome_runtime::limits::MAX_TWINS_PER_SANDBOX;
-use crate::sandbox::{CloseReason, KeyClaim, Lookup, Sandbox, SandboxMeta};
+use crate::sandbox::{CloseReason, KeyClaim, Sandbox, SandboxMeta};
+use crate::ops::open_sandbox;
 use pome_runtime::seeds::SeedError;
-use crate::app::{ApiBody, App, Team, origin};
+use crate::app::{ApiBody, ApiQuery, App, Team, origin};
+use crate::ops::state::{DiffQuery, Source, StateQuery};
+use crate::ops::{Caller, fork::ForkRequest};
 
 pub fn routes() -> Router<Arc<App>> {
     let sandbox_routes = || {
@@ -26,6 +29,9 @@ pub fn routes() -> Router<Arc<App>> {
             .route("/{id}", get(get_sandbox).delete(delete_sandbox))
             .route("/{id}/heartbeat", post(heartbeat))
             .route("/{id}/finalize", post(crate::finalize::finalize))
+            .route("/{id}/fork", post(fork_sandbox))
+            .route("/{id}/state", get(sandbox_state))
+            .route("/{id}/diff", get(sandbox_diff))
     };
     Router::new()
         .nest("/v1/sandboxes", sandbox_routes())
@@ -36,6 +42,9 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v1/runs", get(list_runs))
         .route("/v1/runs/{id}", get(get_run))
         .route("/v1/runs/{id}/report", get(crate::task_api::report))
+        .route("/v1/runs/{id}/fork", post(fork_run))
+        .route("/v1/runs/{id}/state", get(run_state))
+        .route("/v1/runs/{id}/diff", get(run_diff))
         .route("/v1/seeds", post(put_seed).get(list_seeds))
         .route("/v1/twins", get(list_twins))
         .route("/v1/tasks", post(crate::task_api::create).get(crate::task_api::list))
@@ -70,13 +79,13 @@ async fn create_sandbox(State(app): State<Arc<App>>, Team(team): Team, headers: 
 /// `run_task`): the sandbox as the API shows it, with its token.
 pub async fn create(app: &Arc<App>, team: &str, headers: &HeaderMap, body: &Value) -> Result<(StatusCode, Value), ApiError> {
     let team = team.to_string();
-    let idempotency_key = opt_string(&body, "idempotency_key")?;
+    let idempotency_key = opt_string(body, "idempotency_key")?;
     if let Some(key) = &idempotency_key {
         // A retry waits for the create it repeats, however the two interleave.
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
             match app.sandboxes.claim_key(&team, key) {
-                KeyClaim::Existing(s) => return Ok((StatusCode::OK, sandbox_json(app, &s, headers, true))),
+                KeyClaim::Existing(s) => return Ok((StatusCode::OK, sandbox_json(app, &s, &origin(app, headers), true))),
                 KeyClaim::Claimed => break,
                 KeyClaim::Busy if std::time::Instant::now() > give_up => {
                     return Err(ApiError::new(ErrorType::Conflict, format!("a create with idempotency key `{key}` is still in progress")));
@@ -114,15 +123,16 @@ async fn create_claimed(app: &Arc<App>, team: &str, headers: &HeaderMap, body: &
     };
     let seeds = seed_texts(app, team, &names, seed.as_ref()).await?;
     let meta = SandboxMeta {
-        task_id: task.as_ref().map(|(t, _)| t.id.clone()).or(opt_string(&body, "task_id")?),
+        task_id: task.as_ref().map(|(t, _)| t.id.clone()).or(opt_string(body, "task_id")?),
         task_version: task.as_ref().map(|(_, v)| v.clone()),
-        group_id: opt_string(&body, "group_id")?,
-        agent_id: opt_string(&body, "agent_id")?,
-        agent_version: opt_string(&body, "agent_version")?,
+        group_id: opt_string(body, "group_id")?,
+        agent_id: opt_string(body, "agent_id")?,
+        agent_version: opt_string(body, "agent_version")?,
+        forked_from: None,
     };
 
     let sandbox = app.create_sandbox(team, &names, &seeds, meta, idempotency_key).await?;
-    Ok((StatusCode::CREATED, sandbox_json(app, &sandbox, headers, true)))
+    Ok((StatusCode::CREATED, sandbox_json(app, &sandbox, &origin(app, headers), true)))
 }
 
 /// The `twins` list: the count is checked before the names, so four names are
@@ -238,8 +248,7 @@ impl<'a> From<&'a crate::live::SandboxRecord> for Shown<'a> {
     }
 }
 
-fn shown_json(app: &App, s: &Shown, headers: &HeaderMap) -> Value {
-    let origin = origin(app, headers);
+fn shown_json(app: &App, s: &Shown, origin: &str) -> Value {
     let mut per_twin = Map::new();
     for t in &s.twins {
         let base = format!("{origin}/s/{}/{}", s.id, t);
@@ -256,7 +265,7 @@ fn shown_json(app: &App, s: &Shown, headers: &HeaderMap) -> Value {
             }),
         );
         // The twin at the root of a host name of its own, for clients that take a host.
-        if let Some(url) = crate::app::host_url(app, &origin, s.id, t) {
+        if let Some(url) = crate::app::host_url(app, origin, s.id, t) {
             per_twin[t]["host_url"] = json!(url);
         }
     }
@@ -276,12 +285,13 @@ fn shown_json(app: &App, s: &Shown, headers: &HeaderMap) -> Value {
         "group_id": s.meta.group_id,
         "agent_id": s.meta.agent_id,
         "agent_version": s.meta.agent_version,
+        "forked_from": s.meta.forked_from,
     })
 }
 
-/// The sandbox as the API shows it, with both spellings of its id.
-fn sandbox_json(app: &App, s: &Sandbox, headers: &HeaderMap, with_token: bool) -> Value {
-    let mut v = shown_json(app, &Shown::from(s), headers);
+/// The sandbox as the API shows it, with both spellings of its id, its URLs on `origin`.
+pub(crate) fn sandbox_json(app: &App, s: &Sandbox, origin: &str, with_token: bool) -> Value {
+    let mut v = shown_json(app, &Shown::from(s), origin);
     // Only the hash of a sandbox's token outlives a restart: until its agent presents it
     // again, a restored sandbox cannot show it.
     if with_token && let Some(token) = crate::auth::AgentSecret::clear(&s.token) {
@@ -323,14 +333,6 @@ fn agent_env(app: &App, s: &Sandbox, token: &str, per_twin: &Value) -> Value {
     Value::Object(env)
 }
 
-/// The team's open sandbox `id`: another team's id is 404, a closed one 410.
-fn open_sandbox(app: &App, team: &str, id: &str) -> Result<Arc<Sandbox>, ApiError> {
-    match app.sandboxes.lookup(id) {
-        Lookup::Open(s) if s.team_id == team => Ok(s),
-        Lookup::Closed(t) if t.team_id == team => Err(ApiError::expired(id, t.reason.as_str())),
-        _ => Err(ApiError::not_found(format!("no sandbox {id} in your team"))),
-    }
-}
 
 async fn list_sandboxes(State(app): State<Arc<App>>, Team(team): Team, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
     list(&app, &team, &headers).await.map(Json)
@@ -339,9 +341,10 @@ async fn list_sandboxes(State(app): State<Arc<App>>, Team(team): Team, headers: 
 /// The team's open sandboxes (REST and MCP `list_sandboxes`): on every host, when the
 /// service has several.
 pub async fn list(app: &App, team: &str, headers: &HeaderMap) -> Result<Value, ApiError> {
+    let origin = origin(app, headers);
     let list: Vec<Value> = match &app.cluster {
-        Some(cluster) => cluster.live.team_records(team).await.map_err(store_busy)?.iter().map(|r| shown_json(app, &Shown::from(r), headers)).collect(),
-        None => app.sandboxes.list(team).iter().map(|s| sandbox_json(app, s, headers, false)).collect(),
+        Some(cluster) => cluster.live.team_records(team).await.map_err(store_busy)?.iter().map(|r| shown_json(app, &Shown::from(r), &origin)).collect(),
+        None => app.sandboxes.list(team).iter().map(|s| sandbox_json(app, s, &origin, false)).collect(),
     };
     Ok(json!({"object": "list", "data": list}))
 }
@@ -355,7 +358,7 @@ async fn get_sandbox(State(app): State<Arc<App>>, Team(team): Team, Path(id): Pa
     let s = open_sandbox(&app, &team, &id)?;
     // The owning team sees the agent token again (`pome mcp-config` builds a client
     // configuration from it); listings never show tokens.
-    Ok(Json(sandbox_json(&app, &s, &headers, true)))
+    Ok(Json(sandbox_json(&app, &s, &origin(&app, &headers), true)))
 }
 
 async fn heartbeat(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
@@ -378,7 +381,7 @@ struct DeleteQuery {
     confirm_discard: Option<String>,
 }
 
-async fn delete_sandbox(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, Query(q): Query<DeleteQuery>) -> Result<Json<Value>, ApiError> {
+async fn delete_sandbox(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, ApiQuery(q): ApiQuery<DeleteQuery>) -> Result<Json<Value>, ApiError> {
     stop(&app, &team, &id, q.confirm_discard).await.map(Json)
 }
 
@@ -461,7 +464,7 @@ pub struct RunsQuery {
 /// The most runs one page holds, so a listing never loads a team's whole history.
 const MAX_RUNS_PAGE: usize = 1_000;
 
-async fn list_runs(State(app): State<Arc<App>>, Team(team): Team, Query(q): Query<RunsQuery>) -> Result<Json<Value>, ApiError> {
+async fn list_runs(State(app): State<Arc<App>>, Team(team): Team, ApiQuery(q): ApiQuery<RunsQuery>) -> Result<Json<Value>, ApiError> {
     runs(&app, &team, q).await.map(Json)
 }
 
@@ -520,8 +523,8 @@ pub async fn run(app: &App, team: &str, id: &str) -> Result<Value, ApiError> {
 /// Save a named seed after the twin's own `init` accepted it.
 async fn put_seed(State(app): State<Arc<App>>, Team(team): Team, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
     let body = parse_json(&body)?;
-    let name = opt_string(&body, "name")?.ok_or_else(|| ApiError::validation("`name` is required"))?;
-    let twin = opt_string(&body, "twin")?.ok_or_else(|| ApiError::validation("`twin` is required"))?;
+    let name = opt_string(body, "name")?.ok_or_else(|| ApiError::validation("`name` is required"))?;
+    let twin = opt_string(body, "twin")?.ok_or_else(|| ApiError::validation("`twin` is required"))?;
     let image = app.twins.get(&twin).cloned().ok_or_else(|| ApiError::validation(format!("unknown twin `{twin}`")).with_details(json!({"error": "unknown_twin", "twin": twin})))?;
     let seed = match body.get("seed") {
         Some(v @ Value::Object(_)) => v.to_string(),
@@ -550,4 +553,56 @@ async fn list_seeds(State(app): State<Arc<App>>, Team(team): Team) -> Result<Jso
 async fn list_twins(State(app): State<Arc<App>>, Team(_): Team) -> Json<Value> {
     let data: Vec<Value> = app.twins.values().map(|t| json!({"name": t.name, "origin": t.origin, "description": t.description_json})).collect();
     Json(json!({"object": "list", "data": data}))
+}
+
+/// A request body read into an operation's typed request; what does not fit is a 422 naming
+/// the field.
+fn typed_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
+    serde_json::from_value(parse_json(body)?).map_err(|e| ApiError::validation(format!("the request body does not fit this route: {e}")))
+}
+
+/// `POST /v1/sandboxes/:id/fork`: a new sandbox whose worlds are this one's after the rows
+/// `at` names (default: now).
+async fn fork_sandbox(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, headers: HeaderMap, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let caller = Caller::new(&app, team, &headers);
+    let v = crate::ops::fork::fork_sandbox(&app, &caller, &id, typed_body::<ForkRequest>(&body)?).await?;
+    Ok((StatusCode::CREATED, Json(v)))
+}
+
+/// `POST /v1/runs/:id/fork`: a new sandbox whose worlds are the run's after the rows `at`
+/// names (default: its end).
+async fn fork_run(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, headers: HeaderMap, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let caller = Caller::new(&app, team, &headers);
+    let v = crate::ops::fork::fork_run(&app, &caller, &id, typed_body::<ForkRequest>(&body)?).await?;
+    Ok((StatusCode::CREATED, Json(v)))
+}
+
+/// A state export, as the twin wrote it.
+fn state_answer(state: String) -> Response {
+    use axum::response::IntoResponse;
+    ([("content-type", "application/json")], state).into_response()
+}
+
+async fn sandbox_state(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, ApiQuery(q): ApiQuery<StateQuery>) -> Result<Response, ApiError> {
+    let source = Source::Sandbox(open_sandbox(&app, &team, &id)?);
+    let twin = source.twin(q.twin.as_deref())?;
+    crate::ops::state::state_at(&app, &team, &source, &twin, q.at).await.map(state_answer)
+}
+
+async fn sandbox_diff(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, ApiQuery(q): ApiQuery<DiffQuery>) -> Result<Json<Value>, ApiError> {
+    let source = Source::Sandbox(open_sandbox(&app, &team, &id)?);
+    let twin = source.twin(q.twin.as_deref())?;
+    crate::ops::state::diff(&app, &team, &source, &twin, &q).await.map(Json)
+}
+
+async fn run_state(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, ApiQuery(q): ApiQuery<StateQuery>) -> Result<Response, ApiError> {
+    let source = Source::Run(Box::new(crate::ops::whole_run(&app, &team, &id).await?));
+    let twin = source.twin(q.twin.as_deref())?;
+    crate::ops::state::state_at(&app, &team, &source, &twin, q.at).await.map(state_answer)
+}
+
+async fn run_diff(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, ApiQuery(q): ApiQuery<DiffQuery>) -> Result<Json<Value>, ApiError> {
+    let source = Source::Run(Box::new(crate::ops::whole_run(&app, &team, &id).await?));
+    let twin = source.twin(q.twin.as_deref())?;
+    crate::ops::state::diff(&app, &team, &source, &twin, &q).await.map(Json)
 }

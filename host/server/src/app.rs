@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use pome_runtime::limits::{Lifetimes, Limits};
 use pome_runtime::metrics::Metrics;
-use pome_runtime::seeds::SeedCache;
+use pome_runtime::seeds::{SeedCache, SeedImage};
 use pome_runtime::{Runtime, TwinSet};
 
 use axum::extract::FromRequestParts;
@@ -274,6 +274,24 @@ pub enum CreateError {
     Unavailable(String),
 }
 
+/// How one twin of a new sandbox comes up.
+pub struct TwinBoot {
+    pub name: String,
+    /// Its seed text ("" = the twin's default world), as the sandbox's record keeps it.
+    pub seed: String,
+    /// The seed's world when the caller holds it already (a fork's parent does).
+    pub image: Option<Arc<SeedImage>>,
+    /// A fork's start: the rows it inherits, and the checkpoint to rebuild their world from.
+    pub inherit: Option<Inheritance>,
+}
+
+/// What a forked twin starts from: rows 1..=N of another tape, and the newest checkpoint of
+/// that tape at or before row N (none: replay from the seed).
+pub struct Inheritance {
+    pub base: Option<Arc<pome_runtime::store::Checkpoint>>,
+    pub rows: Vec<pome_tape::TapeRow>,
+}
+
 impl App {
     /// Boot a sandbox of `names`, each from its seed text, all or nothing: every twin comes
     /// up, or the stores built so far are dropped (ending their tasks) with the slot.
@@ -285,6 +303,15 @@ impl App {
         meta: SandboxMeta,
         idempotency_key: Option<String>,
     ) -> Result<Arc<Sandbox>, CreateError> {
+        let boots = names.iter().zip(seeds).map(|(name, seed)| TwinBoot { name: name.clone(), seed: seed.clone(), image: None, inherit: None }).collect();
+        self.open_sandbox(team, boots, meta, idempotency_key).await
+    }
+
+    /// Boot a sandbox of `boots`, all or nothing. A sandbox with nothing to inherit is
+    /// recorded once its twins are up; a fork is recorded first, since its twins write
+    /// their inherited rows to its journal, which (with several hosts) only the sandbox's
+    /// recorded owner may write. A fork whose twins then fail is closed as discarded.
+    pub async fn open_sandbox(&self, team: &str, boots: Vec<TwinBoot>, meta: SandboxMeta, idempotency_key: Option<String>) -> Result<Arc<Sandbox>, CreateError> {
         let budget = self.rt.limits.memory_budget;
         if self.rt.held.total() >= budget {
             // The seed cache is the one thing held that can be given back at once.
@@ -297,50 +324,84 @@ impl App {
         let slot = self.sandboxes.reserve(team).map_err(|ReserveError::Quota { used, quota }| CreateError::Quota { used, quota })?;
         let identity = Identity::new(self.sandboxes.lifetimes);
         let live = self.sandboxes.live().cloned();
-        let mut twins = Vec::with_capacity(names.len());
-        for (name, seed) in names.iter().zip(seeds) {
-            let image = self.twins[name].clone();
-            let seed_image = self.seeds.get(&self.rt, &image, seed).await.map_err(|e| match e {
-                pome_runtime::seeds::SeedError::Rejected(message) => CreateError::SeedRejected { twin: name.clone(), message },
-                other => CreateError::TwinFailed { twin: name.clone(), message: format!("loading its seed: {other}") },
-            })?;
-            let journal = live.as_ref().map(|l| l.journal(&identity.id, name));
-            let store = pome_runtime::store::TwinStore::resume(self.rt.clone(), image, seed_image.clone(), self.metrics.clone(), self.outbound.clone(), journal, false)
-                .await
-                .map_err(|e| CreateError::TwinFailed { twin: name.clone(), message: e.to_string() })?;
-            twins.push(SandboxTwin { name: name.clone(), store, seed: seed_image });
+        let names: Vec<String> = boots.iter().map(|b| b.name.clone()).collect();
+        let record = crate::live::SandboxRecord {
+            id: identity.id.clone(),
+            team_id: team.to_string(),
+            token_hash: identity.token.hash().to_string(),
+            legacy_token: None,
+            legacy_discard_token: None,
+            twins: names.clone(),
+            seeds: boots.iter().map(|b| b.seed.clone()).collect(),
+            twin_digests: names.iter().map(|n| hex::encode(self.twins[n].digest)).collect(),
+            meta: meta.clone(),
+            idempotency_key: idempotency_key.clone(),
+            created_at_ms: crate::sandbox::unix_ms(identity.created_at),
+            expires_at_ms: crate::sandbox::unix_ms(identity.expires_at),
+            idle_deadline_ms: crate::sandbox::unix_ms(identity.idle_deadline),
+        };
+        let fork = boots.iter().any(|b| b.inherit.is_some());
+        if fork {
+            self.record(&record).await?;
         }
-        if let Some(live) = &live {
-            // On disk before the token is handed out: an agent never holds a token a restart forgets.
-            let record = crate::live::SandboxRecord {
-                id: identity.id.clone(),
-                team_id: team.to_string(),
-                token_hash: identity.token.hash().to_string(),
-                legacy_token: None,
-                legacy_discard_token: None,
-                twins: names.to_vec(),
-                seeds: seeds.to_vec(),
-                twin_digests: names.iter().map(|n| hex::encode(self.twins[n].digest)).collect(),
-                meta: meta.clone(),
-                idempotency_key: idempotency_key.clone(),
-                created_at_ms: crate::sandbox::unix_ms(identity.created_at),
-                expires_at_ms: crate::sandbox::unix_ms(identity.expires_at),
-                idle_deadline_ms: crate::sandbox::unix_ms(identity.idle_deadline),
-            };
-            match &self.cluster {
-                // Counted in the store, so creates on several hosts at once keep to the quota.
-                Some(cluster) => match cluster.live.create(&record, self.sandboxes.quota).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(used)) => return Err(CreateError::Quota { used, quota: self.sandboxes.quota }),
-                    Err(crate::storage::StorageError::Unavailable(why)) => return Err(CreateError::Unavailable(why)),
-                    Err(e) => return Err(CreateError::Storage(e.to_string())),
-                },
-                None => crate::live::wait(|done| live.put(record, done)).await.map_err(CreateError::Storage)?,
+        let twins = match self.boot_twins(&identity.id, boots).await {
+            Ok(twins) => twins,
+            Err(e) => {
+                if fork && let Some(live) = &live {
+                    let reason = crate::sandbox::CloseReason::Discarded;
+                    live.close(&identity.id, &crate::sandbox::Tombstone { team_id: team.to_string(), token_hash: record.token_hash.clone(), reason, run_id: None });
+                }
+                return Err(e);
             }
+        };
+        if !fork {
+            // On disk before the token is handed out: an agent never holds a token a restart forgets.
+            self.record(&record).await?;
         }
         let sandbox = self.sandboxes.open(slot, identity, twins, meta, idempotency_key);
-        tracing::info!(sandbox = %sandbox.id, twins = ?names, "sandbox created");
+        tracing::info!(sandbox = %sandbox.id, twins = ?names, forked_from = ?sandbox.meta.forked_from, "sandbox created");
         Ok(sandbox)
+    }
+
+    /// Each twin's store, up on its seed (and its inheritance, for a fork).
+    async fn boot_twins(&self, id: &str, boots: Vec<TwinBoot>) -> Result<Vec<SandboxTwin>, CreateError> {
+        let live = self.sandboxes.live().cloned();
+        let mut twins = Vec::with_capacity(boots.len());
+        for TwinBoot { name, seed, image: seed_image, inherit } in boots {
+            let image = self.twins[&name].clone();
+            let seed_image = match seed_image {
+                Some(i) => i,
+                None => self.seeds.get(&self.rt, &image, &seed).await.map_err(|e| match e {
+                    pome_runtime::seeds::SeedError::Rejected(message) => CreateError::SeedRejected { twin: name.clone(), message },
+                    other => CreateError::TwinFailed { twin: name.clone(), message: format!("loading its seed: {other}") },
+                })?,
+            };
+            let journal = live.as_ref().map(|l| l.journal(id, &name));
+            let (rt, metrics, outbound) = (self.rt.clone(), self.metrics.clone(), self.outbound.clone());
+            let store = match inherit {
+                None => pome_runtime::store::TwinStore::resume(rt, image, seed_image.clone(), metrics, outbound, journal, false).await,
+                Some(Inheritance { base, rows }) => pome_runtime::store::TwinStore::fork(rt, image, seed_image.clone(), metrics, outbound, journal, base, rows).await,
+            }
+            .map_err(|e| CreateError::TwinFailed { twin: name.clone(), message: e.to_string() })?;
+            twins.push(SandboxTwin { name, store, seed: seed_image });
+        }
+        Ok(twins)
+    }
+
+    /// Write a new sandbox's record where open sandboxes are kept durable (nowhere in
+    /// memory-only mode).
+    async fn record(&self, record: &crate::live::SandboxRecord) -> Result<(), CreateError> {
+        let Some(live) = self.sandboxes.live() else { return Ok(()) };
+        match &self.cluster {
+            // Counted in the store, so creates on several hosts at once keep to the quota.
+            Some(cluster) => match cluster.live.create(record, self.sandboxes.quota).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(used)) => Err(CreateError::Quota { used, quota: self.sandboxes.quota }),
+                Err(crate::storage::StorageError::Unavailable(why)) => Err(CreateError::Unavailable(why)),
+                Err(e) => Err(CreateError::Storage(e.to_string())),
+            },
+            None => crate::live::wait(|done| live.put(record.clone(), done)).await.map_err(CreateError::Storage),
+        }
     }
 }
 
@@ -473,5 +534,21 @@ impl axum::extract::FromRequest<Arc<App>> for ApiBody {
             ApiError::validation(format!("request body is over the {} MiB limit (pome serve --seed-mib)", limit >> 20))
                 .with_status(axum::http::StatusCode::PAYLOAD_TOO_LARGE)
         })
+    }
+}
+
+/// A control-plane query string, read into `T`; one that does not fit (`?limit=abc`, an
+/// unknown name where `T` denies them) is a 422 in the one error envelope, naming what is
+/// wrong, not axum's plain-text 400.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned + Send> FromRequestParts<Arc<App>> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<ApiQuery<T>, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, app)
+            .await
+            .map(|q| ApiQuery(q.0))
+            .map_err(|e| ApiError::validation(format!("the query string does not fit this route: {}", e.body_text())))
     }
 }

@@ -161,7 +161,7 @@ async fn collect_run(s: &Sandbox) -> Result<Run, ApiError> {
             state_error,
             tape: tape.iter().map(|r| (**r).clone()).collect(),
             deliveries: t.store.deliveries.lock().unwrap().clone(),
-            seed: None,
+            seed: Some(t.seed.text.clone()),
         });
     }
     Ok(Run {
@@ -178,6 +178,7 @@ async fn collect_run(s: &Sandbox) -> Result<Run, ApiError> {
         created_at: humantime::format_rfc3339_seconds(s.created_at).to_string(),
         finalized_at: crate::storage::now(),
         per_twin,
+        forked_from: s.meta.forked_from.clone(),
         ..Run::default()
     })
 }

@@ -18,6 +18,7 @@ pub mod listener;
 pub mod limits;
 pub mod live;
 pub mod mcp;
+pub mod ops;
 pub mod proxy;
 pub mod sandbox;
 pub mod server;

@@ -21,6 +21,9 @@ pub const WHOLE_RUNS: usize = 2;
 pub const FINALIZE_JOBS: usize = 2;
 /// Live dashboard streams one team may hold open: each polls every open twin store.
 pub const TEAM_STREAMS: usize = 8;
+/// Worlds one team may have rebuilt at once (forks, states at a tape position): each
+/// replays up to a whole tape on a background thread, which checkpoints share.
+pub const TEAM_REBUILDS: usize = 2;
 
 /// The server-wide limits, as `pome serve` was given them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,11 +32,12 @@ pub struct HostLimits {
     pub whole_runs: usize,
     pub finalize_jobs: usize,
     pub team_streams: usize,
+    pub team_rebuilds: usize,
 }
 
 impl Default for HostLimits {
     fn default() -> HostLimits {
-        HostLimits { bulk_streams: BULK_STREAMS, whole_runs: WHOLE_RUNS, finalize_jobs: FINALIZE_JOBS, team_streams: TEAM_STREAMS }
+        HostLimits { bulk_streams: BULK_STREAMS, whole_runs: WHOLE_RUNS, finalize_jobs: FINALIZE_JOBS, team_streams: TEAM_STREAMS, team_rebuilds: TEAM_REBUILDS }
     }
 }
 
@@ -42,7 +46,8 @@ pub struct Gates {
     pub bulk_streams: Arc<Semaphore>,
     pub whole_runs: Arc<Semaphore>,
     pub finalize_jobs: Semaphore,
-    pub team_streams: Arc<TeamStreams>,
+    pub team_streams: Arc<PerTeam>,
+    pub team_rebuilds: Arc<PerTeam>,
 }
 
 impl Gates {
@@ -51,37 +56,38 @@ impl Gates {
             bulk_streams: Arc::new(Semaphore::new(l.bulk_streams.max(1))),
             whole_runs: Arc::new(Semaphore::new(l.whole_runs.max(1))),
             finalize_jobs: Semaphore::new(l.finalize_jobs.max(1)),
-            team_streams: Arc::new(TeamStreams { limit: l.team_streams.max(1), open: Mutex::default() }),
+            team_streams: Arc::new(PerTeam { limit: l.team_streams.max(1), open: Mutex::default() }),
+            team_rebuilds: Arc::new(PerTeam { limit: l.team_rebuilds.max(1), open: Mutex::default() }),
         }
     }
 }
 
-/// Live streams open per team.
-pub struct TeamStreams {
+/// Something each team holds a few of at once (live streams, world rebuilds).
+pub struct PerTeam {
     pub limit: usize,
     open: Mutex<HashMap<String, usize>>,
 }
 
-/// A team's hold on one of its streams; given back when dropped.
-pub struct StreamSlot {
-    streams: Arc<TeamStreams>,
+/// A team's hold on one of its slots; given back when dropped.
+pub struct TeamSlot {
+    streams: Arc<PerTeam>,
     team: String,
 }
 
-impl TeamStreams {
-    /// One more stream for `team`, unless it holds its limit already.
-    pub fn take(self: &Arc<Self>, team: &str) -> Option<StreamSlot> {
+impl PerTeam {
+    /// One more for `team`, unless it holds its limit already.
+    pub fn take(self: &Arc<Self>, team: &str) -> Option<TeamSlot> {
         let mut open = self.open.lock().unwrap();
         let n = open.entry(team.to_string()).or_default();
         if *n >= self.limit {
             return None;
         }
         *n += 1;
-        Some(StreamSlot { streams: self.clone(), team: team.to_string() })
+        Some(TeamSlot { streams: self.clone(), team: team.to_string() })
     }
 }
 
-impl Drop for StreamSlot {
+impl Drop for TeamSlot {
     fn drop(&mut self) {
         let mut open = self.streams.open.lock().unwrap();
         if let Some(n) = open.get_mut(&self.team) {

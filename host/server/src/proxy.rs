@@ -94,7 +94,11 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
             app.auth_failures.failed(addr);
             return ApiError::new(crate::error::ErrorType::InvalidAuth, "the host's routes under a twin need the sandbox's agent token or its team's API key").into_response();
         }
-        return reserved_route(&t.store, reserved, req.uri().query().unwrap_or(""), &app.rt.held, &app.gates.bulk_streams).await;
+        let query = req.uri().query().unwrap_or("");
+        if let Some(answer) = past_route(&app, &sandbox, &twin, reserved, query).await {
+            return answer;
+        }
+        return reserved_route(&t.store, reserved, query, &app.rt.held, &app.gates.bulk_streams).await;
     }
 
     if rest == "/mcp" {
@@ -119,6 +123,29 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
         app.auth_failures.failed(addr);
     }
     resp
+}
+
+/// `/_pome/state?at=N` and `/_pome/diff?from=A&to=B`: the twin's world as it stood after
+/// a row of its tape, and what changed between two rows (`None` for the other host routes).
+async fn past_route(app: &App, sandbox: &Arc<crate::sandbox::Sandbox>, twin: &str, route: &str, query: &str) -> Option<Response> {
+    use crate::ops::state::{DiffQuery, Source};
+    let number = |name: &str| -> Result<Option<u64>, ApiError> {
+        form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.parse().map_err(|_| ApiError::validation(format!("`{name}` must be a whole number, not `{v}`")))).transpose()
+    };
+    let source = Source::Sandbox(sandbox.clone());
+    let answer = match route {
+        "state" => match number("at") {
+            Ok(None) => return None,
+            Ok(at) => crate::ops::state::state_at(app, &sandbox.team_id, &source, twin, at).await.map(|state| ([("content-type", "application/json")], state).into_response()),
+            Err(e) => Err(e),
+        },
+        "diff" => match (number("from"), number("to")) {
+            (Ok(from), Ok(to)) => crate::ops::state::diff(app, &sandbox.team_id, &source, twin, &DiffQuery { twin: None, from, to }).await.map(|v| axum::Json(v).into_response()),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        },
+        _ => return None,
+    };
+    Some(answer.unwrap_or_else(IntoResponse::into_response))
 }
 
 /// Marks an answer the twin gave as a refusal of the request's credential.
@@ -147,7 +174,7 @@ pub async fn reserved_route(store: &TwinStore, route: &str, query: &str, held: &
         },
         "health" => axum::Json(json!({"ok": true, "twin": store.twin})).into_response(),
         "deliveries" => axum::Json(store.deliveries.lock().unwrap().clone()).into_response(),
-        other => ApiError::not_found(format!("no host route /_pome/{other}; there are events, state, deliveries and health")).into_response(),
+        other => ApiError::not_found(format!("no host route /_pome/{other}; there are events, state, deliveries and health (and diff, in a sandbox)")).into_response(),
     }
 }
 

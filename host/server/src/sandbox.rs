@@ -56,6 +56,9 @@ pub struct SandboxMeta {
     pub group_id: Option<String>,
     pub agent_id: Option<String>,
     pub agent_version: Option<String>,
+    /// The sandbox or run this one was forked from, and where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<pome_grade::run::ForkedFrom>,
 }
 
 /// One twin in a sandbox: its running store and the seed it booted from.

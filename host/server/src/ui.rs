@@ -116,7 +116,7 @@ struct Tail {
     /// Whether the page has been told the stream is live.
     announced: bool,
     done: bool,
-    _slot: crate::limits::StreamSlot,
+    _slot: crate::limits::TeamSlot,
 }
 
 /// `GET /ui/stream/:id`: the sandbox's tape as server-sent events. `row` events carry one

@@ -132,6 +132,10 @@ pub struct TapeRow {
     /// recovery and replay must apply it again.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub applied: bool,
+    /// The row was served in the sandbox (or run) this one was forked from: it is here
+    /// because the fork began from the world it left, and grading sees it like any other.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inherited: bool,
 }
 
 fn yes() -> bool {
@@ -140,6 +144,10 @@ fn yes() -> bool {
 
 fn is_true(b: &bool) -> bool {
     *b
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl TapeRow {
@@ -494,6 +502,7 @@ impl Default for TapeRow {
             deliveries: Vec::new(),
             error: None,
             applied: true,
+            inherited: false,
         }
     }
 }

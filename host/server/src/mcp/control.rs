@@ -28,6 +28,12 @@ pub struct Target {
     pub headers: HeaderMap,
 }
 
+impl Target {
+    fn caller(&self) -> crate::ops::Caller {
+        crate::ops::Caller::new(&self.app, self.team.clone(), &self.headers)
+    }
+}
+
 /// `/mcp`: authenticate the team, then hand the message to the control server.
 pub async fn door(State(app): State<Arc<App>>, req: Request) -> Response {
     let (mut parts, body) = req.into_parts();
@@ -110,6 +116,8 @@ fn tools() -> &'static (Vec<Tool>, HashMap<String, ToolDef>) {
             }), true),
             ("usage", "The team's concurrency: sandboxes open now against its quota.", json!({"type": "object", "properties": {}, "additionalProperties": false}), true),
         ];
+        let mut defs = defs;
+        defs.extend(typed_tools());
         let mut list = Vec::new();
         let mut by_name = HashMap::new();
         for (name, description, schema, read_only) in defs {
@@ -121,6 +129,42 @@ fn tools() -> &'static (Vec<Tool>, HashMap<String, ToolDef>) {
         }
         (list, by_name)
     })
+}
+
+/// The tools whose arguments are an operation's typed request (plus the id it acts on): their
+/// schemas come from the request types, so this door and REST cannot disagree on a name.
+fn typed_tools() -> Vec<(&'static str, &'static str, Value, bool)> {
+    use crate::ops::{fork::ForkRequest, state::StateQuery};
+    let with = |schema: schemars::Schema, ids: &[(&str, &str)], required: &[&str]| -> Value {
+        let mut v = schema.to_value();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("$schema");
+            o.remove("title");
+            o.insert("additionalProperties".into(), json!(false));
+            o.insert("required".into(), json!(required));
+            let props = o.entry("properties").or_insert_with(|| json!({}));
+            for (id, what) in ids {
+                props[*id] = json!({"type": "string", "description": what});
+            }
+        }
+        v
+    };
+    let sandbox = ("sandbox_id", "The sandbox id, `ses_…`.");
+    let run = ("run_id", "The run id, `run_…`.");
+    vec![
+        ("fork_sandbox", "Fork an open sandbox: a new sandbox (new id and agent token, its own lifetime and quota slot) whose worlds are this one's after the tape rows `at` names per twin (default: now). Its tapes start with the inherited rows; the parent is untouched.", with(schemars::schema_for!(ForkRequest), &[sandbox], &["sandbox_id"]), false),
+        ("fork_run", "Fork a finished run: a new sandbox whose worlds are the run's after the tape rows `at` names per twin (default: its end), graded against the same task.", with(schemars::schema_for!(ForkRequest), &[run], &["run_id"]), false),
+        ("state_at", "A twin's world (its state export) as it stood after `at` rows of its tape, in an open sandbox (`sandbox_id`) or a finished run (`run_id`); without `at`, now or the run's final world.", with(schemars::schema_for!(StateQuery), &[sandbox, run], &[]), true),
+    ]
+}
+
+/// An operation's typed request from a tool's arguments, with the id it acts on taken out.
+fn typed_args<T: serde::de::DeserializeOwned>(args: &Map<String, Value>, ids: &[&str]) -> Result<T, ApiError> {
+    let mut rest = args.clone();
+    for id in ids {
+        rest.remove(*id);
+    }
+    serde_json::from_value(Value::Object(rest)).map_err(|e| ApiError::validation(format!("the arguments do not fit the tool: {e}")))
 }
 
 fn target(ctx: &RequestContext<RoleServer>) -> Result<Arc<Target>, ErrorData> {
@@ -188,6 +232,9 @@ async fn run(t: &Target, name: &str, args: &Map<String, Value>) -> Result<Value,
             crate::api::runs(app, team, q).await
         }
         "usage" => crate::api::usage_of(app, team).await,
+        "fork_sandbox" => crate::ops::fork::fork_sandbox(app, &t.caller(), &sandbox(), typed_args(args, &["sandbox_id"])?).await,
+        "fork_run" => crate::ops::fork::fork_run(app, &t.caller(), &text(args, "run_id").unwrap_or_default(), typed_args(args, &["run_id"])?).await,
+        "state_at" => state_at(t, args).await,
         other => Err(ApiError::not_found(format!("no control tool `{other}`"))),
     }
 }
@@ -214,6 +261,20 @@ async fn run_task(t: &Target, args: &Map<String, Value>) -> Result<Value, ApiErr
     sandbox["sandbox_id"] = sandbox["id"].clone();
     sandbox["task"] = json!({"id": task.id, "title": task.title, "prompt": task.prompt});
     Ok(sandbox)
+}
+
+/// A world at a tape position, of a sandbox or a run: the state export as JSON.
+async fn state_at(t: &Target, args: &Map<String, Value>) -> Result<Value, ApiError> {
+    use crate::ops::state::{Source, StateQuery};
+    let q: StateQuery = typed_args(args, &["sandbox_id", "run_id"])?;
+    let source = match (text(args, "sandbox_id"), text(args, "run_id")) {
+        (Some(id), None) => Source::Sandbox(crate::ops::open_sandbox(&t.app, &t.team, &id)?),
+        (None, Some(id)) => Source::Run(Box::new(crate::ops::whole_run(&t.app, &t.team, &id).await?)),
+        _ => return Err(ApiError::validation("state_at needs one of `sandbox_id` and `run_id`")),
+    };
+    let twin = source.twin(q.twin.as_deref())?;
+    let state = crate::ops::state::state_at(&t.app, &t.team, &source, &twin, q.at).await?;
+    Ok(serde_json::from_str(&state).unwrap_or(Value::String(state)))
 }
 
 /// An API error as a tool result: the REST door's envelope with its HTTP status.
