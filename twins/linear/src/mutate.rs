@@ -613,6 +613,7 @@ impl Mut<'_, '_, '_> {
         let mut probe = patch.clone();
         self.normalize_refs(ty, &mut probe)?;
         self.normalize_dates(ty, &mut probe)?;
+        crate::families::rules::before_update(self, ty, id, &probe)?;
         if ty == "Issue" {
             self.check_issue_update(id, &probe)?;
             self.move_team(id, &mut probe)?;

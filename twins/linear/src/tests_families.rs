@@ -1085,3 +1085,75 @@ fn an_intake_address_is_made_and_rotated_and_gitlab_cannot_be_reached_issue_35()
     );
     assert!(refused(&mut w, "mutation($i: String!) { integrationGitlabTestConnection(integrationId: $i) { success } }", json!({"i": s["integrationSlack"]["integration"]["id"]})).0.contains("not gitlab"));
 }
+
+#[test]
+fn spans_end_after_they_start_and_invites_and_subscriptions_are_for_one_thing_issue_35() {
+    let mut w = world();
+    let cycle = "mutation($a: DateTime!, $b: DateTime!) { cycleCreate(input: {teamId: \"team_eng\", startsAt: $a, endsAt: $b}) { cycle { id } } }";
+    assert!(
+        refused(
+            &mut w,
+            cycle,
+            json!({"a": "2026-08-10T00:00:00Z", "b": "2026-08-01T00:00:00Z"})
+        )
+        .0
+        .contains("endsAt must be after startsAt")
+    );
+    let c = ok(
+        &mut w,
+        cycle,
+        json!({"a": "2026-08-01T00:00:00Z", "b": "2026-08-15T00:00:00Z"}),
+    )["cycleCreate"]["cycle"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(refused(&mut w, "mutation($c: String!) { cycleUpdate(id: $c, input: {endsAt: \"2026-07-01T00:00:00Z\"}) { success } }", json!({"c": c})).0.contains("endsAt must be after startsAt"));
+    assert!(refused(&mut w, "mutation { projectCreate(input: {name: \"P\", teamIds: [\"team_eng\"], startDate: \"2026-09-01\", targetDate: \"2026-08-01\"}) { success } }", json!({})).0.contains("targetDate must be after startDate"));
+    // Invites: a real email, not a member's, once while pending.
+    assert!(refused(&mut w, "mutation { organizationInviteCreate(input: {email: \"dev@pome-twin.test\"}) { success } }", json!({})).0.contains("already a member"));
+    let inv =
+        "mutation { organizationInviteCreate(input: {email: \"New@Acme.test\"}) { success } }";
+    ok(&mut w, inv, json!({}));
+    assert!(
+        refused(
+            &mut w,
+            "mutation { organizationInviteCreate(input: {email: \"new@acme.test\"}) { success } }",
+            json!({})
+        )
+        .0
+        .contains("already been invited")
+    );
+    assert!(
+        refused(
+            &mut w,
+            "mutation { organizationInviteCreate(input: {email: \"nobody\"}) { success } }",
+            json!({})
+        )
+        .0
+        .contains("must be an email")
+    );
+    // A subscription or Slack settings are for exactly one thing; a team has one triage rota.
+    assert!(refused(&mut w, "mutation { notificationSubscriptionCreate(input: {teamId: \"team_eng\", cycleId: \"x\"}) { success } }", json!({})).0.contains("Entity not found: Cycle"));
+    let c2 = json!({"c": c});
+    assert!(refused(&mut w, "mutation($c: String!) { notificationSubscriptionCreate(input: {teamId: \"team_eng\", cycleId: $c}) { success } }", c2).0.contains("exactly one of"));
+    ok(
+        &mut w,
+        "mutation { integrationsSettingsCreate(input: {teamId: \"team_eng\", slackIssueCreated: true}) { success } }",
+        json!({}),
+    );
+    assert!(
+        refused(
+            &mut w,
+            "mutation { integrationsSettingsCreate(input: {teamId: \"team_eng\"}) { success } }",
+            json!({})
+        )
+        .0
+        .contains("already exists")
+    );
+    ok(
+        &mut w,
+        "mutation { triageResponsibilityCreate(input: {teamId: \"team_eng\", action: \"notify\"}) { success } }",
+        json!({}),
+    );
+    assert!(refused(&mut w, "mutation { triageResponsibilityCreate(input: {teamId: \"team_eng\", action: \"assign\"}) { success } }", json!({})).0.contains("already exists"));
+}

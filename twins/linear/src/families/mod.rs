@@ -6,7 +6,7 @@ mod accounts;
 mod apps;
 mod integrations;
 pub(crate) mod rules;
-mod work;
+pub(crate) mod work;
 
 use apollo_compiler::resolvers::FieldError;
 use serde_json::{Value, json};

@@ -88,6 +88,24 @@ fn targets(ty: &str) -> &'static [&'static str] {
             "teamId",
             "resourceFolderId",
         ],
+        // Slack settings and notification subscriptions are for one team, project, initiative,
+        // view, cycle, label or customer.
+        "IntegrationsSettings" => &["teamId", "projectId", "initiativeId", "customViewId"],
+        "CustomViewNotificationSubscription"
+        | "CustomerNotificationSubscription"
+        | "CycleNotificationSubscription"
+        | "InitiativeNotificationSubscription"
+        | "LabelNotificationSubscription"
+        | "ProjectNotificationSubscription"
+        | "TeamNotificationSubscription" => &[
+            "customViewId",
+            "customerId",
+            "cycleId",
+            "initiativeId",
+            "labelId",
+            "projectId",
+            "teamId",
+        ],
         _ => &[],
     }
 }
@@ -158,6 +176,12 @@ pub(crate) fn before_create(m: &Mut<'_, '_, '_>, ty: &str, e: &Entity) -> Result
             "pullRequestCommentId",
         ],
         "Emoji" => &["name"],
+        "IssueToRelease" => &["issueId", "releaseId"],
+        "IntegrationTemplate" => &["integrationId", "templateId"],
+        "IntegrationsSettings" => &["teamId", "projectId", "initiativeId", "customViewId"],
+        // A team has one triage responsibility.
+        "TriageResponsibility" => &["teamId"],
+        "GitAutomationState" => &["teamId", "event", "targetBranchId"],
         _ => &[],
     };
     if !unique.is_empty() && duplicate(m, ty, e, unique) {
@@ -195,6 +219,48 @@ pub(crate) fn before_create(m: &Mut<'_, '_, '_>, ty: &str, e: &Entity) -> Result
                 "Emoji names use lowercase letters, digits, _ and -.",
             ));
         }
+    }
+    dated(m, ty, e)?;
+    if ty == "OrganizationInvite" {
+        let email = same(e, "email").unwrap_or("").trim().to_ascii_lowercase();
+        if !email
+            .split_once('@')
+            .is_some_and(|(a, b)| !a.is_empty() && b.contains('.'))
+        {
+            return Err(refuse(
+                m,
+                &format!("email must be an email, got {email:?}"),
+                "Enter a valid email address.",
+            ));
+        }
+        let member = m.w.all("User").any(|(_, u)| {
+            same(u, "email").is_some_and(|x| x.eq_ignore_ascii_case(&email))
+                && u.get("active") != Some(&Value::Bool(false))
+        });
+        if member {
+            return Err(refuse(
+                m,
+                &format!("{email} is already a member of the workspace"),
+                "This person is already a member.",
+            ));
+        }
+        let pending = m.w.all("OrganizationInvite").any(|(id, i)| {
+            same(e, "id") != Some(id.as_str())
+                && live(i)
+                && i.get("acceptedAt").is_none_or(Value::is_null)
+                && same(i, "email").is_some_and(|x| x.eq_ignore_ascii_case(&email))
+        });
+        if pending {
+            return Err(refuse(
+                m,
+                &format!("{email} has already been invited"),
+                "This person has already been invited.",
+            ));
+        }
+    }
+    if ty == "TimeSchedule" {
+        let mut entries = e.get("entries").cloned();
+        super::work::check_entries(m, entries.as_mut())?;
     }
     for k in ["url", "imageUrl"] {
         if let Some(u) = same(e, k).filter(|_| matches!(ty, "Emoji" | "EntityExternalLink")) {
@@ -272,4 +338,38 @@ pub(crate) fn after_delete(m: &mut Mut<'_, '_, '_>, ty: &str, id: &str) -> Resul
         }
     }
     Ok(())
+}
+
+/// A span ends after it starts: a cycle, a project or an initiative (start and target date).
+fn dated(m: &Mut<'_, '_, '_>, ty: &str, e: &Entity) -> Result<(), FieldError> {
+    let (a, b) = match ty {
+        "Cycle" => ("startsAt", "endsAt"),
+        "Project" | "Initiative" => ("startDate", "targetDate"),
+        _ => return Ok(()),
+    };
+    if let (Some(x), Some(y)) = (same(e, a), same(e, b)) {
+        if y < x || (ty == "Cycle" && y == x) {
+            return Err(refuse(
+                m,
+                &format!("{b} must be after {a}"),
+                &format!("The {b} must come after the {a}."),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What Linear refuses in an update of entity `id` of `ty`: the entity as it would be.
+pub(crate) fn before_update(
+    m: &Mut<'_, '_, '_>,
+    ty: &str,
+    id: &str,
+    patch: &Entity,
+) -> Result<(), FieldError> {
+    let Some(now) = m.w.get(ty, id) else {
+        return Ok(());
+    };
+    let mut after = now.clone();
+    after.extend(patch.iter().map(|(k, v)| (k.clone(), v.clone())));
+    dated(m, ty, &after)
 }

@@ -355,7 +355,10 @@ pub(crate) fn run(m: &mut Mut<'_, '_, '_>, name: &str, args: &Value) -> Result<D
 }
 
 /// Time schedule entries: each ends after it starts, for a user who exists (by id) or an email.
-fn check_entries(m: &Mut<'_, '_, '_>, entries: Option<&mut Value>) -> Result<(), FieldError> {
+pub(crate) fn check_entries(
+    m: &Mut<'_, '_, '_>,
+    entries: Option<&mut Value>,
+) -> Result<(), FieldError> {
     let Some(Value::Array(list)) = entries else {
         return Ok(());
     };
