@@ -523,8 +523,8 @@ pub async fn run(app: &App, team: &str, id: &str) -> Result<Value, ApiError> {
 /// Save a named seed after the twin's own `init` accepted it.
 async fn put_seed(State(app): State<Arc<App>>, Team(team): Team, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
     let body = parse_json(&body)?;
-    let name = opt_string(body, "name")?.ok_or_else(|| ApiError::validation("`name` is required"))?;
-    let twin = opt_string(body, "twin")?.ok_or_else(|| ApiError::validation("`twin` is required"))?;
+    let name = opt_string(&body, "name")?.ok_or_else(|| ApiError::validation("`name` is required"))?;
+    let twin = opt_string(&body, "twin")?.ok_or_else(|| ApiError::validation("`twin` is required"))?;
     let image = app.twins.get(&twin).cloned().ok_or_else(|| ApiError::validation(format!("unknown twin `{twin}`")).with_details(json!({"error": "unknown_twin", "twin": twin})))?;
     let seed = match body.get("seed") {
         Some(v @ Value::Object(_)) => v.to_string(),
