@@ -277,7 +277,7 @@ def test_the_control_mcp_needs_the_team_key(pome_server):
             return {t.name for t in (await c.session.list_tools()).tools}
 
     assert run(go()) == {"run_task", "list_tasks", "validate_task", "create_sandbox", "list_sandboxes", "heartbeat",
-                         "finalize", "stop_sandbox", "get_run", "list_runs", "usage"}
+                         "finalize", "stop_sandbox", "get_run", "list_runs", "usage", "fork_sandbox", "fork_run", "state_at"}
 
 
 async def merge_and_report(server, sandbox, report=True):
