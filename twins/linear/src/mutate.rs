@@ -601,8 +601,8 @@ impl Mut<'_, '_, '_> {
         if ty == "Team" {
             self.team_defaults(&id)?;
         }
-        if ty == "ProjectUpdate" {
-            self.project_update_posted(&id)?;
+        if ty == "ProjectUpdate" || ty == "InitiativeUpdate" {
+            self.project_update_posted(ty, &id)?;
         }
         Ok(id)
     }
@@ -713,13 +713,15 @@ impl Mut<'_, '_, '_> {
         Ok(())
     }
 
-    /// A project update posted: the project's health is the update's, and it is the last one.
-    fn project_update_posted(&mut self, id: &str) -> Result<(), FieldError> {
-        let Some(u) = self.w.get("ProjectUpdate", id) else { return Ok(()) };
-        let Some(project) = u.get("projectId").and_then(Value::as_str).map(String::from) else { return Ok(()) };
+    /// A project (or initiative) update posted: the project's health is the update's, and it
+    /// is the last one.
+    fn project_update_posted(&mut self, ty: &str, id: &str) -> Result<(), FieldError> {
+        let parent = if ty == "InitiativeUpdate" { "Initiative" } else { "Project" };
+        let Some(u) = self.w.get(ty, id) else { return Ok(()) };
+        let Some(project) = u.get(&format!("{}Id", lcfirst(parent))).and_then(Value::as_str).map(String::from) else { return Ok(()) };
         let health = u.get("health").cloned().unwrap_or(Value::Null);
         let now = self.now();
-        self.update_with("Project", &project, |p| {
+        self.update_with(parent, &project, |p| {
             p.insert("health".into(), health);
             p.insert("healthUpdatedAt".into(), json!(now));
             p.insert("lastUpdateId".into(), json!(id));
@@ -942,7 +944,7 @@ impl Mut<'_, '_, '_> {
                     e.insert("type".into(), json!(kind));
                 }
             }
-            "ProjectUpdate" => {
+            "ProjectUpdate" | "InitiativeUpdate" => {
                 e.entry("health").or_insert(json!("onTrack"));
             }
             "Comment" => {

@@ -552,7 +552,8 @@ fn print_unserved() {
 }
 
 /// `cargo test --release -p twin-linear print_generic -- --ignored --nocapture`: the served
-/// mutations that only the generic writer serves, by entity type.
+/// mutations that only the generic writer serves, by entity type: how many of them are of a
+/// type with rules of its own (`families::rules::TYPED`), and the types without.
 #[test]
 #[ignore = "prints the mutations served by the generic writer alone"]
 fn print_generic() {
@@ -566,8 +567,10 @@ fn print_generic() {
         }
     }
     let n: usize = by.values().map(Vec::len).sum();
-    eprintln!("GENERIC {n}");
-    for (ty, verbs) in by {
+    let (typed, plain): (Vec<_>, Vec<_>) = by.into_iter().partition(|(ty, _)| crate::families::rules::TYPED.contains(&ty.as_str()));
+    let count = |l: &[(String, Vec<&str>)]| l.iter().map(|(_, v)| v.len()).sum::<usize>();
+    eprintln!("GENERIC {n}: {} of types with rules of their own, {} with only the rules every type gets", count(&typed), count(&plain));
+    for (ty, verbs) in plain {
         eprintln!("{ty}: {}", verbs.join(" "));
     }
 }

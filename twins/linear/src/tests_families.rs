@@ -1157,3 +1157,56 @@ fn spans_end_after_they_start_and_invites_and_subscriptions_are_for_one_thing_is
     );
     assert!(refused(&mut w, "mutation { triageResponsibilityCreate(input: {teamId: \"team_eng\", action: \"assign\"}) { success } }", json!({})).0.contains("already exists"));
 }
+
+#[test]
+fn an_initiative_update_sets_its_health_and_members_edit_only_themselves_issue_35() {
+    let mut w = world();
+    let i = ok(
+        &mut w,
+        "mutation { initiativeCreate(input: {name: \"Grow\"}) { initiative { id } } }",
+        json!({}),
+    )["initiativeCreate"]["initiative"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let u = ok(
+        &mut w,
+        "mutation($i: String!) { initiativeUpdateCreate(input: {initiativeId: $i, body: \"Slipping\", health: atRisk}) { initiativeUpdate { id } } }",
+        json!({"i": i}),
+    );
+    let u = u["initiativeUpdateCreate"]["initiativeUpdate"]["id"].clone();
+    let d = ok(
+        &mut w,
+        "query($i: String!) { initiative(id: $i) { health healthUpdatedAt lastUpdate { id } } }",
+        json!({"i": i}),
+    );
+    assert_eq!(
+        (
+            d["initiative"]["health"].as_str(),
+            d["initiative"]["lastUpdate"]["id"].clone()
+        ),
+        (Some("atRisk"), u)
+    );
+    let mine = ask(
+        &mut w,
+        "mutation { userUpdate(id: \"user_dev\", input: {description: \"Dev\"}) { success } }",
+        json!({}),
+        Some("lin_dev"),
+    );
+    assert!(mine.get("errors").is_none(), "{mine}");
+    let other = ask(
+        &mut w,
+        "mutation { userUpdate(id: \"user_admin\", input: {description: \"x\"}) { success } }",
+        json!({}),
+        Some("lin_dev"),
+    );
+    assert_eq!(
+        other["errors"][0]["extensions"]["code"], "FORBIDDEN",
+        "{other}"
+    );
+    ok(
+        &mut w,
+        "mutation { userUpdate(id: \"user_dev\", input: {description: \"set by an admin\"}) { success } }",
+        json!({}),
+    );
+}

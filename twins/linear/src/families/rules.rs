@@ -366,6 +366,10 @@ pub(crate) fn before_update(
     id: &str,
     patch: &Entity,
 ) -> Result<(), FieldError> {
+    // A member edits their own profile; only admins edit someone else's.
+    if ty == "User" && id != m.w.viewer {
+        super::admin_only(m, "update another user")?;
+    }
     let Some(now) = m.w.get(ty, id) else {
         return Ok(());
     };
@@ -373,3 +377,55 @@ pub(crate) fn before_update(
     after.extend(patch.iter().map(|(k, v)| (k.clone(), v.clone())));
     dated(m, ty, &after)
 }
+
+/// Entity types whose generic mutations have rules of the type's own (here, or where
+/// `crate::mutate` makes one), beyond what every type gets (references that exist, no blank
+/// required text); `print_generic` lists the rest.
+pub const TYPED: &[&str] = &[
+    "Issue",
+    "Comment",
+    "IssueLabel",
+    "ProjectLabel",
+    "InitiativeLabel",
+    "Team",
+    "TeamMembership",
+    "WorkflowState",
+    "Cycle",
+    "Webhook",
+    "Project",
+    "ProjectStatus",
+    "ProjectUpdate",
+    "ProjectMilestone",
+    "Document",
+    "Initiative",
+    "AgentSession",
+    "Release",
+    "ReleasePipeline",
+    "ReleaseNote",
+    "AgentSkill",
+    "Favorite",
+    "Reaction",
+    "EntityExternalLink",
+    "IntegrationsSettings",
+    "NotificationSubscription",
+    "IssueRelation",
+    "ProjectRelation",
+    "InitiativeRelation",
+    "InitiativeToProject",
+    "RoadmapToProject",
+    "Emoji",
+    "IssueToRelease",
+    "IntegrationTemplate",
+    "TriageResponsibility",
+    "GitAutomationState",
+    "OrganizationInvite",
+    "OrganizationDomain",
+    "PushSubscription",
+    "EmailIntakeAddress",
+    "TimeSchedule",
+    "CustomerStatus",
+    "CustomerTier",
+    "Attachment",
+    "InitiativeUpdate",
+    "User",
+];
