@@ -217,6 +217,100 @@ def test_with_block_finalizes_when_the_block_raises(client):
         client.get_sandbox(sb.id)
 
 
+# -- branch and rewind (#37) ------------------------------------------------------------------
+
+def github_calls(sb, *calls):
+    """Each (method, path, body) against the sandbox's GitHub twin, with the agent token."""
+    for method, path, body in calls:
+        r = httpx.request(method, sb.twins["github"].api_url + path, json=body,
+                          headers={"Authorization": f"Bearer {sb.agent_token}"})
+        assert r.status_code < 300, r.text
+
+
+def test_fork_a_sandbox_at_a_row_and_read_the_world_after_any_row(client):
+    with client.sandbox(["github"], seed={"github": SEED["github"]}, agent_id="rewinder") as sb:
+        assert sb.sandbox.forked_from is None
+        github_calls(sb, ("GET", "/repos/acme/checkout", None),
+                     ("PUT", "/repos/acme/checkout/pulls/7/merge", {"merge_method": "merge"}),
+                     ("POST", "/repos/acme/checkout/issues", {"title": "after the merge"}))
+        seeded, merged = sb.state("github", at=0), sb.state("github", at=2)
+        assert client.sandbox_state(sb.id, "github", at=2) == merged
+        assert client.sandbox_state(sb.id, at=0) == seeded  # the primary twin by default
+        assert seeded["repositories"][0]["pull_requests"][0]["merged"] is False
+        assert merged["repositories"][0]["pull_requests"][0]["merged"] is True
+        assert client.sandbox_state(sb.id, "github") == sb.state("github")  # now
+
+        d = client.sandbox_diff(sb.id, "github", from_=1, to=2)
+        assert isinstance(d, pome.Diff) and (d.object, d.twin, d.from_, d.to) == ("diff", "github", 1, 2)
+        assert d.diff and all(isinstance(c, pome.Change) for c in d.diff)
+        assert any(c.path.endswith("merged") and (c.before, c.after) == (False, True) for c in d.diff), d.paths
+        assert sb.diff("github", from_=2, to=2).diff == []
+        assert sb.diff("github").to == 3  # default: from the seed to now
+
+        # The fork: a sandbox of its own whose world is the parent's after row 2.
+        with sb.fork(at={"github": 2}, agent_id="branch") as alt:
+            assert alt.id != sb.id and alt.agent_token != sb.agent_token
+            assert alt.sandbox.forked_from == pome.ForkedFrom(sandbox_id=sb.id, run_id=None, at={"github": 2})
+            assert alt.sandbox.agent_id == "branch" and alt.twins["github"].api_url.endswith(f"/s/{alt.id}/github")
+            assert alt.state("github") == merged
+            assert [row.get("inherited", False) for row in alt.events("github")] == [True, True]
+            github_calls(alt, ("POST", "/repos/acme/checkout/issues", {"title": "on the branch"}))
+        assert alt.run.forked_from.sandbox_id == sb.id and alt.run.agent_id == "branch"
+        tape = alt.run.per_twin["github"].tape
+        assert [(r.method, r.inherited) for r in tape] == [("GET", True), ("PUT", True), ("POST", False)]
+        assert sb.state("github", at=3) != alt.run.per_twin["github"].final_state  # the branches differ
+
+        # A position past the tape: refused, typed.
+        with pytest.raises(pome.ValidationFailedError) as past:
+            client.fork_sandbox(sb.id, at={"github": 99})
+        assert past.value.status == 422
+        with pytest.raises(pome.ValidationFailedError):
+            sb.state("github", at=99)
+        with pytest.raises(pome.NotFoundError):
+            client.sandbox_state(sb.id, "stripe")
+
+    run = sb.run
+    assert run.forked_from is None and not any(r.inherited for r in run.per_twin["github"].tape)
+    assert isinstance(run.per_twin["github"].seed, str) and run.per_twin["github"].seed
+
+    # A finished run, forked after its first row; read and diffed like a sandbox.
+    forked = client.fork_run(run.id, at={"github": 1}, group_id="py-client-forks")
+    assert isinstance(forked, pome.Sandbox) and forked.group_id == "py-client-forks"
+    assert forked.forked_from == pome.ForkedFrom(sandbox_id=run.session_id, run_id=run.id, at={"github": 1})
+    assert client.sandbox_state(forked.id, "github") == client.run_state(run.id, "github", at=1)
+    assert client.run_state(run.id, "github") == run.per_twin["github"].final_state
+    rd = client.run_diff(run.id, "github", from_=0, to=2)
+    assert (rd.from_, rd.to) == (0, 2) and any(c.path.endswith("merged") for c in rd.diff)
+    assert client.discard(forked.id).discarded
+    with pytest.raises(pome.ValidationFailedError):
+        client.fork_run(run.id, at={"github": 4})
+
+    # After the block, `sb.fork()` forks the run (at its end by default).
+    with sb.fork() as again:
+        assert again.sandbox.forked_from.run_id == run.id and again.sandbox.forked_from.at == {"github": 3}
+        assert again.state("github") == run.per_twin["github"].final_state
+        again.discard()
+
+
+def test_async_fork_and_state(pome_server):
+    async def scenario():
+        async with pome.AsyncClient(pome_server.url, API_KEY) as client:
+            async with client.sandbox(["github"], seed={"github": SEED["github"]}) as sb:
+                github_calls(sb, ("PUT", "/repos/acme/checkout/pulls/7/merge", {"merge_method": "merge"}))
+                assert (await sb.state("github", at=0))["repositories"][0]["pull_requests"][0]["merged"] is False
+                assert (await client.sandbox_diff(sb.id, "github")).to == 1
+                async with await sb.fork(at={"github": 0}) as alt:
+                    assert alt.sandbox.forked_from.at == {"github": 0}
+                    assert await alt.state("github") == await client.sandbox_state(sb.id, "github", at=0)
+            assert alt.run.forked_from.sandbox_id == sb.id and alt.run.per_twin["github"].tape == []
+            forked = await client.fork_run(sb.run.id)
+            assert forked.forked_from.at == {"github": 1}
+            assert (await client.run_diff(sb.run.id, "github")).to == 1
+            await client.discard(forked.id)
+
+    asyncio.run(scenario())
+
+
 # -- the pytest plugin ---------------------------------------------------------------------
 
 AGENT_TESTS = '''

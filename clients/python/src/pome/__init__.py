@@ -27,9 +27,12 @@ from .errors import (
 )
 from .models import (
     ApiKey,
+    Change,
     CriterionResult,
+    Diff,
     Discarded,
     Finalized,
+    ForkedFrom,
     Heartbeat,
     NewApiKey,
     Run,
@@ -51,8 +54,8 @@ from .models import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "APIConnectionError", "APIError", "ApiKey", "AsyncClient", "AsyncOpenSandbox", "Client", "ConfigurationError",
-    "ConflictError", "CriterionResult", "Discarded", "Finalized", "ForbiddenError", "Heartbeat",
+    "APIConnectionError", "APIError", "ApiKey", "AsyncClient", "AsyncOpenSandbox", "Change", "Client", "ConfigurationError",
+    "ConflictError", "CriterionResult", "Diff", "Discarded", "Finalized", "ForbiddenError", "ForkedFrom", "Heartbeat",
     "InternalServerError", "InvalidAuthError", "NewApiKey", "NotFoundError", "OpenSandbox", "PomeError",
     "QuotaExceededError", "RateLimitedError", "Run", "RunPage", "RunSummary", "Sandbox", "Seed",
     "ServerBusyError", "SessionExpiredError", "TapeRow", "Task", "TaskCriterion", "TaskRef", "TaskValidation",

@@ -133,6 +133,44 @@ def stop_sandbox(id: str, confirm_discard: str | None = None) -> Request[models.
                    params=_drop_none({"confirm_discard": confirm_discard}))
 
 
+# -- branch and rewind (forks, the world after any row) -------------------------------------
+
+def _fork_body(at: dict[str, int] | None, agent_id: str | None, agent_version: str | None,
+               group_id: str | None, task_id: str | None) -> dict[str, Any]:
+    return _drop_none({"at": dict(at) if at is not None else None, "agent_id": agent_id,
+                       "agent_version": agent_version, "group_id": group_id, "task_id": task_id})
+
+
+def fork_sandbox(id: str, *, at: dict[str, int] | None = None, agent_id: str | None = None,
+                 agent_version: str | None = None, group_id: str | None = None,
+                 task_id: str | None = None) -> Request[models.Sandbox]:
+    return Request("POST", f"v1/sandboxes/{_seg(id)}/fork", _json(models.Sandbox.from_json),
+                   body=_fork_body(at, agent_id, agent_version, group_id, task_id))
+
+
+def fork_run(id: str, *, at: dict[str, int] | None = None, agent_id: str | None = None,
+             agent_version: str | None = None, group_id: str | None = None,
+             task_id: str | None = None) -> Request[models.Sandbox]:
+    return Request("POST", f"v1/runs/{_seg(id)}/fork", _json(models.Sandbox.from_json),
+                   body=_fork_body(at, agent_id, agent_version, group_id, task_id))
+
+
+def _state_json(r: httpx.Response) -> dict[str, Any]:
+    state: dict[str, Any] = r.json()
+    return state
+
+
+def state(kind: str, id: str, twin: str | None = None, *, at: int | None = None) -> Request[dict[str, Any]]:
+    """`kind` is `sandboxes` or `runs`."""
+    return Request("GET", f"v1/{kind}/{_seg(id)}/state", _state_json, params=_drop_none({"twin": twin, "at": at}))
+
+
+def diff(kind: str, id: str, twin: str | None = None, *, from_: int | None = None,
+         to: int | None = None) -> Request[models.Diff]:
+    return Request("GET", f"v1/{kind}/{_seg(id)}/diff", _json(models.Diff.from_json),
+                   params=_drop_none({"twin": twin, "from": from_, "to": to}))
+
+
 # -- usage, keys -------------------------------------------------------------------------
 
 def usage() -> Request[models.Usage]:
@@ -238,7 +276,8 @@ class TaskFile:
 
 # -- twin routes (the agent's side, with the agent token) --------------------------------
 
-def twin_get(url: str, token: str) -> Request[Any]:
+def twin_get(url: str, token: str, params: dict[str, Any] | None = None) -> Request[Any]:
     """A GET on a twin's reserved route (`_pome/state`, `_pome/events`) with the sandbox's
     bearer token; `url` is absolute."""
-    return Request("GET", url, lambda r: r.json(), headers={"Authorization": f"Bearer {token}"})
+    return Request("GET", url, lambda r: r.json(), params=_drop_none(params or {}),
+                   headers={"Authorization": f"Bearer {token}"})

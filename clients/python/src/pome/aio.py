@@ -160,6 +160,36 @@ class AsyncClient:
     async def run_report(self, id: str) -> str:
         return await self._call(_api.run_report(id))
 
+    # -- branch and rewind ---------------------------------------------------------------
+
+    async def fork_sandbox(self, id: str, *, at: dict[str, int] | None = None, agent_id: str | None = None,
+                           agent_version: str | None = None, group_id: str | None = None,
+                           task_id: str | None = None) -> models.Sandbox:
+        """See `pome.Client.fork_sandbox`."""
+        return await self._call(_api.fork_sandbox(id, at=at, agent_id=agent_id, agent_version=agent_version,
+                                                  group_id=group_id, task_id=task_id))
+
+    async def fork_run(self, id: str, *, at: dict[str, int] | None = None, agent_id: str | None = None,
+                       agent_version: str | None = None, group_id: str | None = None,
+                       task_id: str | None = None) -> models.Sandbox:
+        """See `pome.Client.fork_run`."""
+        return await self._call(_api.fork_run(id, at=at, agent_id=agent_id, agent_version=agent_version,
+                                              group_id=group_id, task_id=task_id))
+
+    async def sandbox_state(self, id: str, twin: str | None = None, *, at: int | None = None) -> dict[str, Any]:
+        return await self._call(_api.state("sandboxes", id, twin, at=at))
+
+    async def run_state(self, id: str, twin: str | None = None, *, at: int | None = None) -> dict[str, Any]:
+        return await self._call(_api.state("runs", id, twin, at=at))
+
+    async def sandbox_diff(self, id: str, twin: str | None = None, *, from_: int | None = None,
+                           to: int | None = None) -> models.Diff:
+        return await self._call(_api.diff("sandboxes", id, twin, from_=from_, to=to))
+
+    async def run_diff(self, id: str, twin: str | None = None, *, from_: int | None = None,
+                       to: int | None = None) -> models.Diff:
+        return await self._call(_api.diff("runs", id, twin, from_=from_, to=to))
+
     # -- seeds, twins, tasks -------------------------------------------------------------
 
     async def put_seed(self, name: str, twin: str, seed: dict[str, Any]) -> models.Seed:
@@ -191,11 +221,15 @@ class AsyncOpenSandbox(_Open):
     """A sandbox in an `async with` block: created on entry, finalized on exit."""
 
     def __init__(self, client: AsyncClient, create: dict[str, Any], task: Any, *, fetch_run: bool,
-                 owns_client: bool = False) -> None:
+                 owns_client: bool = False, sandbox: models.Sandbox | None = None) -> None:
         self._client, self._create, self._task = client, create, task
         self._fetch_run, self._owns_client = fetch_run, owns_client
+        if sandbox is not None:  # already created (a fork)
+            self.sandbox = sandbox
 
     async def __aenter__(self) -> AsyncOpenSandbox:
+        if hasattr(self, "sandbox"):
+            return self
         try:
             create = dict(self._create)
             if self._task is not None:
@@ -241,8 +275,25 @@ class AsyncOpenSandbox(_Open):
         self._done = True
         return out
 
-    async def state(self, twin: str) -> Any:
-        return await self._client._call(_api.twin_get(self._url(twin, "state_url"), self.agent_token))
+    async def state(self, twin: str, *, at: int | None = None) -> Any:
+        return await self._client._call(_api.twin_get(self._url(twin, "state_url"), self.agent_token, {"at": at}))
+
+    async def diff(self, twin: str, *, from_: int | None = None, to: int | None = None) -> models.Diff:
+        if self.finalized is not None:
+            return await self._client.run_diff(self.finalized.run_id, twin, from_=from_, to=to)
+        return await self._client.sandbox_diff(self.id, twin, from_=from_, to=to)
+
+    async def fork(self, *, at: dict[str, int] | None = None, agent_id: str | None = None,
+                   agent_version: str | None = None, group_id: str | None = None,
+                   task_id: str | None = None) -> AsyncOpenSandbox:
+        """See `pome.OpenSandbox.fork`; created when awaited, so `async with await
+        sb.fork(at=...) as alt:`."""
+        fork = _api.fork_run if self.finalized is not None else _api.fork_sandbox
+        parent = self.finalized.run_id if self.finalized is not None else self.id
+        made = await self._client._call(fork(parent, at=at, agent_id=agent_id, agent_version=agent_version,
+                                             group_id=group_id, task_id=task_id))
+        client = AsyncClient(self._client.api_url, self._client.api_key) if self._owns_client else self._client
+        return AsyncOpenSandbox(client, {}, None, fetch_run=self._fetch_run, owns_client=self._owns_client, sandbox=made)
 
     async def events(self, twin: str) -> list[dict[str, Any]]:
         return await self._client._call(_api.twin_get(self._url(twin, "events_url"), self.agent_token))

@@ -191,6 +191,49 @@ class Client:
         """The run as markdown: verdict, criteria with evidence, each twin's calls."""
         return self._call(_api.run_report(id))
 
+    # -- branch and rewind ---------------------------------------------------------------
+
+    def fork_sandbox(self, id: str, *, at: dict[str, int] | None = None, agent_id: str | None = None,
+                     agent_version: str | None = None, group_id: str | None = None,
+                     task_id: str | None = None) -> models.Sandbox:
+        """A new sandbox whose worlds are the open sandbox `id`'s as they stood after row
+        `at[twin]` of each twin's tape (0: the seed's world; a twin not named forks at its
+        newest row). Its tapes begin with the inherited rows (`inherited=True`); it keeps
+        the parent's task, agent and group unless given others, and has its own token,
+        clocks and quota slot (`forked_from` says where it began). A position past the tape
+        is a `ValidationFailedError`; a third rebuild while the team has two running is a
+        `RateLimitedError`."""
+        return self._call(_api.fork_sandbox(id, at=at, agent_id=agent_id, agent_version=agent_version,
+                                            group_id=group_id, task_id=task_id))
+
+    def fork_run(self, id: str, *, at: dict[str, int] | None = None, agent_id: str | None = None,
+                 agent_version: str | None = None, group_id: str | None = None,
+                 task_id: str | None = None) -> models.Sandbox:
+        """A new sandbox from the finished run `id`'s recorded seeds and tapes, after row
+        `at[twin]` of each (default: the run's end); see `fork_sandbox`."""
+        return self._call(_api.fork_run(id, at=at, agent_id=agent_id, agent_version=agent_version,
+                                        group_id=group_id, task_id=task_id))
+
+    def sandbox_state(self, id: str, twin: str | None = None, *, at: int | None = None) -> dict[str, Any]:
+        """The twin's state export (default: the primary twin) after `at` rows of its tape
+        (0: the seed's world; default: now)."""
+        return self._call(_api.state("sandboxes", id, twin, at=at))
+
+    def run_state(self, id: str, twin: str | None = None, *, at: int | None = None) -> dict[str, Any]:
+        """The run's twin's state export after `at` rows (default: its final world)."""
+        return self._call(_api.state("runs", id, twin, at=at))
+
+    def sandbox_diff(self, id: str, twin: str | None = None, *, from_: int | None = None,
+                     to: int | None = None) -> models.Diff:
+        """What changed in the twin's world between rows `from_` (default 0, the seed's
+        world) and `to` (default: now)."""
+        return self._call(_api.diff("sandboxes", id, twin, from_=from_, to=to))
+
+    def run_diff(self, id: str, twin: str | None = None, *, from_: int | None = None,
+                 to: int | None = None) -> models.Diff:
+        """`sandbox_diff` over a finished run (`to` defaults to its end)."""
+        return self._call(_api.diff("runs", id, twin, from_=from_, to=to))
+
     # -- seeds, twins, tasks -------------------------------------------------------------
 
     def put_seed(self, name: str, twin: str, seed: dict[str, Any]) -> models.Seed:
@@ -265,11 +308,16 @@ class _Open:
 class OpenSandbox(_Open):
     """A sandbox in a `with` block (`Client.sandbox`, `pome.sandbox`)."""
 
-    def __init__(self, client: Client, create: dict[str, Any], task: Any, *, fetch_run: bool, owns_client: bool = False) -> None:
+    def __init__(self, client: Client, create: dict[str, Any], task: Any, *, fetch_run: bool, owns_client: bool = False,
+                 sandbox: models.Sandbox | None = None) -> None:
         self._client, self._create, self._task = client, create, task
         self._fetch_run, self._owns_client = fetch_run, owns_client
+        if sandbox is not None:  # already created (a fork)
+            self.sandbox = sandbox
 
     def __enter__(self) -> OpenSandbox:
+        if hasattr(self, "sandbox"):
+            return self
         try:
             create = dict(self._create)
             if self._task is not None:
@@ -319,9 +367,33 @@ class OpenSandbox(_Open):
         self._done = True
         return out
 
-    def state(self, twin: str) -> Any:
-        """The twin's whole world now, as JSON."""
-        return self._client._call(_api.twin_get(self._url(twin, "state_url"), self.agent_token))
+    def state(self, twin: str, *, at: int | None = None) -> Any:
+        """The twin's whole world now, as JSON; with `at`, as it stood after that many rows
+        of its tape (0: the seed's world)."""
+        return self._client._call(_api.twin_get(self._url(twin, "state_url"), self.agent_token, {"at": at}))
+
+    def diff(self, twin: str, *, from_: int | None = None, to: int | None = None) -> models.Diff:
+        """What changed in the twin's world between rows `from_` (default 0) and `to`
+        (default: now); after finalizing, over the run."""
+        if self.finalized is not None:
+            return self._client.run_diff(self.finalized.run_id, twin, from_=from_, to=to)
+        return self._client.sandbox_diff(self.id, twin, from_=from_, to=to)
+
+    def fork(self, *, at: dict[str, int] | None = None, agent_id: str | None = None,
+             agent_version: str | None = None, group_id: str | None = None,
+             task_id: str | None = None) -> OpenSandbox:
+        """A fork of this sandbox after row `at[twin]` of each tape (default: now), created
+        at once, as a sandbox of its own: `with sb.fork(at={"github": 3}) as alt:` finalizes
+        it when the block ends (otherwise finalize or discard it yourself). Once this
+        sandbox is finalized, its run is forked instead. The fork shares this sandbox's
+        client; one made by `pome.sandbox(...)` gets a client of its own, so it may
+        outlive this block."""
+        fork = _api.fork_run if self.finalized is not None else _api.fork_sandbox
+        parent = self.finalized.run_id if self.finalized is not None else self.id
+        made = self._client._call(fork(parent, at=at, agent_id=agent_id, agent_version=agent_version,
+                                       group_id=group_id, task_id=task_id))
+        client = Client(self._client.api_url, self._client.api_key) if self._owns_client else self._client
+        return OpenSandbox(client, {}, None, fetch_run=self._fetch_run, owns_client=self._owns_client, sandbox=made)
 
     def events(self, twin: str) -> list[dict[str, Any]]:
         """The twin's tape so far (one row per request)."""

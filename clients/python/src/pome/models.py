@@ -28,6 +28,67 @@ def _raw() -> Any:
 
 
 @dataclass(frozen=True)
+class ForkedFrom:
+    """Where a fork began (`forked_from` of a sandbox or run): the sandbox or run it was
+    forked from, and how many rows of each twin's tape it inherited."""
+
+    #: The parent sandbox (for a run's fork, the sandbox the run was of).
+    sandbox_id: str | None
+    #: The parent run when a finished run was forked; None when an open sandbox was.
+    run_id: str | None
+    #: Per twin, the row the fork starts after (0: the seed's world).
+    at: dict[str, int]
+    raw: dict[str, Any] = _raw()
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ForkedFrom:
+        return cls(sandbox_id=d.get("sandbox_id"), run_id=d.get("run_id"),
+                   at={k: int(v) for k, v in (d.get("at") or {}).items()}, raw=d)
+
+    @classmethod
+    def maybe(cls, d: Any) -> ForkedFrom | None:
+        return cls.from_json(d) if isinstance(d, dict) else None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path that differs between two worlds, with its value before and after (None
+    where the path was absent)."""
+
+    path: str
+    before: Any
+    after: Any
+    raw: dict[str, Any] = _raw()
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Change:
+        return cls(path=d["path"], before=d.get("before"), after=d.get("after"), raw=d)
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What changed in one twin's world between two positions of its tape (`sandbox_diff`,
+    `run_diff`): `from_` and `to` are row counts, 0 being the seed's world."""
+
+    twin: str
+    from_: int
+    to: int
+    diff: list[Change]
+    object: str = "diff"
+    raw: dict[str, Any] = _raw()
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Diff:
+        return cls(twin=d["twin"], from_=d["from"], to=d["to"], diff=[Change.from_json(c) for c in d.get("diff") or []],
+                   object=d.get("object", "diff"), raw=d)
+
+    @property
+    def paths(self) -> list[str]:
+        """The changed paths, in order."""
+        return [c.path for c in self.diff]
+
+
+@dataclass(frozen=True)
 class TwinEndpoints:
     """Where one twin of a sandbox answers (`per_twin.<twin>` of a sandbox)."""
 
@@ -84,6 +145,8 @@ class Sandbox:
     #: The environment an agent gets (`POME_AUTH_TOKEN`, `POME_GITHUB_REST_URL`, ...); with
     #: the token only.
     agent_env: dict[str, str] = field(default_factory=dict)
+    #: Where this sandbox was forked from; None when it is not a fork.
+    forked_from: ForkedFrom | None = None
     object: str = "sandbox"
     raw: dict[str, Any] = _raw()
 
@@ -98,7 +161,7 @@ class Sandbox:
             task_id=d.get("task_id"), task_version=d.get("task_version"), group_id=d.get("group_id"),
             agent_id=d.get("agent_id"), agent_version=d.get("agent_version"),
             agent_token=d.get("agent_token"), agent_env=dict(d.get("agent_env") or {}),
-            object=d.get("object", "sandbox"), raw=d,
+            forked_from=ForkedFrom.maybe(d.get("forked_from")), object=d.get("object", "sandbox"), raw=d,
         )
 
 
@@ -316,6 +379,8 @@ class TapeRow:
     #: The changes the request made: entity, id, before, after.
     state_delta: list[dict[str, Any]]
     error: str | None
+    #: A row a fork inherited from its parent (it ran before the fork began).
+    inherited: bool = False
     raw: dict[str, Any] = _raw()
 
     @classmethod
@@ -325,7 +390,8 @@ class TapeRow:
             method=d["method"], path=d["path"], query=d.get("query", ""), status=d["status"],
             action=d.get("action"), fidelity=d.get("fidelity", "semantic"), state_mutation=bool(d.get("state_mutation")),
             latency_ms=d.get("latency_ms", 0.0), request_body=d.get("request_body"), response_body=d.get("response_body"),
-            state_delta=list(d.get("state_delta") or []), error=d.get("error"), raw=d,
+            state_delta=list(d.get("state_delta") or []), error=d.get("error"),
+            inherited=bool(d.get("inherited")), raw=d,
         )
 
 
@@ -379,6 +445,8 @@ class Run:
     pass_threshold: int | None
     criteria_results: list[CriterionResult]
     per_twin: dict[str, TwinRecord]
+    #: Where the sandbox of this run was forked from; None when it was not a fork.
+    forked_from: ForkedFrom | None = None
     object: str = "run"
     raw: dict[str, Any] = _raw()
 
@@ -393,7 +461,7 @@ class Run:
             verdict=d.get("verdict"), score=d.get("score"), pass_threshold=d.get("pass_threshold"),
             criteria_results=[CriterionResult.from_json(c) for c in d.get("criteria_results") or []],
             per_twin={k: TwinRecord.from_json(v) for k, v in (d.get("per_twin") or {}).items()},
-            object=d.get("object", "run"), raw=d,
+            forked_from=ForkedFrom.maybe(d.get("forked_from")), object=d.get("object", "run"), raw=d,
         )
 
     @property
