@@ -14,7 +14,7 @@ from github import Auth, Github
 from slack_sdk import WebClient
 
 import pome
-from conftest import API_KEY, ROOT
+from conftest import API_KEY, ROOT, serve
 
 pytest_plugins = ["pytester"]
 
@@ -309,6 +309,28 @@ def test_async_fork_and_state(pome_server):
             await client.discard(forked.id)
 
     asyncio.run(scenario())
+
+
+def test_a_rebuild_past_the_teams_limit_is_rate_limited():
+    """A team rebuilds `--team-rebuilds` worlds at once (2 by default; here 1, on a server of
+    its own, so the race is not close); forks fired together past that are answered 429,
+    typed, with when to retry."""
+    with serve("--team-rebuilds", "1", "--quota", "1000") as server:
+        async def scenario():
+            async with pome.AsyncClient(server.url, API_KEY) as client:
+                async with client.sandbox(["github"], seed={"github": SEED["github"]}) as sb:
+                    github_calls(sb, *[("POST", "/repos/acme/checkout/issues", {"title": f"issue {i}"}) for i in range(5)])
+                    out = await asyncio.gather(*[client.fork_sandbox(sb.id, at={"github": n % 6}) for n in range(12)],
+                                               return_exceptions=True)
+                    for made in out:
+                        if isinstance(made, pome.Sandbox):
+                            await client.discard(made.id)
+                    limited = [e for e in out if isinstance(e, pome.RateLimitedError)]
+                    assert limited and all(isinstance(r, (pome.Sandbox, pome.RateLimitedError)) for r in out), out
+                    e = limited[0]
+                    assert (e.status, e.type) == (429, "rate_limited") and e.retry_after and e.retry_after > 0
+
+        asyncio.run(scenario())
 
 
 # -- the pytest plugin ---------------------------------------------------------------------
