@@ -526,12 +526,8 @@ fn existing(
             };
             // Settings are kept under the service's own key (`slack`, `gitHub`, `jira`…):
             // another service's are refused.
-            let own = |k: &str| {
-                k.eq_ignore_ascii_case(&service)
-                    || k.eq_ignore_ascii_case(&service.replace("Personal", ""))
-                        && service.ends_with("Personal")
-                        && k.ends_with("Personal")
-            };
+            // (`gitHubPersonal` is a `githubPersonal` integration's: case aside, the same name.)
+            let own = |k: &str| k.eq_ignore_ascii_case(&service);
             let patch = patch.as_object().cloned().unwrap_or_default();
             if let Some((k, _)) = patch.iter().find(|(k, v)| !v.is_null() && !own(k)) {
                 return Err(m.ctx.invalid_input(format!("Argument Validation Error - {k} settings do not apply to a {service} integration"), "These settings belong to another integration."));
