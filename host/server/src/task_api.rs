@@ -89,8 +89,8 @@ pub async fn get_version(app: &App, team: &str, id: &str, version: &str) -> Resu
 }
 
 /// The task a create request names, if any: the task and the version the sandbox boots from.
-pub async fn for_create(app: &App, team: &str, body: &Value) -> Result<Option<(Task, String)>, ApiError> {
-    if let Some(id) = body.get("task_id").and_then(Value::as_str) {
+pub async fn for_create(app: &App, team: &str, req: &crate::ops::sandboxes::CreateRequest) -> Result<Option<(Task, String)>, ApiError> {
+    if let Some(id) = &req.task_id {
         let stored = app.storage.task(team, id).await?;
         return match stored {
             Some(stored) => {
@@ -100,8 +100,8 @@ pub async fn for_create(app: &App, team: &str, body: &Value) -> Result<Option<(T
             None => Err(ApiError::validation(format!("no task `{id}` in your team; store it with POST /v1/tasks first")).with_details(json!({"field": "task_id"}))),
         };
     }
-    let Some(source) = (match body.get("task_source") {
-        Some(_) => source_of(&json!({"task_source": body["task_source"]}))?,
+    let Some(source) = (match &req.task_source {
+        Some(b64) => source_of(&json!({"task_source": b64}))?,
         None => None,
     }) else {
         return Ok(None);

@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::app::{App, Team};
 use crate::error::ApiError;
+use crate::ops::sandboxes;
 
 /// The team a control message acts for.
 pub struct Target {
@@ -78,19 +79,6 @@ fn tools() -> &'static (Vec<Tool>, HashMap<String, ToolDef>) {
                 "required": ["source"],
                 "additionalProperties": false,
             }), true),
-            ("create_sandbox", "Create a sandbox of one to three twins (primary first), on a seed or the twins' default worlds. Answers the sandbox id, agent token and per-twin REST and MCP URLs.", json!({
-                "type": "object",
-                "properties": {
-                    "twins": {"type": "array", "items": {"type": "string"}, "description": "Twin names, primary first (github, slack, stripe, gmail, linear)."},
-                    "seed": {"description": "A flat seed for one twin, an envelope {twin: seed} for several, or a saved seed's name."},
-                    "task_id": id("A stored task to boot from instead of twins and seed."),
-                    "idempotency_key": id("Repeating a create with the same key answers the same sandbox."),
-                    "agent_id": id("Carried onto the run."),
-                    "agent_version": id("Carried onto the run."),
-                    "group_id": id("Groups trials of one task."),
-                },
-                "additionalProperties": false,
-            }), false),
             ("list_sandboxes", "The team's open sandboxes.", json!({"type": "object", "properties": {}, "additionalProperties": false}), true),
             ("heartbeat", "Reset a sandbox's idle timer; answers the new idle_expires_at.", sandbox_id(), false),
             ("finalize", "Grade a sandbox and close it: reads every twin's tape and state, grades against the task the sandbox booted from and writes the run. Answers the verdict, the score and each criterion's result with its evidence.", sandbox_id(), false),
@@ -102,17 +90,6 @@ fn tools() -> &'static (Vec<Tool>, HashMap<String, ToolDef>) {
             }), false),
             ("get_run", "A persisted run: verdict, criteria results with evidence, tapes and each twin's initial and final state.", json!({
                 "type": "object", "properties": {"run_id": id("The run id, `run_…`.")}, "required": ["run_id"], "additionalProperties": false,
-            }), true),
-            ("list_runs", "The team's runs, newest first, a page at a time.", json!({
-                "type": "object",
-                "properties": {
-                    "group_id": id("Only this trial group."),
-                    "task": id("Only runs of this task id."),
-                    "verdict": {"type": "string", "enum": ["pass", "fail", "incomplete", "ungraded"]},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
-                    "starting_after": id("The previous page's next_cursor."),
-                },
-                "additionalProperties": false,
             }), true),
             ("usage", "The team's concurrency: sandboxes open now against its quota.", json!({"type": "object", "properties": {}, "additionalProperties": false}), true),
         ];
@@ -134,7 +111,7 @@ fn tools() -> &'static (Vec<Tool>, HashMap<String, ToolDef>) {
 /// The tools whose arguments are an operation's typed request (plus the id it acts on): their
 /// schemas come from the request types, so this door and REST cannot disagree on a name.
 fn typed_tools() -> Vec<(&'static str, &'static str, Value, bool)> {
-    use crate::ops::{fork::ForkRequest, state::StateQuery};
+    use crate::ops::{fork::ForkRequest, runs::RunsQuery, sandboxes::CreateRequest, state::StateQuery};
     let with = |schema: schemars::Schema, ids: &[(&str, &str)], required: &[&str]| -> Value {
         let mut v = schema.to_value();
         if let Some(o) = v.as_object_mut() {
@@ -152,6 +129,8 @@ fn typed_tools() -> Vec<(&'static str, &'static str, Value, bool)> {
     let sandbox = ("sandbox_id", "The sandbox id, `ses_…`.");
     let run = ("run_id", "The run id, `run_…`.");
     vec![
+        ("create_sandbox", "Create a sandbox of one to three twins (primary first), on a seed or the twins' default worlds, or from a stored task. Answers the sandbox id, agent token and per-twin REST and MCP URLs.", with(schemars::schema_for!(CreateRequest), &[], &[]), false),
+        ("list_runs", "The team's runs, newest first, a page at a time.", with(schemars::schema_for!(RunsQuery), &[], &[]), true),
         ("fork_sandbox", "Fork an open sandbox: a new sandbox (new id and agent token, its own lifetime and quota slot) whose worlds are this one's after the tape rows `at` names per twin (default: now). Its tapes start with the inherited rows; the parent is untouched.", with(schemars::schema_for!(ForkRequest), &[sandbox], &["sandbox_id"]), false),
         ("fork_run", "Fork a finished run: a new sandbox whose worlds are the run's after the tape rows `at` names per twin (default: its end), graded against the same task.", with(schemars::schema_for!(ForkRequest), &[run], &["run_id"]), false),
         ("state_at", "A twin's world (its state export) as it stood after `at` rows of its tape, in an open sandbox (`sandbox_id`) or a finished run (`run_id`); without `at`, now or the run's final world.", with(schemars::schema_for!(StateQuery), &[sandbox, run], &[]), true),
@@ -221,17 +200,14 @@ async fn run(t: &Target, name: &str, args: &Map<String, Value>) -> Result<Value,
         "run_task" => run_task(t, args).await,
         "list_tasks" => crate::task_api::tasks(app, team).await,
         "validate_task" => crate::task_api::validate_body(app, &Value::Object(args.clone())),
-        "create_sandbox" => Ok(crate::api::create(app, team, &t.headers, &Value::Object(args.clone())).await?.1),
-        "list_sandboxes" => crate::api::list(app, team, &t.headers).await,
-        "heartbeat" => crate::api::beat(app, team, &sandbox()),
+        "create_sandbox" => Ok(sandboxes::create(app, &t.caller(), typed_args(args, &[])?).await?.1),
+        "list_sandboxes" => sandboxes::list(app, &t.caller()).await,
+        "heartbeat" => sandboxes::beat(app, team, &sandbox()),
         "finalize" => crate::finalize::finalize_sandbox(app, team, &sandbox()).await,
-        "stop_sandbox" => crate::api::stop(app, team, &sandbox(), text(args, "confirm_discard")).await,
-        "get_run" => crate::api::run(app, team, &text(args, "run_id").unwrap_or_default()).await,
-        "list_runs" => {
-            let q = serde_json::from_value(Value::Object(args.clone())).map_err(|e| ApiError::validation(format!("list_runs: {e}")))?;
-            crate::api::runs(app, team, q).await
-        }
-        "usage" => crate::api::usage_of(app, team).await,
+        "stop_sandbox" => sandboxes::stop(app, team, &sandbox(), text(args, "confirm_discard")).await,
+        "get_run" => crate::ops::runs::run(app, team, &text(args, "run_id").unwrap_or_default()).await,
+        "list_runs" => crate::ops::runs::runs(app, team, typed_args(args, &[])?).await,
+        "usage" => sandboxes::usage_of(app, team).await,
         "fork_sandbox" => crate::ops::fork::fork_sandbox(app, &t.caller(), &sandbox(), typed_args(args, &["sandbox_id"])?).await,
         "fork_run" => crate::ops::fork::fork_run(app, &t.caller(), &text(args, "run_id").unwrap_or_default(), typed_args(args, &["run_id"])?).await,
         "state_at" => state_at(t, args).await,
@@ -243,21 +219,16 @@ async fn run(t: &Target, name: &str, args: &Map<String, Value>) -> Result<Value,
 /// its content id, so finalize grades the version the sandbox booted from).
 async fn run_task(t: &Target, args: &Map<String, Value>) -> Result<Value, ApiError> {
     let (app, team) = (&t.app, t.team.as_str());
-    let task = match (text(args, "task_id"), text(args, "source")) {
-        (_, Some(source)) => crate::task_api::store(app, team, &crate::task_api::inline_id(&source), &source, args.get("seed").filter(|s| !s.is_null())).await?.0,
+    let (task, version) = match (text(args, "task_id"), text(args, "source")) {
+        (_, Some(source)) => crate::task_api::store(app, team, &crate::task_api::inline_id(&source), &source, args.get("seed").filter(|s| !s.is_null())).await?,
         (Some(id), None) => crate::task_api::get(app, team, &id)
             .await?
-            .ok_or_else(|| ApiError::validation(format!("no task `{id}` in your team; store it with POST /v1/tasks, or pass its markdown as `source`")).with_details(json!({"field": "task_id"})))?
-            .0,
+            .ok_or_else(|| ApiError::validation(format!("no task `{id}` in your team; store it with POST /v1/tasks, or pass its markdown as `source`")).with_details(json!({"field": "task_id"})))?,
         (None, None) => return Err(ApiError::validation("run_task needs `task_id` or `source`")),
     };
-    let mut body = json!({"task_id": task.id});
-    for key in ["agent_id", "agent_version", "group_id"] {
-        if let Some(v) = text(args, key) {
-            body[key] = json!(v);
-        }
-    }
-    let (_, mut sandbox) = crate::api::create(app, team, &t.headers, &body).await?;
+    // The sandbox boots the version stored here, whose prompt this answer shows.
+    let req = sandboxes::CreateRequest { task_id: Some(task.id.clone()), agent_id: text(args, "agent_id"), agent_version: text(args, "agent_version"), group_id: text(args, "group_id"), ..Default::default() };
+    let (_, mut sandbox) = sandboxes::create_for_task(app, &t.caller(), req, (task.clone(), version)).await?;
     sandbox["sandbox_id"] = sandbox["id"].clone();
     sandbox["task"] = json!({"id": task.id, "title": task.title, "prompt": task.prompt});
     Ok(sandbox)

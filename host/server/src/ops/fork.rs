@@ -55,7 +55,7 @@ pub async fn fork_sandbox(app: &App, caller: &Caller, id: &str, req: ForkRequest
     let from = ForkedFrom { sandbox_id: Some(parent.id.clone()), run_id: None, at };
     let meta = fork_meta(app, &caller.team, &parent.meta, &parent.twin_names(), req, from).await?;
     let sandbox = app.open_sandbox(&caller.team, boots, meta, None).await?;
-    Ok(crate::api::sandbox_json(app, &sandbox, &caller.origin, true))
+    Ok(super::sandboxes::sandbox_json(app, &sandbox, &caller.origin, true))
 }
 
 /// Fork the team's finished run `id`, from its recorded seeds and tapes.
@@ -90,7 +90,7 @@ pub async fn fork_run(app: &App, caller: &Caller, id: &str, req: ForkRequest) ->
     let from = ForkedFrom { sandbox_id: Some(run.session_id.clone()), run_id: Some(run.id.clone()), at };
     let meta = fork_meta(app, &caller.team, &parent, &run.twins, req, from).await?;
     let sandbox = app.open_sandbox(&caller.team, boots, meta, None).await?;
-    Ok(crate::api::sandbox_json(app, &sandbox, &caller.origin, true))
+    Ok(super::sandboxes::sandbox_json(app, &sandbox, &caller.origin, true))
 }
 
 /// A fork keeps its parent's task (it is graded against the same one) unless the request
@@ -100,7 +100,7 @@ async fn fork_meta(app: &App, team: &str, parent: &SandboxMeta, twins: &[String]
     let (task_id, task_version) = match &req.task_id {
         None => (parent.task_id.clone(), parent.task_version.clone()),
         Some(id) => {
-            let (task, version) = crate::task_api::for_create(app, team, &json!({"task_id": id})).await?.expect("a task id names a task or is refused");
+            let (task, version) = crate::task_api::for_create(app, team, &super::sandboxes::CreateRequest { task_id: Some(id.clone()), ..Default::default() }).await?.expect("a task id names a task or is refused");
             if task.config.twins != twins {
                 return Err(ApiError::validation(format!("task `{id}` runs on {:?}, and the world forked here holds {twins:?}", task.config.twins))
                     .with_details(json!({"field": "task_id", "task_twins": task.config.twins, "twins": twins})));
