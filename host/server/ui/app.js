@@ -327,7 +327,7 @@ async function viewSandbox(id) {
   const tapes = h("div", { class: "tapes" });
   const views = {};
   for (const twin of s.twins || []) {
-    views[twin] = new TapeView(twin, []);
+    views[twin] = new TapeView(twin, [], "/v1/sandboxes/" + encodeURIComponent(s.id));
     tapes.append(views[twin].el);
   }
   const status = h("span", {}, h("span", { class: "live-dot", id: "live-dot" }), h("span", { id: "live-text", text: "connecting" }));
@@ -338,6 +338,7 @@ async function viewSandbox(id) {
         h("dt", { text: "state" }), h("dd", {}, badge(s.state)),
         h("dt", { text: "twins" }), h("dd", { text: (s.twins || []).join(", ") }),
         h("dt", { text: "task" }), h("dd", { text: s.task_id || "—" }),
+        ...forkedFrom(s.forked_from),
         h("dt", { text: "lifetime left" }), h("dd", {}, clock(s.expires_at, "lifetime")),
         h("dt", { text: "idle left" }), h("dd", {}, clock(s.idle_expires_at, "idle")),
         ...Object.entries(s.per_twin || {}).flatMap(([t, p]) => [h("dt", { text: t + " URL" }), h("dd", { class: "mono", text: p.api_url || "" })])),
@@ -347,6 +348,41 @@ async function viewSandbox(id) {
   setTimeout(tickClocks);
   streamTape(id, views);
   return page;
+}
+
+/** The `forked_from` of a sandbox or run as definition-list items: its parent (a run when it
+ *  forked from one) and the tape position of each twin it was taken at. */
+function forkedFrom(ff) {
+  if (!ff) return [];
+  const parent = ff.run_id ? h("a", { href: "#/run/" + encodeURIComponent(ff.run_id), class: "mono", id: "forked-from", text: "run " + ff.run_id })
+    : h("a", { href: "#/sandbox/" + encodeURIComponent(ff.sandbox_id || ""), class: "mono", id: "forked-from", text: "sandbox " + (ff.sandbox_id || "?") });
+  const at = Object.entries(ff.at || {}).map(([t, n]) => `${t} after row ${n}`).join(", ");
+  return [h("dt", { text: "forked from" }), h("dd", {}, parent, " ", h("span", { class: "muted", id: "forked-at", text: at ? `(${at})` : "" }))];
+}
+
+/** An API failure as the page shows it: the envelope's message, its type and status. */
+function apiErrorNode(e) {
+  const err = (e && e.body && e.body.error) || {};
+  return h("p", { class: "error", role: "alert", text: `${e.message}${err.type ? ` (${err.type}, HTTP ${e.status})` : ""}` });
+}
+
+/** A state diff (`[{path, before, after}]`) as a table: path, before → after. */
+function diffTable(diff) {
+  if (!diff || !diff.length) return h("p", { class: "muted", text: "no changes" });
+  return table(["path", "before", "→ after"], diff.map((d) => h("tr", { dataset: { path: d.path } },
+    h("td", { class: "mono wrap", text: d.path }), h("td", { class: "mono wrap", text: short(d.before, 400) }), h("td", { class: "mono wrap", text: short(d.after, 400) }))));
+}
+
+/** A twin's world after `at` rows, read from a sandbox's or run's `base` URL, and the change
+ *  the row at `at` made (its diff from the position before). */
+async function worldAt(base, twin, at) {
+  const q = (p) => new URLSearchParams({ twin, ...p }).toString();
+  const [state, diff] = await Promise.all([
+    api("GET", `${base}/state?${q({ at })}`),
+    at > 0 ? api("GET", `${base}/diff?${q({ from: at - 1, to: at })}`) : Promise.resolve(null),
+  ]);
+  return [diff ? h("h4", { text: `Changes made by row ${at}` }) : null, diff ? h("div", { class: "world-diff" }, diffTable(diff.diff)) : null,
+    h("h4", { text: at > 0 ? `World after row ${at}` : "World before any row (the seed)" }), h("pre", { class: "block world-state", text: pretty(state) })];
 }
 
 function stopStreams() {
@@ -424,10 +460,12 @@ const ROW_PX = 28;
 /** One twin's tape: only the rows in view are in the DOM, so 100,000 rows cost the same as
  *  a hundred. A row opens its detail (request, response, state changes) below the list. */
 class TapeView {
-  constructor(twin, rows, runId) {
+  /** `base`: the `/v1/sandboxes/:id` or `/v1/runs/:id` this tape belongs to, for the world
+   *  after a row and forks. */
+  constructor(twin, rows, base) {
     this.twin = twin;
     this.rows = rows;
-    this.runId = runId;
+    this.base = base;
     this.selected = null;
     this.count = h("span", { class: "muted" });
     this.spacer = h("div", { class: "spacer" });
@@ -466,9 +504,9 @@ class TapeView {
   }
   rowNode(r, i) {
     const deltas = (r.state_delta || []).length;
-    const el = h("button", { type: "button", class: "trow" + (r.seq === this.selected ? " selected" : "") + (r.fidelity === "unsupported" ? " unsupported" : ""),
+    const el = h("button", { type: "button", class: "trow" + (r.seq === this.selected ? " selected" : "") + (r.fidelity === "unsupported" ? " unsupported" : "") + (r.inherited ? " inherited" : ""),
       role: "listitem", id: `tape-${this.twin}-${r.seq}`, dataset: { seq: r.seq, twin: this.twin },
-      title: `${r.method} ${r.path}${r.action ? " · " + r.action : ""}`,
+      title: `${r.inherited ? "inherited from the parent · " : ""}${r.method} ${r.path}${r.action ? " · " + r.action : ""}`,
       on: { click: () => this.select(r.seq) } },
       h("span", { text: r.seq }), h("span", { text: r.method }), h("span", { text: r.path + (r.query ? "?" + r.query : "") }),
       h("span", { text: r.status }), h("span", { text: (r.latency_ms || 0).toFixed(1) }), h("span", { text: deltas ? "Δ" + deltas : "" }));
@@ -499,9 +537,14 @@ class TapeView {
     if (!r) return;
     const headers = (hs) => (hs || []).map(([k, v]) => `${k}: ${v}`).join("\n");
     const changes = (r.state_delta || []).map((d) => h("tr", {}, h("td", { class: "mono", text: `${d.entity} ${d.id}` }), h("td", { class: "wrap mono", text: short(d.before, 400) }), h("td", { class: "wrap mono", text: short(d.after, 400) })));
+    const out = h("div", { class: "row-out", hidden: true });
     this.detail.hidden = false;
     this.detail.replaceChildren(
-      h("h3", { id: `tape-detail-${this.twin}`, dataset: { seq: r.seq } }, `${this.twin} · row ${r.seq}`),
+      h("h3", { id: `tape-detail-${this.twin}`, dataset: { seq: r.seq } }, `${this.twin} · row ${r.seq}`, r.inherited ? " " : null, r.inherited ? badge("inherited") : null),
+      h("div", { class: "row-flex" },
+        h("button", { type: "button", class: "act-world", on: { click: () => this.showWorld(r.seq, out) } }, "World after this row"),
+        h("button", { type: "button", class: "act-fork", on: { click: () => this.fork(r.seq, out) } }, "Fork here")),
+      out,
       h("dl", { class: "kv" },
         h("dt", { text: "request" }), h("dd", { class: "mono", text: `${r.method} ${r.path}${r.query ? "?" + r.query : ""}` }),
         h("dt", { text: "action" }), h("dd", { class: "mono", text: r.action || "—" }),
@@ -514,6 +557,31 @@ class TapeView {
       h("h3", { text: `State changes (${changes.length})` }), changes.length ? table(["entity", "before", "after"], changes) : h("p", { class: "muted", text: "none" }));
   }
 }
+
+/** The world after row `seq` (and the row's own change) into `out`. */
+TapeView.prototype.showWorld = async function (seq, out) {
+  out.hidden = false;
+  out.replaceChildren(h("p", { class: "muted", text: `reading the world after row ${seq}…` }));
+  try {
+    const nodes = await worldAt(this.base, this.twin, seq);
+    if (this.selected === seq) out.replaceChildren(h("div", { class: "world", dataset: { seq } }, nodes));
+  } catch (e) { if (this.selected === seq) out.replaceChildren(apiErrorNode(e)); }
+};
+
+/** A new sandbox from this tape's world after row `seq`; shows its id, link and connection. */
+TapeView.prototype.fork = async function (seq, out) {
+  out.hidden = false;
+  out.replaceChildren(h("p", { class: "muted", text: `forking at row ${seq}…` }));
+  try {
+    const f = await api("POST", `${this.base}/fork`, { at: { [this.twin]: seq } });
+    // The fork's page shows its connection once, as a new sandbox's does.
+    current.created = f;
+    out.replaceChildren(h("div", { class: "forked", dataset: { sandbox: f.id } },
+      h("p", {}, `Forked ${this.twin} after row ${seq}: `, h("a", { href: "#/sandbox/" + encodeURIComponent(f.id), class: "mono fork-link", text: f.id })),
+      h("details", { open: true }, h("summary", { text: "Connection for the fork's agent (shown once)" }),
+        h("pre", { class: "block secret", text: Object.entries(f.agent_env || {}).map(([k, v]) => `${k}=${v}`).join("\n") || `agent token: ${f.agent_token || "—"}` }))));
+  } catch (e) { if (this.selected === seq) out.replaceChildren(apiErrorNode(e)); }
+};
 
 function prettyBody(b) {
   if (!b) return "";
@@ -665,7 +733,9 @@ async function viewRun(id) {
     lazyDetails("Final state", () => pretty(pt.final_state)),
     lazyDetails("Initial state", () => pretty(pt.initial_state))));
   const tapes = h("div", { class: "tapes" });
-  for (const [t, pt] of twins) { current.tapes[t] = new TapeView(t, pt.tape || [], run.id); tapes.append(current.tapes[t].el); }
+  const base = "/v1/runs/" + encodeURIComponent(run.id);
+  for (const [t, pt] of twins) { current.tapes[t] = new TapeView(t, pt.tape || [], base); tapes.append(current.tapes[t].el); }
+  const sliders = twins.map(([t, pt]) => positionSlider(base, t, pt));
   const report = h("pre", { class: "block", id: "report", hidden: true });
   const page = h("div", { id: "run-page" },
     h("h1", {}, "Run ", h("span", { class: "mono", text: run.id })),
@@ -675,6 +745,7 @@ async function viewRun(id) {
       h("dl", { class: "kv" },
         h("dt", { text: "task" }), h("dd", { text: run.task ? `${run.task.title} (${run.task.id} @ ${run.task.version})` : run.task_id || "—" }),
         h("dt", { text: "sandbox" }), h("dd", { class: "mono", text: run.session_id }),
+        ...forkedFrom(run.forked_from),
         h("dt", { text: "twins" }), h("dd", { text: (run.twins || []).join(", ") }),
         h("dt", { text: "group" }), h("dd", {}, run.group_id ? h("a", { href: "#/runs?group_id=" + encodeURIComponent(run.group_id), text: run.group_id }) : "—"),
         h("dt", { text: "agent" }), h("dd", { text: [run.agent_id, run.agent_version].filter(Boolean).join(" ") || "—" }),
@@ -683,10 +754,39 @@ async function viewRun(id) {
     crit.length ? stacked(table(["#", "status", "criterion", "reason", "evidence"], crit)) : h("p", { class: "muted", text: "No task: this run was not graded." }),
     h("h2", { text: "State diff" }), h("div", { class: "grid" }, diffs),
     h("h2", { text: "Tape" }), tapes,
+    h("h2", { text: "World over time" }), h("div", { class: "grid" }, sliders),
     h("h2", { text: "Report" }),
     h("button", { type: "button", id: "show-report", on: { click: async () => { report.hidden = false; report.textContent = await api("GET", `/v1/runs/${run.id}/report`); } } }, "Show the markdown report"),
     report);
   return page;
+}
+
+/** A slider over one twin's tape, 0 (the seed) to its last row, showing the world as it stood
+ *  at the chosen position. Requests wait until the slider rests; an older answer arriving after
+ *  a newer request is dropped. */
+function positionSlider(base, twin, pt) {
+  const tape = pt.tape || [];
+  const end = tape.length ? tape[tape.length - 1].seq : 0;
+  const id = "slider-" + twin;
+  const label = h("output", { for: id, class: "slider-pos", text: `after row ${end} of ${end}` });
+  const out = h("div", { class: "slider-world" }, h("pre", { class: "block world-state", text: pt.final_state === undefined ? "" : pretty(pt.final_state) }));
+  let timer = null, asked = 0;
+  const show = async (at) => {
+    const mine = ++asked;
+    try {
+      const nodes = await worldAt(base, twin, at);
+      if (mine === asked) out.replaceChildren(...nodes.filter(Boolean));
+    } catch (e) { if (mine === asked) out.replaceChildren(apiErrorNode(e)); }
+  };
+  const input = h("input", { type: "range", id, class: "slider", min: "0", max: String(end), step: "1", value: String(end), "aria-label": `${twin} tape position`,
+    on: { input: (e) => {
+      const at = Number(e.target.value);
+      label.textContent = at ? `after row ${at} of ${end}` : `before any row (of ${end})`;
+      clearTimeout(timer);
+      timer = setTimeout(() => show(at), 250);
+    } } });
+  return h("section", { class: "card position", dataset: { twin } }, h("h3", { text: twin }),
+    h("div", { class: "row-flex" }, input, label), out);
 }
 
 /** A <details> whose (possibly large) text is made only when it is opened. */
