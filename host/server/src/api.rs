@@ -26,7 +26,7 @@ pub fn routes() -> Router<Arc<App>> {
             .route("/", post(create_sandbox).get(list_sandboxes))
             .route("/{id}", get(get_sandbox).delete(delete_sandbox))
             .route("/{id}/heartbeat", post(heartbeat))
-            .route("/{id}/finalize", post(crate::finalize::finalize))
+            .route("/{id}/finalize", post(finalize))
             .route("/{id}/fork", post(fork_sandbox))
             .route("/{id}/state", get(sandbox_state))
             .route("/{id}/diff", get(sandbox_diff))
@@ -82,6 +82,10 @@ async fn list_sandboxes(State(app): State<Arc<App>>, Team(team): Team, headers: 
 
 async fn get_sandbox(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
     sandboxes::get(&app, &Caller::new(&app, team, &headers), &id).map(Json)
+}
+
+async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    crate::ops::finalize::finalize_sandbox(&app, &team, &id).await.map(Json)
 }
 
 async fn heartbeat(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {

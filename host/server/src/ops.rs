@@ -4,11 +4,12 @@
 //! turns what it received into the operation's request, calls it for a [`Caller`], and
 //! renders the answer, or the [`ApiError`], in its own way.
 //!
-//! [`sandboxes`] creates, shows, lists and stops sandboxes; [`runs`] pages through runs;
-//! [`fork`] branches a sandbox or a finished run at any tape position; [`state`] rebuilds
-//! the world as it stood after any row, and diffs two positions. Finalize is
-//! `crate::finalize::finalize_sandbox`.
+//! [`sandboxes`] creates, shows, lists and stops sandboxes; [`finalize`] grades one into a
+//! run; [`runs`] pages through runs; [`fork`] branches a sandbox or a finished run at any
+//! tape position; [`state`] rebuilds the world as it stood after any row, and diffs two
+//! positions.
 
+pub mod finalize;
 pub mod fork;
 pub mod runs;
 pub mod sandboxes;

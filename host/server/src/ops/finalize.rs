@@ -13,27 +13,21 @@
 
 use std::sync::Arc;
 
-use axum::Json;
-use axum::extract::{Path, State};
 use std::collections::BTreeMap;
 
 use pome_grade::run::{Run, TwinRecord};
 use serde_json::{Value, json};
 
-use crate::app::{App, Team};
+use crate::app::App;
 use crate::error::ApiError;
 use crate::sandbox::{CloseReason, Lookup, Sandbox};
 
-/// `POST /v1/sandboxes/:id/finalize`: collect → grade → persist → close, as one job that
-/// either completes or leaves the sandbox as it was. The job runs detached from the request,
-/// so a client that hangs up mid-way cannot leave the sandbox half closed with its slot held.
-/// Finalizing again answers the same run; a second caller during the first waits for it.
-pub async fn finalize(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
-    finalize_sandbox(&app, &team, &id).await.map(Json)
-}
-
-/// Finalize the team's sandbox `id` (REST and MCP `finalize`): the verdict, with each
-/// criterion's evidence.
+/// Finalize the team's sandbox `id` (REST `POST /v1/sandboxes/:id/finalize`, MCP
+/// `finalize`): collect → grade → persist → close, as one job that either completes or leaves
+/// the sandbox as it was. The job runs detached from the request, so a client that hangs up
+/// mid-way cannot leave the sandbox half closed with its slot held. Finalizing again answers
+/// the same run; a second caller during the first waits for it. The answer is the verdict,
+/// with each criterion's evidence.
 pub async fn finalize_sandbox(app: &Arc<App>, team: &str, id: &str) -> Result<Value, ApiError> {
     let (team, id) = (team.to_string(), id.to_string());
     // Judges may take minutes per `[model]` criterion; a waiting caller gives up well after.
