@@ -63,3 +63,20 @@ pub fn rebuild_slot(app: &App, team: &str) -> Result<crate::limits::TeamSlot, Ap
             .with_retry_after(1)
     })
 }
+
+/// Where rebuilding `t`'s world after row `n` starts: its newest checkpoint at or before row
+/// `n` (taken first: a checkpoint only moves forward, so the rows read next reach at least as
+/// far), and rows 1..=n of its tape. A fork inherits them; a look at row `n` replays them.
+pub async fn inheritance(t: &crate::sandbox::SandboxTwin, n: u64) -> Result<crate::app::Inheritance, pome_runtime::store::StoreError> {
+    let base = t.store.newest_checkpoint().await?.filter(|c| c.seq <= n);
+    let rows = t.store.rows_after(0, n as usize).await?.iter().map(|r| (**r).clone()).collect();
+    Ok(crate::app::Inheritance { base, rows })
+}
+
+/// The seed text a run's `twin` booted from, which rebuilding any of its worlds starts from.
+pub fn run_seed<'a>(run: &'a pome_grade::run::Run, twin: &str) -> Result<&'a str, ApiError> {
+    run.per_twin.get(twin).and_then(|t| t.seed.as_deref()).ok_or_else(|| {
+        ApiError::validation(format!("run {} was recorded before runs kept their seeds, so its {twin} world cannot be rebuilt; fork or read a newer run", run.id))
+            .with_details(serde_json::json!({"twin": twin, "error": "no_seed"}))
+    })
+}

@@ -44,12 +44,8 @@ pub async fn fork_sandbox(app: &App, caller: &Caller, id: &str, req: ForkRequest
         let failed = |e: pome_runtime::store::StoreError| ApiError::internal(format!("reading the {} twin of sandbox {id}: {e}", t.name));
         let rows = t.store.memory().await.map_err(failed)?.rows;
         let n = position(&req.at, &t.name, rows)?;
-        // Taken before the rows: a checkpoint only ever moves forward, so the rows read next
-        // reach at least as far as it does.
-        let base = t.store.newest_checkpoint().await.map_err(failed)?.filter(|c| c.seq <= n);
-        let rows = t.store.rows_after(0, n as usize).await.map_err(failed)?;
-        let rows = rows.iter().map(|r| (**r).clone()).collect();
-        boots.push(TwinBoot { name: t.name.clone(), seed: t.seed.text.clone(), image: Some(t.seed.clone()), inherit: Some(Inheritance { base, rows }) });
+        let inherit = super::inheritance(t, n).await.map_err(failed)?;
+        boots.push(TwinBoot { name: t.name.clone(), seed: t.seed.text.clone(), image: Some(t.seed.clone()), inherit: Some(inherit) });
         at.insert(t.name.clone(), n);
     }
     let from = ForkedFrom { sandbox_id: Some(parent.id.clone()), run_id: None, at };
@@ -70,10 +66,7 @@ pub async fn fork_run(app: &App, caller: &Caller, id: &str, req: ForkRequest) ->
         if !app.twins.contains_key(name) {
             return Err(ApiError::validation(format!("run {id} used the {name} twin, which this server does not have")).with_details(json!({"twin": name})));
         }
-        let seed = record.seed.clone().ok_or_else(|| {
-            ApiError::validation(format!("run {id} was recorded before runs kept their seeds, so its {name} world cannot be rebuilt; fork a newer run"))
-                .with_details(json!({"twin": name, "error": "no_seed"}))
-        })?;
+        let seed = super::run_seed(&run, name)?.to_string();
         let n = position(&req.at, name, record.tape.len() as u64)?;
         let rows = record.tape[..n as usize].to_vec();
         boots.push(TwinBoot { name: name.clone(), seed, image: None, inherit: Some(Inheritance { base: None, rows }) });
@@ -128,11 +121,14 @@ fn check_twins(at: &BTreeMap<String, u64>, twins: &[String]) -> Result<(), ApiEr
 
 /// The position to fork `twin` at: the one asked for, which its tape of `rows` must reach,
 /// or its newest row.
-pub(super) fn position(at: &BTreeMap<String, u64>, twin: &str, rows: u64) -> Result<u64, ApiError> {
-    match at.get(twin) {
-        Some(&n) if n > rows => Err(ApiError::validation(format!("the {twin} tape has {rows} rows; a position is 0 to {rows}"))
-            .with_details(json!({"field": "at", "twin": twin, "rows": rows}))),
-        Some(&n) => Ok(n),
-        None => Ok(rows),
+fn position(at: &BTreeMap<String, u64>, twin: &str, rows: u64) -> Result<u64, ApiError> {
+    at.get(twin).map_or(Ok(rows), |&n| within(twin, n, rows))
+}
+
+/// Position `n` of `twin`'s tape of `rows`, which it must not pass.
+pub(super) fn within(twin: &str, n: u64, rows: u64) -> Result<u64, ApiError> {
+    if n > rows {
+        return Err(ApiError::validation(format!("the {twin} tape has {rows} rows; a position is 0 to {rows}")).with_details(json!({"field": "at", "twin": twin, "rows": rows})));
     }
+    Ok(n)
 }

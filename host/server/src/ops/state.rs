@@ -82,7 +82,7 @@ pub async fn state_at(app: &App, team: &str, source: &Source, twin: &str, at: Op
     let rows = source.rows(twin).await?;
     let at = match at {
         None => return now(source, twin).await,
-        Some(n) => super::fork::position(&[(twin.to_string(), n)].into(), twin, rows)?,
+        Some(n) => super::fork::within(twin, n, rows)?,
     };
     let image = app.twins.get(twin).cloned().ok_or_else(|| ApiError::validation(format!("this server does not have the {twin} twin")).with_details(json!({"twin": twin})))?;
     let (seed, base, tape) = match source {
@@ -91,18 +91,15 @@ pub async fn state_at(app: &App, team: &str, source: &Source, twin: &str, at: Op
             if at == 0 {
                 return Ok(t.seed.state.clone());
             }
-            let base = t.store.newest_checkpoint().await.map_err(|e| read_failed(twin, e))?.filter(|c| c.seq <= at);
-            let rows = t.store.rows_after(0, at as usize).await.map_err(|e| read_failed(twin, e))?;
-            (t.seed.clone(), base, rows.iter().map(|r| (**r).clone()).collect())
+            let from = super::inheritance(t, at).await.map_err(|e| read_failed(twin, e))?;
+            (t.seed.clone(), from.base, from.rows)
         }
         Source::Run(r) => {
             let record = &r.per_twin[twin];
             if at == 0 {
                 return Ok(record.initial_state.to_string());
             }
-            let text = record.seed.as_deref().ok_or_else(|| {
-                ApiError::validation(format!("run {} was recorded before runs kept their seeds, so its {twin} world cannot be rebuilt", r.id)).with_details(json!({"twin": twin, "error": "no_seed"}))
-            })?;
+            let text = super::run_seed(r, twin)?;
             let seed = app.seeds.get(&app.rt, &image, text).await.map_err(|e| ApiError::internal(format!("the {twin} seed of run {}: {e}", r.id)))?;
             (seed, None, record.tape[..at as usize].to_vec())
         }
