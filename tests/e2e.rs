@@ -14,6 +14,7 @@ mod hosts;
 mod isolation;
 mod lifecycle;
 mod platform;
+mod rewind;
 mod secrets;
 mod tape;
 mod tasks;
