@@ -5,10 +5,12 @@
 //! - twin request throughput and latency with `wrk` at 1 and 64 connections
 //! - resident memory per idle sandbox at 1,000 and 10,000 sandboxes
 //! - 1,000 and 5,000 open sandboxes each called by an agent about once a second (`agents.rs`)
+//! - fork and state-at-a-row latency on a tape of 10,000 rows (`fork.rs`)
 
 mod agents;
 mod bare;
 mod durability;
+mod fork;
 mod gmail;
 mod growth;
 mod linear;
@@ -334,7 +336,7 @@ async fn memory(server: &Server) {
 
 #[tokio::main]
 async fn main() {
-    // `bench -- stripe` (or `gmail`, `linear`, `mcp`, `durability`, `modes`, `soak`, `agents`, `growth`) runs those lines alone.
+    // `bench -- stripe` (or `gmail`, `linear`, `mcp`, `durability`, `modes`, `soak`, `agents`, `growth`, `fork`) runs those lines alone.
     let only = std::env::args().nth(1);
     // Durability runs servers of its own (several modes, kill -9, restarts), and the shared
     // server must not start beside them: it compiles the twins of target/bench-twins, which
@@ -348,6 +350,8 @@ async fn main() {
         Some("agents") => return agents::run().await,
         // Sustained writes on one sandbox as its world grows, each case on a server of its own.
         Some("growth") => return growth::run().await,
+        // Forks and states at tape positions on a long tape, on a server of its own.
+        Some("fork") => return fork::run().await,
         _ => {}
     }
     let server = Server::start();
@@ -378,6 +382,7 @@ async fn main() {
     drop(server);
     agents::run().await;
     growth::run().await;
+    fork::run().await;
 }
 
 #[cfg(test)]
