@@ -169,6 +169,80 @@ async fn a_finished_run_forks_and_reads_at_any_row_and_the_fork_is_graded_with_i
 }
 
 #[tokio::test]
+async fn a_world_saved_as_a_seed_boots_exactly_that_world_again_and_again() {
+    let server = Server::start().await;
+    let sb = server.sandbox(&["tickets"], None).await;
+    let worlds = file_tickets(&sb, "kept", 3).await;
+
+    // The agent's route and the control plane's answer the same document.
+    let r = sb.call("tickets", "GET", "/_pome/seed?at=2", None).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let seed = r.json();
+    assert_eq!(seed["_meta"]["saved_from"], json!({"sandbox_id": sb.id, "twin": "tickets", "at": 2}));
+    assert_eq!(seed["_meta"]["twin"], "tickets", "the twin says whose world it is");
+    let (s, same) = server.api("GET", &format!("/v1/sandboxes/{}/seed?twin=tickets&at=2", sb.id), None).await;
+    assert_eq!((s, &same), (200, &seed));
+
+    // seed -> world -> seed -> world: every world the same state export.
+    let first = server.sandbox(&["tickets"], Some(seed.clone())).await;
+    assert_eq!(first.state("tickets").await, worlds[1], "the world after row 2");
+    let again = first.call("tickets", "GET", "/_pome/seed", None).await.json();
+    assert_eq!(again["_world"], seed["_world"], "a booted world writes the seed it came from");
+    let second = server.sandbox(&["tickets"], Some(again)).await;
+    assert_eq!(second.state("tickets").await, worlds[1]);
+    // Counters come along: the next ticket is numbered as it would have been in the parent.
+    let r = ticket(&second, "POST", "/tickets", Some(json!({"title": "next"}))).await;
+    assert_eq!(r.json()["id"], 4, "{}", r.text);
+
+    // Saved under a name, it starts sandboxes by that name.
+    let (s, v) = server.api("POST", "/v1/seeds", Some(json!({"name": "after-two", "twin": "tickets", "seed": seed}))).await;
+    assert_eq!(s, 201, "{v}");
+    let named = server.sandbox(&["tickets"], Some(json!("after-two"))).await;
+    assert_eq!(named.state("tickets").await, worlds[1]);
+
+    // A finished run's worlds are saved the same way; without `at`, its final world.
+    let (_, fin) = server.api("POST", &format!("/v1/sandboxes/{}/finalize", sb.id), None).await;
+    let run = fin["run_id"].as_str().unwrap();
+    let (s, end) = server.api("GET", &format!("/v1/runs/{run}/seed"), None).await;
+    assert_eq!(s, 200, "{end}");
+    assert_eq!(end["_meta"]["saved_from"], json!({"run_id": run, "twin": "tickets", "at": 3}));
+    assert_eq!(server.sandbox(&["tickets"], Some(end)).await.state("tickets").await, worlds[2]);
+}
+
+#[tokio::test]
+async fn a_seed_that_cannot_be_is_refused_with_where_it_went_wrong() {
+    let server = Server::start().await;
+    let sb = server.sandbox(&["tickets"], None).await;
+    file_tickets(&sb, "t", 1).await;
+    let mut seed = sb.call("tickets", "GET", "/_pome/seed", None).await.json();
+
+    // An edit that breaks the world is named by its path, as any seed mistake is.
+    let mut broken = seed.clone();
+    broken["_world"]["tickets"] = json!("many");
+    let (s, v) = server.api("POST", "/v1/sandboxes", Some(json!({"twins": ["tickets"], "seed": broken}))).await;
+    assert_eq!(s, 422, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("_world.tickets"), "{v}");
+    seed["_meta"]["twin"] = json!("github");
+    let (s, v) = server.api("POST", "/v1/seeds", Some(json!({"name": "x", "twin": "tickets", "seed": seed}))).await;
+    assert_eq!(s, 422, "a world of another twin: {v}");
+
+    let r = sb.call("tickets", "GET", "/_pome/seed?at=2", None).await;
+    assert_eq!(r.status, 422, "past the tape: {}", r.text);
+    let r = sb.call("tickets", "GET", "/_pome/seed?at=last", None).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let (s, v) = server.api("GET", &format!("/v1/sandboxes/{}/seed?when=now", sb.id), None).await;
+    assert_eq!(s, 422, "{v}");
+    let (s, v) = server.api("POST", "/v1/seeds", Some(json!({"name": "", "twin": "tickets", "seed": {}}))).await;
+    assert_eq!(s, 422, "{v}");
+
+    let stranger = "pme_another_team_entirely";
+    let team = server.app().storage.create_team("another").await.unwrap();
+    server.app().storage.add_api_key(&team, stranger).await.unwrap();
+    let (s, v) = server.api_as(stranger, "GET", &format!("/v1/sandboxes/{}/seed", sb.id), None).await;
+    assert_eq!(s, 404, "another team's world is not there: {v}");
+}
+
+#[tokio::test]
 async fn forks_and_positions_that_cannot_be_are_refused_clearly() {
     let server = Server::with(Opts { quota: 2, ..Opts::default() }).await;
     let sb = server.sandbox(&["tickets"], None).await;

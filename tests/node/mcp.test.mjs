@@ -69,7 +69,7 @@ test("run_task provisions the cross-twin example and the good agent passes over 
   const seed = JSON.parse(readFileSync(join(ROOT, "tasks", "cross-twin-merge-report.seed.json"), "utf8"));
   const control = await connect(`${pome.base}/mcp`, KEY);
   const names = (await control.listTools()).tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ["create_sandbox", "finalize", "fork_run", "fork_sandbox", "get_run", "heartbeat", "list_runs", "list_sandboxes", "list_tasks", "run_task", "state_at", "stop_sandbox", "usage", "validate_task"]);
+  assert.deepEqual(names, ["create_sandbox", "finalize", "fork_run", "fork_sandbox", "get_run", "heartbeat", "list_runs", "list_sandboxes", "list_tasks", "run_task", "save_seed", "state_at", "stop_sandbox", "usage", "validate_task"]);
 
   for (const report of [true, false]) {
     const sb = await ok(control, "run_task", { source, seed });

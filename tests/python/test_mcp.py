@@ -49,14 +49,15 @@ class Mcp:
         await self.transport.__aexit__(*exc)
         await self.http.aclose()
 
-    async def call(self, name, **args):
-        return await self.session.call_tool(name, args)
+    # The tool's name is positional-only: a tool may take an argument called `name`.
+    async def call(self, tool, /, **args):
+        return await self.session.call_tool(tool, args)
 
-    async def ok(self, name, **args):
+    async def ok(self, tool, /, **args):
         """Call a tool that must succeed; its structured answer (or parsed text)."""
-        r = await self.call(name, **args)
+        r = await self.call(tool, **args)
         text = "".join(c.text for c in r.content if c.type == "text")
-        assert not r.isError, f"{name} failed: {text}"
+        assert not r.isError, f"{tool} failed: {text}"
         return r.structuredContent if r.structuredContent is not None else json.loads(text)
 
 
@@ -277,7 +278,7 @@ def test_the_control_mcp_needs_the_team_key(pome_server):
             return {t.name for t in (await c.session.list_tools()).tools}
 
     assert run(go()) == {"run_task", "list_tasks", "validate_task", "create_sandbox", "list_sandboxes", "heartbeat",
-                         "finalize", "stop_sandbox", "get_run", "list_runs", "usage", "fork_sandbox", "fork_run", "state_at"}
+                         "finalize", "stop_sandbox", "get_run", "list_runs", "usage", "fork_sandbox", "fork_run", "state_at", "save_seed"}
 
 
 async def merge_and_report(server, sandbox, report=True):
@@ -480,5 +481,35 @@ def test_the_control_mcp_forks_a_sandbox_and_a_run_and_reads_the_world_at_a_row(
             assert e.value.error.code == -32602, "an argument off the schema reaches nothing"
             for sid in (fork["id"], from_run["id"]):
                 await c.ok("finalize", sandbox_id=sid)
+
+    run(go())
+
+
+def test_the_control_mcp_saves_a_world_at_a_row_as_a_named_seed_that_boots_it(pome_server):
+    """#37: save_seed writes a sandbox's or a run's world after a row as a named seed."""
+    async def go():
+        async with control(pome_server) as c:
+            tools = {t.name: t for t in (await c.session.list_tools()).tools}
+            assert set(tools["save_seed"].inputSchema["properties"]) == {"name", "sandbox_id", "run_id", "twin", "at"}
+            assert tools["save_seed"].inputSchema["required"] == ["name"]
+            sb = await c.ok("create_sandbox", twins=["slack"])
+            async with twin(pome_server, sb["id"], sb["agent_token"], "slack") as s:
+                for text in ("kept", "not yet"):
+                    await s.ok("slack_post_message", channel_id="eng-alerts", text=text)
+            after_one = await c.ok("state_at", sandbox_id=sb["id"], at=1)
+
+            saved = await c.ok("save_seed", name="one-message", sandbox_id=sb["id"], at=1)
+            assert saved["name"] == "one-message" and saved["twin"] == "slack"
+            assert saved["saved_from"] == {"sandbox_id": sb["id"], "twin": "slack", "at": 1}
+            booted = await c.ok("create_sandbox", twins=["slack"], seed="one-message")
+            assert await c.ok("state_at", sandbox_id=booted["id"]) == after_one
+
+            fin = await c.ok("finalize", sandbox_id=sb["id"])
+            from_run = await c.ok("save_seed", name="whole-run", run_id=fin["run_id"])
+            assert from_run["saved_from"]["at"] == 2
+
+            refused = await c.call("save_seed", name="x", sandbox_id=sb["id"], run_id=fin["run_id"])
+            assert refused.isError and refused.structuredContent["status"] == 422, refused.structuredContent
+            await c.ok("finalize", sandbox_id=booted["id"])
 
     run(go())

@@ -39,6 +39,9 @@ pub enum Command {
     /// A twin's world in a sandbox or run as it stood after any tape row, or what changed
     /// between two rows.
     State(crate::client::StateArgs),
+    /// Named seeds: save any world a sandbox or run reached as one, export it, list them.
+    #[command(subcommand)]
+    Seeds(crate::client::SeedsCommand),
     /// Create, list and revoke the team's API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -404,6 +407,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Usage(client) => return crate::client::usage(client).await,
         Command::Runs(cmd) => return crate::client::runs(cmd).await,
         Command::State(args) => return crate::client::state(args).await,
+        Command::Seeds(cmd) => return crate::client::seeds(cmd).await,
         Command::Keys(cmd) => return crate::client::keys(cmd).await,
         Command::Run(args) => return crate::run::run(args).await,
         Command::Eval { run_dir, twins_dir, data } => return crate::run::eval(run_dir, twins_dir, data).await,

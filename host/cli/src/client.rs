@@ -275,22 +275,99 @@ pub struct StateArgs {
 pub async fn state(args: StateArgs) -> i32 {
     finish(async {
         let c = Client::new(&args.client)?;
-        let kind = if args.id.starts_with("run_") { "runs" } else { "sandboxes" };
         let mut query: Vec<String> = Vec::new();
         query.extend(args.twin.map(|t| format!("twin={t}")));
         let path = match args.from {
             Some(from) => {
                 query.push(format!("from={from}"));
                 query.extend(args.at.map(|n| format!("to={n}")));
-                format!("/v1/{kind}/{}/diff?{}", args.id, query.join("&"))
+                format!("{}/diff?{}", world_path(&args.id), query.join("&"))
             }
             None => {
                 query.extend(args.at.map(|n| format!("at={n}")));
-                format!("/v1/{kind}/{}/state?{}", args.id, query.join("&"))
+                format!("{}/state?{}", world_path(&args.id), query.join("&"))
             }
         };
         let v = c.call(reqwest::Method::GET, &path, None).await?;
         println!("{}", serde_json::to_string_pretty(&v).unwrap());
+        Ok(exit::OK)
+    }
+    .await)
+}
+
+/// Where a world is read from: a sandbox (`ses_…`) or a run (`run_…`), as a REST path.
+fn world_path(id: &str) -> String {
+    let kind = if id.starts_with("run_") { "runs" } else { "sandboxes" };
+    format!("/v1/{kind}/{id}")
+}
+
+/// Which twin's world, after how many rows, as a query string (`?twin=github&at=17`).
+fn position_query(twin: Option<&str>, at: Option<u64>) -> String {
+    let q: Vec<String> = twin.map(|t| format!("twin={t}")).into_iter().chain(at.map(|n| format!("at={n}"))).collect();
+    if q.is_empty() { String::new() } else { format!("?{}", q.join("&")) }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SeedsCommand {
+    /// Save a twin's world in a sandbox (`ses_…`) or run (`run_…`), as it stood after `--at`
+    /// rows of its tape (default: now, or the run's end), as the team's seed NAME. New
+    /// sandboxes and tasks start from it by name (`"seed": "NAME"`).
+    Save {
+        name: String,
+        /// The sandbox or run whose world to save.
+        #[arg(long)]
+        from: String,
+        /// The twin (default: the primary one).
+        #[arg(long)]
+        twin: Option<String>,
+        #[arg(long)]
+        at: Option<u64>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Print a twin's world in a sandbox or run as a seed document (for a file or a task's
+    /// seed), without storing it.
+    Export {
+        /// A sandbox id (`ses_…`) or a run id (`run_…`).
+        id: String,
+        #[arg(long)]
+        twin: Option<String>,
+        #[arg(long)]
+        at: Option<u64>,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// List the team's named seeds.
+    List {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+}
+
+pub async fn seeds(cmd: SeedsCommand) -> i32 {
+    finish(async {
+        match cmd {
+            SeedsCommand::Save { name, from, twin, at, client } => {
+                let c = Client::new(&client)?;
+                let seed = c.call(reqwest::Method::GET, &format!("{}/seed{}", world_path(&from), position_query(twin.as_deref(), at)), None).await?;
+                let saved_from = seed["_meta"]["saved_from"].clone();
+                let twin = saved_from["twin"].as_str().unwrap_or_default().to_string();
+                let v = c.call(reqwest::Method::POST, "/v1/seeds", Some(json!({"name": name, "twin": twin, "seed": seed}))).await?;
+                println!("saved seed {name} ({twin}, {} bytes): {from}'s world after row {}", v["bytes"], saved_from["at"]);
+            }
+            SeedsCommand::Export { id, twin, at, client } => {
+                let c = Client::new(&client)?;
+                let seed = c.call(reqwest::Method::GET, &format!("{}/seed{}", world_path(&id), position_query(twin.as_deref(), at)), None).await?;
+                println!("{}", serde_json::to_string_pretty(&seed).unwrap());
+            }
+            SeedsCommand::List { client } => {
+                let c = Client::new(&client)?;
+                let v = c.call(reqwest::Method::GET, "/v1/seeds", None).await?;
+                for s in v["data"].as_array().into_iter().flatten() {
+                    println!("{:<24} {}", s["name"].as_str().unwrap_or(""), s["twin"].as_str().unwrap_or(""));
+                }
+            }
+        }
         Ok(exit::OK)
     }
     .await)

@@ -23,7 +23,7 @@ use crate::limits::{EPOCH_TICK, Limits};
 use pome_tape::StateChange;
 
 /// Bindings of each contract version this host speaks. A published version never changes, so
-/// a component built against 0.1.0 keeps loading; new twins target 0.2.0.
+/// a component built against 0.1.0 or 0.2.0 keeps loading; new twins target 0.3.0.
 mod v1 {
     wasmtime::component::bindgen!({
         path: "../../wit/v0.1",
@@ -40,14 +40,22 @@ mod v2 {
         exports: { default: async },
     });
 }
+mod v3 {
+    wasmtime::component::bindgen!({
+        path: "../../wit/v0.3",
+        world: "twin-world",
+        imports: { default: trappable },
+        exports: { default: async },
+    });
+}
 
-/// The host speaks in the newest version's types; calls into a 0.1.0 twin are converted.
-pub use v2::exports::pome::twin::twin::{Auth, CheckCall, CheckOutcome, CheckWorld, Evidence, HostError, HostErrorKind, HttpRequest, HttpResponse};
+/// The host speaks in the newest version's types; calls into an older twin are converted.
+pub use v3::exports::pome::twin::twin::{Auth, CheckCall, CheckOutcome, CheckWorld, Evidence, HostError, HostErrorKind, HttpRequest, HttpResponse};
 
-pub use pome_contract::{CONTRACT_V1, CONTRACT_V2};
+pub use pome_contract::{CONTRACT_V1, CONTRACT_V2, CONTRACT_V3};
 
 /// The newest twin contract this host speaks.
-pub const CONTRACT: &str = CONTRACT_V2;
+pub const CONTRACT: &str = CONTRACT_V3;
 
 /// Why a guest call failed. Guest failures are tagged as the guest's, so users can tell a
 /// broken twin from a broken host.
@@ -272,6 +280,14 @@ impl HostState {
         }
         Ok(())
     }
+
+    fn deliver(&mut self, d: OutboundRequest) -> wasmtime::Result<()> {
+        if self.facts.recording {
+            self.charge(d.url.len() + d.method.len() + d.body.len() + d.event.len() + d.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>())?;
+            self.facts.deliveries.push(d);
+        }
+        Ok(())
+    }
 }
 
 /// The same `tape` import under each contract version.
@@ -292,16 +308,20 @@ macro_rules! tape_host {
 }
 tape_host!(v1);
 tape_host!(v2);
+tape_host!(v3);
 
-impl v2::pome::twin::outbound::Host for HostState {
-    fn deliver(&mut self, d: v2::pome::twin::outbound::Delivery) -> wasmtime::Result<()> {
-        if self.facts.recording {
-            self.charge(d.url.len() + d.method.len() + d.body.len() + d.event.len() + d.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>())?;
-            self.facts.deliveries.push(OutboundRequest { url: d.url, method: d.method, headers: d.headers, body: d.body, event: d.event });
+/// The same `outbound` import under each contract version that has it.
+macro_rules! outbound_host {
+    ($v:ident) => {
+        impl $v::pome::twin::outbound::Host for HostState {
+            fn deliver(&mut self, d: $v::pome::twin::outbound::Delivery) -> wasmtime::Result<()> {
+                HostState::deliver(self, OutboundRequest { url: d.url, method: d.method, headers: d.headers, body: d.body, event: d.event })
+            }
         }
-        Ok(())
-    }
+    };
 }
+outbound_host!(v2);
+outbound_host!(v3);
 
 impl HostState {
     /// The bytes the guest's memories have grown by, as the limiter counted them: after a
@@ -422,6 +442,7 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from).context("linking WASI")?;
         v1::TwinWorld::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s).map_err(anyhow::Error::from).context("linking the 0.1.0 tape")?;
         v2::TwinWorld::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s).map_err(anyhow::Error::from).context("linking the 0.2.0 tape and outbound")?;
+        v3::TwinWorld::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s).map_err(anyhow::Error::from).context("linking the 0.3.0 tape and outbound")?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let background = crate::background::Background::new(cores / 2).context("starting the background threads")?;
         Ok(Arc::new(Runtime { engine, linker, limits, cache, held: Arc::default(), background }))
@@ -432,14 +453,15 @@ impl Runtime {
         let digest: [u8; 32] = Sha256::digest(bytes).into();
         let component = self.compile(bytes, &digest).with_context(|| format!("{origin}: not a WebAssembly component"))?;
         let pre = self.linker.instantiate_pre(&component).map_err(|e| {
-            anyhow!("{origin}: refused: it imports something pome does not grant ({e:#}); twins may import only WASI 0.2 and {CONTRACT}'s `tape` and `outbound` (or {CONTRACT_V1}'s `tape`)")
+            anyhow!("{origin}: refused: it imports something pome does not grant ({e:#}); twins may import only WASI 0.2 and {CONTRACT}'s `tape` and `outbound` (or an older contract's)")
         })?;
         // The newest version first; a component exporting neither is named by what the newest lacks.
-        let pre = match v2::TwinWorldPre::new(pre.clone()) {
-            Ok(p) => TwinPre::V2(p),
-            Err(e2) => match v1::TwinWorldPre::new(pre) {
-                Ok(p) => TwinPre::V1(p),
-                Err(_) => anyhow::bail!("{origin}: refused: it does not export the {CONTRACT} `twin` interface ({e2:#}); build it against wit/v0.2/twin.wit"),
+        let pre = match v3::TwinWorldPre::new(pre.clone()) {
+            Ok(p) => TwinPre::V3(p),
+            Err(e3) => match (v2::TwinWorldPre::new(pre.clone()), v1::TwinWorldPre::new(pre)) {
+                (Ok(p), _) => TwinPre::V2(p),
+                (_, Ok(p)) => TwinPre::V1(p),
+                _ => anyhow::bail!("{origin}: refused: it does not export the {CONTRACT} `twin` interface ({e3:#}); build it against wit/v0.3/twin.wit"),
             },
         };
         let mut image = TwinImage {
@@ -533,6 +555,7 @@ impl Runtime {
         Ok(match &image.pre {
             TwinPre::V1(pre) => TwinInstance::V1(pre.instantiate_async(store).await?),
             TwinPre::V2(pre) => TwinInstance::V2(pre.instantiate_async(store).await?),
+            TwinPre::V3(pre) => TwinInstance::V3(pre.instantiate_async(store).await?),
         })
     }
 
@@ -605,6 +628,7 @@ pub fn take_facts(store: &mut Store<HostState>) -> CallFacts {
 pub enum TwinPre {
     V1(v1::TwinWorldPre<HostState>),
     V2(v2::TwinWorldPre<HostState>),
+    V3(v3::TwinWorldPre<HostState>),
 }
 
 /// One instantiated twin. Its methods are the contract's exports, in the newest version's
@@ -612,91 +636,145 @@ pub enum TwinPre {
 pub enum TwinInstance {
     V1(v1::TwinWorld),
     V2(v2::TwinWorld),
+    V3(v3::TwinWorld),
 }
 
-impl TwinInstance {
-    pub async fn describe(&self, s: &mut Store<HostState>) -> wasmtime::Result<String> {
-        match self {
-            TwinInstance::V1(i) => i.pome_twin_twin().call_describe(s).await,
-            TwinInstance::V2(i) => i.pome_twin_twin().call_describe(s).await,
-        }
-    }
+/// Conversions between the newest version's types and an older version's `twin` interface
+/// (`$old`), which differ in name only.
+macro_rules! older {
+    ($name:ident, $v:ident) => {
+        mod $name {
+            use super::$v::exports::pome::twin::twin as old;
+            use super::{Auth, HostError, HostErrorKind, HttpRequest, HttpResponse};
 
-    pub async fn init(&self, s: &mut Store<HostState>, seed: &str) -> wasmtime::Result<Result<(), String>> {
-        match self {
-            TwinInstance::V1(i) => i.pome_twin_twin().call_init(s, seed).await,
-            TwinInstance::V2(i) => i.pome_twin_twin().call_init(s, seed).await,
-        }
-    }
-
-    pub async fn handle(&self, s: &mut Store<HostState>, req: &HttpRequest) -> wasmtime::Result<HttpResponse> {
-        match self {
-            TwinInstance::V1(i) => {
-                use v1::exports::pome::twin::twin as old;
-                let auth = match req.auth {
-                    Auth::Agent => old::Auth::Agent,
-                    Auth::Missing => old::Auth::Missing,
-                    Auth::Invalid => old::Auth::Invalid,
-                };
-                let r = old::HttpRequest {
+            pub fn request(req: &HttpRequest) -> old::HttpRequest {
+                old::HttpRequest {
                     method: req.method.clone(),
                     path: req.path.clone(),
                     query: req.query.clone(),
                     headers: req.headers.clone(),
                     body: req.body.clone(),
                     base_url: req.base_url.clone(),
-                    auth,
-                };
-                let a = i.pome_twin_twin().call_handle(s, &r).await?;
-                Ok(HttpResponse { status: a.status, headers: a.headers, body: a.body })
+                    auth: match req.auth {
+                        Auth::Agent => old::Auth::Agent,
+                        Auth::Missing => old::Auth::Missing,
+                        Auth::Invalid => old::Auth::Invalid,
+                    },
+                }
             }
-            TwinInstance::V2(i) => i.pome_twin_twin().call_handle(s, req).await,
-        }
-    }
 
-    pub async fn render_error(&self, s: &mut Store<HostState>, err: &HostError) -> wasmtime::Result<HttpResponse> {
-        match self {
-            TwinInstance::V1(i) => {
-                use v1::exports::pome::twin::twin as old;
+            pub fn response(a: old::HttpResponse) -> HttpResponse {
+                HttpResponse { status: a.status, headers: a.headers, body: a.body }
+            }
+
+            pub fn host_error(err: &HostError) -> old::HostError {
                 let kind = match err.kind {
                     HostErrorKind::PayloadTooLarge => old::HostErrorKind::PayloadTooLarge,
                     HostErrorKind::TapeFull => old::HostErrorKind::TapeFull,
                     HostErrorKind::TwinFailed => old::HostErrorKind::TwinFailed,
                     HostErrorKind::RateLimited => old::HostErrorKind::RateLimited,
                 };
-                let a = i.pome_twin_twin().call_render_error(s, &old::HostError { kind, message: err.message.clone() }).await?;
-                Ok(HttpResponse { status: a.status, headers: a.headers, body: a.body })
+                old::HostError { kind, message: err.message.clone() }
             }
-            TwinInstance::V2(i) => i.pome_twin_twin().call_render_error(s, err).await,
+        }
+    };
+}
+older!(from_v1, v1);
+older!(from_v2, v2);
+
+/// 0.2.0's checks, in the newest version's types.
+mod checks_v2 {
+    use super::v2::exports::pome::twin::twin as old;
+    use super::{CheckCall, CheckOutcome, CheckWorld, Evidence};
+
+    pub fn world(w: &CheckWorld) -> old::CheckWorld {
+        old::CheckWorld { seed: w.seed.clone(), state: w.state.clone(), tape: w.tape.clone() }
+    }
+
+    pub fn calls(calls: &[CheckCall]) -> Vec<old::CheckCall> {
+        calls.iter().map(|c| old::CheckCall { id: c.id.clone(), params: c.params.clone() }).collect()
+    }
+
+    pub fn outcomes(out: Vec<Result<old::CheckOutcome, String>>) -> Vec<Result<CheckOutcome, String>> {
+        out.into_iter()
+            .map(|o| {
+                o.map(|o| CheckOutcome {
+                    holds: o.holds,
+                    reason: o.reason,
+                    evidence: match o.evidence {
+                        old::Evidence::None => Evidence::None,
+                        old::Evidence::State(p) => Evidence::State(p),
+                        old::Evidence::Tape(seq) => Evidence::Tape(seq),
+                    },
+                })
+            })
+            .collect()
+    }
+}
+
+/// Call the same export on whichever version's instance this is.
+macro_rules! each {
+    ($self:expr, $i:ident => $call:expr) => {
+        match $self {
+            TwinInstance::V1($i) => $call,
+            TwinInstance::V2($i) => $call,
+            TwinInstance::V3($i) => $call,
+        }
+    };
+}
+
+impl TwinInstance {
+    pub async fn describe(&self, s: &mut Store<HostState>) -> wasmtime::Result<String> {
+        each!(self, i => i.pome_twin_twin().call_describe(s).await)
+    }
+
+    pub async fn init(&self, s: &mut Store<HostState>, seed: &str) -> wasmtime::Result<Result<(), String>> {
+        each!(self, i => i.pome_twin_twin().call_init(s, seed).await)
+    }
+
+    pub async fn handle(&self, s: &mut Store<HostState>, req: &HttpRequest) -> wasmtime::Result<HttpResponse> {
+        match self {
+            TwinInstance::V1(i) => i.pome_twin_twin().call_handle(s, &from_v1::request(req)).await.map(from_v1::response),
+            TwinInstance::V2(i) => i.pome_twin_twin().call_handle(s, &from_v2::request(req)).await.map(from_v2::response),
+            TwinInstance::V3(i) => i.pome_twin_twin().call_handle(s, req).await,
+        }
+    }
+
+    pub async fn render_error(&self, s: &mut Store<HostState>, err: &HostError) -> wasmtime::Result<HttpResponse> {
+        match self {
+            TwinInstance::V1(i) => i.pome_twin_twin().call_render_error(s, &from_v1::host_error(err)).await.map(from_v1::response),
+            TwinInstance::V2(i) => i.pome_twin_twin().call_render_error(s, &from_v2::host_error(err)).await.map(from_v2::response),
+            TwinInstance::V3(i) => i.pome_twin_twin().call_render_error(s, err).await,
         }
     }
 
     pub async fn state(&self, s: &mut Store<HostState>) -> wasmtime::Result<String> {
-        match self {
-            TwinInstance::V1(i) => i.pome_twin_twin().call_state(s).await,
-            TwinInstance::V2(i) => i.pome_twin_twin().call_state(s).await,
-        }
+        each!(self, i => i.pome_twin_twin().call_state(s).await)
     }
 
     pub async fn snapshot(&self, s: &mut Store<HostState>) -> wasmtime::Result<Vec<u8>> {
-        match self {
-            TwinInstance::V1(i) => i.pome_twin_twin().call_snapshot(s).await,
-            TwinInstance::V2(i) => i.pome_twin_twin().call_snapshot(s).await,
-        }
+        each!(self, i => i.pome_twin_twin().call_snapshot(s).await)
     }
 
     pub async fn restore(&self, s: &mut Store<HostState>, snapshot: &[u8]) -> wasmtime::Result<Result<(), String>> {
-        match self {
-            TwinInstance::V1(i) => i.pome_twin_twin().call_restore(s, snapshot).await,
-            TwinInstance::V2(i) => i.pome_twin_twin().call_restore(s, snapshot).await,
-        }
+        each!(self, i => i.pome_twin_twin().call_restore(s, snapshot).await)
     }
 
-    /// `Ok(empty)` for a 0.1.0 twin: it decides nothing itself.
+    /// `Ok(None)` for a 0.1.0 twin: it decides nothing itself.
     pub async fn evaluate_checks(&self, s: &mut Store<HostState>, world: &CheckWorld, calls: &[CheckCall]) -> wasmtime::Result<Option<Vec<Result<CheckOutcome, String>>>> {
         match self {
             TwinInstance::V1(_) => Ok(None),
-            TwinInstance::V2(i) => i.pome_twin_twin().call_evaluate_checks(s, world, calls).await.map(Some),
+            TwinInstance::V2(i) => i.pome_twin_twin().call_evaluate_checks(s, &checks_v2::world(world), &checks_v2::calls(calls)).await.map(|o| Some(checks_v2::outcomes(o))),
+            TwinInstance::V3(i) => i.pome_twin_twin().call_evaluate_checks(s, world, calls).await.map(Some),
+        }
+    }
+
+    /// The world as a seed document (`Ok(Err(why))` when the twin cannot write it); `Ok(None)`
+    /// for a twin built before 0.3.0, which cannot write one.
+    pub async fn export_seed(&self, s: &mut Store<HostState>) -> wasmtime::Result<Option<Result<String, String>>> {
+        match self {
+            TwinInstance::V1(_) | TwinInstance::V2(_) => Ok(None),
+            TwinInstance::V3(i) => i.pome_twin_twin().call_export_seed(s).await.map(Some),
         }
     }
 }

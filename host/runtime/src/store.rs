@@ -80,6 +80,28 @@ pub enum StoreError {
     Closed,
     #[error("reading the tape's older rows back: {0}")]
     Journal(String),
+    #[error("this twin was built against a contract older than 0.3.0 and cannot write its world as a seed")]
+    CannotWriteSeed,
+    #[error("the twin cannot write this world as a seed: {0}")]
+    SeedRefused(String),
+}
+
+/// What to read out of a world: its state export (for grading and diffs), or a seed document
+/// that boots it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Export {
+    State,
+    Seed,
+}
+
+async fn export(rt: &Runtime, store: &mut Store<HostState>, twin: &TwinInstance, what: Export) -> Result<String, StoreError> {
+    match what {
+        Export::State => Ok(rt.call(store, async |s| twin.state(s).await).await?),
+        Export::Seed => match rt.call(store, async |s| twin.export_seed(s).await).await? {
+            None => Err(StoreError::CannotWriteSeed),
+            Some(written) => written.map_err(StoreError::SeedRefused),
+        },
+    }
 }
 
 /// Where a store's tape rows go to outlive the process (the server's write-ahead tape).
@@ -150,7 +172,7 @@ enum Msg {
     RenderError(HostErrorKind, String, oneshot::Sender<TwinReply>),
     Tape { after: u64, limit: usize, reply: oneshot::Sender<TapeView> },
     Memory(oneshot::Sender<TapeMemory>),
-    State(oneshot::Sender<Result<String, StoreError>>),
+    Export(Export, oneshot::Sender<Result<String, StoreError>>),
     Newest(oneshot::Sender<Option<Arc<Checkpoint>>>),
 }
 
@@ -276,7 +298,12 @@ impl TwinStore {
 
     /// The twin's `state()` JSON.
     pub async fn state(&self) -> Result<String, StoreError> {
-        self.ask(Msg::State).await?
+        self.ask(|reply| Msg::Export(Export::State, reply)).await?
+    }
+
+    /// The world now as a seed document (contract 0.3.0's `export-seed`).
+    pub async fn seed(&self) -> Result<String, StoreError> {
+        self.ask(|reply| Msg::Export(Export::Seed, reply)).await?
     }
 
     async fn ask<R>(&self, msg: impl FnOnce(oneshot::Sender<R>) -> Msg) -> Result<R, StoreError> {
@@ -534,17 +561,13 @@ impl Worker {
                     let t = &self.tape;
                     let _ = reply.send(TapeMemory { rows: t.rows, bytes: t.bytes, rows_in_memory: t.recent.len(), bytes_in_memory: t.recent_bytes });
                 }
-                Msg::State(reply) => {
-                    let twin = &self.instance;
-                    let state = self.rt.call(&mut self.store, async |s| twin.state(s).await).await;
-                    let state = match state {
-                        Ok(s) => Ok(s),
-                        Err(e) => {
-                            self.recover(&e).await;
-                            Err(StoreError::Guest(e))
-                        }
-                    };
-                    let _ = reply.send(state);
+                Msg::Export(what, reply) => {
+                    let out = export(&self.rt, &mut self.store, &self.instance, what).await;
+                    // A trap or deadline may have left the world half-changed: rebuild it.
+                    if let Err(StoreError::Guest(e)) = &out {
+                        self.recover(e).await;
+                    }
+                    let _ = reply.send(out);
                 }
             }
         }
@@ -999,6 +1022,11 @@ fn fallback(status: u16, message: &str) -> TwinReply {
 /// none: the seed's world), rebuilt on a background thread from `base` (a checkpoint of that
 /// tape at or before row N) or the seed.
 pub async fn state_after(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, base: Option<Arc<Checkpoint>>, rows: Vec<TapeRow>) -> Result<String, StoreError> {
+    export_after(rt, image, seed, base, rows, Export::State).await
+}
+
+/// [`state_after`], reading `what` out of the rebuilt world.
+pub async fn export_after(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, base: Option<Arc<Checkpoint>>, rows: Vec<TapeRow>, what: Export) -> Result<String, StoreError> {
     let job = rt.background.spawn({
         let rt = rt.clone();
         async move {
@@ -1008,8 +1036,7 @@ pub async fn state_after(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<Seed
             for row in rows.iter().filter(|r| r.applied && r.seq >= from) {
                 w.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
             }
-            let twin = &w.instance;
-            Ok(w.rt.call(&mut w.store, async |s| twin.state(s).await).await?)
+            export(&w.rt, &mut w.store, &w.instance, what).await
         }
     });
     job.await.map_err(|_| StoreError::Closed)?

@@ -1,6 +1,6 @@
 //! The control plane's REST door (`X-API-KEY: pme_…`): each route reads its request into an
 //! operation's typed request and calls the operation (`crate::ops`), for sandboxes (also
-//! spelled sessions), forks, states, usage and runs; keys, named seeds and the twin list are
+//! spelled sessions), forks, states, seeds, usage and runs; keys and the twin list are
 //! answered here. Every error leaves through [`ApiError`], in one shape.
 
 use std::sync::Arc;
@@ -15,7 +15,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ErrorType};
-use pome_runtime::seeds::SeedError;
 use crate::app::{ApiBody, ApiQuery, App, Team};
 use crate::ops::state::{DiffQuery, Source, StateQuery};
 use crate::ops::{Caller, fork::ForkRequest, open_sandbox, sandboxes};
@@ -30,6 +29,7 @@ pub fn routes() -> Router<Arc<App>> {
             .route("/{id}/fork", post(fork_sandbox))
             .route("/{id}/state", get(sandbox_state))
             .route("/{id}/diff", get(sandbox_diff))
+            .route("/{id}/seed", get(sandbox_seed))
     };
     Router::new()
         .nest("/v1/sandboxes", sandbox_routes())
@@ -43,6 +43,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v1/runs/{id}/fork", post(fork_run))
         .route("/v1/runs/{id}/state", get(run_state))
         .route("/v1/runs/{id}/diff", get(run_diff))
+        .route("/v1/runs/{id}/seed", get(run_seed))
         .route("/v1/seeds", post(put_seed).get(list_seeds))
         .route("/v1/twins", get(list_twins))
         .route("/v1/tasks", post(crate::task_api::create).get(crate::task_api::list))
@@ -57,14 +58,6 @@ fn parse_json(body: &Bytes) -> Result<Value, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         ApiError::validation(format!("request body is not valid JSON: {e}")).with_status(StatusCode::BAD_REQUEST)
     })
-}
-
-fn opt_string(body: &Value, key: &str) -> Result<Option<String>, ApiError> {
-    match body.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::validation(format!("`{key}` must be a string")).with_details(json!({"field": key}))),
-    }
 }
 
 async fn create_sandbox(State(app): State<Arc<App>>, Team(team): Team, headers: HeaderMap, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
@@ -164,33 +157,14 @@ async fn get_run(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<S
 }
 
 
-/// Save a named seed after the twin's own `init` accepted it.
+/// `POST /v1/seeds`: a named seed, after the twin's own `init` accepted it.
 async fn put_seed(State(app): State<Arc<App>>, Team(team): Team, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let body = parse_json(&body)?;
-    let name = opt_string(&body, "name")?.ok_or_else(|| ApiError::validation("`name` is required"))?;
-    let twin = opt_string(&body, "twin")?.ok_or_else(|| ApiError::validation("`twin` is required"))?;
-    let image = app.twins.get(&twin).cloned().ok_or_else(|| ApiError::validation(format!("unknown twin `{twin}`")).with_details(json!({"error": "unknown_twin", "twin": twin})))?;
-    let seed = match body.get("seed") {
-        Some(v @ Value::Object(_)) => v.to_string(),
-        _ => return Err(ApiError::validation("`seed` must be a JSON object")),
-    };
-    let (stored, cap) = (app.storage.seed_bytes(&team, &name).await?, app.rt.limits.team_seed_bytes);
-    if stored + seed.len() > cap {
-        return Err(ApiError::new(crate::error::ErrorType::QuotaExceeded, format!("your team's named seeds would hold {} MiB, over its {} MiB; delete or replace one", (stored + seed.len()) >> 20, cap >> 20))
-            .with_details(json!({"error": "seed_storage_full", "stored_bytes": stored, "limit_bytes": cap})));
-    }
-    app.seeds.get(&app.rt, &image, &seed).await.map_err(|e| match e {
-        SeedError::Rejected(msg) => ApiError::validation(format!("the {twin} twin refused the seed: {msg}")).with_details(json!({"twin": twin, "error": "invalid_seed", "message": msg})),
-        other => ApiError::internal(format!("the {twin} twin failed while loading the seed: {other}")),
-    })?;
-    app.storage.put_seed(&team, &name, &twin, &seed).await?;
-    Ok((StatusCode::CREATED, Json(json!({"name": name, "twin": twin}))))
+    let v = crate::ops::seeds::save(&app, &team, typed_body(&body)?).await?;
+    Ok((StatusCode::CREATED, Json(v)))
 }
 
 async fn list_seeds(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json<Value>, ApiError> {
-    let seeds = app.storage.seeds(&team).await?;
-    let data: Vec<Value> = seeds.into_iter().map(|(name, twin, _)| json!({"name": name, "twin": twin})).collect();
-    Ok(Json(json!({"object": "list", "data": data})))
+    crate::ops::seeds::list(&app, &team).await.map(Json)
 }
 
 /// The twins this server hosts, with their descriptions.
@@ -249,4 +223,18 @@ async fn run_diff(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<
     let source = Source::Run(Box::new(crate::ops::whole_run(&app, &team, &id).await?));
     let twin = source.twin(q.twin.as_deref())?;
     crate::ops::state::diff(&app, &team, &source, &twin, &q).await.map(Json)
+}
+
+/// `GET /v1/sandboxes/:id/seed?twin=T&at=N`: the world after row N as a seed document.
+async fn sandbox_seed(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, ApiQuery(q): ApiQuery<StateQuery>) -> Result<Json<Value>, ApiError> {
+    let source = Source::Sandbox(open_sandbox(&app, &team, &id)?);
+    let twin = source.twin(q.twin.as_deref())?;
+    crate::ops::seeds::seed_at(&app, &team, &source, &twin, q.at).await.map(Json)
+}
+
+/// `GET /v1/runs/:id/seed?twin=T&at=N`: the same for a finished run.
+async fn run_seed(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>, ApiQuery(q): ApiQuery<StateQuery>) -> Result<Json<Value>, ApiError> {
+    let source = Source::Run(Box::new(crate::ops::whole_run(&app, &team, &id).await?));
+    let twin = source.twin(q.twin.as_deref())?;
+    crate::ops::seeds::seed_at(&app, &team, &source, &twin, q.at).await.map(Json)
 }

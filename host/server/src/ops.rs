@@ -7,12 +7,13 @@
 //! [`sandboxes`] creates, shows, lists and stops sandboxes; [`finalize`] grades one into a
 //! run; [`runs`] pages through runs; [`fork`] branches a sandbox or a finished run at any
 //! tape position; [`state`] rebuilds the world as it stood after any row, and diffs two
-//! positions.
+//! positions; [`seeds`] stores named seeds and saves any of those worlds as one.
 
 pub mod finalize;
 pub mod fork;
 pub mod runs;
 pub mod sandboxes;
+pub mod seeds;
 pub mod state;
 
 use std::sync::Arc;

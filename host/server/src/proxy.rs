@@ -1,6 +1,7 @@
 //! Twin traffic: `/s/<sandbox>/<twin>/<the API's own path>` into the sandbox's twin store.
 //! The agent authenticates with the sandbox token; refusals come in the twin's own error
-//! shape. `/_pome/events`, `/_pome/state` and `/_pome/health` under a twin are the host's.
+//! shape. `/_pome/events`, `/_pome/state`, `/_pome/seed`, `/_pome/diff` and `/_pome/health`
+//! under a twin are the host's.
 
 use std::sync::Arc;
 
@@ -125,8 +126,9 @@ pub async fn sandbox_twin(State(app): State<Arc<App>>, req: Request) -> Response
     resp
 }
 
-/// `/_pome/state?at=N` and `/_pome/diff?from=A&to=B`: the twin's world as it stood after
-/// a row of its tape, and what changed between two rows (`None` for the other host routes).
+/// `/_pome/state?at=N`, `/_pome/seed[?at=N]` and `/_pome/diff?from=A&to=B`: the twin's world
+/// as it stood after a row of its tape, the same written as a seed, and what changed between
+/// two rows (`None` for the other host routes).
 async fn past_route(app: &App, sandbox: &Arc<crate::sandbox::Sandbox>, twin: &str, route: &str, query: &str) -> Option<Response> {
     use crate::ops::state::{DiffQuery, Source};
     let number = |name: &str| -> Result<Option<u64>, ApiError> {
@@ -137,6 +139,10 @@ async fn past_route(app: &App, sandbox: &Arc<crate::sandbox::Sandbox>, twin: &st
         "state" => match number("at") {
             Ok(None) => return None,
             Ok(at) => crate::ops::state::state_at(app, &sandbox.team_id, &source, twin, at).await.map(|state| ([("content-type", "application/json")], state).into_response()),
+            Err(e) => Err(e),
+        },
+        "seed" => match number("at") {
+            Ok(at) => crate::ops::seeds::seed_at(app, &sandbox.team_id, &source, twin, at).await.map(|doc| axum::Json(doc).into_response()),
             Err(e) => Err(e),
         },
         "diff" => match (number("from"), number("to")) {
@@ -174,7 +180,7 @@ pub async fn reserved_route(store: &TwinStore, route: &str, query: &str, held: &
         },
         "health" => axum::Json(json!({"ok": true, "twin": store.twin})).into_response(),
         "deliveries" => axum::Json(store.deliveries.lock().unwrap().clone()).into_response(),
-        other => ApiError::not_found(format!("no host route /_pome/{other}; there are events, state, deliveries and health (and diff, in a sandbox)")).into_response(),
+        other => ApiError::not_found(format!("no host route /_pome/{other}; there are events, state, deliveries and health (and seed and diff, in a sandbox)")).into_response(),
     }
 }
 

@@ -160,12 +160,16 @@ impl RequestClock {
     }
 }
 
-/// The world, stored as JSON text in snapshots: postcard cannot carry free-form JSON.
+/// The world, stored as JSON text in snapshots: postcard cannot carry free-form JSON. A
+/// human-readable format (the world written as a seed) gets the JSON itself.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct World(pub Inner);
 
 impl Serialize for World {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            return self.0.serialize(s);
+        }
         let text = serde_json::to_string(&self.0).map_err(serde::ser::Error::custom)?;
         s.serialize_str(&text)
     }
@@ -173,6 +177,9 @@ impl Serialize for World {
 
 impl<'de> Deserialize<'de> for World {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<World, D::Error> {
+        if d.is_human_readable() {
+            return Inner::deserialize(d).map(World);
+        }
         let text = String::deserialize(d)?;
         serde_json::from_str(&text).map(World).map_err(serde::de::Error::custom)
     }

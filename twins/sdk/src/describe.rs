@@ -12,7 +12,7 @@ pub fn of<T: Twin>() -> Description {
     Description {
         name: T::NAME.to_string(),
         version: T::VERSION.to_string(),
-        contract: pome_contract::CONTRACT_V2.to_string(),
+        contract: pome_contract::CONTRACT_V3.to_string(),
         client_base_path: T::CLIENT_BASE_PATH.to_string(),
         surface: T::router().surface(),
         checks: T::checks(),

@@ -10,7 +10,7 @@ use crate::Twin;
 
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit/v0.2",
+        path: "../../wit/v0.3",
         world: "twin-world",
         pub_export_macro: true,
         export_macro_name: "__export_guest",
@@ -54,7 +54,13 @@ pub fn init<T: Twin>(seed: String) -> Result<(), String> {
         } else {
             Some(serde_json::from_str(&seed).map_err(|e| format!("seed is not valid JSON: {e}"))?)
         };
-        set_world(T::init(seed)?);
+        // A world written by `export-seed` boots as exactly that world; any other seed is the
+        // twin's own to read.
+        let world = match seed.as_ref().and_then(crate::world_seed::read::<T>) {
+            Some(world) => world?,
+            None => T::init(seed)?,
+        };
+        set_world(world);
         Ok(())
     })
 }
@@ -119,6 +125,10 @@ pub fn restore<T: Twin>(bytes: Vec<u8>) -> Result<(), String> {
         set_world(world);
         Ok(())
     })
+}
+
+pub fn export_seed<T: Twin>() -> Result<String, String> {
+    with_world::<T, _>(|world| world.export_seed())
 }
 
 pub fn evaluate_checks<T: Twin>(world: wit::CheckWorld, calls: Vec<wit::CheckCall>) -> Vec<Result<wit::CheckOutcome, String>> {

@@ -4,7 +4,7 @@
 //! parser, and a [`Router`] of named actions. This crate supplies the rest: HTTP request and
 //! response types, path routing with parameters, JSON/form bodies, query strings, pagination
 //! helpers, change recording for the tape, snapshot/restore through postcard, and the glue
-//! that exports it all as the `pome:twin` WIT world (see `wit/v0.2/twin.wit`).
+//! that exports it all as the `pome:twin` WIT world (see `wit/v0.3/twin.wit`).
 //!
 //! ```ignore
 //! pome_twin_sdk::export_twin!(MyWorld);
@@ -23,6 +23,7 @@ pub mod page;
 pub mod router;
 pub mod seed;
 pub mod time;
+pub mod world_seed;
 
 #[doc(hidden)]
 pub mod alloc;
@@ -80,6 +81,13 @@ pub trait Twin: serde::Serialize + serde::de::DeserializeOwned + Sized + 'static
     /// The world as canonical JSON for grading. Defaults to the serde form of the world.
     fn state(&self) -> Value {
         serde_json::to_value(self).expect("a twin world serialises to JSON")
+    }
+
+    /// The world as a seed document that [`Twin::init`]'s caller boots back into this same
+    /// world (contract 0.3.0's `export-seed`). By default the world's own serde form under
+    /// `_world` (see [`world_seed`]), which every twin can write and read exactly.
+    fn export_seed(&self) -> Result<String, String> {
+        world_seed::write(self)
     }
 
     /// Tool names agents and tasks use for this twin's actions (`create_issue` →
@@ -167,6 +175,9 @@ macro_rules! export_twin {
             }
             fn restore(bytes: Vec<u8>) -> Result<(), String> {
                 $crate::glue::restore::<$world>(bytes)
+            }
+            fn export_seed() -> Result<String, String> {
+                $crate::glue::export_seed::<$world>()
             }
             fn evaluate_checks(
                 world: $crate::glue::bindings::exports::pome::twin::twin::CheckWorld,

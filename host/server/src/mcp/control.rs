@@ -111,7 +111,7 @@ fn tools() -> &'static (Vec<Tool>, HashMap<String, ToolDef>) {
 /// The tools whose arguments are an operation's typed request (plus the id it acts on): their
 /// schemas come from the request types, so this door and REST cannot disagree on a name.
 fn typed_tools() -> Vec<(&'static str, &'static str, Value, bool)> {
-    use crate::ops::{fork::ForkRequest, runs::RunsQuery, sandboxes::CreateRequest, state::StateQuery};
+    use crate::ops::{fork::ForkRequest, runs::RunsQuery, sandboxes::CreateRequest, seeds::SaveWorld, state::StateQuery};
     let with = |schema: schemars::Schema, ids: &[(&str, &str)], required: &[&str]| -> Value {
         let mut v = schema.to_value();
         if let Some(o) = v.as_object_mut() {
@@ -134,6 +134,7 @@ fn typed_tools() -> Vec<(&'static str, &'static str, Value, bool)> {
         ("fork_sandbox", "Fork an open sandbox: a new sandbox (new id and agent token, its own lifetime and quota slot) whose worlds are this one's after the tape rows `at` names per twin (default: now). Its tapes start with the inherited rows; the parent is untouched.", with(schemars::schema_for!(ForkRequest), &[sandbox], &["sandbox_id"]), false),
         ("fork_run", "Fork a finished run: a new sandbox whose worlds are the run's after the tape rows `at` names per twin (default: its end), graded against the same task.", with(schemars::schema_for!(ForkRequest), &[run], &["run_id"]), false),
         ("state_at", "A twin's world (its state export) as it stood after `at` rows of its tape, in an open sandbox (`sandbox_id`) or a finished run (`run_id`); without `at`, now or the run's final world.", with(schemars::schema_for!(StateQuery), &[sandbox, run], &[]), true),
+        ("save_seed", "Save a twin's world, as it stood after `at` rows of its tape in an open sandbox (`sandbox_id`) or a finished run (`run_id`), as a named seed: a document its twin wrote that boots exactly that world. New sandboxes and tasks start from it by name.", with(schemars::schema_for!(SaveWorld), &[], &["name"]), false),
     ]
 }
 
@@ -211,6 +212,7 @@ async fn run(t: &Target, name: &str, args: &Map<String, Value>) -> Result<Value,
         "fork_sandbox" => crate::ops::fork::fork_sandbox(app, &t.caller(), &sandbox(), typed_args(args, &["sandbox_id"])?).await,
         "fork_run" => crate::ops::fork::fork_run(app, &t.caller(), &text(args, "run_id").unwrap_or_default(), typed_args(args, &["run_id"])?).await,
         "state_at" => state_at(t, args).await,
+        "save_seed" => crate::ops::seeds::save_world(app, team, typed_args(args, &[])?).await,
         other => Err(ApiError::not_found(format!("no control tool `{other}`"))),
     }
 }
@@ -238,11 +240,7 @@ async fn run_task(t: &Target, args: &Map<String, Value>) -> Result<Value, ApiErr
 async fn state_at(t: &Target, args: &Map<String, Value>) -> Result<Value, ApiError> {
     use crate::ops::state::{Source, StateQuery};
     let q: StateQuery = typed_args(args, &["sandbox_id", "run_id"])?;
-    let source = match (text(args, "sandbox_id"), text(args, "run_id")) {
-        (Some(id), None) => Source::Sandbox(crate::ops::open_sandbox(&t.app, &t.team, &id)?),
-        (None, Some(id)) => Source::Run(Box::new(crate::ops::whole_run(&t.app, &t.team, &id).await?)),
-        _ => return Err(ApiError::validation("state_at needs one of `sandbox_id` and `run_id`")),
-    };
+    let source = Source::named(&t.app, &t.team, text(args, "sandbox_id").as_deref(), text(args, "run_id").as_deref()).await?;
     let twin = source.twin(q.twin.as_deref())?;
     let state = crate::ops::state::state_at(&t.app, &t.team, &source, &twin, q.at).await?;
     Ok(serde_json::from_str(&state).unwrap_or(Value::String(state)))

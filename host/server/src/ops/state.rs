@@ -13,6 +13,7 @@ use crate::app::App;
 use crate::error::ApiError;
 use crate::sandbox::Sandbox;
 use pome_grade::run::Run;
+use pome_runtime::store::{Export, StoreError};
 
 /// `GET …/state?twin=T&at=N` and the MCP `state_at` tool.
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
@@ -44,6 +45,15 @@ pub enum Source {
 }
 
 impl Source {
+    /// The team's open sandbox or finished run a door named by id: exactly one of the two.
+    pub async fn named(app: &App, team: &str, sandbox_id: Option<&str>, run_id: Option<&str>) -> Result<Source, ApiError> {
+        match (sandbox_id, run_id) {
+            (Some(id), None) => Ok(Source::Sandbox(super::open_sandbox(app, team, id)?)),
+            (None, Some(id)) => Ok(Source::Run(Box::new(super::whole_run(app, team, id).await?))),
+            _ => Err(ApiError::validation("give exactly one of `sandbox_id` and `run_id`").with_details(json!({"field": "sandbox_id"}))),
+        }
+    }
+
     pub fn twins(&self) -> Vec<String> {
         match self {
             Source::Sandbox(s) => s.twin_names(),
@@ -79,33 +89,52 @@ fn read_failed(twin: &str, e: impl std::fmt::Display) -> ApiError {
 
 /// The twin's state export after `at` rows (`None`: now, or the run's final world).
 pub async fn state_at(app: &App, team: &str, source: &Source, twin: &str, at: Option<u64>) -> Result<String, ApiError> {
+    // The world now and the seed's are at hand; any other position is rebuilt.
+    match (at, source) {
+        (None, _) => return now(source, twin).await,
+        (Some(0), Source::Sandbox(s)) => return Ok(s.twin(twin).expect("checked by Source::twin").seed.state.clone()),
+        (Some(0), Source::Run(r)) => return Ok(r.per_twin[twin].initial_state.to_string()),
+        _ => {}
+    }
+    read_at(app, team, source, twin, at, Export::State).await.map(|(state, _)| state)
+}
+
+/// What `what` reads out of the twin's world after `at` rows (`None`: now, or a run's final
+/// world), and the position that is. The live world now is read in place; every other
+/// position is rebuilt from the newest checkpoint at or before it, or from the seed.
+pub(super) async fn read_at(app: &App, team: &str, source: &Source, twin: &str, at: Option<u64>, what: Export) -> Result<(String, u64), ApiError> {
     let rows = source.rows(twin).await?;
-    let at = match at {
-        None => return now(source, twin).await,
-        Some(n) => super::fork::within(twin, n, rows)?,
+    let live = at.is_none();
+    let at = super::fork::within(twin, at.unwrap_or(rows), rows)?;
+    let failed = |e: StoreError| match e {
+        StoreError::CannotWriteSeed | StoreError::SeedRefused(_) => ApiError::validation(format!("the {twin} twin: {e}")).with_details(json!({"twin": twin, "error": "cannot_write_seed"})),
+        e => ApiError::internal(format!("rebuilding the {twin} world after row {at}: {e}")),
     };
+    if let Source::Sandbox(s) = source
+        && live
+    {
+        let store = &s.twin(twin).expect("checked by Source::twin").store;
+        let out = match what {
+            Export::State => store.state().await,
+            Export::Seed => store.seed().await,
+        };
+        return out.map(|text| (text, at)).map_err(failed);
+    }
     let image = app.twins.get(twin).cloned().ok_or_else(|| ApiError::validation(format!("this server does not have the {twin} twin")).with_details(json!({"twin": twin})))?;
     let (seed, base, tape) = match source {
         Source::Sandbox(s) => {
             let t = s.twin(twin).expect("checked by Source::twin");
-            if at == 0 {
-                return Ok(t.seed.state.clone());
-            }
             let from = super::inheritance(t, at).await.map_err(|e| read_failed(twin, e))?;
             (t.seed.clone(), from.base, from.rows)
         }
         Source::Run(r) => {
-            let record = &r.per_twin[twin];
-            if at == 0 {
-                return Ok(record.initial_state.to_string());
-            }
             let text = super::run_seed(r, twin)?;
             let seed = app.seeds.get(&app.rt, &image, text).await.map_err(|e| ApiError::internal(format!("the {twin} seed of run {}: {e}", r.id)))?;
-            (seed, None, record.tape[..at as usize].to_vec())
+            (seed, None, r.per_twin[twin].tape[..at as usize].to_vec())
         }
     };
     let _slot = super::rebuild_slot(app, team)?;
-    pome_runtime::store::state_after(app.rt.clone(), image, seed, base, tape).await.map_err(|e| ApiError::internal(format!("rebuilding the {twin} world after row {at}: {e}")))
+    pome_runtime::store::export_after(app.rt.clone(), image, seed, base, tape, what).await.map(|text| (text, at)).map_err(failed)
 }
 
 /// The world now: the live store's, or the run's final one.
