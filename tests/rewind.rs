@@ -2,8 +2,8 @@
 //! a sandbox that really wrote to its world is forked at a middle row, and the world the host
 //! serves at every position is checked against a replay computed here, outside the server.
 //! A twin's world is its seed plus its tape: if that is true of a twin, a fork at row N is the
-//! parent's world after N, and the parent's remaining rows replayed on the fork give the same
-//! bytes the parent got.
+//! parent's world after N, the parent's remaining rows replayed on the fork give the same
+//! bytes the parent got, and the world at N written as a seed boots that world again.
 
 use base64::Engine as _;
 use pome::tape::TapeRow;
@@ -256,32 +256,47 @@ async fn rewinds_exactly(twin: &str) {
     assert_eq!(state_at(&parent, twin, m).await, parent.state(twin).await, "{twin}: the newest position is now");
     assert_ne!(state_at(&parent, twin, 0).await, parent.state(twin).await, "{twin}: the script changed the world");
 
+    // The world at row N written as a seed boots a new sandbox into that world, and that
+    // sandbox's own seed boots it again: a seed is another way to stand at row N.
+    let r = parent.call(twin, "GET", &format!("/_pome/seed?at={n}"), None).await;
+    assert_eq!(r.status, 200, "{twin}: seed at {n}: {}", r.text);
+    let seed = r.json();
+    assert_eq!(seed["_meta"]["saved_from"], json!({"sandbox_id": parent.id, "twin": twin, "at": n}));
+    let first = server.sandbox(&[twin], Some(seed.clone())).await;
+    assert_eq!(first.state(twin).await, fork_world, "{twin}: a sandbox from the seed at {n} is the world at {n}");
+    let r = first.call(twin, "GET", "/_pome/seed", None).await;
+    assert_eq!(r.status, 200, "{twin}: the seed of a sandbox booted from a seed: {}", r.text);
+    let again = r.json();
+    assert_eq!(again["_world"], seed["_world"], "{twin}: a world booted from a seed writes that seed back");
+    let second = server.sandbox(&[twin], Some(again)).await;
+    assert_eq!(second.state(twin).await, fork_world, "{twin}: and that seed boots the same world");
+
     // Reading the past and forking left the parent as it was.
     assert_eq!(tape(&parent, twin).await, rows, "{twin}: the parent's tape is untouched");
 }
 
 #[tokio::test]
-async fn a_github_sandbox_forked_mid_script_is_the_parent_at_that_row_and_replays_the_rest_identically() {
+async fn a_github_sandbox_forked_mid_script_is_the_parent_at_that_row_replays_the_rest_identically_and_seeds_that_world() {
     rewinds_exactly("github").await;
 }
 
 #[tokio::test]
-async fn a_slack_sandbox_forked_mid_script_is_the_parent_at_that_row_and_replays_the_rest_identically() {
+async fn a_slack_sandbox_forked_mid_script_is_the_parent_at_that_row_replays_the_rest_identically_and_seeds_that_world() {
     rewinds_exactly("slack").await;
 }
 
 #[tokio::test]
-async fn a_stripe_sandbox_forked_mid_script_is_the_parent_at_that_row_and_replays_the_rest_identically() {
+async fn a_stripe_sandbox_forked_mid_script_is_the_parent_at_that_row_replays_the_rest_identically_and_seeds_that_world() {
     rewinds_exactly("stripe").await;
 }
 
 #[tokio::test]
-async fn a_gmail_sandbox_forked_mid_script_is_the_parent_at_that_row_and_replays_the_rest_identically() {
+async fn a_gmail_sandbox_forked_mid_script_is_the_parent_at_that_row_replays_the_rest_identically_and_seeds_that_world() {
     rewinds_exactly("gmail").await;
 }
 
 #[tokio::test]
-async fn a_linear_sandbox_forked_mid_script_is_the_parent_at_that_row_and_replays_the_rest_identically() {
+async fn a_linear_sandbox_forked_mid_script_is_the_parent_at_that_row_replays_the_rest_identically_and_seeds_that_world() {
     rewinds_exactly("linear").await;
 }
 
