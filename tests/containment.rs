@@ -251,7 +251,7 @@ async fn a_component_that_is_not_a_twin_is_refused_at_load_naming_what_is_missin
     let rt = pome::runtime::Runtime::new(pome::limits::Limits { max_stores: 4, ..Default::default() }, None).unwrap();
     let err = rt.load(b"(component)", "empty.wasm").await.err().expect("refused");
     let msg = format!("{err:#}");
-    assert!(msg.contains("empty.wasm") && msg.contains("pome:twin@0.2.0"), "{msg}");
+    assert!(msg.contains("empty.wasm") && msg.contains("pome:twin@0.3.0"), "{msg}");
     let err = rt.load(b"not wasm at all", "junk.wasm").await.err().expect("refused");
     assert!(format!("{err:#}").contains("junk.wasm"));
 }

@@ -173,7 +173,7 @@ enum Msg {
     Tape { after: u64, limit: usize, reply: oneshot::Sender<TapeView> },
     Memory(oneshot::Sender<TapeMemory>),
     Export(Export, oneshot::Sender<Result<String, StoreError>>),
-    Newest(oneshot::Sender<Option<Arc<Checkpoint>>>),
+    CheckpointAtOrBefore(u64, oneshot::Sender<Option<Arc<Checkpoint>>>),
 }
 
 /// A cheap, cloneable handle to one twin store's task.
@@ -250,6 +250,11 @@ impl TwinStore {
                 let booted = boot(&rt, &image, base.as_ref().map_or(&seed.snapshot, |c| &c.snapshot)).await?;
                 let mut worker = Worker::serving(rt, image, seed, booted, metrics, (outbound, deliveries), journal);
                 worker.inherit(base, rows).await?;
+                // The world just rebuilt is exact at the fork's row: keep it as the fork's
+                // checkpoint rather than replay the inheritance again in the background.
+                if worker.checkpoints.since > Duration::ZERO {
+                    worker.checkpoint_here().await;
+                }
                 Ok::<_, StoreError>(worker)
             }
         });
@@ -259,8 +264,8 @@ impl TwinStore {
     }
 
     /// The newest checkpoint of this store's world, if it has taken one.
-    pub async fn newest_checkpoint(&self) -> Result<Option<Arc<Checkpoint>>, StoreError> {
-        self.ask(Msg::Newest).await
+    pub async fn checkpoint_at_or_before(&self, seq: u64) -> Result<Option<Arc<Checkpoint>>, StoreError> {
+        self.ask(|reply| Msg::CheckpointAtOrBefore(seq, reply)).await
     }
 
     /// Serve one request. `record: false` for requests the host refused (bad credentials):
@@ -369,11 +374,18 @@ struct Built {
     cost: Duration,
 }
 
+/// Earlier checkpoints a store keeps besides its newest.
+const KEPT_CHECKPOINTS: usize = 8;
+
 /// What a store knows about checkpointing itself.
 #[derive(Default)]
 struct Checkpoints {
     /// Shared with the task building the next one, which starts from it.
     newest: Option<Arc<Checkpoint>>,
+    /// Earlier ones, oldest first, so that the world after an earlier row (a fork, a look
+    /// back) replays from near it. Past [`KEPT_CHECKPOINTS`], or the store's memory cap in
+    /// bytes, every other one goes: the spacing doubles and the whole tape stays covered.
+    earlier: Vec<Arc<Checkpoint>>,
     /// The next checkpoint, being built in a store of its own.
     building: Option<oneshot::Receiver<Result<Built, StoreError>>>,
     /// Guest time of the applied rows after the newest checkpoint (or the one being built):
@@ -412,8 +424,9 @@ struct Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        let checkpoint = self.checkpoints.newest.as_ref().map_or(0, |c| c.snapshot.len());
-        self.rt.held.tapes.fetch_sub(self.tape.recent_bytes + checkpoint, Relaxed);
+        let c = &self.checkpoints;
+        let checkpoints: usize = c.newest.iter().chain(&c.earlier).map(|c| c.snapshot.len()).sum();
+        self.rt.held.tapes.fetch_sub(self.tape.recent_bytes + checkpoints, Relaxed);
     }
 }
 
@@ -554,8 +567,9 @@ impl Worker {
                     let recent = self.tape.recent.iter().filter(|r| r.seq > after).take(limit).cloned().collect();
                     let _ = reply.send(TapeView { older, recent });
                 }
-                Msg::Newest(reply) => {
-                    let _ = reply.send(self.checkpoints.newest.clone());
+                Msg::CheckpointAtOrBefore(seq, reply) => {
+                    let c = &self.checkpoints;
+                    let _ = reply.send(c.earlier.iter().chain(&c.newest).rev().find(|c| c.seq <= seq).cloned());
                 }
                 Msg::Memory(reply) => {
                     let t = &self.tape;
@@ -925,7 +939,7 @@ impl Worker {
         self.checkpoints.building = None;
         match built {
             Ok(Ok(Built { checkpoint, cost })) => {
-                self.drop_checkpoint();
+                self.retire_newest();
                 self.rt.held.tapes.fetch_add(checkpoint.snapshot.len(), Relaxed);
                 self.checkpoints.newest = Some(Arc::new(checkpoint));
                 self.checkpoints.cost = cost;
@@ -942,9 +956,29 @@ impl Worker {
         }
     }
 
+    /// Drop every checkpoint (one did not restore: none is trusted).
     fn drop_checkpoint(&mut self) {
-        if let Some(c) = self.checkpoints.newest.take() {
+        for c in self.checkpoints.newest.take().into_iter().chain(self.checkpoints.earlier.drain(..)) {
             self.rt.held.tapes.fetch_sub(c.snapshot.len(), Relaxed);
+        }
+    }
+
+    /// The newest checkpoint becomes an earlier one, making room for the next.
+    fn retire_newest(&mut self) {
+        let Some(c) = self.checkpoints.newest.take() else { return };
+        let earlier = &mut self.checkpoints.earlier;
+        earlier.push(c);
+        let cap = self.rt.limits.store_memory_bytes;
+        while earlier.len() > KEPT_CHECKPOINTS || (earlier.len() > 1 && earlier.iter().map(|c| c.snapshot.len()).sum::<usize>() > cap) {
+            let mut i = 0;
+            earlier.retain(|c| {
+                i += 1;
+                let keep = i % 2 == 1;
+                if !keep {
+                    self.rt.held.tapes.fetch_sub(c.snapshot.len(), Relaxed);
+                }
+                keep
+            });
         }
     }
 

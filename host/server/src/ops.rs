@@ -69,7 +69,7 @@ pub fn rebuild_slot(app: &App, team: &str) -> Result<crate::limits::TeamSlot, Ap
 /// `n` (taken first: a checkpoint only moves forward, so the rows read next reach at least as
 /// far), and rows 1..=n of its tape. A fork inherits them; a look at row `n` replays them.
 pub async fn inheritance(t: &crate::sandbox::SandboxTwin, n: u64) -> Result<crate::app::Inheritance, pome_runtime::store::StoreError> {
-    let base = t.store.newest_checkpoint().await?.filter(|c| c.seq <= n);
+    let base = t.store.checkpoint_at_or_before(n).await?;
     let rows = t.store.rows_after(0, n as usize).await?.iter().map(|r| (**r).clone()).collect();
     Ok(crate::app::Inheritance { base, rows })
 }

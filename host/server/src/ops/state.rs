@@ -124,8 +124,11 @@ pub(super) async fn read_at(app: &App, team: &str, source: &Source, twin: &str, 
     let (seed, base, tape) = match source {
         Source::Sandbox(s) => {
             let t = s.twin(twin).expect("checked by Source::twin");
-            let from = super::inheritance(t, at).await.map_err(|e| read_failed(twin, e))?;
-            (t.seed.clone(), from.base, from.rows)
+            // Only the rows after the checkpoint are replayed, so only they are read.
+            let base = t.store.checkpoint_at_or_before(at).await.map_err(|e| read_failed(twin, e))?;
+            let after = base.as_ref().map_or(0, |c| c.seq);
+            let rows = t.store.rows_after(after, (at - after) as usize).await.map_err(|e| read_failed(twin, e))?;
+            (t.seed.clone(), base, rows.iter().map(|r| (**r).clone()).collect())
         }
         Source::Run(r) => {
             let text = super::run_seed(r, twin)?;
