@@ -292,6 +292,21 @@ def test_fork_a_sandbox_at_a_row_and_read_the_world_after_any_row(client):
         again.discard()
 
 
+def test_a_world_after_a_row_saved_as_a_named_seed_boots_that_world(client):
+    with client.sandbox(["github"], seed={"github": SEED["github"]}) as sb:
+        github_calls(sb, ("PUT", "/repos/acme/checkout/pulls/7/merge", {"merge_method": "merge"}),
+                     ("POST", "/repos/acme/checkout/issues", {"title": "later"}))
+        doc = client.sandbox_seed(sb.id, "github", at=1)
+        assert doc["_meta"]["saved_from"] == {"sandbox_id": sb.id, "twin": "github", "at": 1}
+        saved = client.put_seed("merged-checkout", "github", doc)
+        assert (saved.name, saved.twin) == ("merged-checkout", "github")
+        assert "merged-checkout" in [s.name for s in client.list_seeds()]
+        with client.sandbox(["github"], seed={"github": "merged-checkout"}) as again:
+            assert again.state("github") == sb.state("github", at=1)
+            again.discard()
+    assert client.run_seed(sb.run.id, "github")["_meta"]["saved_from"]["at"] == 2
+
+
 def test_async_fork_and_state(pome_server):
     async def scenario():
         async with pome.AsyncClient(pome_server.url, API_KEY) as client:

@@ -165,6 +165,11 @@ def state(kind: str, id: str, twin: str | None = None, *, at: int | None = None)
     return Request("GET", f"v1/{kind}/{_seg(id)}/state", _state_json, params=_drop_none({"twin": twin, "at": at}))
 
 
+def seed(kind: str, id: str, twin: str | None = None, *, at: int | None = None) -> Request[dict[str, Any]]:
+    """The world after `at` rows as a seed document that boots it; `kind` as for `state`."""
+    return Request("GET", f"v1/{kind}/{_seg(id)}/seed", _state_json, params=_drop_none({"twin": twin, "at": at}))
+
+
 def diff(kind: str, id: str, twin: str | None = None, *, from_: int | None = None,
          to: int | None = None) -> Request[models.Diff]:
     return Request("GET", f"v1/{kind}/{_seg(id)}/diff", _json(models.Diff.from_json),

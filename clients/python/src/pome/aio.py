@@ -182,6 +182,12 @@ class AsyncClient:
     async def run_state(self, id: str, twin: str | None = None, *, at: int | None = None) -> dict[str, Any]:
         return await self._call(_api.state("runs", id, twin, at=at))
 
+    async def sandbox_seed(self, id: str, twin: str | None = None, *, at: int | None = None) -> dict[str, Any]:
+        return await self._call(_api.seed("sandboxes", id, twin, at=at))
+
+    async def run_seed(self, id: str, twin: str | None = None, *, at: int | None = None) -> dict[str, Any]:
+        return await self._call(_api.seed("runs", id, twin, at=at))
+
     async def sandbox_diff(self, id: str, twin: str | None = None, *, from_: int | None = None,
                            to: int | None = None) -> models.Diff:
         return await self._call(_api.diff("sandboxes", id, twin, from_=from_, to=to))

@@ -223,6 +223,15 @@ class Client:
         """The run's twin's state export after `at` rows (default: its final world)."""
         return self._call(_api.state("runs", id, twin, at=at))
 
+    def sandbox_seed(self, id: str, twin: str | None = None, *, at: int | None = None) -> dict[str, Any]:
+        """The twin's world after `at` rows (default: now) as a seed document that boots
+        exactly that world; save it with `put_seed` or pass it as a sandbox's `seed`."""
+        return self._call(_api.seed("sandboxes", id, twin, at=at))
+
+    def run_seed(self, id: str, twin: str | None = None, *, at: int | None = None) -> dict[str, Any]:
+        """The same for a finished run (default: its final world)."""
+        return self._call(_api.seed("runs", id, twin, at=at))
+
     def sandbox_diff(self, id: str, twin: str | None = None, *, from_: int | None = None,
                      to: int | None = None) -> models.Diff:
         """What changed in the twin's world between rows `from_` (default 0, the seed's

@@ -181,7 +181,8 @@ async fn seed_texts(app: &App, team: &str, names: &[String], seed: Option<&Value
 }
 
 fn is_envelope(map: &Map<String, Value>, names: &[String]) -> bool {
-    !map.is_empty() && map.keys().all(|k| names.contains(k)) && (names.len() > 1 || map.len() == 1 && map.values().all(Value::is_object))
+    // One twin's envelope holds its seed or a saved seed's name.
+    !map.is_empty() && map.keys().all(|k| names.contains(k)) && (names.len() > 1 || map.len() == 1 && map.values().all(|v| v.is_object() || v.is_string()))
 }
 
 fn rfc3339(t: std::time::SystemTime) -> String {
