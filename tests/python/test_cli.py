@@ -131,3 +131,31 @@ def test_pome_forks_a_sandbox_and_a_run_and_prints_the_world_at_a_row(pome_serve
     assert "second" in titles(run_state)
     for sid in (fork["id"], json.loads(from_run.stdout)["id"]):
         pome(pome_server, "sandbox", "stop", sid, "--discard")
+
+
+def test_pome_seeds_save_keeps_a_world_at_a_row_that_new_sandboxes_start_from(pome_server, new_sandbox, tmp_path):
+    """#37 on the CLI: `pome seeds save NAME --from ID --at N`, `pome seeds export`, `pome seeds list`."""
+    sb = new_sandbox(["github"])
+    for title in ("kept", "later"):
+        req = urllib.request.Request(f"{sb.url('github')}/repos/acme/api/issues", data=json.dumps({"title": title}).encode(), method="POST",
+                                     headers={"Authorization": f"Bearer {sb.token}", "Content-Type": "application/json"})
+        urllib.request.urlopen(req).close()
+
+    saved = pome(pome_server, "seeds", "save", "one-issue", "--from", sb.id, "--at", "1")
+    assert saved.returncode == 0, saved.stderr
+    assert "saved seed one-issue (github" in saved.stdout and "after row 1" in saved.stdout, saved.stdout
+    listed = pome(pome_server, "seeds", "list")
+    assert re.search(r"^one-issue\s+github$", listed.stdout, re.M), listed.stdout
+    exported = json.loads(pome(pome_server, "seeds", "export", sb.id, "--twin", "github", "--at", "1").stdout)
+    assert exported["_meta"]["saved_from"] == {"sandbox_id": sb.id, "twin": "github", "at": 1}
+
+    by_name = tmp_path / "seed.json"
+    by_name.write_text('"one-issue"')  # a seed file may name a saved seed
+    created = pome(pome_server, "sandbox", "create", "--twin", "github", "--format", "json", "--seed", str(by_name))
+    assert created.returncode == 0, created.stderr
+    booted = json.loads(created.stdout)["id"]
+    assert json.loads(pome(pome_server, "state", booted).stdout) == json.loads(pome(pome_server, "state", sb.id, "--at", "1").stdout)
+    pome(pome_server, "sandbox", "stop", booted, "--discard")
+
+    missing = pome(pome_server, "seeds", "save", "x", "--from", sb.id, "--at", "9")
+    assert missing.returncode == 5 and "a position is 0 to 2" in missing.stderr, missing

@@ -301,10 +301,23 @@ fn world_path(id: &str) -> String {
     format!("/v1/{kind}/{id}")
 }
 
-/// Which twin's world, after how many rows, as a query string (`?twin=github&at=17`).
-fn position_query(twin: Option<&str>, at: Option<u64>) -> String {
-    let q: Vec<String> = twin.map(|t| format!("twin={t}")).into_iter().chain(at.map(|n| format!("at={n}"))).collect();
-    if q.is_empty() { String::new() } else { format!("?{}", q.join("&")) }
+/// Which twin's world, after how many rows of its tape.
+#[derive(Args, Debug)]
+pub struct Position {
+    /// The twin (default: the primary one).
+    #[arg(long)]
+    pub twin: Option<String>,
+    /// The world after this many rows of its tape (default: now, or the run's end).
+    #[arg(long)]
+    pub at: Option<u64>,
+}
+
+impl Position {
+    /// As a query string (`?twin=github&at=17`).
+    fn query(&self) -> String {
+        let q: Vec<String> = self.twin.iter().map(|t| format!("twin={t}")).chain(self.at.map(|n| format!("at={n}"))).collect();
+        if q.is_empty() { String::new() } else { format!("?{}", q.join("&")) }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -317,11 +330,8 @@ pub enum SeedsCommand {
         /// The sandbox or run whose world to save.
         #[arg(long)]
         from: String,
-        /// The twin (default: the primary one).
-        #[arg(long)]
-        twin: Option<String>,
-        #[arg(long)]
-        at: Option<u64>,
+        #[command(flatten)]
+        position: Position,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -330,10 +340,8 @@ pub enum SeedsCommand {
     Export {
         /// A sandbox id (`ses_…`) or a run id (`run_…`).
         id: String,
-        #[arg(long)]
-        twin: Option<String>,
-        #[arg(long)]
-        at: Option<u64>,
+        #[command(flatten)]
+        position: Position,
         #[command(flatten)]
         client: ClientArgs,
     },
@@ -347,17 +355,17 @@ pub enum SeedsCommand {
 pub async fn seeds(cmd: SeedsCommand) -> i32 {
     finish(async {
         match cmd {
-            SeedsCommand::Save { name, from, twin, at, client } => {
+            SeedsCommand::Save { name, from, position, client } => {
                 let c = Client::new(&client)?;
-                let seed = c.call(reqwest::Method::GET, &format!("{}/seed{}", world_path(&from), position_query(twin.as_deref(), at)), None).await?;
+                let seed = c.call(reqwest::Method::GET, &format!("{}/seed{}", world_path(&from), position.query()), None).await?;
                 let saved_from = seed["_meta"]["saved_from"].clone();
                 let twin = saved_from["twin"].as_str().unwrap_or_default().to_string();
                 let v = c.call(reqwest::Method::POST, "/v1/seeds", Some(json!({"name": name, "twin": twin, "seed": seed}))).await?;
                 println!("saved seed {name} ({twin}, {} bytes): {from}'s world after row {}", v["bytes"], saved_from["at"]);
             }
-            SeedsCommand::Export { id, twin, at, client } => {
+            SeedsCommand::Export { id, position, client } => {
                 let c = Client::new(&client)?;
-                let seed = c.call(reqwest::Method::GET, &format!("{}/seed{}", world_path(&id), position_query(twin.as_deref(), at)), None).await?;
+                let seed = c.call(reqwest::Method::GET, &format!("{}/seed{}", world_path(&id), position.query()), None).await?;
                 println!("{}", serde_json::to_string_pretty(&seed).unwrap());
             }
             SeedsCommand::List { client } => {
