@@ -181,8 +181,8 @@ async fn kill_9_under_load_then_check(serve: ServeProcess, again: impl AsyncFnOn
         }
         recovered += mine.len();
         // The world is what its tape says: one ticket per recorded create, besides the seed's.
-        let (_, tickets) = get(&http, &url, s, "/tickets").await;
-        let titles: BTreeSet<&str> = tickets.as_array().unwrap().iter().skip(1).map(|t| t["title"].as_str().unwrap()).collect();
+        let (status, tickets) = get(&http, &url, s, "/tickets").await;
+        let titles: BTreeSet<&str> = tickets.as_array().unwrap_or_else(|| panic!("{label}: sandbox {i}'s tickets: {status} {tickets}")).iter().skip(1).map(|t| t["title"].as_str().unwrap()).collect();
         assert_eq!(titles, on_tape, "sandbox {i}: every recorded create, and nothing else, is in the world");
         for Ack { rid, id, .. } in &mine {
             let (status, t) = get(&http, &url, s, &format!("/tickets/{id}")).await;

@@ -327,13 +327,23 @@ pub mod tickets {
         Ok((status, r.json().await.unwrap_or(Value::Null)))
     }
 
-    /// `GET` a path of the sandbox's `tickets` twin; the status and the body.
+    /// `GET` a path of the sandbox's `tickets` twin; the status and the body. A `503` is
+    /// retried for up to ten seconds, as the vendors' SDKs retry it: it is the defined answer
+    /// of a host that cannot serve for a moment (its lease on a shared store lapsed on a
+    /// starved machine, its tape writer retrying), not a lost call.
     pub async fn get(http: &reqwest::Client, url: &str, s: &Sbx, path: &str) -> (u16, Value) {
-        // The twin reads its own header; the host's routes (`/_pome/…`) read the bearer form.
-        let req = http.get(format!("{url}/s/{}/tickets{path}", s.id));
-        let req = if path.starts_with("/_pome/") { req.bearer_auth(&s.token) } else { req.header("x-ticket-key", &s.token) };
-        let r = req.send().await.unwrap();
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            // The twin reads its own header; the host's routes (`/_pome/…`) read the bearer form.
+            let req = http.get(format!("{url}/s/{}/tickets{path}", s.id));
+            let req = if path.starts_with("/_pome/") { req.bearer_auth(&s.token) } else { req.header("x-ticket-key", &s.token) };
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            let body = r.json().await.unwrap_or(Value::Null);
+            if status != 503 || std::time::Instant::now() > deadline {
+                return (status, body);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
     }
 }

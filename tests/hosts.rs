@@ -201,8 +201,8 @@ async fn check_tapes(c: &tokio_postgres::Client, front: &str, sandboxes: &[Sbx],
             let (status, t) = get(&http, front, s, &format!("/tickets/{}", a.id)).await;
             assert_eq!((status, t["title"].as_str()), (200, Some(a.rid.as_str())), "the ticket answered as #{} is #{}", a.id, a.id);
         }
-        let (_, tickets) = get(&http, front, s, "/tickets").await;
-        let titles: BTreeSet<&str> = tickets.as_array().unwrap().iter().skip(1).map(|t| t["title"].as_str().unwrap()).collect();
+        let (status, tickets) = get(&http, front, s, "/tickets").await;
+        let titles: BTreeSet<&str> = tickets.as_array().unwrap_or_else(|| panic!("sandbox {i}'s tickets: {status} {tickets}")).iter().skip(1).map(|t| t["title"].as_str().unwrap()).collect();
         assert_eq!(titles, on_tape, "sandbox {i}: every recorded create, and nothing else, is in the world");
 
     }

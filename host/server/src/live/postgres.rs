@@ -245,8 +245,16 @@ impl PgLive {
             closed: Mutex::default(),
         });
         renew(&pool, &ownership).await?;
-        let restored = load(&pool, &ownership).await?;
+        // Renewing starts before the sandboxes are read back: reading many takes longer than
+        // a lease, and a host whose lease lapsed while it started answers 503 until renewed.
         let renewing = tokio::spawn(keep_renewing(pool.clone(), ownership.clone()));
+        let restored = match load(&pool, &ownership).await {
+            Ok(restored) => restored,
+            Err(e) => {
+                renewing.abort();
+                return Err(e);
+            }
+        };
         let live = Arc::new(PgLive {
             pool,
             runtime: tokio::runtime::Handle::current(),
