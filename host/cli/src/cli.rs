@@ -33,6 +33,9 @@ pub enum Command {
     Sandbox(SandboxCommand),
     /// Show the team's concurrency usage.
     Usage(ClientArgs),
+    /// Check the setup: the server answers, the key is valid, twins are served; says how to
+    /// fix what is not.
+    Doctor(ClientArgs),
     /// Finished runs: fork one at any tape position.
     #[command(subcommand)]
     Runs(crate::client::RunsCommand),
@@ -405,6 +408,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Twin(cmd) => crate::local::run(cmd).await,
         Command::Sandbox(cmd) => return crate::client::sandbox(cmd).await,
         Command::Usage(client) => return crate::client::usage(client).await,
+        Command::Doctor(client) => return crate::doctor::doctor(client).await,
         Command::Runs(cmd) => return crate::client::runs(cmd).await,
         Command::State(args) => return crate::client::state(args).await,
         Command::Seeds(cmd) => return crate::client::seeds(cmd).await,
@@ -437,6 +441,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(key) = &running.new_api_key {
         println!("created the default team; its API key (shown once): {key}");
         println!("  export POME_API_KEY={key}");
+        println!("  dashboard: {}", dashboard_url(&args, &cfg, running.addr));
     } else if cfg.api_key.is_some() {
         println!("API key from POME_API_KEY registered for the default team");
     }
@@ -448,6 +453,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The dashboard's URL: under `--public-url` when given, else the listening address (a
+/// wildcard one read as loopback, which a browser on this machine reaches).
+fn dashboard_url(args: &ServeArgs, cfg: &ServeConfig, addr: SocketAddr) -> String {
+    if let Some(public) = &cfg.public_url {
+        return format!("{}/ui/", public.trim_end_matches('/'));
+    }
+    let mut addr = addr;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(if addr.is_ipv4() { std::net::Ipv4Addr::LOCALHOST.into() } else { std::net::Ipv6Addr::LOCALHOST.into() });
+    }
+    format!("{}://{addr}/ui/", args.tls.scheme())
 }
 
 async fn shutdown_signal() {

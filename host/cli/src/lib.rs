@@ -1,6 +1,6 @@
 //! pome: a WebAssembly-isolated host for digital twins of SaaS APIs. This crate is the `pome`
-//! command: the CLI ([`cli`]), the control-plane client ([`client`]), `pome run/eval/replay`
-//! ([`run`]) and local twins ([`local`]).
+//! command: the CLI ([`cli`]), the control-plane client ([`client`]), `pome doctor`
+//! ([`doctor`]), `pome run/eval/replay` ([`run`]) and local twins ([`local`]).
 //!
 //! The host itself is a set of crates with one job each, and its pipeline reads from their
 //! names, in the order a request meets them:
@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod doctor;
 pub mod local;
 pub mod run;
 
