@@ -372,6 +372,8 @@ pub struct Checkpoint {
 struct Built {
     checkpoint: Checkpoint,
     cost: Duration,
+    /// Checkpoints taken along the way (see [`Checkpoints::mark_every`]), oldest first.
+    marks: Vec<Checkpoint>,
 }
 
 /// Earlier checkpoints a store keeps besides its newest.
@@ -398,6 +400,11 @@ struct Checkpoints {
     tape_bytes: usize,
     /// Set when a checkpoint failed: this store takes no more.
     off: bool,
+    /// In a store building a checkpoint: snapshot the world also every this much replay, so
+    /// that one build leaves checkpoints all along the rows it replayed, and the world after
+    /// any of them (a fork, a look back) replays only a short way.
+    mark_every: Option<Duration>,
+    marks: Vec<Checkpoint>,
 }
 
 struct Worker {
@@ -857,16 +864,32 @@ impl Worker {
                 let page = read_all(&journal, from, first, READ_PAGE).await?;
                 from += page.len() as u64;
                 for row in page.iter().filter(|r| r.applied) {
-                    self.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
+                    self.replay_row(row).await?;
                     replayed += 1;
                 }
             }
         }
         for row in recent {
-            self.call_handle(&mut replay_request(&row), row.ts, row.seq).await?;
+            self.replay_row(&row).await?;
             replayed += 1;
         }
         self.metrics.replayed(&self.image.name, replayed);
+        Ok(())
+    }
+
+    /// Replay one row; in a store marking its way (see [`Checkpoints::mark_every`]), snapshot
+    /// the world once enough replay has gone by since the last mark.
+    async fn replay_row(&mut self, row: &TapeRow) -> Result<(), StoreError> {
+        let started = Instant::now();
+        self.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
+        let Some(every) = self.checkpoints.mark_every else { return Ok(()) };
+        self.checkpoints.since += started.elapsed();
+        if self.checkpoints.since >= every && row.seq < self.tape.rows {
+            self.checkpoints.since = Duration::ZERO;
+            let twin = &self.instance;
+            let snapshot = self.rt.call(&mut self.store, async |s| twin.snapshot(s).await).await?;
+            self.checkpoints.marks.push(Checkpoint { seq: row.seq, snapshot });
+        }
         Ok(())
     }
 
@@ -906,12 +929,14 @@ impl Worker {
             replayer.journal = journal;
             replayer.tape.rows = upto;
             replayer.tape.recent = recent;
+            replayer.checkpoints.mark_every = Some(replayer.rt.limits.checkpoint_after / 4);
             let replaying = Instant::now();
             replayer.replay_tape(from).await?;
             let replayed = replaying.elapsed();
             let twin = &replayer.instance;
             let snapshot = replayer.rt.call(&mut replayer.store, async |s| twin.snapshot(s).await).await?;
-            Ok(Built { checkpoint: Checkpoint { seq: upto, snapshot }, cost: started.elapsed().saturating_sub(replayed) })
+            let marks = std::mem::take(&mut replayer.checkpoints.marks);
+            Ok(Built { checkpoint: Checkpoint { seq: upto, snapshot }, cost: started.elapsed().saturating_sub(replayed), marks })
         }));
     }
 
@@ -923,7 +948,7 @@ impl Worker {
         match self.rt.call(&mut self.store, async |s| twin.snapshot(s).await).await {
             Ok(snapshot) => {
                 self.checkpoints.since = Duration::ZERO;
-                self.install(Ok(Ok(Built { checkpoint: Checkpoint { seq: self.tape.rows, snapshot }, cost: started.elapsed() })), started);
+                self.install(Ok(Ok(Built { checkpoint: Checkpoint { seq: self.tape.rows, snapshot }, cost: started.elapsed(), marks: Vec::new() })), started);
             }
             Err(e) => {
                 self.checkpoints.off = true;
@@ -938,8 +963,13 @@ impl Worker {
     fn install(&mut self, built: Result<Result<Built, StoreError>, oneshot::error::RecvError>, paused_since: Instant) {
         self.checkpoints.building = None;
         match built {
-            Ok(Ok(Built { checkpoint, cost })) => {
+            Ok(Ok(Built { checkpoint, cost, marks })) => {
                 self.retire_newest();
+                for mark in marks {
+                    self.rt.held.tapes.fetch_add(mark.snapshot.len(), Relaxed);
+                    self.checkpoints.earlier.push(Arc::new(mark));
+                }
+                self.thin_checkpoints();
                 self.rt.held.tapes.fetch_add(checkpoint.snapshot.len(), Relaxed);
                 self.checkpoints.newest = Some(Arc::new(checkpoint));
                 self.checkpoints.cost = cost;
@@ -966,8 +996,13 @@ impl Worker {
     /// The newest checkpoint becomes an earlier one, making room for the next.
     fn retire_newest(&mut self) {
         let Some(c) = self.checkpoints.newest.take() else { return };
+        self.checkpoints.earlier.push(c);
+        self.thin_checkpoints();
+    }
+
+    /// Keep the earlier checkpoints within [`KEPT_CHECKPOINTS`] and the store's memory cap.
+    fn thin_checkpoints(&mut self) {
         let earlier = &mut self.checkpoints.earlier;
-        earlier.push(c);
         let cap = self.rt.limits.store_memory_bytes;
         while earlier.len() > KEPT_CHECKPOINTS || (earlier.len() > 1 && earlier.iter().map(|c| c.snapshot.len()).sum::<usize>() > cap) {
             let mut i = 0;
