@@ -236,10 +236,36 @@ async fn a_seed_that_cannot_be_is_refused_with_where_it_went_wrong() {
     assert_eq!(s, 422, "{v}");
 
     let stranger = "pme_another_team_entirely";
-    let team = server.app().storage.create_team("another").await.unwrap();
-    server.app().storage.add_api_key(&team, stranger).await.unwrap();
+    server.another_team("another", stranger).await;
     let (s, v) = server.api_as(stranger, "GET", &format!("/v1/sandboxes/{}/seed", sb.id), None).await;
     assert_eq!(s, 404, "another team's world is not there: {v}");
+}
+
+#[tokio::test]
+async fn a_world_too_large_to_boot_again_or_nested_past_reason_is_refused_and_the_neighbour_serves_on() {
+    // A seed limit just above the tickets twin's default world written as a seed.
+    let limits = pome::limits::Limits { seed_bytes: 600, ..Opts::default().limits };
+    let server = Server::with(Opts { limits, ..Opts::default() }).await;
+    let sb = server.sandbox(&["tickets"], None).await;
+    let neighbour = server.sandbox(&["tickets"], None).await;
+    let r = sb.call("tickets", "GET", "/_pome/seed", None).await;
+    assert_eq!(r.status, 200, "the default world fits: {}", r.text);
+    file_tickets(&sb, "a long enough title to push the world past the limit", 6).await;
+
+    let r = sb.call("tickets", "GET", "/_pome/seed", None).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(r.json()["error"]["details"]["error"], "seed_too_large", "{}", r.text);
+
+    // A world nested deeper than any parser should follow is refused before a twin sees it.
+    let deep = format!("{{\"twins\": [\"tickets\"], \"seed\": {{\"_world\": {}0{}}}}}", "[".repeat(100_000), "]".repeat(100_000));
+    let resp = server.http.post(format!("{}/v1/sandboxes", server.url)).header("x-api-key", pome_e2e::API_KEY).header("content-type", "application/json").body(deep).send().await.unwrap();
+    let status = resp.status().as_u16();
+    let body: Value = resp.json().await.unwrap();
+    assert!(status == 400 || status == 413 || status == 422, "{status} {body}");
+    assert!(body["error"]["message"].is_string(), "in the error envelope: {body}");
+
+    let r = ticket(&neighbour, "POST", "/tickets", Some(json!({"title": "unaffected"}))).await;
+    assert_eq!(r.status, 201, "{}", r.text);
 }
 
 #[tokio::test]
@@ -285,8 +311,7 @@ async fn forks_and_positions_that_cannot_be_are_refused_clearly() {
 
     // Another team's sandbox is not there; a closed one is gone.
     let stranger = "pme_another_team_entirely";
-    let team = server.app().storage.create_team("another").await.unwrap();
-    server.app().storage.add_api_key(&team, stranger).await.unwrap();
+    server.another_team("another", stranger).await;
     let (s, v) = server.api_as(stranger, "POST", &format!("/v1/sandboxes/{}/fork", sb.id), None).await;
     assert_eq!(s, 404, "{v}");
     let (s, v) = server.api_as(stranger, "GET", &format!("/v1/sandboxes/{}/state?at=1", sb.id), None).await;

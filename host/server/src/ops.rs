@@ -67,7 +67,8 @@ pub fn rebuild_slot(app: &App, team: &str) -> Result<crate::limits::TeamSlot, Ap
 
 /// Where rebuilding `t`'s world after row `n` starts: its newest checkpoint at or before row
 /// `n` (taken first: a checkpoint only moves forward, so the rows read next reach at least as
-/// far), and rows 1..=n of its tape. A fork inherits them; a look at row `n` replays them.
+/// far), and rows 1..=n of its tape, which a fork inherits. (A look at row `n` reads only
+/// the rows after that checkpoint: `state::read_at`.)
 pub async fn inheritance(t: &crate::sandbox::SandboxTwin, n: u64) -> Result<crate::app::Inheritance, pome_runtime::store::StoreError> {
     let base = t.store.checkpoint_at_or_before(n).await?;
     let rows = t.store.rows_after(0, n as usize).await?.iter().map(|r| (**r).clone()).collect();
