@@ -121,6 +121,12 @@ impl Server {
     }
 
     /// Create a sandbox and return it, panicking with the server's answer if refused.
+    /// Another team, `name`, whose API key is `key`: a stranger to this suite's own team.
+    pub async fn another_team(&self, name: &str, key: &str) {
+        let team = self.app().storage.create_team(name).await.unwrap();
+        self.app().storage.add_api_key(&team, key).await.unwrap();
+    }
+
     pub async fn sandbox(&self, twins: &[&str], seed: Option<Value>) -> Sandbox {
         let mut body = json!({"twins": twins});
         if let Some(s) = seed {

@@ -6,8 +6,7 @@ use serde_json::json;
 #[tokio::test]
 async fn another_teams_sandbox_is_404_and_its_runs_are_invisible() {
     let server = Server::start().await;
-    let other_team = server.app().storage.create_team("other").await.unwrap();
-    server.app().storage.add_api_key(&other_team, "pme_other_team").await.unwrap();
+    server.another_team("other", "pme_other_team").await;
 
     let sb = server.sandbox(&["hostile"], None).await;
     for (method, path) in [("GET", String::new()), ("POST", "/heartbeat".into()), ("POST", "/finalize".into()), ("DELETE", String::new())] {
