@@ -152,25 +152,13 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
     }
     if trials > 1 {
         let k = u64::from(args.pass_k.unwrap_or(trials).clamp(1, trials));
-        println!("pass rate {passes}/{trials} ({:.0}%), pass^{k} = {:.3}", 100.0 * passes as f64 / trials as f64, pass_hat_k(trials as u64, passes as u64, k));
+        println!("pass rate {passes}/{trials} ({:.0}%), pass^{k} = {:.3}", 100.0 * passes as f64 / trials as f64, pome_grade::stats::pass_hat_k(trials as u64, passes as u64, k));
         println!("group {group_id}");
     }
     if let Some(r) = local {
         r.shutdown().await;
     }
     Ok(worst)
-}
-
-/// pass^k (τ-bench): the chance that k fresh trials all pass, estimated from n trials with c
-/// passes as C(c, k) / C(n, k).
-pub fn pass_hat_k(n: u64, c: u64, k: u64) -> f64 {
-    fn choose(n: u64, k: u64) -> f64 {
-        if k > n {
-            return 0.0;
-        }
-        (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (k - i) as f64)
-    }
-    if k > n { 0.0 } else { choose(c, k) / choose(n, k) }
 }
 
 /// `--from RUN_ID[@TWIN=N,…]`: the run, and the positions as a fork request's `at`.
@@ -583,15 +571,4 @@ pub async fn checks(twin: Option<String>, twins_dir: Option<PathBuf>, data: Path
         Ok(exit::OK)
     }
     .await)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn pass_hat_k_is_the_chance_that_k_fresh_trials_all_pass() {
-        assert_eq!(super::pass_hat_k(3, 3, 3), 1.0);
-        assert_eq!(super::pass_hat_k(3, 2, 3), 0.0);
-        assert!((super::pass_hat_k(4, 2, 1) - 0.5).abs() < 1e-9);
-        assert!((super::pass_hat_k(4, 3, 2) - 0.5).abs() < 1e-9, "C(3,2)/C(4,2)");
-    }
 }

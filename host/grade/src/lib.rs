@@ -20,6 +20,7 @@ pub mod diff;
 pub mod expr;
 pub mod limits;
 pub mod run;
+pub mod stats;
 mod tape_checks;
 pub mod task;
 
