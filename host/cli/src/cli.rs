@@ -50,6 +50,10 @@ pub enum Command {
     Keys(KeysCommand),
     /// Run an agent against a task: sandbox, agent, finalize, verdict, `runs/<task>/<run-id>/`.
     Run(crate::run::RunArgs),
+    /// Compare two trial groups, agent versions or run directories task by task: pass rates
+    /// with 95 % intervals, the difference and whether it is beyond noise, the criteria that
+    /// changed most.
+    Compare(crate::compare::CompareArgs),
     /// Regrade a run directory offline with the same grader.
     Eval {
         /// A `runs/<task>/<run-id>` directory.
@@ -414,6 +418,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Seeds(cmd) => return crate::client::seeds(cmd).await,
         Command::Keys(cmd) => return crate::client::keys(cmd).await,
         Command::Run(args) => return crate::run::run(args).await,
+        Command::Compare(args) => return crate::compare::compare_cmd(args).await,
         Command::Eval { run_dir, twins_dir, data } => return crate::run::eval(run_dir, twins_dir, data).await,
         Command::Replay { run, client, twins_dir, data } => return crate::run::replay(run, client, twins_dir, data).await,
         Command::McpConfig { sandbox, control, client } => return crate::client::mcp_config(sandbox, control, client).await,

@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod compare;
 pub mod doctor;
 pub mod local;
 pub mod run;

@@ -88,6 +88,8 @@ pub struct LiveKey {
 pub struct RunFilter {
     pub group_id: Option<String>,
     pub task_id: Option<String>,
+    /// The `agent_version` the run was recorded with (`pome run --agent-version`).
+    pub agent_version: Option<String>,
     /// `pass`, `fail`, `incomplete`, or `ungraded` (no task).
     pub verdict: Option<String>,
 }
@@ -117,7 +119,44 @@ pub struct RunSummary {
     pub agent_version: Option<String>,
     pub twins: Vec<String>,
     pub verdict: Option<String>,
+    /// The run's score; null when nothing was scored or no task graded it.
+    pub score: Option<u32>,
+    /// Each criterion's outcome, so a comparison of many runs (`pome compare`, the task
+    /// page) reads them from the listing instead of loading every run whole. Null for runs
+    /// stored by a pome older than this column.
+    pub criteria: Option<Vec<CriterionOutcome>>,
     pub created_at: String,
+}
+
+/// One criterion's outcome as a run listing carries it: which criterion, and its status.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct CriterionOutcome {
+    pub index: usize,
+    pub text: String,
+    /// `passed`, `failed`, `skipped`, `unmatched` or `errored`.
+    pub status: String,
+}
+
+impl CriterionOutcome {
+    /// The outcomes of a graded run, as stored beside it (compact JSON).
+    pub(crate) fn of_run(run: &pome_grade::run::Run) -> Option<String> {
+        run.verdict.as_ref()?;
+        let outcomes: Vec<CriterionOutcome> = run
+            .criteria_results
+            .iter()
+            .map(|c| CriterionOutcome {
+                index: c.index,
+                text: c.text.clone(),
+                status: serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+            })
+            .collect();
+        serde_json::to_string(&outcomes).ok()
+    }
+
+    /// Read back what [`CriterionOutcome::of_run`] stored; null stays null.
+    pub(crate) fn parse(stored: Option<String>) -> Option<Vec<CriterionOutcome>> {
+        stored.and_then(|s| serde_json::from_str(&s).ok())
+    }
 }
 
 
@@ -563,6 +602,11 @@ mod tests {
             let mut r = run(&format!("run_{i}"), &format!("ses_{i}"), &format!("2026-01-01T00:00:0{i}Z"));
             r.verdict = verdict.map(String::from);
             r.group_id = Some(if i % 2 == 0 { "even" } else { "odd" }.into());
+            r.agent_version = Some(if i < 3 { "v1" } else { "v2" }.into());
+            if verdict.is_some() {
+                r.score = Some(if verdict == Some("pass") { 100 } else { 50 });
+                r.criteria_results = vec![criterion(0, "Issue #1 is labelled", pome_grade::Status::Passed), criterion(1, "Issue #1 is assigned", if verdict == Some("pass") { pome_grade::Status::Passed } else { pome_grade::Status::Failed })];
+            }
             assert!(db.insert_run(&team, Arc::new(r)).await.unwrap());
         }
         let ids = |page: &[RunSummary]| page.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
@@ -580,6 +624,33 @@ mod tests {
         let odd = RunFilter { group_id: Some("odd".into()), ..Default::default() };
         assert_eq!(ids(&db.runs(&team, odd, RunPage::default()).await.unwrap().unwrap().0), ["run_3", "run_1"]);
         assert_eq!(db.runs(&team, RunFilter::default(), RunPage::default()).await.unwrap().unwrap().0[0].twins, ["acme"]);
+        let v2 = RunFilter { agent_version: Some("v2".into()), ..Default::default() };
+        assert_eq!(ids(&db.runs(&team, v2, RunPage::default()).await.unwrap().unwrap().0), ["run_4", "run_3"]);
+        let v1_passed = RunFilter { agent_version: Some("v1".into()), verdict: Some("pass".into()), ..Default::default() };
+        assert_eq!(ids(&db.runs(&team, v1_passed, RunPage::default()).await.unwrap().unwrap().0), ["run_0"]);
+
+        // Each run's score and criteria outcomes come with the listing; an ungraded run has none.
+        let all = db.runs(&team, RunFilter::default(), RunPage::default()).await.unwrap().unwrap().0;
+        let failed = all.iter().find(|r| r.id == "run_4").unwrap();
+        assert_eq!(failed.score, Some(50));
+        let outcomes = failed.criteria.as_ref().expect("a graded run lists its criteria");
+        assert_eq!(outcomes.iter().map(|c| (c.index, c.text.as_str(), c.status.as_str())).collect::<Vec<_>>(), [(0, "Issue #1 is labelled", "passed"), (1, "Issue #1 is assigned", "failed")]);
+        let ungraded = all.iter().find(|r| r.id == "run_2").unwrap();
+        assert_eq!((ungraded.score, ungraded.criteria.is_none()), (None, true));
+    }
+
+    fn criterion(index: usize, text: &str, status: pome_grade::Status) -> pome_grade::CriterionResult {
+        pome_grade::CriterionResult {
+            index,
+            kind: "code".into(),
+            twin: Some("acme".into()),
+            text: text.into(),
+            status,
+            reason: String::new(),
+            evidence: Value::Null,
+            check_id: None,
+            always_scored: false,
+        }
     }
 
     async fn seeds_are_kept_per_team_and_replaced_by_name(db: Storage) {

@@ -865,8 +865,89 @@ async function viewTask(id) {
       h("dt", { text: "version" }), h("dd", { class: "mono", text: t.version || "—" }),
       h("dt", { text: "unmatched" }), h("dd", {}, t.unbound ? badge("unmatched") : "none")),
       h("div", { class: "row-flex" }, h("a", { href: "#/runs?task=" + encodeURIComponent(t.id), text: "Runs of this task" }))),
+    await versionCompare(t.id),
     h("h2", { text: "Criteria and their bindings" }), criteriaTable(t.criteria),
     t.source ? h("details", {}, h("summary", { text: "Source" }), h("pre", { class: "block", text: t.source })) : null);
+}
+
+// ---------- comparing agent versions ------------------------------------------------------
+// The arithmetic of pome_grade::stats (host/grade/src/stats.rs), line for line, so the task
+// page says what `pome compare` says: Wilson's 95 % interval for a pass rate, Newcombe's
+// hybrid score interval for the difference of two. tests/browser/stats_cases.json holds
+// numbers both implementations are checked against.
+
+const Z95 = 1.959963984540054;
+
+/** Wilson's score interval for `passed` of `trials` at 95 %: [low, high]. */
+function wilson(passed, trials) {
+  if (trials === 0) return [0, 1];
+  const n = trials, p = passed / n, z2 = Z95 * Z95;
+  const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
+  const half = (Z95 / (1 + z2 / n)) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
+  return [Math.max(centre - half, 0), Math.min(centre + half, 1)];
+}
+
+function rateOf(passed, trials) {
+  const [low, high] = wilson(passed, trials);
+  return { passed, trials, rate: trials === 0 ? 0 : passed / trials, low, high };
+}
+
+/** How rate `b` differs from rate `a` (b − a), with Newcombe's interval. */
+function difference(a, b) {
+  const delta = b.rate - a.rate;
+  const low = Math.max(delta - Math.sqrt((b.rate - b.low) ** 2 + (a.high - a.rate) ** 2), -1);
+  const high = Math.min(delta + Math.sqrt((b.high - b.rate) ** 2 + (a.rate - a.low) ** 2), 1);
+  return { delta, low, high, beyond_noise: a.trials > 0 && b.trials > 0 && (low > 0 || high < 0) };
+}
+
+/** Whole percent, halves away from zero, as `pome compare` prints. */
+const wholePct = (x) => { const v = 100 * x; const r = Math.sign(v) * Math.round(Math.abs(v)); return r === 0 ? 0 : r; };
+const signedPts = (x) => { const r = wholePct(x); return r > 0 ? "+" + r : String(r); };
+const rateText = (r) => `${r.passed}/${r.trials} ${wholePct(r.rate)}% [${wholePct(r.low)}–${wholePct(r.high)}]`;
+const differenceText = (d) => `${signedPts(d.delta)} pts [${signedPts(d.low)}, ${signedPts(d.high)}]`;
+
+/** The task's two latest agent versions (by their newest graded run) side by side: pass
+ *  rates, the difference and whether it is beyond noise, the criteria that changed most. */
+async function versionCompare(task) {
+  const runs = (await allRuns({ task })).filter((r) => r.agent_version && r.verdict);
+  const newest = new Map();
+  for (const r of runs) if (!newest.has(r.agent_version) || r.created_at > newest.get(r.agent_version)) newest.set(r.agent_version, r.created_at);
+  const versions = [...newest.keys()].sort((x, y) => (newest.get(y) < newest.get(x) ? -1 : newest.get(y) > newest.get(x) ? 1 : x < y ? -1 : 1));
+  const card = h("div", { class: "card", id: "version-compare" });
+  if (versions.length < 2) {
+    card.append(h("h2", { text: "Agent versions" }), h("p", { class: "muted", text: versions.length
+      ? `Only agent version ${versions[0]} has graded runs of this task; run another with pome run --agent-version to compare.`
+      : "No graded runs of this task carry an agent version yet (pome run --agent-version V)." }));
+    return card;
+  }
+  const [vb, va] = versions;
+  const side = (v) => runs.filter((r) => r.agent_version === v);
+  const [ra, rb] = [side(va), side(vb)];
+  const rate = (rs) => rateOf(rs.filter((r) => r.verdict === "pass").length, rs.length);
+  const [a, b] = [rate(ra), rate(rb)];
+  const d = difference(a, b);
+  const rateCell = (r, which) => h("td", { class: "rate", dataset: { side: which, passed: r.passed, trials: r.trials, rate: r.rate, low: r.low, high: r.high }, text: rateText(r) });
+  // Each criterion by its text: how often it passed on each side (runs listed without their
+  // criteria, stored by an older pome, count in the rates only).
+  const tally = (rs) => { const m = new Map(); for (const r of rs) for (const c of r.criteria || []) { const e = m.get(c.text) || [0, 0]; e[0] += c.status === "passed" ? 1 : 0; e[1] += 1; m.set(c.text, e); } return m; };
+  const [ca, cb] = [tally(ra), tally(rb)];
+  const changes = [...ca.entries()].filter(([text]) => cb.has(text)).map(([text, [pa, na]]) => {
+    const [pb, nb] = cb.get(text);
+    return { text, pa, na, pb, nb, change: pb / nb - pa / na };
+  }).filter((c) => Math.abs(c.change) > 1e-12).sort((x, y) => Math.abs(y.change) - Math.abs(x.change) || (x.text < y.text ? -1 : 1)).slice(0, 3);
+  card.append(h("h2", {}, "Agent versions ", h("span", { class: "mono", text: va }), " → ", h("span", { class: "mono", text: vb })),
+    table(["agent version", "pass rate [95% interval]"], [
+      h("tr", {}, h("td", { class: "mono", text: va }), rateCell(a, "a")),
+      h("tr", {}, h("td", { class: "mono", text: vb }), rateCell(b, "b"))]),
+    h("p", { id: "compare-difference", dataset: { delta: d.delta, low: d.low, high: d.high, beyond: d.beyond_noise } },
+      `${vb} − ${va}: `, h("strong", { text: differenceText(d) }), " ",
+      d.beyond_noise ? badge(d.delta > 0 ? "better" : "worse") : h("span", { class: "muted", text: "within noise" }),
+      d.beyond_noise ? " beyond noise" : ""),
+    changes.length ? h("div", {}, h("h3", { text: "Criteria that changed most" }),
+      table(["criterion", va, vb, "change"], changes.map((c) => h("tr", { class: "criterion-change" },
+        h("td", { class: "wrap", text: c.text }), h("td", { text: `${c.pa}/${c.na}` }), h("td", { text: `${c.pb}/${c.nb}` }),
+        h("td", { text: `${signedPts(c.change)} pts` }))))) : h("p", { class: "muted", text: "No criterion changed outcome between these versions." }));
+  return card;
 }
 
 // ---------- usage -----------------------------------------------------------------------

@@ -13,6 +13,8 @@ pub struct RunsQuery {
     pub group_id: Option<String>,
     /// Only runs of this task id.
     pub task: Option<String>,
+    /// Only runs recorded with this agent version (`pome run --agent-version`).
+    pub agent_version: Option<String>,
     /// `pass`, `fail`, `incomplete` or `ungraded`.
     #[schemars(extend("enum" = ["pass", "fail", "incomplete", "ungraded"]))]
     pub verdict: Option<String>,
@@ -40,7 +42,7 @@ pub async fn runs(app: &App, team: &str, q: RunsQuery) -> Result<Value, ApiError
         Some(n) => n,
         None => 100,
     };
-    let filter = crate::storage::RunFilter { group_id: q.group_id, task_id: q.task, verdict: q.verdict };
+    let filter = crate::storage::RunFilter { group_id: q.group_id, task_id: q.task, agent_version: q.agent_version, verdict: q.verdict };
     let page = crate::storage::RunPage { limit, starting_after: q.starting_after.clone() };
     let Some((runs, has_more)) = app.storage.runs(team, filter, page).await? else {
         let id = q.starting_after.unwrap_or_default();

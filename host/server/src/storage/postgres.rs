@@ -11,7 +11,7 @@ use pome_runtime::limits::MAX_LIVE_KEYS_PER_TEAM;
 use serde_json::Value;
 use tokio_postgres::NoTls;
 
-use super::{KeyInfo, LiveKey, RunFilter, RunPage, RunSummary, StorageError, now};
+use super::{CriterionOutcome, KeyInfo, LiveKey, RunFilter, RunPage, RunSummary, StorageError, now};
 
 /// Bytes of a run's JSON a `run_parts` row holds; every part but the last is exactly this
 /// long, so the part holding any offset is found by division.
@@ -80,6 +80,10 @@ CREATE TABLE IF NOT EXISTS runs (
     body_len BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_by_team ON runs (team_id, created_at);
+-- The score and each criterion's outcome (`CriterionOutcome`s as JSON), for listings; null
+-- on runs stored before these columns.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS score INTEGER;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS criteria TEXT;
 CREATE TABLE IF NOT EXISTS run_parts (
     run_seq BIGINT NOT NULL REFERENCES runs(seq) ON DELETE CASCADE,
     part INTEGER NOT NULL,
@@ -326,13 +330,14 @@ impl PgStore {
 
     pub async fn insert_run(&self, team_id: &str, run: Arc<pome_grade::run::Run>) -> Result<bool, StorageError> {
         let twins = serde_json::to_string(&run.twins).unwrap_or_else(|_| "[]".into());
+        let (score, criteria) = (run.score.map(|s| s as i32), CriterionOutcome::of_run(&run));
         let mut c = self.pool.get().await?;
         let tx = c.transaction().await?;
         let seq: Option<i64> = tx
             .query_opt(
-                "INSERT INTO runs (id, team_id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (session_id) DO NOTHING RETURNING seq",
-                &[&run.id, &team_id, &run.session_id, &run.task_id, &run.group_id, &run.agent_id, &run.agent_version, &twins, &run.verdict, &run.finalized_at],
+                "INSERT INTO runs (id, team_id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, score, criteria)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (session_id) DO NOTHING RETURNING seq",
+                &[&run.id, &team_id, &run.session_id, &run.task_id, &run.group_id, &run.agent_id, &run.agent_version, &twins, &run.verdict, &run.finalized_at, &score, &criteria],
             )
             .await?
             .map(|r| r.get(0));
@@ -396,14 +401,15 @@ impl PgStore {
         let fetch = (limit as i64).saturating_add(1);
         let statement = c
             .prepare_cached(
-                "SELECT id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at FROM runs
+                "SELECT id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, score, criteria FROM runs
                  WHERE team_id = $1 AND ($2::TEXT IS NULL OR group_id = $2) AND ($3::TEXT IS NULL OR task_id = $3)
                    AND ($4::TEXT IS NULL OR verdict = $4 OR ($4 = 'ungraded' AND verdict IS NULL))
                    AND ($5::TEXT IS NULL OR created_at < $5 OR (created_at = $5 AND id > $6::TEXT))
+                   AND ($8::TEXT IS NULL OR agent_version = $8)
                  ORDER BY created_at DESC, id LIMIT $7",
             )
             .await?;
-        let rows = c.query(&statement, &[&team_id, &filter.group_id, &filter.task_id, &filter.verdict, &c_at, &c_id, &fetch]).await?;
+        let rows = c.query(&statement, &[&team_id, &filter.group_id, &filter.task_id, &filter.verdict, &c_at, &c_id, &fetch, &filter.agent_version]).await?;
         let mut runs: Vec<RunSummary> = rows
             .iter()
             .map(|r| RunSummary {
@@ -416,6 +422,8 @@ impl PgStore {
                 twins: serde_json::from_str(r.get(6)).unwrap_or_default(),
                 verdict: r.get(7),
                 created_at: r.get(8),
+                score: r.get::<_, Option<i32>>(9).map(|s| s as u32),
+                criteria: CriterionOutcome::parse(r.get(10)),
             })
             .collect();
         let has_more = runs.len() > limit;

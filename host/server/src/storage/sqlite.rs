@@ -7,7 +7,7 @@ use pome_runtime::limits::MAX_LIVE_KEYS_PER_TEAM;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use super::{KeyInfo, LiveKey, RunFilter, RunPage, RunSummary, StorageError, now};
+use super::{CriterionOutcome, KeyInfo, LiveKey, RunFilter, RunPage, RunSummary, StorageError, now};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS teams (
@@ -56,7 +56,10 @@ CREATE TABLE IF NOT EXISTS runs (
     twins TEXT NOT NULL,
     verdict TEXT,
     created_at TEXT NOT NULL,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    -- The score and each criterion's outcome (`CriterionOutcome`s as JSON), for listings.
+    score INTEGER,
+    criteria TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_team ON runs (team_id, created_at);
 ";
@@ -261,9 +264,9 @@ impl SqliteStore {
             let twins = serde_json::to_string(&run.twins).unwrap_or_else(|_| "[]".into());
             let tx = c.transaction()?;
             let stored = tx.execute(
-                "INSERT INTO runs (id, team_id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, zeroblob(?11)) ON CONFLICT (session_id) DO NOTHING",
-                params![run.id, team_id, run.session_id, run.task_id, run.group_id, run.agent_id, run.agent_version, twins, run.verdict, run.finalized_at, len as i64],
+                "INSERT INTO runs (id, team_id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, body, score, criteria)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, zeroblob(?11), ?12, ?13) ON CONFLICT (session_id) DO NOTHING",
+                params![run.id, team_id, run.session_id, run.task_id, run.group_id, run.agent_id, run.agent_version, twins, run.verdict, run.finalized_at, len as i64, run.score, CriterionOutcome::of_run(&run)],
             )?;
             if stored == 1 {
                 let blob = tx.blob_open(rusqlite::MAIN_DB, "runs", "body", tx.last_insert_rowid(), false)?;
@@ -295,14 +298,15 @@ impl SqliteStore {
             }
             let (c_at, c_id) = cursor.unzip();
             let mut st = c.prepare_cached(
-                "SELECT id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at FROM runs
+                "SELECT id, session_id, task_id, group_id, agent_id, agent_version, twins, verdict, created_at, score, criteria FROM runs
                  WHERE team_id = ?1 AND (?2 IS NULL OR group_id = ?2) AND (?3 IS NULL OR task_id = ?3)
                    AND (?4 IS NULL OR verdict = ?4 OR (?4 = 'ungraded' AND verdict IS NULL))
                    AND (?5 IS NULL OR created_at < ?5 OR (created_at = ?5 AND id > ?6))
+                   AND (?8 IS NULL OR agent_version = ?8)
                  ORDER BY created_at DESC, id LIMIT ?7",
             )?;
             let limit = page.limit.max(1);
-            let rows = st.query_map(params![t, filter.group_id, filter.task_id, filter.verdict, c_at, c_id, (limit + 1) as i64], |r| {
+            let rows = st.query_map(params![t, filter.group_id, filter.task_id, filter.verdict, c_at, c_id, (limit + 1) as i64, filter.agent_version], |r| {
                 let twins: String = r.get(6)?;
                 Ok(RunSummary {
                     id: r.get(0)?,
@@ -314,6 +318,8 @@ impl SqliteStore {
                     twins: serde_json::from_str(&twins).unwrap_or_default(),
                     verdict: r.get(7)?,
                     created_at: r.get(8)?,
+                    score: r.get(9)?,
+                    criteria: CriterionOutcome::parse(r.get(10)?),
                 })
             })?;
             let mut runs = rows.collect::<Result<Vec<_>, _>>()?;
@@ -378,6 +384,14 @@ fn json_len(value: &impl serde::Serialize) -> Result<usize, StorageError> {
 /// Bring a database written by an older pome up to this schema.
 fn migrate(conn: &Connection) -> Result<(), StorageError> {
     one_run_per_sandbox(conn)?;
+    // Runs stored before listings carried outcomes keep null there (a comparison then reads
+    // such a run whole).
+    let columns: Vec<String> = conn.prepare("PRAGMA table_info(runs)")?.query_map([], |r| r.get(1))?.collect::<Result<_, _>>()?;
+    for (name, ty) in [("score", "INTEGER"), ("criteria", "TEXT")] {
+        if !columns.iter().any(|c| c == name) {
+            conn.execute_batch(&format!("ALTER TABLE runs ADD COLUMN {name} {ty}"))?;
+        }
+    }
     let columns: Vec<String> = conn.prepare("PRAGMA table_info(api_keys)")?.query_map([], |r| r.get(1))?.collect::<Result<_, _>>()?;
     for (name, ty) in [("id", "TEXT"), ("prefix", "TEXT"), ("revoked_at", "TEXT")] {
         if !columns.iter().any(|c| c == name) {
@@ -436,6 +450,30 @@ mod tests {
         assert!(again.is_err(), "the index refuses a second run of a sandbox");
         drop(c);
         SqliteStore::open(&path).expect("opens again with the index in place");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[tokio::test]
+    async fn runs_an_older_pome_stored_list_with_no_outcomes_and_new_ones_with_theirs() {
+        let path = std::env::temp_dir().join(format!("pome-storage-old-runs-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        {
+            // The runs table before it carried scores and criteria outcomes.
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE runs (id TEXT PRIMARY KEY, team_id TEXT NOT NULL, session_id TEXT NOT NULL, task_id TEXT, group_id TEXT,
+                     agent_id TEXT, agent_version TEXT, twins TEXT NOT NULL, verdict TEXT, created_at TEXT NOT NULL, body TEXT NOT NULL);
+                 INSERT INTO runs VALUES ('run_old', 'team_a', 'ses_old', 'triage', NULL, NULL, 'v1', '[]', 'pass', '2026-01-01T00:00:00Z', '{}');",
+            )
+            .unwrap();
+        }
+        let db = Storage::open(&path).unwrap();
+        let mut new = pome_grade::run::Run { id: "run_new".into(), session_id: "ses_new".into(), finalized_at: "2026-01-02T00:00:00Z".into(), ..Default::default() };
+        (new.verdict, new.score, new.agent_version) = (Some("fail".into()), Some(0), Some("v1".into()));
+        assert!(db.insert_run("team_a", std::sync::Arc::new(new)).await.unwrap());
+        let v1 = crate::storage::RunFilter { agent_version: Some("v1".into()), ..Default::default() };
+        let listed = db.runs("team_a", v1, crate::storage::RunPage::default()).await.unwrap().unwrap().0;
+        assert_eq!(listed.iter().map(|r| (r.id.as_str(), r.score, r.criteria.clone())).collect::<Vec<_>>(), [("run_new", Some(0), Some(vec![])), ("run_old", None, None)]);
         let _ = std::fs::remove_file(&path);
     }
 
