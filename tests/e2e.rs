@@ -13,6 +13,7 @@ mod hostile;
 mod hosts;
 mod isolation;
 mod lifecycle;
+mod openapi;
 mod platform;
 mod rewind;
 mod secrets;

@@ -110,6 +110,8 @@ impl Server {
         self.api_as(API_KEY, method, path, body).await
     }
 
+    /// A control-plane call with `key`; its answer is checked against `/v1/openapi.json`
+    /// (see [`openapi::check_answer`]) before the test sees it.
     pub async fn api_as(&self, key: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let mut req = self.http.request(method.parse().unwrap(), format!("{}{path}", self.url)).header("x-api-key", key);
         if let Some(b) = body {
@@ -117,7 +119,10 @@ impl Server {
         }
         let resp = req.send().await.unwrap();
         let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
+        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).map(String::from);
+        let text = resp.text().await.unwrap();
+        openapi::check_answer(method, path, status, content_type.as_deref(), &text);
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
     /// Create a sandbox and return it, panicking with the server's answer if refused.
@@ -315,8 +320,12 @@ pub mod tickets {
     /// Create a sandbox of `twins` at `url` (201 expected).
     pub async fn create(http: &reqwest::Client, url: &str, twins: &[&str]) -> Sbx {
         let r = http.post(format!("{url}/v1/sandboxes")).header("x-api-key", API_KEY).json(&json!({"twins": twins})).send().await.unwrap();
-        assert_eq!(r.status().as_u16(), 201);
-        let v: Value = r.json().await.unwrap();
+        let status = r.status().as_u16();
+        let content_type = r.headers().get("content-type").and_then(|v| v.to_str().ok()).map(String::from);
+        let text = r.text().await.unwrap();
+        super::openapi::check_answer("POST", "/v1/sandboxes", status, content_type.as_deref(), &text);
+        assert_eq!(status, 201, "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
         Sbx { id: v["id"].as_str().unwrap().into(), token: v["agent_token"].as_str().unwrap().into() }
     }
 
@@ -351,5 +360,134 @@ pub mod tickets {
             }
             tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         }
+    }
+}
+
+/// Every `/v1` answer the harness receives, checked against the server's OpenAPI description
+/// (`GET /v1/openapi.json`, generated here as the server generates it: `pome::api::described()`): the operation its
+/// method and path name must describe its status (or a `default` response), with the answer's
+/// media type, and a JSON answer must validate against that response's schema. A mismatch
+/// fails the test that made the call, naming the call, the status and what does not fit.
+pub mod openapi {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use serde_json::{Value, json};
+
+    /// The document, and the validators compiled so far, by schema (as JSON text).
+    struct Spec {
+        doc: Value,
+        validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
+    }
+
+    fn spec() -> &'static Spec {
+        static SPEC: OnceLock<Spec> = OnceLock::new();
+        SPEC.get_or_init(|| Spec {
+            doc: serde_json::to_value(pome::api::described().1).expect("/v1/openapi.json is JSON"),
+            validators: Mutex::default(),
+        })
+    }
+
+    /// The served document, parsed.
+    pub fn document() -> &'static Value {
+        &spec().doc
+    }
+
+    /// The described operation `method path` falls under (its path template and the
+    /// operation), preferring literal segments over `{parameters}`; `None` when no path
+    /// template matches. A template that matches with another method answers `Some` with a
+    /// null operation.
+    pub fn operation(method: &str, path: &str) -> Option<(String, &'static Value)> {
+        let path = path.split(['?', '#']).next().unwrap_or(path);
+        let segments: Vec<&str> = path.split('/').collect();
+        let mut best: Option<(usize, &String, &Value)> = None;
+        for (template, item) in document()["paths"].as_object()? {
+            let parts: Vec<&str> = template.split('/').collect();
+            if parts.len() != segments.len() {
+                continue;
+            }
+            let literal = |p: &str| !(p.starts_with('{') && p.ends_with('}'));
+            if !parts.iter().zip(&segments).all(|(p, s)| !literal(p) && !s.is_empty() || p == s) {
+                continue;
+            }
+            let score = parts.iter().filter(|p| literal(p)).count();
+            if best.is_none_or(|(b, _, _)| score > b) {
+                best = Some((score, template, item));
+            }
+        }
+        let (_, template, item) = best?;
+        Some((template.clone(), &item[method.to_ascii_lowercase().as_str()]))
+    }
+
+    /// Check one answer; panics with what does not fit.
+    pub fn check_answer(method: &str, path: &str, status: u16, content_type: Option<&str>, body: &str) {
+        if let Err(why) = check(method, path, status, content_type, body) {
+            let shown: String = body.chars().take(2_000).collect();
+            panic!("{method} {path} answered {status}, which /v1/openapi.json does not describe: {why}\nthe answer: {shown}");
+        }
+    }
+
+    /// The same, as a result (the openapi tests check that a wrong answer is caught).
+    pub fn check(method: &str, path: &str, status: u16, content_type: Option<&str>, body: &str) -> Result<(), String> {
+        let described = operation(method, path);
+        let op = match &described {
+            Some((_, op)) if !op.is_null() => *op,
+            // No such route: the router's own fallback answers (404 in the error envelope),
+            // which is the API's answer for every path and method it does not have.
+            _ if status == 404 => return validate(&json!({"$ref": "#/components/schemas/Error"}), body, "the router's fallback (no such route)"),
+            Some((template, _)) => return Err(format!("{template} is described, but not with {method}")),
+            None => return Err("no path of the document matches it".into()),
+        };
+        let responses = &op["responses"];
+        let response = match &responses[status.to_string()] {
+            Value::Null => &responses["default"],
+            r => r,
+        };
+        if response.is_null() {
+            return Err(format!("operation {} describes no {status} and no default response", op["operationId"]));
+        }
+        let Some(content) = response["content"].as_object() else {
+            return if body.is_empty() { Ok(()) } else { Err("the response is described without content, but the answer has a body".into()) };
+        };
+        let media = content_type.unwrap_or_default().split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+        let Some(described) = content.get(&media) else {
+            return Err(format!("its content type is {media:?}; the document has {:?}", content.keys().collect::<Vec<_>>()));
+        };
+        let schema = &described["schema"];
+        if media == "application/json" {
+            validate(schema, body, &format!("operation {}", op["operationId"]))
+        } else if schema["type"] == "string" {
+            Ok(())
+        } else {
+            Err(format!("a {media} answer cannot be checked against {schema}"))
+        }
+    }
+
+    fn validate(schema: &Value, body: &str, what: &str) -> Result<(), String> {
+        let instance: Value = serde_json::from_str(body).map_err(|e| format!("{what}: the answer is not JSON: {e}"))?;
+        let validator = validator(schema)?;
+        let errors: Vec<String> = validator.iter_errors(&instance).map(|e| format!("at {}: {e}", e.instance_path())).take(5).collect();
+        if errors.is_empty() { Ok(()) } else { Err(format!("{what}: {}", errors.join("; "))) }
+    }
+
+    /// `schema` compiled with the document's components beside it, so its `$ref`s resolve.
+    fn validator(schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
+        let key = schema.to_string();
+        if let Some(v) = spec().validators.lock().unwrap().get(&key) {
+            return Ok(v.clone());
+        }
+        let root = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "allOf": [schema],
+            "components": document()["components"],
+        });
+        let v = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(&root)
+            .map_err(|e| format!("the document's schema {schema} does not compile: {e}"))?;
+        let v = Arc::new(v);
+        spec().validators.lock().unwrap().insert(key, v.clone());
+        Ok(v)
     }
 }

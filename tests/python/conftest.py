@@ -13,6 +13,8 @@ import urllib.request
 
 import pytest
 
+import openapi_check
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 API_KEY = "pme_python_client_tests"
 
@@ -50,14 +52,18 @@ class Server:
         self.url = url
 
     def api(self, method, path, body=None):
+        """A control-plane call with the suite's key; its answer is checked against the
+        server's `/v1/openapi.json` (openapi_check.py) before the test sees it."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
                                      headers={"X-API-KEY": API_KEY, "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req) as resp:
-                return resp.status, json.load(resp)
+                status, content_type, text = resp.status, resp.headers.get("content-type"), resp.read().decode()
         except urllib.error.HTTPError as e:
-            return e.code, json.load(e)
+            status, content_type, text = e.code, e.headers.get("content-type"), e.read().decode()
+        openapi_check.check_answer(self.url, method, path, status, content_type, text)
+        return status, json.loads(text)
 
 
 @contextlib.contextmanager

@@ -5,7 +5,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The kind of an error (`error.type`); described in `/v1/openapi.json` from this type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
+#[schemars(rename_all = "snake_case")]
 pub enum ErrorType {
     InvalidAuth,
     Forbidden,

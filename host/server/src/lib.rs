@@ -17,6 +17,7 @@ pub mod listener;
 pub mod limits;
 pub mod live;
 pub mod mcp;
+pub mod openapi;
 pub mod ops;
 pub mod proxy;
 pub mod sandbox;

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use base64::Engine as _;
@@ -13,6 +12,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::app::{ApiBody, Team};
+use crate::openapi::{self as doc, Answer, IdPath, Markdown, Passed};
 use crate::error::ApiError;
 use pome_grade::Catalog;
 use pome_grade::run::{Run, TaskRef};
@@ -114,7 +114,7 @@ pub async fn for_create(app: &App, team: &str, req: &crate::ops::sandboxes::Crea
 
 /// `POST /v1/tasks` `{id?, source | source_base64, seed?}`: validate, store, and report
 /// bindings. `seed` is the task's sidecar seed (`<task>.seed.json`), when it has one.
-pub async fn create(State(app): State<Arc<App>>, Team(team): Team, ApiBody(body): ApiBody) -> Result<(StatusCode, Json<Value>), ApiError> {
+pub async fn create(State(app): State<Arc<App>>, Team(team): Team, ApiBody(body): ApiBody) -> Result<Answer<doc::Task, 201>, ApiError> {
     let body = parse_body(&body)?;
     let source = source_of(&body)?.ok_or_else(|| ApiError::validation("`source` (markdown) or `source_base64` is required").with_details(json!({"field": "source"})))?;
     let id = match body.get("id").and_then(Value::as_str) {
@@ -126,7 +126,7 @@ pub async fn create(State(app): State<Arc<App>>, Team(team): Team, ApiBody(body)
     let (t, version) = store(&app, &team, &id, &source, sidecar.as_ref()).await?;
     let mut described = describe(&t, &app.catalog);
     described["version"] = json!(version);
-    Ok((StatusCode::CREATED, Json(described)))
+    Ok(Answer::new(described))
 }
 
 /// Parse a task, check this server has its twins, and store it under `id`: the task and its stored version. REST `POST /v1/tasks` and MCP `run_task`.
@@ -157,8 +157,8 @@ fn describe(t: &Task, catalog: &Catalog) -> Value {
     })
 }
 
-pub async fn list(State(app): State<Arc<App>>, Team(team): Team) -> Result<Json<Value>, ApiError> {
-    tasks(&app, &team).await.map(Json)
+pub async fn list(State(app): State<Arc<App>>, Team(team): Team) -> Result<Answer<doc::List<doc::Task>>, ApiError> {
+    tasks(&app, &team).await.map(Answer::new)
 }
 
 /// The team's stored tasks (REST and MCP `list_tasks`).
@@ -173,12 +173,12 @@ pub async fn tasks(app: &App, team: &str) -> Result<Value, ApiError> {
     Ok(json!({"object": "list", "data": data}))
 }
 
-pub async fn show(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn show(State(app): State<Arc<App>>, Team(team): Team, Path(IdPath { id }): Path<IdPath>) -> Result<Answer<doc::Task>, ApiError> {
     match get(&app, &team, &id).await? {
         Some((t, source)) => {
             let mut v = describe(&t, &app.catalog);
             v["source"] = json!(source);
-            Ok(Json(v))
+            Ok(Answer::new(v))
         }
         None => Err(ApiError::not_found(format!("no task {id} in your team"))),
     }
@@ -186,8 +186,8 @@ pub async fn show(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<
 
 /// `POST /v1/tasks/validate` `{source | source_base64, file?}`: parse and bind, store nothing.
 /// Always 200 with `valid`; a task that does not parse has `errors`.
-pub async fn validate(State(app): State<Arc<App>>, Team(_): Team, ApiBody(body): ApiBody) -> Result<Json<Value>, ApiError> {
-    validate_body(&app, &parse_body(&body)?).map(Json)
+pub async fn validate(State(app): State<Arc<App>>, Team(_): Team, ApiBody(body): ApiBody) -> Result<Answer<doc::Validation>, ApiError> {
+    validate_body(&app, &parse_body(&body)?).map(Answer::new)
 }
 
 /// Parse and bind a task given in a request body (REST and MCP `validate_task`).
@@ -236,9 +236,9 @@ pub async fn grade_into(app: &App, team: &str, task: Option<(&str, &str)>, run: 
 
 /// `GET /v1/runs/:id/report`: the run as a markdown report (verdict, criteria with their
 /// evidence, each twin's calls and state changes).
-pub async fn report(State(app): State<Arc<App>>, Team(team): Team, Path(id): Path<String>) -> Result<axum::response::Response, ApiError> {
+pub async fn report(State(app): State<Arc<App>>, Team(team): Team, Path(IdPath { id }): Path<IdPath>) -> Result<Passed<doc::Report, Markdown>, ApiError> {
     use axum::response::IntoResponse as _;
     let run = app.storage.run(&team, &id).await?.ok_or_else(|| ApiError::not_found(format!("no run {id} in your team")))?;
     let run: Run = serde_json::from_value(run).map_err(|e| ApiError::internal(format!("run {id} does not read back: {e}")))?;
-    Ok(([("content-type", "text/markdown; charset=utf-8")], run.report()).into_response())
+    Ok(Passed::new(([("content-type", "text/markdown; charset=utf-8")], run.report()).into_response()))
 }
