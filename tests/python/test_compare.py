@@ -55,7 +55,7 @@ def recorded(tmp_path_factory):
             r = pome("run", "triage.md", "-n", str(TRIALS), "--agent-version", version, "--runs-dir", f"runs-{version}",
                      "--", "python3", "agent.py", *extra, server=server, cwd=work)
             assert r.returncode == expect, r.stdout + r.stderr
-            groups[version] = re.search(r"group (grp_\S+)", r.stdout).group(1)
+            groups[version] = re.search(r"\b(grp_\S+)", r.stdout).group(1)
         yield server, work, groups
 
 

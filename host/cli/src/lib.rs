@@ -16,7 +16,9 @@ pub mod client;
 pub mod compare;
 pub mod doctor;
 pub mod local;
+pub mod report;
 pub mod run;
+pub mod suite;
 
 pub use pome_grade as grade;
 pub use pome_grade::task;

@@ -23,15 +23,25 @@ use pome_grade::task::{self, Task};
 /// `pome run` arguments, already validated by clap.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
-    /// The task file (markdown; a `<task>.seed.json` beside it is its seed).
-    pub task: PathBuf,
-    /// Trials to run (one trial group); the task's `runs` by default.
+    /// Task files (markdown; a `<task>.seed.json` beside one is its seed), or directories of
+    /// them: every `*.md` but README.md, at any depth. Several make a suite.
+    #[arg(required = true, num_args = 1.., value_name = "TASK|DIR")]
+    pub tasks: Vec<PathBuf>,
+    /// Trials of each task (one trial group per task); each task's `runs` by default.
     #[arg(short = 'n', long = "trials")]
     pub trials: Option<u32>,
     /// The k of pass^k (the chance that k fresh trials all pass, estimated without bias from
     /// the n trials run); n by default.
     #[arg(short = 'k', long = "pass-k")]
     pub pass_k: Option<u32>,
+    /// Trials at once, each in its own sandbox and process group. Default: what the team's
+    /// quota leaves, at most twice the machine's cores.
+    #[arg(short = 'j', long = "jobs")]
+    pub jobs: Option<usize>,
+    /// Write a report when the suite ends: `junit=FILE` (a test case per task, a failure per
+    /// failed trial) or `json=FILE` (the summary table as data). Repeat for both.
+    #[arg(long = "report", value_name = "junit=FILE|json=FILE", value_parser = crate::report::Spec::parse)]
+    pub reports: Vec<crate::report::Spec>,
     /// Run everything in this process: a server on 127.0.0.1:0, no account needed.
     #[arg(long)]
     pub local: bool,
@@ -54,14 +64,35 @@ pub struct RunArgs {
     pub data: PathBuf,
     #[command(flatten)]
     pub client: ClientArgs,
-    /// The agent command, after `--`.
     /// Start each trial from another run's world instead of the task's seed:
     /// `RUN_ID[@TWIN=N,…]`, the run's worlds after N rows of each twin's tape (default: its
     /// end). The task's prompt and criteria grade it; its twins must be the run's.
     #[arg(long, value_name = "RUN_ID[@TWIN=N,…]")]
     pub from: Option<String>,
+    /// The agent command, after `--`.
     #[arg(last = true, required = true)]
     pub agent: Vec<String>,
+}
+
+/// One task of a run, read and stored on the server, with what its trials share.
+pub struct LoadedTask {
+    pub file: PathBuf,
+    pub task: Task,
+    pub source: String,
+    pub sidecar: Option<String>,
+    pub catalog: Catalog,
+    /// Its trials' group on the server (`group_id` on each run).
+    pub group_id: String,
+}
+
+/// A trial that ran to a verdict, its run directory written.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub run_id: String,
+    pub dir: PathBuf,
+    pub grade: Grade,
+    pub duration_ms: u64,
+    pub timed_out: bool,
 }
 
 pub async fn run(args: RunArgs) -> i32 {
@@ -69,11 +100,25 @@ pub async fn run(args: RunArgs) -> i32 {
 }
 
 async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
-    let t = task::load(&args.task).map_err(|e| fail(exit::USAGE, e.to_string()))?;
-    let source = std::fs::read_to_string(&args.task).map_err(|e| fail(exit::USAGE, format!("reading {}: {e}", args.task.display())))?;
-    let sidecar = std::fs::read_to_string(args.task.with_file_name(format!("{}.seed.json", t.id))).ok();
+    // Every file is read before anything runs: a broken task found after an hour of trials
+    // would waste the hour.
+    let files = crate::suite::task_files(&args.tasks)?;
+    let mut read = Vec::new();
+    for file in files {
+        let t = task::load(&file).map_err(|e| fail(exit::USAGE, e.to_string()))?;
+        let source = std::fs::read_to_string(&file).map_err(|e| fail(exit::USAGE, format!("reading {}: {e}", file.display())))?;
+        let sidecar = std::fs::read_to_string(file.with_file_name(format!("{}.seed.json", t.id))).ok();
+        read.push((file, t, source, sidecar));
+    }
+    crate::suite::refuse_duplicate_ids(read.iter().map(|(f, t, ..)| (f.as_path(), t.id.as_str())))?;
     if args.from.is_some() && args.local {
         return Err(fail(exit::USAGE, "--from forks a run the server holds; a --local run starts a server of its own with no runs"));
+    }
+    if args.from.is_some() && read.len() > 1 {
+        return Err(fail(exit::USAGE, "--from forks one run's world: give it one task, not a suite"));
+    }
+    if args.jobs == Some(0) {
+        return Err(fail(exit::USAGE, "-j 0 runs nothing: give at least 1"));
     }
 
     // --local: the same server, in this process, on a private port and a throwaway database.
@@ -86,7 +131,7 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
         let cfg = pome_server::server::ServeConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             data_dir: data.clone(),
-            quota: 64,
+            quota: LOCAL_QUOTA,
             lifetimes: Lifetimes::default(),
             limits: Limits::default(),
             twins_dir: args.twins_dir.clone(),
@@ -120,45 +165,60 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
         Client::at(&args.client.api_url, key)
     };
 
-    let sidecar_json: Option<Value> = sidecar.as_deref().and_then(|s| serde_json::from_str(s).ok());
-    let stored = api.call(reqwest::Method::POST, "/v1/tasks", Some(json!({"id": t.id, "source": source, "seed": sidecar_json}))).await?;
-    for c in stored["criteria"].as_array().into_iter().flatten().filter(|c| c["kind"] == "code" && c["binding"].is_null()) {
-        eprintln!("pome: warning: criterion {} binds to no check: {} ({})", c["index"], c["text"].as_str().unwrap_or(""), c["unmatched"].as_str().unwrap_or(""));
-    }
     let twins_v = api.call(reqwest::Method::GET, "/v1/twins", None).await?;
-    let descriptions: Vec<pome_contract::Description> = twins_v["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|d| serde_json::from_value(d["description"].clone()).ok())
-        .filter(|d: &pome_contract::Description| t.config.twins.contains(&d.name))
-        .collect();
-    let catalog = Catalog::new(&descriptions);
+    let descriptions: Vec<pome_contract::Description> =
+        twins_v["data"].as_array().into_iter().flatten().filter_map(|d| serde_json::from_value(d["description"].clone()).ok()).collect();
+    let mut tasks = Vec::new();
+    for (file, t, source, sidecar) in read {
+        let sidecar_json: Option<Value> = sidecar.as_deref().and_then(|s| serde_json::from_str(s).ok());
+        let stored = api.call(reqwest::Method::POST, "/v1/tasks", Some(json!({"id": t.id, "source": source, "seed": sidecar_json}))).await?;
+        for c in stored["criteria"].as_array().into_iter().flatten().filter(|c| c["kind"] == "code" && c["binding"].is_null()) {
+            eprintln!("pome: warning: {}: criterion {} binds to no check: {} ({})", t.id, c["index"], c["text"].as_str().unwrap_or(""), c["unmatched"].as_str().unwrap_or(""));
+        }
+        let catalog = Catalog::new(descriptions.iter().filter(|d| t.config.twins.contains(&d.name)));
+        tasks.push(LoadedTask { file, task: t, source, sidecar, catalog, group_id: pome_server::auth::new_id("grp") });
+    }
 
-    let trials = args.trials.unwrap_or(t.config.runs).max(1);
-    let group_id = pome_server::auth::new_id("grp");
-    let mut passes = 0;
-    let mut worst = exit::OK;
-    for trial in 1..=trials {
-        if trials > 1 {
-            println!("── trial {trial} of {trials}");
+    let pairs: usize = tasks.iter().map(|t| args.trials.unwrap_or(t.task.config.runs).max(1) as usize).sum();
+    let jobs = match args.jobs {
+        Some(j) => j,
+        None => default_jobs(&api).await.min(pairs).max(1),
+    };
+    let code = if pairs == 1 {
+        // One trial: its criteria, verdict and directory, as the run's own report.
+        let t = &tasks[0];
+        let done = trial_once(&api, t, &args).await?;
+        if done.timed_out {
+            println!("agent timed out after {}s and was stopped", args.timeout.unwrap_or(t.task.config.timeout));
         }
-        let outcome = trial_once(&api, &t, &source, sidecar.as_deref(), &catalog, &args, &group_id).await?;
-        if outcome == "pass" {
-            passes += 1;
-        } else {
-            worst = 1;
-        }
-    }
-    if trials > 1 {
-        let k = u64::from(args.pass_k.unwrap_or(trials).clamp(1, trials));
-        println!("pass rate {passes}/{trials} ({:.0}%), pass^{k} = {:.3}", 100.0 * passes as f64 / trials as f64, pome_grade::stats::pass_hat_k(trials as u64, passes as u64, k));
-        println!("group {group_id}");
-    }
+        print_grade(&done.grade);
+        println!("run {}  →  {}", done.run_id, done.dir.display());
+        let summary = crate::suite::summarize(&tasks, &[crate::suite::Trial { task: 0, number: 1, outcome: Ok(done) }], &args);
+        crate::report::write_all(&args.reports, &summary)?;
+        summary.exit_code()
+    } else {
+        let summary = crate::suite::run(&api, &tasks, &args, jobs).await;
+        crate::report::write_all(&args.reports, &summary)?;
+        summary.exit_code()
+    };
     if let Some(r) = local {
         r.shutdown().await;
     }
-    Ok(worst)
+    Ok(code)
+}
+
+/// The sandboxes a `--local` run's private server allows at once.
+const LOCAL_QUOTA: usize = 64;
+
+/// `-j` unset: as many trials as the team's quota leaves open, and no more than twice the
+/// machine's cores (an agent mostly waits on its model, so a core serves about two).
+async fn default_jobs(api: &Client) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let remaining = match api.call(reqwest::Method::GET, "/v1/usage", None).await {
+        Ok(u) => u["sessions_remaining"].as_u64().map_or(1, |n| n as usize),
+        Err(_) => 1,
+    };
+    remaining.min(2 * cores).max(1)
 }
 
 /// `--from RUN_ID[@TWIN=N,…]`: the run, and the positions as a fork request's `at`.
@@ -181,7 +241,10 @@ impl Drop for TempDir {
     }
 }
 
-async fn trial_once(api: &Client, t: &Task, source: &str, sidecar: Option<&str>, catalog: &Catalog, args: &RunArgs, group_id: &str) -> Result<String, Failure> {
+/// One trial: a sandbox from the task's seed (or `--from`), the agent, finalize, and the run
+/// directory. Prints nothing: the caller decides how a trial is shown.
+pub async fn trial_once(api: &Client, lt: &LoadedTask, args: &RunArgs) -> Result<Finished, Failure> {
+    let (t, source, sidecar, catalog, group_id) = (&lt.task, lt.source.as_str(), lt.sidecar.as_deref(), &lt.catalog, lt.group_id.as_str());
     let who = json!({"task_id": t.id, "group_id": group_id, "agent_id": args.agent_id, "agent_version": args.agent_version});
     let sb = match &args.from {
         None => api.call(reqwest::Method::POST, "/v1/sandboxes", Some(who)).await?,
@@ -201,7 +264,7 @@ async fn trial_once(api: &Client, t: &Task, source: &str, sidecar: Option<&str>,
     let mut env: Vec<(String, String)> = vec![
         ("POME_TASK".into(), t.prompt.clone()),
         ("POME_TASK_ID".into(), t.id.clone()),
-        ("POME_TASK_FILE".into(), args.task.display().to_string()),
+        ("POME_TASK_FILE".into(), lt.file.display().to_string()),
         ("POME_RUN_ID".into(), sid.clone()),
     ];
     // The sandbox's own environment: ids, token, and per twin what the twin declares.
@@ -237,7 +300,7 @@ async fn trial_once(api: &Client, t: &Task, source: &str, sidecar: Option<&str>,
         "pass_threshold": fin["pass_threshold"], "criteria_results": fin["criteria_results"],
     });
     let meta = json!({
-        "run_id": run_id, "task": t.id, "title": t.title, "task_file": args.task.display().to_string(),
+        "run_id": run_id, "task": t.id, "title": t.title, "task_file": lt.file.display().to_string(),
         "sandbox_id": sid, "group_id": group_id, "agent_id": args.agent_id, "agent_version": args.agent_version,
         "agent_command": args.agent, "agent_exit": agent.exit, "timed_out": agent.timed_out,
         "started_at": started_at, "finished_at": pome_server::storage::now(), "duration_ms": elapsed.as_millis() as u64,
@@ -263,13 +326,7 @@ async fn trial_once(api: &Client, t: &Task, source: &str, sidecar: Option<&str>,
     let dir = task_dir.join(&run_id);
     std::fs::rename(&pending, &dir).map_err(|e| fail(exit::ORCHESTRATION, format!("moving the run to {}: {e}", dir.display())))?;
 
-    if agent.timed_out {
-        println!("agent timed out after {}s and was stopped", timeout.as_secs());
-    }
-    let g: Grade = grade_from_verdict(&verdict);
-    print_grade(&g);
-    println!("run {run_id}  →  {}", dir.display());
-    Ok(g.verdict)
+    Ok(Finished { run_id, dir, grade: grade_from_verdict(&verdict), duration_ms: elapsed.as_millis() as u64, timed_out: agent.timed_out })
 }
 
 fn grade_from_verdict(v: &Value) -> Grade {
@@ -299,7 +356,7 @@ pub fn print_grade(g: &Grade) {
     println!("verdict {}  score {score} (threshold {})", g.verdict.to_uppercase(), g.pass_threshold);
 }
 
-fn evidence_text(e: &Value) -> String {
+pub(crate) fn evidence_text(e: &Value) -> String {
     let twin = e["twin"].as_str().unwrap_or("");
     if let Some(p) = e["state"].as_str() {
         format!("{twin} state {p}")
