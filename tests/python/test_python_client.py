@@ -84,7 +84,7 @@ def test_runs_tasks_seeds_and_twins(client):
     assert isinstance(checked, pome.TaskValidation) and not checked.valid and checked.errors
 
     # A sandbox from the stored task, finalized untouched: graded, and failing.
-    sb = client.create_sandbox(task_id=task.id, group_id="py-client-runs")
+    sb = client.create_sandbox(task_id=task.id, group_id="py-client-runs", agent_version="py-client-v1")
     done = client.finalize(sb.id)
     assert (done.verdict, done.score, done.pass_threshold, done.tape_rows) == ("fail", 25, 100, 0)
     assert [c.status for c in done.criteria_results] == ["failed", "passed", "failed", "failed"]
@@ -108,6 +108,9 @@ def test_runs_tasks_seeds_and_twins(client):
     assert [r.id for r in page.data] == [second.run_id] and page.has_more and page.next_cursor == second.run_id
     assert [r.id for r in client.iter_runs(group_id="py-client-runs", page_size=1)] == [second.run_id, done.run_id]
     assert [r.verdict for r in client.iter_runs(group_id="py-client-runs", verdict="fail")] == ["fail"]
+    graded = list(client.iter_runs(agent_version="py-client-v1"))
+    assert [r.id for r in graded] == [done.run_id], "listed by the agent version recorded on the run"
+    assert graded[0].score == 25 and [c["status"] for c in graded[0].criteria] == ["failed", "passed", "failed", "failed"]
 
 
 def test_keys(client, pome_server):

@@ -201,11 +201,12 @@ def list_runs(
     group_id: str | None = None,
     task: str | None = None,
     verdict: str | None = None,
+    agent_version: str | None = None,
     limit: int | None = None,
     starting_after: str | None = None,
 ) -> Request[models.RunPage]:
-    params = _drop_none({"group_id": group_id, "task": task, "verdict": verdict, "limit": limit,
-                         "starting_after": starting_after})
+    params = _drop_none({"group_id": group_id, "task": task, "verdict": verdict, "agent_version": agent_version,
+                         "limit": limit, "starting_after": starting_after})
     return Request("GET", "v1/runs", _json(models.RunPage.from_json), params=params)
 
 

@@ -138,15 +138,17 @@ class AsyncClient:
     # -- runs ----------------------------------------------------------------------------
 
     async def list_runs(self, *, group_id: str | None = None, task: str | None = None, verdict: str | None = None,
-                        limit: int | None = None, starting_after: str | None = None) -> models.RunPage:
-        return await self._call(_api.list_runs(group_id=group_id, task=task, verdict=verdict, limit=limit,
+                        agent_version: str | None = None, limit: int | None = None,
+                        starting_after: str | None = None) -> models.RunPage:
+        return await self._call(_api.list_runs(group_id=group_id, task=task, verdict=verdict, agent_version=agent_version, limit=limit,
                                                starting_after=starting_after))
 
     async def iter_runs(self, *, group_id: str | None = None, task: str | None = None, verdict: str | None = None,
+                        agent_version: str | None = None,
                         page_size: int | None = None) -> AsyncIterator[models.RunSummary]:
         after = None
         while True:
-            page = await self.list_runs(group_id=group_id, task=task, verdict=verdict, limit=page_size,
+            page = await self.list_runs(group_id=group_id, task=task, verdict=verdict, agent_version=agent_version, limit=page_size,
                                         starting_after=after)
             for run in page.data:
                 yield run

@@ -167,18 +167,20 @@ class Client:
     # -- runs ----------------------------------------------------------------------------
 
     def list_runs(self, *, group_id: str | None = None, task: str | None = None, verdict: str | None = None,
-                  limit: int | None = None, starting_after: str | None = None) -> models.RunPage:
+                  agent_version: str | None = None, limit: int | None = None,
+                  starting_after: str | None = None) -> models.RunPage:
         """One page of the team's runs, newest first; `verdict` is pass, fail, incomplete
         or ungraded."""
-        return self._call(_api.list_runs(group_id=group_id, task=task, verdict=verdict, limit=limit,
+        return self._call(_api.list_runs(group_id=group_id, task=task, verdict=verdict, agent_version=agent_version, limit=limit,
                                          starting_after=starting_after))
 
     def iter_runs(self, *, group_id: str | None = None, task: str | None = None, verdict: str | None = None,
+                  agent_version: str | None = None,
                   page_size: int | None = None) -> Iterator[models.RunSummary]:
         """Every run that matches, page after page."""
         after = None
         while True:
-            page = self.list_runs(group_id=group_id, task=task, verdict=verdict, limit=page_size, starting_after=after)
+            page = self.list_runs(group_id=group_id, task=task, verdict=verdict, agent_version=agent_version, limit=page_size, starting_after=after)
             yield from page.data
             if not page.has_more or not page.next_cursor:
                 return

@@ -315,6 +315,11 @@ class RunSummary:
     twins: list[str]
     verdict: str | None
     created_at: datetime | None
+    #: The graded score, 0 to 100; None when ungraded or nothing was scored.
+    score: int | None = None
+    #: Each criterion's outcome, `{index, text, status}`; None for runs stored before pome
+    #: kept them beside the listing (read those whole with `get_run`).
+    criteria: list[dict[str, Any]] | None = None
     raw: dict[str, Any] = _raw()
 
     @classmethod
@@ -322,7 +327,8 @@ class RunSummary:
         return cls(
             id=d["id"], session_id=d["session_id"], task_id=d.get("task_id"), group_id=d.get("group_id"),
             agent_id=d.get("agent_id"), agent_version=d.get("agent_version"), twins=list(d.get("twins", [])),
-            verdict=d.get("verdict"), created_at=_dt(d.get("created_at")), raw=d,
+            verdict=d.get("verdict"), created_at=_dt(d.get("created_at")), score=d.get("score"),
+            criteria=d.get("criteria"), raw=d,
         )
 
 
