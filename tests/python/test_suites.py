@@ -8,6 +8,7 @@ import pty
 import select
 import subprocess
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -153,3 +154,40 @@ def test_what_a_suite_cannot_run_is_refused_before_any_trial_starts(tmp_path):
     out = pome_run(tmp_path, "tasks", "--report", "xml=r.xml")
     assert out.returncode != 0 and "the kinds are junit and json" in out.stderr, out.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_ctrl_c_stops_every_running_agent_group_and_starts_nothing_more(tmp_path):
+    pids = tmp_path / "pids"
+    # The agent's own child is what must not outlive the suite: it records its pid and waits.
+    agent = ["sh", "-c", f'sleep 120 & echo $! >> {pids}; wait']
+    report = tmp_path / "suite.json"
+    env = dict(os.environ, POME_LOG="warn")
+    env.pop("POME_API_KEY", None)
+    argv = [POME, "run", "--local", "--data", DATA, "--runs-dir", str(tmp_path / "runs"), "-n", "2", "-j", "2",
+            "--report", f"json={report}", "tasks", "tests/tasks-compat/bundled/01-bug-happy-path.md", "--", *agent]
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import signal
+    import time
+    deadline = time.monotonic() + 120
+    while not (pids.exists() and len(pids.read_text().split()) == 2):
+        assert time.monotonic() < deadline and proc.poll() is None, "two agents never started"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in err, err
+
+    def alive(pid):
+        # A zombie (killed, not yet reaped by whoever inherited it) is not running.
+        try:
+            return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
+        except FileNotFoundError:
+            return False
+    assert not any(alive(int(p)) for p in pids.read_text().split()), "every agent's process group was stopped"
+    assert len(pids.read_text().split()) == 2, "nothing more started after Ctrl-C"
+
+    data = json.loads(report.read_text())
+    assert (data["trials"], data["passed"], data["errored"]) == (4, 0, 4), data
+    assert all("interrupted" in r["error"] for t in data["tasks"] for r in t["runs"]), data
+    runs = tmp_path / "runs"
+    assert not list(runs.rglob("meta.json")), "an interrupted trial is not a run"

@@ -16,6 +16,8 @@ pub mod exit {
     pub const AUTH: i32 = 3;
     pub const QUOTA: i32 = 4;
     pub const USAGE: i32 = 5;
+    /// Stopped by Ctrl-C (128 + SIGINT, as shells report it).
+    pub const INTERRUPTED: i32 = 130;
 }
 
 

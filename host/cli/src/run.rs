@@ -100,6 +100,7 @@ pub async fn run(args: RunArgs) -> i32 {
 }
 
 async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
+    watch_for_ctrl_c();
     // Every file is read before anything runs: a broken task found after an hour of trials
     // would waste the hour.
     let files = crate::suite::task_files(&args.tasks)?;
@@ -204,7 +205,34 @@ async fn run_inner(args: RunArgs) -> Result<i32, Failure> {
     if let Some(r) = local {
         r.shutdown().await;
     }
-    Ok(code)
+    Ok(if interrupted() { exit::INTERRUPTED } else { code })
+}
+
+/// Ctrl-C, once pressed: seen by every running agent (which is stopped, group and all) and by
+/// the suite (which starts nothing more). Without it the agents, each in a process group of
+/// its own, would outlive `pome run` and go on calling their sandboxes.
+static INTERRUPT: std::sync::LazyLock<tokio::sync::watch::Sender<bool>> = std::sync::LazyLock::new(|| tokio::sync::watch::channel(false).0);
+
+fn watch_for_ctrl_c() {
+    tokio::spawn(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("pome: interrupted: stopping the running agents (Ctrl-C again to quit at once)");
+            INTERRUPT.send_replace(true);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(exit::INTERRUPTED);
+            }
+        }
+    });
+}
+
+/// Whether Ctrl-C was pressed.
+pub fn interrupted() -> bool {
+    *INTERRUPT.borrow()
+}
+
+async fn until_interrupted() {
+    let mut rx = INTERRUPT.subscribe();
+    let _ = rx.wait_for(|stop| *stop).await;
 }
 
 /// The sandboxes a `--local` run's private server allows at once.
@@ -275,7 +303,16 @@ pub async fn trial_once(api: &Client, lt: &LoadedTask, args: &RunArgs) -> Result
     let timeout = Duration::from_secs(args.timeout.unwrap_or(t.config.timeout));
     let started = Instant::now();
     let started_at = pome_server::storage::now();
-    let agent = run_agent(&args.agent, &env, &pending, timeout).await?;
+    let agent = match run_agent(&args.agent, &env, &pending, timeout).await {
+        Ok(a) => a,
+        Err(f) => {
+            // Interrupted (or never started): not a run to grade. Its sandbox is thrown away
+            // rather than left open until it idles out.
+            discard(api, &sid).await;
+            let _ = std::fs::remove_dir_all(&pending);
+            return Err(f);
+        }
+    };
     let elapsed = started.elapsed();
 
     let fin = api.call(reqwest::Method::POST, &format!("/v1/sandboxes/{sid}/finalize"), None).await?;
@@ -392,24 +429,45 @@ async fn run_agent(cmd: &[String], env: &[(String, String)], dir: &Path, timeout
         .process_group(0)
         .spawn()
         .map_err(|e| fail(exit::USAGE, format!("cannot start the agent `{}`: {e}", cmd[0])))?;
-    match tokio::time::timeout(timeout, child.wait()).await {
-        Ok(status) => Ok(AgentResult { exit: status.ok().and_then(|s| s.code()), timed_out: false }),
-        Err(_) => {
-            let group = child.id().map(|pid| format!("-{pid}"));
-            let signal = |sig: &str| {
-                if let Some(g) = &group {
-                    let _ = std::process::Command::new("kill").args([sig, "--", g]).status();
-                }
-            };
-            signal("-TERM");
-            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
-            // Whatever of the group outlived the grace period (the agent may have exited and
-            // left its children behind) ends now.
-            signal("-KILL");
-            let _ = child.kill().await;
-            let code = child.try_wait().ok().flatten().and_then(|s| s.code());
+    let waited = tokio::select! {
+        status = tokio::time::timeout(timeout, child.wait()) => Some(status),
+        _ = until_interrupted() => None,
+    };
+    match waited {
+        Some(Ok(status)) => Ok(AgentResult { exit: status.ok().and_then(|s| s.code()), timed_out: false }),
+        Some(Err(_)) => {
+            let code = stop_group(&mut child, Duration::from_secs(5)).await;
             Ok(AgentResult { exit: code, timed_out: true })
         }
+        None => {
+            stop_group(&mut child, Duration::from_secs(2)).await;
+            Err(fail(exit::INTERRUPTED, "interrupted: the agent was stopped"))
+        }
+    }
+}
+
+/// SIGTERM to the agent's process group, SIGKILL to whatever of it outlives `grace` (the agent
+/// may have exited and left its children behind); the agent's exit code, if it had one.
+async fn stop_group(child: &mut tokio::process::Child, grace: Duration) -> Option<i32> {
+    let group = child.id().map(|pid| format!("-{pid}"));
+    let signal = |sig: &str| {
+        if let Some(g) = &group {
+            let _ = std::process::Command::new("kill").args([sig, "--", g]).status();
+        }
+    };
+    signal("-TERM");
+    let _ = tokio::time::timeout(grace, child.wait()).await;
+    signal("-KILL");
+    let _ = child.kill().await;
+    child.try_wait().ok().flatten().and_then(|s| s.code())
+}
+
+/// Throws an unfinished sandbox away (best effort: it idles out if the server is gone).
+async fn discard(api: &Client, sid: &str) {
+    if let Err(f) = api.call(reqwest::Method::DELETE, &format!("/v1/sandboxes/{sid}"), None).await
+        && let Some(token) = f.error["details"]["discard_token"].as_str()
+    {
+        let _ = api.call(reqwest::Method::DELETE, &format!("/v1/sandboxes/{sid}?confirm_discard={token}"), None).await;
     }
 }
 

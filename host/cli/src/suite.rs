@@ -91,6 +91,9 @@ pub async fn run(api: &Client, tasks: &[LoadedTask], args: &RunArgs, jobs: usize
         .map(|(task, number)| {
             let started_tx = started_tx.clone();
             async move {
+                if crate::run::interrupted() {
+                    return Trial { task, number, outcome: Err(fail(exit::INTERRUPTED, "not started: interrupted")) };
+                }
                 let _ = started_tx.send(task);
                 Trial { task, number, outcome: trial_once(api, &tasks[task], args).await }
             }
