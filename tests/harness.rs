@@ -454,9 +454,11 @@ pub mod openapi {
             return Err(format!("its content type is {media:?}; the document has {:?}", content.keys().collect::<Vec<_>>()));
         };
         let schema = &described["schema"];
+        // A text answer (a markdown report) is described as a string, often by reference.
+        let resolved = schema["$ref"].as_str().and_then(|r| document().pointer(r.trim_start_matches('#'))).unwrap_or(schema);
         if media == "application/json" {
             validate(schema, body, &format!("operation {}", op["operationId"]))
-        } else if schema["type"] == "string" {
+        } else if resolved["type"] == "string" {
             Ok(())
         } else {
             Err(format!("a {media} answer cannot be checked against {schema}"))

@@ -180,6 +180,8 @@ fn a_wrong_answer_is_caught() {
     // A success status the operation does not have, a body in another media type.
     assert!(openapi::check("POST", "/v1/keys", 200, json, r#"{"id": "k", "key": "pme_x", "prefix": "pme_x", "object": "api_key"}"#).is_err());
     assert!(openapi::check("GET", "/v1/usage", 200, Some("text/plain"), "1").is_err());
+    assert_eq!(openapi::check("GET", "/v1/runs/run_x/report", 200, Some("text/markdown; charset=utf-8"), "# Run run_x"), Ok(()));
+    assert!(openapi::check("GET", "/v1/runs/run_x/report", 200, json, "{}").is_err());
     // A route that is mounted but not described answers something other than the router's 404.
     assert!(openapi::check("GET", "/v1/undescribed", 200, json, "{}").is_err());
     assert!(openapi::check("PUT", "/v1/usage", 200, json, "{}").is_err());

@@ -50,6 +50,7 @@ class Sandbox:
 class Server:
     def __init__(self, url):
         self.url = url
+        openapi_check.SERVERS.add(url)
 
     def api(self, method, path, body=None):
         """A control-plane call with the suite's key; its answer is checked against the
@@ -93,6 +94,15 @@ def serve(*args, prefix="pome-pytest-"):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _openapi_checked_httpx():
+    """`/v1` answers that reach the Python client (clients/python, on httpx) are checked
+    against /v1/openapi.json too, as `Server.api`'s are."""
+    with pytest.MonkeyPatch.context() as mp:
+        openapi_check.check_httpx(mp)
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,9 @@ import urllib.request
 from jsonschema import Draft202012Validator, FormatChecker
 
 _DOCS = {}
+# The URLs of the `pome serve` processes the suite started: only their `/v1` is checked (a
+# twin reached by host name may have a `/v1/…` of its vendor's own).
+SERVERS = set()
 
 
 def document(url):
@@ -69,6 +72,8 @@ def problem(doc, method, path, status, content_type, body):
     schema = content[media]["schema"]
     if media == "application/json":
         return _validate(doc, schema, body, f"operation {op['operationId']}")
+    if "$ref" in schema:
+        schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
     return None if schema.get("type") == "string" else f"a {media} answer cannot be checked against {schema}"
 
 
@@ -76,3 +81,29 @@ def check_answer(url, method, path, status, content_type, body):
     """Fail the calling test when the answer does not fit the document."""
     why = problem(document(url), method, path, status, content_type, body)
     assert why is None, f"{method} {path} answered {status}, which /v1/openapi.json does not describe: {why}\nthe answer: {body[:2000]!r}"
+
+
+def _check_httpx_response(request, response, stream):
+    url = f"{request.url.scheme}://{request.url.netloc.decode()}"
+    if url in SERVERS and request.url.path.startswith("/v1/") and not stream:
+        check_answer(url, request.method, request.url.path, response.status_code, response.headers.get("content-type"), response.text)
+
+
+def check_httpx(monkeypatch):
+    """Check every answer an `httpx` client (sync or async) receives from a suite server's `/v1`."""
+    import httpx
+
+    send, send_async = httpx.Client.send, httpx.AsyncClient.send
+
+    def checked(self, request, *args, **kwargs):
+        response = send(self, request, *args, **kwargs)
+        _check_httpx_response(request, response, kwargs.get("stream", False))
+        return response
+
+    async def checked_async(self, request, *args, **kwargs):
+        response = await send_async(self, request, *args, **kwargs)
+        _check_httpx_response(request, response, kwargs.get("stream", False))
+        return response
+
+    monkeypatch.setattr(httpx.Client, "send", checked)
+    monkeypatch.setattr(httpx.AsyncClient, "send", checked_async)
