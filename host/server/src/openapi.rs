@@ -489,17 +489,6 @@ pub struct NewKey {
     pub object: String,
 }
 
-/// A key as listed (never the key itself).
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-pub struct Key {
-    pub id: Option<String>,
-    pub prefix: Option<String>,
-    pub created_at: String,
-    /// When it was revoked; null for a live key.
-    pub revoked_at: Option<String>,
-}
-
 /// A revoked key.
 #[derive(JsonSchema)]
 #[allow(dead_code)]
@@ -509,36 +498,9 @@ pub struct Revoked {
     pub revoked: bool,
 }
 
-/// A run as listed: without its tapes and worlds.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-pub struct RunSummary {
-    /// `run_…`.
-    pub id: String,
-    /// The sandbox it was.
-    pub session_id: String,
-    pub task_id: Option<String>,
-    pub group_id: Option<String>,
-    pub agent_id: Option<String>,
-    pub agent_version: Option<String>,
-    pub twins: Vec<String>,
-    /// `pass`, `fail`, `incomplete`; null when ungraded.
-    pub verdict: Option<String>,
-    pub score: Option<u32>,
-    /// Each criterion's outcome; null for runs stored before listings carried them.
-    pub criteria: Option<Vec<CriterionOutcome>>,
-    pub created_at: String,
-}
-
-/// One criterion's outcome as a listing carries it.
-#[derive(JsonSchema)]
-#[allow(dead_code)]
-pub struct CriterionOutcome {
-    pub index: u64,
-    pub text: String,
-    /// `passed`, `failed`, `skipped`, `unmatched` or `errored`.
-    pub status: String,
-}
+/// A run as listed, and a key as listed: the storage types themselves, so the description
+/// cannot drift from what is served.
+pub use crate::storage::{KeyInfo as Key, RunSummary};
 
 /// A whole run as stored: its twins' tapes, seed and final worlds, deliveries and grading.
 /// Its twins' worlds and tape rows are each twin's own JSON, so only the run's frame is

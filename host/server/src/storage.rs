@@ -109,15 +109,18 @@ impl Default for RunPage {
 }
 
 /// A run as listed (without its tapes and states).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct RunSummary {
+    /// `run_…`.
     pub id: String,
+    /// The sandbox it was.
     pub session_id: String,
     pub task_id: Option<String>,
     pub group_id: Option<String>,
     pub agent_id: Option<String>,
     pub agent_version: Option<String>,
     pub twins: Vec<String>,
+    /// `pass`, `fail`, `incomplete`; null when ungraded.
     pub verdict: Option<String>,
     /// The run's score; null when nothing was scored or no task graded it.
     pub score: Option<u32>,
@@ -389,13 +392,15 @@ pub fn now() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
-/// One API key as the team may see it.
-#[derive(Debug, Clone, serde::Serialize)]
+/// One API key as the team may see it (never the key itself).
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Key")]
 pub struct KeyInfo {
     pub id: Option<String>,
     /// The first characters, to recognise a key by.
     pub prefix: Option<String>,
     pub created_at: String,
+    /// When it was revoked; null for a live key.
     pub revoked_at: Option<String>,
 }
 
