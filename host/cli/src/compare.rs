@@ -305,20 +305,7 @@ pub fn render(c: &Comparison) -> String {
             verdict,
         ]);
     }
-    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..5).map(width).collect();
-    let mut out = String::new();
-    for r in &rows {
-        let mut line = String::new();
-        for (i, cell) in r.iter().enumerate() {
-            line.push_str(cell);
-            if i < 4 {
-                line.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    let mut out = crate::table::aligned(&rows);
     for t in c.tasks.iter().filter(|t| !t.criteria.is_empty()) {
         out.push_str(&format!("\n{}: criteria that changed most (A → B)\n", t.task));
         for ch in &t.criteria {

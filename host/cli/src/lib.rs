@@ -19,6 +19,7 @@ pub mod local;
 pub mod report;
 pub mod run;
 pub mod suite;
+pub mod table;
 
 pub use pome_grade as grade;
 pub use pome_grade::task;

@@ -97,7 +97,7 @@ pub fn junit(s: &Summary) -> String {
                 body.push_str("the agent timed out and was stopped\n");
             }
             for c in &r.failed_criteria {
-                let status = serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                let status = c.status.as_str();
                 let tag = match &c.twin {
                     Some(tw) => format!("{}:{tw}", c.kind),
                     None => c.kind.clone(),

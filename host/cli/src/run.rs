@@ -377,7 +377,7 @@ fn grade_from_verdict(v: &Value) -> Grade {
 
 pub fn print_grade(g: &Grade) {
     for r in &g.criteria_results {
-        let status = serde_json::to_value(r.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        let status = r.status.as_str();
         let ev = match &r.evidence {
             Value::Null => String::new(),
             e => format!("  [{}]", evidence_text(e)),

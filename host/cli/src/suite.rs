@@ -266,13 +266,7 @@ impl Summary {
                 t.group_id.clone(),
             ]);
         }
-        let widths: Vec<usize> = (0..8).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-        let mut out = String::new();
-        for r in &rows {
-            let line: Vec<String> = r.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
-            out.push_str(line.join("  ").trim_end());
-            out.push('\n');
-        }
+        let mut out = crate::table::aligned(&rows);
         let met = self.tasks.iter().filter(|t| t.met).count();
         out.push_str(&format!(
             "{met} of {} tasks passed every trial; {} trials: {} passed, {} failed, {} errored; {} at -j {}\n",

@@ -255,6 +255,19 @@ pub enum Status {
     Errored,
 }
 
+impl Status {
+    /// The status as every door writes it (the same word serde writes).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+            Status::Unmatched => "unmatched",
+            Status::Errored => "errored",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CriterionResult {
     pub index: usize,
@@ -622,6 +635,13 @@ pub fn bindings(task: &Task, catalog: &Catalog) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_is_written_as_serde_writes_it() {
+        for s in [Status::Passed, Status::Failed, Status::Skipped, Status::Unmatched, Status::Errored] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+    }
 
     fn r(status: Status, reason: &str) -> CriterionResult {
         CriterionResult { index: 1, kind: "code".into(), twin: None, text: String::new(), status, reason: reason.into(), evidence: Value::Null, check_id: None, always_scored: false }

@@ -144,7 +144,7 @@ impl Run {
                     _ if ev.is_null() => "—".to_string(),
                     _ => cell(&ev.to_string()),
                 };
-                let status = serde_json::to_value(r.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+                let status = r.status.as_str();
                 md.push_str(&format!("| {} | {status} | {} | {} | {ev} |\n", r.index, cell(&r.text), cell(&r.reason)));
             }
             md.push('\n');

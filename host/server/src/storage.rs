@@ -150,7 +150,7 @@ impl CriterionOutcome {
             .map(|c| CriterionOutcome {
                 index: c.index,
                 text: c.text.clone(),
-                status: serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                status: c.status.as_str().to_string(),
             })
             .collect();
         serde_json::to_string(&outcomes).ok()

@@ -381,23 +381,25 @@ fn json_len(value: &impl serde::Serialize) -> Result<usize, StorageError> {
     Ok(count.0)
 }
 
+/// Adds the columns of `table` an older pome's database lacks (SQLite has no
+/// `ADD COLUMN IF NOT EXISTS`). Names and types are this file's constants, never input.
+fn add_missing_columns(conn: &Connection, table: &str, wanted: &[(&str, &str)]) -> Result<(), StorageError> {
+    let columns: Vec<String> = conn.prepare(&format!("PRAGMA table_info({table})"))?.query_map([], |r| r.get(1))?.collect::<Result<_, _>>()?;
+    for (name, ty) in wanted {
+        if !columns.iter().any(|c| c == name) {
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {name} {ty}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// Bring a database written by an older pome up to this schema.
 fn migrate(conn: &Connection) -> Result<(), StorageError> {
     one_run_per_sandbox(conn)?;
     // Runs stored before listings carried outcomes keep null there (a comparison then reads
     // such a run whole).
-    let columns: Vec<String> = conn.prepare("PRAGMA table_info(runs)")?.query_map([], |r| r.get(1))?.collect::<Result<_, _>>()?;
-    for (name, ty) in [("score", "INTEGER"), ("criteria", "TEXT")] {
-        if !columns.iter().any(|c| c == name) {
-            conn.execute_batch(&format!("ALTER TABLE runs ADD COLUMN {name} {ty}"))?;
-        }
-    }
-    let columns: Vec<String> = conn.prepare("PRAGMA table_info(api_keys)")?.query_map([], |r| r.get(1))?.collect::<Result<_, _>>()?;
-    for (name, ty) in [("id", "TEXT"), ("prefix", "TEXT"), ("revoked_at", "TEXT")] {
-        if !columns.iter().any(|c| c == name) {
-            conn.execute_batch(&format!("ALTER TABLE api_keys ADD COLUMN {name} {ty}"))?;
-        }
-    }
+    add_missing_columns(conn, "runs", &[("score", "INTEGER"), ("criteria", "TEXT")])?;
+    add_missing_columns(conn, "api_keys", &[("id", "TEXT"), ("prefix", "TEXT"), ("revoked_at", "TEXT")])?;
     // Keys an older pome stored had no id, so they could not be named to revoke them: each
     // gets one (their prefix is unknown: only their hash was kept).
     let unnamed: Vec<String> = conn.prepare("SELECT key_hash FROM api_keys WHERE id IS NULL")?.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
