@@ -633,6 +633,11 @@ mod tests {
         assert_eq!(ids(&db.runs(&team, v2, RunPage::default()).await.unwrap().unwrap().0), ["run_4", "run_3"]);
         let v1_passed = RunFilter { agent_version: Some("v1".into()), verdict: Some("pass".into()), ..Default::default() };
         assert_eq!(ids(&db.runs(&team, v1_passed, RunPage::default()).await.unwrap().unwrap().0), ["run_0"]);
+        // A tenant's filter is a value, never SQL: a quote and a huge string match nothing.
+        for hostile in ["v1' OR '1'='1", "v1\") OR (1=1", &"v".repeat(64 * 1024)] {
+            let f = RunFilter { agent_version: Some(hostile.to_string()), ..Default::default() };
+            assert!(db.runs(&team, f, RunPage::default()).await.unwrap().unwrap().0.is_empty(), "{}", &hostile[..hostile.len().min(20)]);
+        }
 
         // Each run's score and criteria outcomes come with the listing; an ungraded run has none.
         let all = db.runs(&team, RunFilter::default(), RunPage::default()).await.unwrap().unwrap().0;
