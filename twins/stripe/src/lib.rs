@@ -76,7 +76,7 @@ pub struct Data {
     #[serde(default)]
     pub templates: store::Templates,
     /// Object type (`payment_intent`) → ids in creation order.
-    pub order: BTreeMap<String, Vec<String>>,
+    pub order: BTreeMap<String, store::Ids>,
     pub idempotency: BTreeMap<String, IdemEntry>,
     /// Idempotency keys, oldest first: Stripe forgets a key 24 hours after its first use
     /// ([`IDEMPOTENCY_KEPT_SECS`]); the saved answers are bounded by [`IDEMPOTENCY_MAX_BYTES`].
@@ -236,10 +236,14 @@ impl Serialize for World {
 impl<'de> Deserialize<'de> for World {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<World, D::Error> {
         if d.is_human_readable() {
-            return Data::deserialize(d).map(World);
+            let mut data = Data::deserialize(d)?;
+            data.objects.number_events(data.order.get("event"));
+            return Ok(World(data));
         }
-        let (json, objects, order): (String, store::Objects, BTreeMap<String, Vec<String>>) = Deserialize::deserialize(d)?;
+        let (json, objects, order): (String, store::Objects, BTreeMap<String, store::Ids>) = Deserialize::deserialize(d)?;
         let m: Meta = serde_json::from_str(&json).map_err(serde::de::Error::custom)?;
+        let mut objects = objects;
+        objects.number_events(order.get("event"));
         Ok(World(Data {
             account_id: m.account_id,
             api_keys: m.api_keys,
@@ -358,17 +362,18 @@ impl World {
     pub fn put(&mut self, id: &str, kind: &str, stored: store::Stored) {
         if self.0.objects.insert(store::Id::of(id), stored).is_none() {
             if !self.0.order.contains_key(kind) {
-                self.0.order.insert(kind.to_string(), Vec::new());
+                self.0.order.insert(kind.to_string(), store::Ids::default());
             }
             let ids = self.0.order.get_mut(kind).expect("just ensured");
             ids.push(id.to_string());
-            // In batches, so a long run does not shift ten thousand ids on every event.
+            // In batches, so a long run does not shift ten thousand ids on every event; the
+            // forgotten events leave the object map a few per write (`Objects::tidy`), so
+            // no write pays for a thousand removals.
             if kind == "event" && ids.len() >= EVENTS_KEPT + EVENTS_KEPT / 10 {
-                let old: Vec<String> = ids.drain(..ids.len() - EVENTS_KEPT).collect();
-                for o in old {
-                    self.0.objects.remove(&store::Id::from(o));
-                }
+                let old = ids.take_front(ids.len() - EVENTS_KEPT);
+                self.0.objects.forget_events(old);
             }
+            self.0.objects.tidy();
         }
     }
 
@@ -637,6 +642,8 @@ pome_twin_sdk::export_twin!(World);
 mod tests;
 #[cfg(test)]
 mod tests_3ds;
+#[cfg(test)]
+mod tests_growth;
 #[cfg(test)]
 mod tests_input;
 #[cfg(test)]

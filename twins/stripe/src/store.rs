@@ -96,20 +96,102 @@ impl std::hash::Hash for Id {
 ///
 /// Split into [`SHARDS`] maps by a hash of the id: a hash map grows by moving every entry
 /// into a table twice the size, and one map of 450,000 objects held its payment for 160 ms
-/// doing so (and every request queued behind it). A shard moves a sixty-fourth of that.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Objects(Vec<Shard>);
+/// doing so (and every request queued behind it). A shard moves a thousandth of that: with
+/// 64 shards, which fill evenly and so grow within a few thousand payments of each other, a
+/// world of 450,000 objects still spent 1.5–2.5 ms of a payment on each of 64 growths.
+///
+/// Events (ids `evt_…`) are kept apart, in [`Events`]: the world keeps only the newest
+/// ([`crate::EVENTS_KEPT`]), and forgetting a thousand of them at once must cost what
+/// forgetting one does.
+#[derive(Debug, Clone)]
+pub struct Objects {
+    shards: Vec<Shard>,
+    events: Events,
+}
 
 type Shard = HashMap<Id, Stored, BuildHasherDefault<rustc_hash::FxHasher>>;
 
-/// Maps the objects are split over: enough that growing one moves about 2 MB at a million
-/// objects; few enough that a small world's maps stay a few tens of KB in all.
-const SHARDS: usize = 64;
+/// Maps the objects are split over: enough that growing one moves about 100 KB at a million
+/// objects (a tenth of a millisecond); few enough that an empty world's maps are 32 KB.
+const SHARDS: usize = 1024;
+
+/// The objects whose id starts `evt_` (every event the twin makes; whatever a seed names so),
+/// each with its generation: the events of a world are numbered in the order they joined
+/// it (their kind's creation order), and the world forgets its oldest events by raising
+/// [`Events::floor`]. An event below the floor is gone at once for every reader (`get`,
+/// `iter`, `len`, snapshots) but leaves the map a few at a time ([`Objects::tidy`]), so no
+/// write pays for a whole batch of removals (issue #36: a thousand removals from a large
+/// world's maps took a payment 1–5 ms every 333 payments).
+///
+/// A B-tree, not a hash map: the events churn (as many leave as come), and a hash table
+/// churned fills with deleted markers until it stops to rehash itself whole (about a
+/// millisecond at ten thousand events); a B-tree's removal is local.
+#[derive(Debug, Clone, Default)]
+struct Events {
+    map: BTreeMap<Id, (u64, Stored)>,
+    /// The generation the next new event takes.
+    next: u64,
+    /// Entries below this generation are forgotten.
+    floor: u64,
+    /// Ids of forgotten entries, oldest first, not yet removed from the map.
+    graveyard: std::collections::VecDeque<String>,
+}
+
+/// The generation of an object that is not an event kept in creation order (an object of
+/// another kind with an `evt_` id): never forgotten by the floor.
+const ALWAYS: u64 = u64::MAX;
+
+/// Forgotten events removed from the map by each new object stored: a batch of
+/// [`crate::EVENTS_KEPT`]` / 10` is gone long before the next batch is forgotten (that takes as
+/// many new events).
+const TIDIED_PER_WRITE: usize = 4;
+
+impl Events {
+    fn live(&self, entry: &(u64, Stored)) -> bool {
+        entry.0 >= self.floor
+    }
+    fn get(&self, id: &Id) -> Option<&Stored> {
+        self.map.get(id).filter(|e| self.live(e)).map(|e| &e.1)
+    }
+    fn insert(&mut self, id: Id, stored: Stored) -> Option<Stored> {
+        let floor = self.floor;
+        if let Some(e) = self.map.get_mut(&id).filter(|e| e.0 >= floor) {
+            // The same object again (an update): an event keeps its place among the events.
+            if &*stored.kind != "event" {
+                e.0 = ALWAYS;
+            }
+            return Some(std::mem::replace(&mut e.1, stored));
+        }
+        // New, or back after being forgotten (a forgotten entry is no object).
+        let generation = if &*stored.kind == "event" {
+            self.next += 1;
+            self.next - 1
+        } else {
+            ALWAYS
+        };
+        self.map.insert(id, (generation, stored));
+        None
+    }
+    fn remove(&mut self, id: &Id) -> Option<Stored> {
+        match self.map.get(id) {
+            Some(e) if self.live(e) => self.map.remove(id).map(|e| e.1),
+            _ => None,
+        }
+    }
+    fn live_len(&self) -> usize {
+        self.map.values().filter(|e| self.live(e)).count()
+    }
+}
 
 impl Default for Objects {
     fn default() -> Objects {
-        Objects((0..SHARDS).map(|_| Shard::default()).collect())
+        Objects { shards: (0..SHARDS).map(|_| Shard::default()).collect(), events: Events::default() }
     }
+}
+
+/// Whether an id is kept with the events.
+fn is_event_id(id: &Id) -> bool {
+    id.text.as_bytes().starts_with(b"evt_")
 }
 
 impl Objects {
@@ -122,31 +204,100 @@ impl Objects {
         (h.finish() >> 32) as usize % SHARDS
     }
     pub fn get(&self, id: &Id) -> Option<&Stored> {
-        self.0[self.shard(id)].get(id)
+        if is_event_id(id) {
+            return self.events.get(id);
+        }
+        self.shards[self.shard(id)].get(id)
     }
     pub fn contains_key(&self, id: &Id) -> bool {
-        self.0[self.shard(id)].contains_key(id)
+        self.get(id).is_some()
     }
     pub fn insert(&mut self, id: Id, stored: Stored) -> Option<Stored> {
+        if is_event_id(&id) {
+            return self.events.insert(id, stored);
+        }
         let shard = self.shard(&id);
-        self.0[shard].insert(id, stored)
+        self.shards[shard].insert(id, stored)
     }
     pub fn remove(&mut self, id: &Id) -> Option<Stored> {
+        if is_event_id(id) {
+            return self.events.remove(id);
+        }
         let shard = self.shard(id);
-        self.0[shard].remove(id)
+        self.shards[shard].remove(id)
     }
     pub fn len(&self) -> usize {
-        self.0.iter().map(|s| s.len()).sum()
+        self.shards.iter().map(|s| s.len()).sum::<usize>() + self.events.live_len()
     }
     pub fn is_empty(&self) -> bool {
-        self.0.iter().all(|s| s.is_empty())
+        self.len() == 0
     }
     /// In no particular order (the same order for the same world).
     pub fn iter(&self) -> impl Iterator<Item = (&Id, &Stored)> {
-        self.0.iter().flatten()
+        let events = self.events.map.iter().filter(|(_, e)| self.events.live(e)).map(|(id, e)| (id, &e.1));
+        self.shards.iter().flatten().chain(events)
     }
     pub fn values(&self) -> impl Iterator<Item = &Stored> {
         self.iter().map(|(_, s)| s)
+    }
+
+    /// Forget the events `oldest`: the oldest of the world's order of events, oldest first
+    /// (every event older than them is forgotten already). They are gone at once; the map
+    /// lets them go over the next writes ([`Objects::tidy`]).
+    pub fn forget_events(&mut self, oldest: Vec<String>) {
+        // Events are numbered in the order the world lists them: the newest forgotten one's
+        // number is the new floor, and no event of the list is below it.
+        let newest = oldest.iter().rev().map(|id| Id::of(id)).find(is_event_id);
+        if let Some(&(generation, _)) = newest.and_then(|id| self.events.map.get(&id)).filter(|e| self.events.live(e) && e.0 != ALWAYS) {
+            self.events.floor = generation + 1;
+        }
+        for id in oldest {
+            let id = Id::from(id);
+            if is_event_id(&id) {
+                self.events.graveyard.push_back(id.text);
+            } else {
+                // A seeded event with an id of another shape, kept with the other objects.
+                self.remove(&id);
+            }
+        }
+    }
+
+    /// Let a few forgotten events go from the map: what each new object stored pays.
+    pub fn tidy(&mut self) {
+        for _ in 0..TIDIED_PER_WRITE {
+            let Some(text) = self.events.graveyard.pop_front() else { return };
+            let id = Id::from(text);
+            if self.events.map.get(&id).is_some_and(|e| !self.events.live(e)) {
+                self.events.map.remove(&id);
+            }
+        }
+    }
+
+    /// Number the events in the order the world lists them (`order`, oldest first), as
+    /// storing them one by one did: for a world read back from a snapshot, whose objects
+    /// come in id order.
+    pub fn number_events(&mut self, order: Option<&Ids>) {
+        let ev = &mut self.events;
+        ev.graveyard.clear();
+        ev.floor = 0;
+        for e in ev.map.values_mut() {
+            e.0 = ALWAYS;
+        }
+        let mut next = 0;
+        for id in order.into_iter().flat_map(Ids::iter) {
+            if let Some(e) = ev.map.get_mut(&Id::of(id)).filter(|e| &*e.1.kind == "event") {
+                e.0 = next;
+                next += 1;
+            }
+        }
+        ev.next = next;
+    }
+}
+
+impl PartialEq for Objects {
+    /// The same objects (forgotten events that have not left the map yet are none).
+    fn eq(&self, other: &Objects) -> bool {
+        self.len() == other.len() && self.iter().all(|(id, s)| other.get(id) == Some(s))
     }
 }
 
@@ -758,5 +909,123 @@ mod cut {
         fn serialize_struct_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self::SerializeStructVariant, NotAStruct> {
             no()
         }
+    }
+}
+
+/// The ids of one kind of object in creation order (the world's `order`), in chunks of
+/// [`CHUNK`] that never move: a `Vec` of a few hundred thousand ids grows by copying them
+/// all into one twice the size (megabytes, inside one payment), and forgetting the oldest
+/// events shifted the ten thousand kept. Serialised as the plain sequence it is.
+#[derive(Debug, Clone, Default)]
+pub struct Ids {
+    chunks: std::collections::VecDeque<Vec<String>>,
+    /// Ids already taken from the front of the first chunk (their places hold empty strings).
+    head: usize,
+    len: usize,
+}
+
+/// Ids per chunk: a chunk is 96 KiB of `String`s; the first grows as a `Vec` does up to it,
+/// so a small world's kinds hold no more than their ids.
+const CHUNK: usize = 4096;
+
+impl Ids {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn push(&mut self, id: String) {
+        match self.chunks.back_mut() {
+            Some(c) if c.len() < CHUNK => c.push(id),
+            _ => {
+                let mut c = if self.chunks.is_empty() { Vec::new() } else { Vec::with_capacity(CHUNK) };
+                c.push(id);
+                self.chunks.push_back(c);
+            }
+        }
+        self.len += 1;
+    }
+    /// Oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &String> + '_ {
+        let head = self.head;
+        self.chunks.iter().enumerate().flat_map(move |(i, c)| c[if i == 0 { head } else { 0 }..].iter())
+    }
+    pub fn last(&self) -> Option<&String> {
+        if self.len == 0 {
+            return None;
+        }
+        self.chunks.back().and_then(|c| c.last())
+    }
+    /// Take the `n` oldest ids out, oldest first.
+    pub fn take_front(&mut self, n: usize) -> Vec<String> {
+        let n = n.min(self.len);
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let first = self.chunks.front_mut().expect("ids left");
+            let k = (n - out.len()).min(first.len() - self.head);
+            out.extend(first[self.head..self.head + k].iter_mut().map(std::mem::take));
+            self.head += k;
+            if self.head == first.len() {
+                self.chunks.pop_front();
+                self.head = 0;
+            }
+        }
+        self.len -= n;
+        out
+    }
+    pub fn retain(&mut self, mut keep: impl FnMut(&String) -> bool) {
+        let old = std::mem::take(self);
+        for id in old {
+            if keep(&id) {
+                self.push(id);
+            }
+        }
+    }
+}
+
+impl IntoIterator for Ids {
+    type Item = String;
+    type IntoIter = std::vec::IntoIter<String>;
+    fn into_iter(self) -> Self::IntoIter {
+        let head = self.head;
+        let mut out = Vec::with_capacity(self.len);
+        for (i, c) in self.chunks.into_iter().enumerate() {
+            out.extend(c.into_iter().skip(if i == 0 { head } else { 0 }));
+        }
+        out.into_iter()
+    }
+}
+
+impl From<Vec<String>> for Ids {
+    fn from(ids: Vec<String>) -> Ids {
+        let mut out = Ids::default();
+        for id in ids {
+            out.push(id);
+        }
+        out
+    }
+}
+
+impl PartialEq for Ids {
+    fn eq(&self, other: &Ids) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl Serialize for Ids {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.len))?;
+        for id in self.iter() {
+            seq.serialize_element(id)?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Ids {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Ids, D::Error> {
+        Vec::<String>::deserialize(d).map(Ids::from)
     }
 }

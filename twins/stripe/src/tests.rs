@@ -1041,7 +1041,7 @@ fn create_confirm_cost() {
     println!("{n} calls: {:.1} µs per call, {} bytes of state changes per call", start.elapsed().as_secs_f64() * 1e6 / n as f64, rows / n);
     // What the world keeps per payment (a 128 MiB store must hold a bench run's worth).
     let kept: usize = w.objects.iter().map(|(k, s)| k.text.len() + 16 + s.text.len() + s.kind.len() + std::mem::size_of::<crate::store::Stored>()).sum();
-    let order: usize = w.order.values().flatten().map(|id| id.len() + 24).sum();
+    let order: usize = w.order.values().flat_map(|ids| ids.iter()).map(|id| id.len() + 24).sum();
     println!("world: {} objects, about {} bytes per call kept (before allocator overhead)", w.objects.len(), (kept + order) / n);
 }
 
