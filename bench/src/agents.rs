@@ -7,6 +7,10 @@
 //! The sandboxes are a mix of all five twins, one twin each, in turn. Each agent makes three
 //! reads to one write, real API calls its twin answers with 2xx on the default world, with a
 //! think time drawn uniformly from 0.5–1.5 s by a seeded RNG (so a run's schedule repeats).
+//! Each sandbox makes its first call while being set up (timed and printed apart): the first
+//! call into a fresh sandbox first touches its memory and costs a few times a later one, and
+//! five thousand of them in the minute's first second would measure a stampede of new
+//! sandboxes, not open ones.
 //! The load comes from one current-thread runtime, a timer per agent, and a keep-alive pool
 //! of at most `CONNECTIONS` sockets however many agents there are, so the generator stays
 //! cheap beside the server on a 2-core machine; its own CPU is printed beside the server's.
@@ -204,12 +208,15 @@ fn sizes() -> Vec<usize> {
 }
 
 /// Creates sandboxes `from..to`, `CREATE_AT_ONCE` at a time, the twin of sandbox i being
-/// `TWINS[i % 5]`.
-async fn create(server: &Server, from: usize, to: usize) -> Vec<Agent> {
+/// `TWINS[i % 5]`, and makes each one's first call (its twin's first read), which first
+/// touches the sandbox's memory: an open sandbox of a hosted pome has made it, and its cost
+/// (printed apart, with how long each took) belongs to starting a sandbox, not to the
+/// minute of calls measured after.
+async fn create(server: &Server, calls: &Arc<Vec<Calls>>, from: usize, to: usize) -> (Vec<Agent>, Vec<Duration>) {
     let next = Arc::new(AtomicUsize::new(from));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..CREATE_AT_ONCE {
-        let (next, http, url) = (next.clone(), server.http.clone(), server.url.clone());
+        let (next, http, url, calls) = (next.clone(), server.http.clone(), server.url.clone(), calls.clone());
         tasks.spawn(async move {
             let mut made = Vec::new();
             loop {
@@ -231,7 +238,13 @@ async fn create(server: &Server, from: usize, to: usize) -> Vec<Agent> {
                 let token = sb["agent_token"].as_str().unwrap();
                 // Linear takes its API key bare, as Linear does; the others a bearer token.
                 let auth = if TWINS[twin] == "linear" { token.to_string() } else { format!("Bearer {token}") };
-                made.push((i, Agent { twin, base: format!("{url}/s/{}/{}", sb["id"].as_str().unwrap(), TWINS[twin]), auth: auth.parse().unwrap() }));
+                let agent = Agent { twin, base: format!("{url}/s/{}/{}", sb["id"].as_str().unwrap(), TWINS[twin]), auth: auth.parse().unwrap() };
+                let t = Instant::now();
+                let first = request(&http, &agent, &calls[twin].reads[0]).send().await.expect("the server answers a first call");
+                let status = first.status();
+                let body = first.bytes().await.unwrap_or_default();
+                assert!(status.is_success(), "the first call into sandbox {i} ({}): {status} {}", TWINS[twin], String::from_utf8_lossy(&body));
+                made.push((i, agent, t.elapsed()));
             }
         });
     }
@@ -239,8 +252,20 @@ async fn create(server: &Server, from: usize, to: usize) -> Vec<Agent> {
     while let Some(part) = tasks.join_next().await {
         made.extend(part.unwrap());
     }
-    made.sort_by_key(|(i, _)| *i);
-    made.into_iter().map(|(_, a)| a).collect()
+    made.sort_by_key(|(i, _, _)| *i);
+    let mut firsts: Vec<Duration> = made.iter().map(|m| m.2).collect();
+    firsts.sort();
+    (made.into_iter().map(|(_, a, _)| a).collect(), firsts)
+}
+
+/// `call` as `agent` makes it.
+fn request(http: &reqwest::Client, agent: &Agent, call: &Call) -> reqwest::RequestBuilder {
+    let req = http.request(call.method.clone(), format!("{}{}", agent.base, call.path)).header(reqwest::header::AUTHORIZATION, agent.auth.clone());
+    match &call.body {
+        Body::None => req,
+        Body::Json(b) => req.header(reqwest::header::CONTENT_TYPE, "application/json").body(b.clone()),
+        Body::Form(b) => req.header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded").body(*b),
+    }
 }
 
 /// One agent until `end`: wait, call, record, think again.
@@ -266,12 +291,7 @@ async fn agent(
         let twin = &calls[agent.twin];
         let write = rng.next() % 4 == 0;
         let call = if write { &twin.write } else { &twin.reads[(rng.next() % 3) as usize] };
-        let mut req = http.request(call.method.clone(), format!("{}{}", agent.base, call.path)).header(reqwest::header::AUTHORIZATION, agent.auth.clone());
-        req = match &call.body {
-            Body::None => req,
-            Body::Json(b) => req.header(reqwest::header::CONTENT_TYPE, "application/json").body(b.clone()),
-            Body::Form(b) => req.header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded").body(*b),
-        };
+        let req = request(&http, &agent, call);
         let permit = pool.acquire().await.unwrap();
         let queued = began.elapsed();
         let answer = match req.send().await {
@@ -367,10 +387,15 @@ pub async fn run() {
     let mut agents: Vec<Arc<Agent>> = Vec::new();
     for n in sizes() {
         let t = Instant::now();
-        let made = create(&server, agents.len(), n).await;
+        let (made, firsts) = create(&server, &calls, agents.len(), n).await;
         let added = made.len();
         agents.extend(made.into_iter().map(Arc::new));
-        println!("agents {n:>5}: created {added} sandboxes in {:.1} s ({CREATE_AT_ONCE} at a time)", t.elapsed().as_secs_f64());
+        println!(
+            "agents {n:>5}: created {added} sandboxes and made each one's first call in {:.1} s ({CREATE_AT_ONCE} at a time); the first call p50 {:.3} ms, p99 {:.3} ms",
+            t.elapsed().as_secs_f64(),
+            ms(percentile(&firsts, 0.5)),
+            ms(percentile(&firsts, 0.99)),
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
         let idle = server.memory();
         line(n, secs, &pid, &server, base, idle, agents.clone(), calls.clone()).await;
@@ -406,15 +431,15 @@ async fn line(n: usize, secs: u64, pid: &str, server: &Server, base: Memory, idl
     for (at, took, _) in &tally.answered {
         windows[(at.as_secs() as usize).min(last)].push(*took);
     }
-    let worst = windows
+    let by_second: Vec<Duration> = windows
         .iter_mut()
         .filter(|w| w.len() >= 100)
         .map(|w| {
             w.sort();
             percentile(w, 0.99)
         })
-        .max()
-        .unwrap_or_default();
+        .collect();
+    let worst = by_second.iter().max().copied().unwrap_or_default();
     let per_call = |d: Duration| d.as_secs_f64() * 1e6 / calls.max(1) as f64;
     let per_sandbox = |m: Memory| m.pss.saturating_sub(base.pss) as f64 / n as f64;
     println!(
@@ -427,6 +452,8 @@ async fn line(n: usize, secs: u64, pid: &str, server: &Server, base: Memory, idl
         ms(*all.last().unwrap()),
         ms(worst),
     );
+    let seconds: Vec<String> = by_second.iter().map(|d| format!("{:.1}", ms(*d))).collect();
+    println!("agents {n:>5}: p99 by second, ms: {}", seconds.join(" "));
     let mut queued = tally.queued.clone();
     queued.sort();
     println!(

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::{Server, wrk};
 
 /// 200 issues in ENG: every state, two assignees, labels on every other issue.
-fn team_seed(n: usize) -> Value {
+pub(crate) fn team_seed(n: usize) -> Value {
     let states = ["Backlog", "Todo", "In Progress", "Done", "Canceled"];
     let issues: Vec<Value> = (0..n)
         .map(|i| {

@@ -3,12 +3,14 @@
 //!
 //! - sandbox create latency, end to end over HTTP (1 twin, 3 twins, a 1 MB seed)
 //! - twin request throughput and latency with `wrk` at 1 and 64 connections
+//! - the cheapest calls beside a bare axum handler in the same run (`cheap.rs`)
 //! - resident memory per idle sandbox at 1,000 and 10,000 sandboxes
 //! - 1,000 and 5,000 open sandboxes each called by an agent about once a second (`agents.rs`)
 //! - fork and state-at-a-row latency on a tape of 10,000 rows (`fork.rs`)
 
 mod agents;
 mod bare;
+mod cheap;
 mod durability;
 mod fork;
 mod gmail;
@@ -336,7 +338,7 @@ async fn memory(server: &Server) {
 
 #[tokio::main]
 async fn main() {
-    // `bench -- stripe` (or `gmail`, `linear`, `mcp`, `durability`, `modes`, `soak`, `agents`, `growth`, `fork`) runs those lines alone.
+    // `bench -- stripe` (or `gmail`, `linear`, `mcp`, `cheap`, `durability`, `modes`, `soak`, `agents`, `growth`, `fork`) runs those lines alone.
     let only = std::env::args().nth(1);
     // Durability runs servers of its own (several modes, kill -9, restarts), and the shared
     // server must not start beside them: it compiles the twins of target/bench-twins, which
@@ -361,6 +363,7 @@ async fn main() {
         Some("gmail") => return gmail::run(&server).await,
         Some("linear") => return linear::run(&server).await,
         Some("mcp") => return mcp::run(&server).await,
+        Some("cheap") => return cheap::run(&server).await,
         _ => {}
     }
     create_latency(&server, "1 twin (github, default)", json!({"twins": ["github"]}), 300).await;
@@ -369,6 +372,7 @@ async fn main() {
     println!("       (1 MB seed = {} bytes of JSON)", seed.to_string().len());
     create_latency(&server, "1 twin, 1 MB github seed", json!({"twins": ["github"], "seed": seed}), 100).await;
     throughput(&server).await;
+    cheap::run(&server).await;
     mcp::run(&server).await;
     spread(&server, 8).await;
     gmail::run(&server).await;

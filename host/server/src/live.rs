@@ -316,11 +316,14 @@ impl SqliteLive {
             }
             return;
         }
-        let was_empty = q.entries.is_empty();
+        // A touch goes with the next scheduled commit: a sandbox called about once a
+        // second touches about once a second, and a commit (and a writer's wake-up) for each
+        // cost more than the calls themselves at a thousand such sandboxes.
+        let urgent = !matches!(op, Op::Touch { .. }) && !q.urgent;
         q.entries.push(Entry { op, done });
-        drop(q);
-        // Only the first entry of a batch wakes the writer.
-        if was_empty {
+        if urgent {
+            q.urgent = true;
+            drop(q);
             self.queue.ready.notify_one();
         }
     }
@@ -348,6 +351,21 @@ struct Queue {
 struct QueueState {
     entries: Vec<Entry>,
     stopped: bool,
+    /// Something cannot wait for the next scheduled commit: an op someone waits on, a
+    /// close, or a backlog of logged bytes.
+    urgent: bool,
+}
+
+impl Queue {
+    /// Have the writer commit now rather than at its next [`COMMIT_EVERY`].
+    fn hurry(&self) {
+        let mut q = self.state.lock().unwrap();
+        if !q.urgent {
+            q.urgent = true;
+            drop(q);
+            self.ready.notify_one();
+        }
+    }
 }
 
 fn connect(path: &Path) -> Result<Connection, StorageError> {
@@ -602,7 +620,7 @@ impl TapeLog {
     fn log(&self, row: Arc<TapeRow>, done: Done) {
         let logged = log::Logged::new(self.sandbox.clone(), self.twin.clone(), row, self.committed.clone());
         if self.live.log.append(logged, done) >= COMMIT_BYTES {
-            self.live.queue.ready.notify_one();
+            self.live.queue.hurry();
         }
     }
 }
@@ -881,15 +899,23 @@ impl Writer {
         let (mut ops, mut rows, mut retired): (Vec<Entry>, Vec<log::Logged>, Vec<std::path::PathBuf>) = Default::default();
         let mut retry = RETRY_FIRST;
         let mut scratch = Scratch::default();
+        let mut next_commit = std::time::Instant::now() + COMMIT_EVERY;
         loop {
             let stopping = {
                 let mut q = self.queue.state.lock().unwrap();
-                if ops.is_empty() && q.entries.is_empty() && !q.stopped {
-                    q = self.queue.ready.wait_timeout(q, COMMIT_EVERY).unwrap().0;
+                // Commits keep their schedule whatever is queued, unless it is urgent.
+                while ops.is_empty() && !q.urgent && !q.stopped {
+                    let now = std::time::Instant::now();
+                    if now >= next_commit {
+                        break;
+                    }
+                    q = self.queue.ready.wait_timeout(q, next_commit - now).unwrap().0;
                 }
+                q.urgent = false;
                 ops.append(&mut q.entries);
                 q.stopped
             };
+            next_commit = std::time::Instant::now() + COMMIT_EVERY;
             // Ops first, then rows: every row logged before a flush was queued is in the
             // batch that answers the flush.
             let log_ok = !self.log.has_held() || self.log.retry_held();
@@ -968,6 +994,8 @@ impl Writer {
             }
             std::thread::sleep(retry);
             retry = (retry * 2).min(RETRY_MAX);
+            // The retry's own wait was the sleep.
+            next_commit = std::time::Instant::now();
         }
         if let Some(s) = syncer {
             s.stop();
@@ -1127,10 +1155,8 @@ fn write_batch(conn: &mut Connection, rows: &[log::Logged], ops: &[Entry], close
                     )?;
                 }
                 Op::Touch { sandbox, idle_deadline_ms } => {
-                    tx.execute(
-                        "UPDATE sandboxes SET idle_deadline_ms = MAX(idle_deadline_ms, ?2) WHERE id = ?1 AND closed IS NULL",
-                        params![sandbox, *idle_deadline_ms as i64],
-                    )?;
+                    tx.prepare_cached("UPDATE sandboxes SET idle_deadline_ms = MAX(idle_deadline_ms, ?2) WHERE id = ?1 AND closed IS NULL")?
+                        .execute(params![sandbox, *idle_deadline_ms as i64])?;
                 }
                 Op::Close { sandbox, tombstone } => {
                     *closed_seq += 1;

@@ -151,16 +151,20 @@ impl Sandbox {
         }
     }
 
-    /// Reset the idle timer (any twin call, or a heartbeat). On disk it moves at most once
-    /// a second: a restart may end the idle time up to a second early.
+    /// Reset the idle timer (any twin call, or a heartbeat). The deadline on disk runs ahead
+    /// of the true one by up to a tenth of the idle time (a second to a minute), and moves
+    /// only once the true one passes it: a sandbox called every second writes once a
+    /// minute, not every second, and after a restart it lives at most that much past its
+    /// idle time, never less.
     pub fn touch(&self) {
         let deadline = Instant::now() + self.idle;
         *self.idle_deadline.lock().unwrap() = deadline;
         if let Some(live) = &self.live {
             let ms = unix_ms(wall(deadline));
             let written = self.idle_written_ms.load(Ordering::Relaxed);
-            if ms >= written + 1000 && self.idle_written_ms.compare_exchange(written, ms, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
-                live.touch(&self.id, ms);
+            let ahead = (self.idle / 10).clamp(Duration::from_secs(1), Duration::from_secs(60)).as_millis() as u64;
+            if ms > written && self.idle_written_ms.compare_exchange(written, ms + ahead, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+                live.touch(&self.id, ms + ahead);
             }
         }
     }
