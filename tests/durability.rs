@@ -223,6 +223,37 @@ async fn window_mode_has_every_answered_row_written_and_memory_mode_keeps_nothin
     serve.stop();
 }
 
+/// Every store slot taken (`--max-stores`; the system's cap on memory mappings answers the
+/// same): a new sandbox is a 503 `server_busy` with `Retry-After` naming the twin, not a 500,
+/// and a closed sandbox's slot takes the next one.
+#[tokio::test]
+async fn with_every_store_slot_taken_a_new_sandbox_waits_with_a_503_and_retry_after() {
+    use pome_e2e::{Opts, Server};
+    let opts = Opts { limits: pome::limits::Limits { max_stores: 2, ..Opts::default().limits }, ..Opts::default() };
+    let server = Server::with(opts).await;
+    let first = server.sandbox(&["tickets"], None).await;
+    let _second = server.sandbox(&["tickets"], None).await;
+    let resp = server.http.post(format!("{}/v1/sandboxes", server.url)).header("x-api-key", API_KEY).json(&json!({"twins": ["tickets"]})).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    assert!(resp.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap() >= 1);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "server_busy", "{body}");
+    assert_eq!(body["error"]["details"]["twin"], "tickets", "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("--max-stores"), "{body}");
+    let (_, refusal) = server.api("DELETE", &format!("/v1/sandboxes/{}", first.id), None).await;
+    let token = refusal["error"]["details"]["discard_token"].as_str().unwrap_or_default().to_string();
+    server.api("DELETE", &format!("/v1/sandboxes/{}?confirm_discard={token}", first.id), None).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (status, _) = server.api("POST", "/v1/sandboxes", Some(json!({"twins": ["tickets"]}))).await;
+        if status == 201 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "a closed sandbox's store slot is given back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// One memory budget over every store and tape: past it a new sandbox is a 503 with
 /// `Retry-After` in the one error envelope; open sandboxes keep working, and closing one
 /// frees room again.

@@ -76,6 +76,11 @@ pub enum StoreError {
     Guest(#[from] GuestError),
     #[error("instantiating the twin failed: {0}")]
     Instantiate(String),
+    /// The host has no room for another store: its pool of store slots is full, or the
+    /// operating system refused the memory mappings one needs. A capacity limit, not a fault
+    /// of the twin: the caller may try again once stores close.
+    #[error("this host has no room for another twin store: {0}")]
+    NoRoom(String),
     #[error("the twin store is closed")]
     Closed,
     #[error("reading the tape's older rows back: {0}")]
@@ -321,7 +326,19 @@ impl TwinStore {
 /// A fresh store holding the world `snapshot` captured (a seed's, or a checkpoint's).
 async fn boot(rt: &Runtime, image: &TwinImage, snapshot: &[u8]) -> Result<(Store<HostState>, TwinInstance), StoreError> {
     let mut store = rt.new_store();
-    let instance = rt.instantiate(&mut store, image).await.map_err(|e| StoreError::Instantiate(format!("{e:#}")))?;
+    let instance = rt.instantiate(&mut store, image).await.map_err(|e| {
+        let out_of_memory = e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::OutOfMemory));
+        let pool_full = e.chain().any(|c| c.to_string().contains("concurrent") && c.to_string().contains("limit"));
+        if out_of_memory {
+            // Most often the kernel's cap on memory mappings (each store takes a handful).
+            tracing::warn!(error = %format!("{e:#}"), "the system refused the memory mappings of a new twin store; raise vm.max_map_count (e.g. sysctl vm.max_map_count=262144) or lower --max-stores");
+            StoreError::NoRoom(format!("the system refused its memory mappings ({e:#})"))
+        } else if pool_full {
+            StoreError::NoRoom(format!("every store slot is taken ({e:#}); pome serve --max-stores sets how many"))
+        } else {
+            StoreError::Instantiate(format!("{e:#}"))
+        }
+    })?;
     rt.call(&mut store, async |s| instance.restore(s, snapshot).await)
         .await?
         .map_err(StoreError::Restore)?;

@@ -268,6 +268,8 @@ pub enum CreateError {
     TwinFailed { twin: String, message: String },
     #[error("the server holds {held_mib} MiB of its {budget_mib} MiB memory budget; open sandboxes keep working, new ones wait until some close")]
     OverBudget { held_mib: usize, budget_mib: usize },
+    #[error("the {twin} twin could not start: {message}; open sandboxes keep working, new ones wait until some close")]
+    NoRoom { twin: String, message: String },
     #[error("the sandbox could not be recorded durably: {0}")]
     Storage(String),
     #[error("the shared store cannot be reached: {0}")]
@@ -382,7 +384,10 @@ impl App {
                 None => pome_runtime::store::TwinStore::resume(rt, image, seed_image.clone(), metrics, outbound, journal, false).await,
                 Some(Inheritance { base, rows }) => pome_runtime::store::TwinStore::fork(rt, image, seed_image.clone(), metrics, outbound, journal, base, rows).await,
             }
-            .map_err(|e| CreateError::TwinFailed { twin: name.clone(), message: e.to_string() })?;
+            .map_err(|e| match e {
+                pome_runtime::store::StoreError::NoRoom(_) => CreateError::NoRoom { twin: name.clone(), message: e.to_string() },
+                e => CreateError::TwinFailed { twin: name.clone(), message: e.to_string() },
+            })?;
             twins.push(SandboxTwin { name, store, seed: seed_image });
         }
         Ok(twins)
@@ -515,6 +520,7 @@ impl From<CreateError> for ApiError {
             OverBudget { held_mib, budget_mib } => ApiError::new(ErrorType::ServerBusy, message)
                 .with_details(serde_json::json!({"held_mib": held_mib, "budget_mib": budget_mib}))
                 .with_retry_after(5),
+            NoRoom { twin, .. } => ApiError::new(ErrorType::ServerBusy, message).with_details(serde_json::json!({"twin": twin})).with_retry_after(5),
             Storage(_) => ApiError::internal(message),
             Unavailable(_) => ApiError::new(ErrorType::ServerBusy, message).with_retry_after(1),
         }
