@@ -223,6 +223,23 @@ async fn window_mode_has_every_answered_row_written_and_memory_mode_keeps_nothin
     serve.stop();
 }
 
+/// Discard sandbox `id`, then create a one-twin sandbox until one is let in (within 5 s):
+/// what the closed sandbox held is given back, as `given_back` says.
+async fn discard_then_create_again(server: &pome_e2e::Server, id: &str, given_back: &str) {
+    let (_, refusal) = server.api("DELETE", &format!("/v1/sandboxes/{id}"), None).await;
+    let token = refusal["error"]["details"]["discard_token"].as_str().unwrap_or_default().to_string();
+    server.api("DELETE", &format!("/v1/sandboxes/{id}?confirm_discard={token}"), None).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (status, _) = server.api("POST", "/v1/sandboxes", Some(json!({"twins": ["tickets"]}))).await;
+        if status == 201 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{given_back}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Every store slot taken (`--max-stores`; the system's cap on memory mappings answers the
 /// same): a new sandbox is a 503 `server_busy` with `Retry-After` naming the twin, not a 500,
 /// and a closed sandbox's slot takes the next one.
@@ -240,18 +257,7 @@ async fn with_every_store_slot_taken_a_new_sandbox_waits_with_a_503_and_retry_af
     assert_eq!(body["error"]["type"], "server_busy", "{body}");
     assert_eq!(body["error"]["details"]["twin"], "tickets", "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("--max-stores"), "{body}");
-    let (_, refusal) = server.api("DELETE", &format!("/v1/sandboxes/{}", first.id), None).await;
-    let token = refusal["error"]["details"]["discard_token"].as_str().unwrap_or_default().to_string();
-    server.api("DELETE", &format!("/v1/sandboxes/{}?confirm_discard={token}", first.id), None).await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let (status, _) = server.api("POST", "/v1/sandboxes", Some(json!({"twins": ["tickets"]}))).await;
-        if status == 201 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "a closed sandbox's store slot is given back");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    discard_then_create_again(&server, &first.id, "a closed sandbox's store slot is given back").await;
 }
 
 /// One memory budget over every store and tape: past it a new sandbox is a 503 with
@@ -277,18 +283,7 @@ async fn past_the_memory_budget_a_new_sandbox_waits_with_a_503_and_retry_after()
     let r = server.http.get(format!("{}/tickets", first.base("tickets"))).header("x-ticket-key", &first.token).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200);
     // Closing it gives the memory back.
-    let (_, refusal) = server.api("DELETE", &format!("/v1/sandboxes/{}", first.id), None).await;
-    let token = refusal["error"]["details"]["discard_token"].as_str().unwrap_or_default().to_string();
-    server.api("DELETE", &format!("/v1/sandboxes/{}?confirm_discard={token}", first.id), None).await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let (status, _) = server.api("POST", "/v1/sandboxes", Some(json!({"twins": ["tickets"]}))).await;
-        if status == 201 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "a closed sandbox's memory is given back");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    discard_then_create_again(&server, &first.id, "a closed sandbox's memory is given back").await;
 }
 
 /// Every byte of a row counts toward the tape's cap: headers too (hyper takes ~400 KB of
