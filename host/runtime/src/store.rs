@@ -328,7 +328,7 @@ async fn boot(rt: &Runtime, image: &TwinImage, snapshot: &[u8]) -> Result<(Store
     let mut store = rt.new_store();
     let instance = rt.instantiate(&mut store, image).await.map_err(|e| {
         let out_of_memory = e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::OutOfMemory));
-        let pool_full = e.chain().any(|c| c.to_string().contains("concurrent") && c.to_string().contains("limit"));
+        let pool_full = e.chain().any(|c| c.is::<wasmtime::PoolConcurrencyLimitError>());
         if out_of_memory {
             // Most often the kernel's cap on memory mappings (each store takes a handful).
             tracing::warn!(error = %format!("{e:#}"), "the system refused the memory mappings of a new twin store; raise vm.max_map_count (e.g. sysctl vm.max_map_count=262144) or lower --max-stores");

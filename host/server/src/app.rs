@@ -384,9 +384,12 @@ impl App {
                 None => pome_runtime::store::TwinStore::resume(rt, image, seed_image.clone(), metrics, outbound, journal, false).await,
                 Some(Inheritance { base, rows }) => pome_runtime::store::TwinStore::fork(rt, image, seed_image.clone(), metrics, outbound, journal, base, rows).await,
             }
-            .map_err(|e| match e {
-                pome_runtime::store::StoreError::NoRoom(_) => CreateError::NoRoom { twin: name.clone(), message: e.to_string() },
-                e => CreateError::TwinFailed { twin: name.clone(), message: e.to_string() },
+            .map_err(|e| {
+                let (twin, message) = (name.clone(), e.to_string());
+                match e {
+                    pome_runtime::store::StoreError::NoRoom(_) => CreateError::NoRoom { twin, message },
+                    _ => CreateError::TwinFailed { twin, message },
+                }
             })?;
             twins.push(SandboxTwin { name, store, seed: seed_image });
         }

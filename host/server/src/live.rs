@@ -319,11 +319,10 @@ impl SqliteLive {
         // A touch goes with the next scheduled commit: a sandbox called about once a
         // second touches about once a second, and a commit (and a writer's wake-up) for each
         // cost more than the calls themselves at a thousand such sandboxes.
-        let urgent = !matches!(op, Op::Touch { .. }) && !q.urgent;
+        let wake = !matches!(op, Op::Touch { .. }) && q.hurry();
         q.entries.push(Entry { op, done });
-        if urgent {
-            q.urgent = true;
-            drop(q);
+        drop(q);
+        if wake {
             self.queue.ready.notify_one();
         }
     }
@@ -343,7 +342,8 @@ impl Drop for SqliteLive {
 #[derive(Default)]
 struct Queue {
     state: Mutex<QueueState>,
-    /// Signalled when the queue stops being empty, and when the store is dropped.
+    /// Signalled when something urgent is queued ([`QueueState::urgent`]), and when the
+    /// store is dropped.
     ready: Condvar,
 }
 
@@ -356,13 +356,18 @@ struct QueueState {
     urgent: bool,
 }
 
+impl QueueState {
+    /// Mark the queue urgent; whether the writer needs waking for it (it was not already).
+    fn hurry(&mut self) -> bool {
+        !std::mem::replace(&mut self.urgent, true)
+    }
+}
+
 impl Queue {
     /// Have the writer commit now rather than at its next [`COMMIT_EVERY`].
     fn hurry(&self) {
-        let mut q = self.state.lock().unwrap();
-        if !q.urgent {
-            q.urgent = true;
-            drop(q);
+        let wake = self.state.lock().unwrap().hurry();
+        if wake {
             self.ready.notify_one();
         }
     }

@@ -115,15 +115,6 @@ type Shard = HashMap<Id, Stored, BuildHasherDefault<rustc_hash::FxHasher>>;
 /// objects (a tenth of a millisecond); few enough that an empty world's maps are 32 KB.
 const SHARDS: usize = 1024;
 
-fn shard_of(text: &[u8]) -> usize {
-    let mut x: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in text {
-        x ^= u64::from(b);
-        x = x.wrapping_mul(0x0100_0000_01b3);
-    }
-    (x >> 40) as usize % SHARDS
-}
-
 /// The objects whose id starts `evt_` (every event the twin makes; whatever a seed names so),
 /// each with its generation: the events of a world are numbered in the order they joined
 /// it (their kind's creation order), and the world forgets its oldest events by raising
@@ -204,14 +195,17 @@ fn is_event_id(id: &Id) -> bool {
 }
 
 impl Objects {
-    /// The shard of `id`: bits of its hash that the shard's own table does not use to place
-    /// it (the low ones pick a bucket, the top seven tag it).
     /// The shard of `id`: the high bits of a 64-bit FNV-1a of its text. Not the maps' own
     /// hasher: on wasm32 FxHasher's state is 32 bits, so the `>> 32` this once took was
     /// always 0 and every object went to one shard; and bits the maps' hasher also uses to
     /// place entries would crowd each shard's entries into the same slots.
     fn shard(&self, id: &Id) -> usize {
-        shard_of(id.text.as_bytes())
+        let mut x: u64 = 0xcbf2_9ce4_8422_2325;
+        for &b in id.text.as_bytes() {
+            x ^= u64::from(b);
+            x = x.wrapping_mul(0x0100_0000_01b3);
+        }
+        (x >> 40) as usize % SHARDS
     }
 
     /// How many objects each shard holds (events apart).
