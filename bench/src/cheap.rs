@@ -1,8 +1,9 @@
 //! `pome-bench cheap`: the fixed cost of a call (issue #36, item 3). The cheapest call of three
 //! twins and GitHub's issue list, each at 64 connections on a fresh sandbox of the default
-//! world (Linear's with its rate limit raised), beside a bare axum handler measured in the same run: the ratio says how much of the
-//! machine pome's own path (HTTP, auth, routing, the store's queue, the guest, the tape row,
-//! the journal) takes for a call whose guest work is nearly nothing.
+//! world (Linear's with its rate limit raised), beside a bare axum handler measured in the
+//! same run: the ratio says how much of the machine pome's own path (HTTP, auth, routing,
+//! the store's queue, the guest, the tape row, the journal) takes for a call whose guest work
+//! is nearly nothing.
 //!
 //! `POME_BENCH_CHEAP_SECS` (default 10) sets each line's length.
 
@@ -14,23 +15,31 @@ struct Line {
     label: &'static str,
     twin: &'static str,
     path: &'static str,
-    /// A wrk script setting the method and body, or "" for a GET.
-    script: &'static str,
     post: bool,
+    /// A JSON body to send, or "" for none.
+    body: &'static str,
 }
 
 const LINES: [Line; 4] = [
-    Line { label: "slack auth.test (the cheapest call)", twin: "slack", path: "/api/auth.test", script: "wrk.method = \"POST\"\n", post: true },
-    Line {
-        label: "linear viewer",
-        twin: "linear",
-        path: "/graphql",
-        script: "wrk.method = \"POST\"\nwrk.body = '{\"query\": \"{ viewer { id name email } }\"}'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n",
-        post: true,
-    },
-    Line { label: "github get one issue", twin: "github", path: "/repos/acme/api/issues/1", script: "", post: false },
-    Line { label: "github list issues", twin: "github", path: "/repos/acme/api/issues", script: "", post: false },
+    Line { label: "slack auth.test (the cheapest call)", twin: "slack", path: "/api/auth.test", post: true, body: "" },
+    Line { label: "linear viewer", twin: "linear", path: "/graphql", post: true, body: r#"{"query": "{ viewer { id name email } }"}"# },
+    Line { label: "github get one issue", twin: "github", path: "/repos/acme/api/issues/1", post: false, body: "" },
+    Line { label: "github list issues", twin: "github", path: "/repos/acme/api/issues", post: false, body: "" },
 ];
+
+impl Line {
+    /// The wrk script that makes this call.
+    fn script(&self) -> String {
+        let mut script = String::new();
+        if self.post {
+            script.push_str("wrk.method = \"POST\"\n");
+        }
+        if !self.body.is_empty() {
+            script.push_str(&format!("wrk.body = '{}'\nwrk.headers[\"Content-Type\"] = \"application/json\"\n", self.body));
+        }
+        script
+    }
+}
 
 pub async fn run(server: &Server) {
     let secs = std::env::var("POME_BENCH_CHEAP_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(10u32).max(1);
@@ -47,7 +56,7 @@ pub async fn run(server: &Server) {
         let sb = server.create(&body).await;
         let id = sb["id"].as_str().unwrap();
         let script = dir.path().join(format!("{id}.lua"));
-        std::fs::write(&script, line.script).unwrap();
+        std::fs::write(&script, line.script()).unwrap();
         let url = format!("{}/s/{id}/{}{}", server.url, line.twin, line.path);
         check_once(&url, sb["agent_token"].as_str().unwrap(), &line).await;
         let r = wrk_for(&url, sb["agent_token"].as_str().unwrap(), 64, Some(&script), secs);
@@ -64,8 +73,8 @@ pub async fn run(server: &Server) {
 async fn check_once(url: &str, token: &str, line: &Line) {
     let http = reqwest::Client::new();
     let mut req = if line.post { http.post(url) } else { http.get(url) }.bearer_auth(token);
-    if line.twin == "linear" {
-        req = req.header("content-type", "application/json").body(r#"{"query": "{ viewer { id name email } }"}"#);
+    if !line.body.is_empty() {
+        req = req.header("content-type", "application/json").body(line.body);
     }
     let resp = req.send().await.unwrap();
     let status = resp.status();

@@ -328,16 +328,14 @@ async fn memory(server: &Server) {
     let warm = server.create(&body).await;
     server.discard(warm["id"].as_str().unwrap()).await;
     let base = server.memory();
-    let mut made = 0usize;
     let mut ids = Vec::new();
     for target in [1_000usize, 10_000] {
-        while made < target {
+        while ids.len() < target {
             ids.push(server.create(&body).await["id"].as_str().unwrap().to_string());
-            made += 1;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
         let now = server.memory();
-        println!("memory {target:>6} idle github sandboxes: RSS {:>7.1} MiB in all; {}", now.rss as f64 / 1024.0, now.per_sandbox(base, made));
+        println!("memory {target:>6} idle github sandboxes: RSS {:>7.1} MiB in all; {}", now.rss as f64 / 1024.0, now.per_sandbox(base, ids.len()));
     }
     // The lines after hold sandboxes of their own; ten thousand idle ones besides would
     // bring the server near the kernel's cap on memory mappings (vm.max_map_count).
