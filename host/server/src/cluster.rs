@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -128,9 +128,9 @@ pub fn sandbox_in_path(path: &str) -> Option<&str> {
     ["/s/", "/ui/stream/", "/v1/sandboxes/", "/v1/sessions/"].iter().find_map(|p| path.strip_prefix(p)).map(|rest| rest.split('/').next().unwrap_or("")).filter(|id| !id.is_empty())
 }
 
-/// Middleware: a request naming a sandbox this host does not hold goes to its owner, or the
-/// sandbox is claimed and rebuilt here when its owner is gone. Everything else passes.
-pub async fn route(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+/// Before routing: a request naming a sandbox this host does not hold goes to its owner, or
+/// the sandbox is claimed and rebuilt here when its owner is gone. Everything else passes.
+pub async fn route(app: Arc<App>, req: Request, next: Next) -> Response {
     let Some(cluster) = app.cluster.clone() else { return next.run(req).await };
     let Some(id) = sandbox_in_path(req.uri().path()).map(String::from) else { return next.run(req).await };
     // The request as it may be sent on, kept whole so it can be sent again: an owner that

@@ -259,7 +259,6 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
 }
 
 pub fn router(app: Arc<App>) -> Router {
-    let restoring = middleware::from_fn_with_state(app.clone(), wait_restored);
     let routes = Router::new()
         .merge(crate::api::routes())
         .merge(crate::ui::routes())
@@ -270,8 +269,7 @@ pub fn router(app: Arc<App>) -> Router {
         .fallback(|| async { ApiError::not_found("no such route; the API lives under /v1 and twins under /s/<sandbox>/<twin>/") })
         .method_not_allowed_fallback(|| async { ApiError::not_found("this route does not take that method") })
         .with_state(app.clone())
-        .layer(middleware::from_fn_with_state(app.clone(), crate::cluster::route))
-        .layer(restoring)
+        .layer(middleware::from_fn_with_state(app.clone(), before_routing))
         // Inside the request context, so a panic's answer carries the request id.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
         .layer(middleware::from_fn(request_context));
@@ -324,17 +322,19 @@ fn host_name(host: &str) -> &str {
     name.trim_end_matches('.')
 }
 
-/// While sandboxes come back after a start, a request that names one waits until it is
-/// back, and one about every sandbox (a listing, usage, a create) until all are; at most
-/// `RESTORE_WAIT`. Everything else is served at once.
-async fn wait_restored(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+/// What every request passes before it is routed, in one layer (each layer costs every
+/// call a boxed future): while sandboxes come back after a start, a request that names one
+/// waits until it is back, and one about every sandbox (a listing, usage, a create) until
+/// all are, at most `RESTORE_WAIT` (everything else is served at once); then, on a cluster,
+/// a request for a sandbox another host holds goes there ([`crate::cluster::route`]).
+async fn before_routing(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
     match crate::cluster::sandbox_in_path(path) {
         Some(id) => app.restoring.wait_for(id).await,
         _ if matches!(path, "/v1/sandboxes" | "/v1/sessions" | "/v1/usage" | "/mcp") => app.restoring.wait_all().await,
         _ => {}
     }
-    next.run(req).await
+    crate::cluster::route(app, req, next).await
 }
 
 /// `/healthz`: 200 while this host takes requests, 503 once it is draining.
