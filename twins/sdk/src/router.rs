@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn a_parameter_captures_its_segment_decoded() {
         let table = [(Some(Method::Get), "/repos/{o}/{r}/issues/{n}", "issues.get")];
-        let router = table.iter().fold(Router::<()>::new(), |r, (m, p, a)| r.route(*m, p, a, Fidelity::Semantic, never));
+        let router = router_of(&table);
         let segs: Vec<&str> = split("/repos/a/b%20c/issues/comments").collect();
         let route = router.best(Method::Get, &segs).unwrap();
         let params = capture(&route.segs, &segs);
@@ -265,7 +265,7 @@ mod tests {
             (Some(Method::Get), "/b/c", "b.c"),
             (None, "/", "root"),
         ];
-        let router = table.iter().fold(Router::<()>::new(), |r, (m, p, a)| r.route(*m, p, a, Fidelity::Semantic, never));
+        let router = router_of(&table);
         let mut paths = vec![String::new()];
         for _ in 0..4 {
             let longer: Vec<String> = paths.iter().flat_map(|p| ["a", "b", "c", "d"].map(|s| format!("{p}/{s}"))).collect();
@@ -297,9 +297,14 @@ mod tests {
         unreachable!("routing tests only choose")
     }
 
+    /// A router of `(method, pattern, action)` rows, in table order.
+    fn router_of(table: &[(Option<Method>, &str, &str)]) -> Router<()> {
+        table.iter().fold(Router::<()>::new(), |r, (m, p, a)| r.route(*m, p, a, Fidelity::Semantic, never))
+    }
+
     /// Which action `method path` reaches in a table of `(method, pattern, action)`.
     fn chosen(table: &[(Option<Method>, &str, &str)], method: Method, path: &str) -> Option<String> {
-        let router = table.iter().fold(Router::<()>::new(), |r, (m, p, a)| r.route(*m, p, a, Fidelity::Semantic, never));
+        let router = router_of(table);
         let segs: Vec<&str> = split(path).collect();
         router.best(method, &segs).map(|r| r.action.clone())
     }
@@ -315,7 +320,7 @@ mod tests {
         assert_eq!(chosen(&table, Method::Get, "/repos/a/b/issues/7").as_deref(), Some("issues.get"));
         assert_eq!(chosen(&table, Method::Get, "/repos/a/b/issues/comments").as_deref(), Some("comments.list"));
         assert_eq!(chosen(&table, Method::Get, "/repos/acme/api/issues/comments").as_deref(), Some("all.literal"));
-        // Empty segments do not count, as before the index.
+        // Empty segments do not count.
         assert_eq!(chosen(&table, Method::Get, "//repos/acme//api/issues/comments/").as_deref(), Some("all.literal"));
         assert_eq!(chosen(&table, Method::Post, "/api/auth.test").as_deref(), Some("api.any"));
         assert_eq!(chosen(&table, Method::Get, "/repos/a/b/pulls/7"), None);
