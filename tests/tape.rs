@@ -34,6 +34,33 @@ async fn rows_record_the_request_the_response_and_what_changed() {
 }
 
 #[tokio::test]
+async fn a_twin_call_answers_with_its_request_id_and_its_row_carries_it() {
+    let server = Server::start().await;
+    let sb = server.sandbox(&["hostile"], None).await;
+    let call = |rid: Option<&str>| {
+        let mut req = server.http.get(format!("{}/notes", sb.base("hostile"))).bearer_auth(&sb.token);
+        if let Some(rid) = rid {
+            req = req.header("x-request-id", rid);
+        }
+        req.send()
+    };
+    let answered = |r: &reqwest::Response| r.headers()["x-request-id"].to_str().unwrap().to_string();
+    let given = call(Some("trace-42")).await.unwrap();
+    assert_eq!(given.status(), 200);
+    assert_eq!(answered(&given), "trace-42", "the caller's own id comes back");
+    let fresh = call(None).await.unwrap();
+    let made = answered(&fresh);
+    assert!(made.starts_with("req_"), "{made}");
+    let rows = sb.events("hostile").await;
+    assert_eq!(rows[0]["request_id"], "trace-42");
+    assert_eq!(rows[1]["request_id"], made.as_str());
+    // `/s/` names no sandbox: the router's answer, not a twin's.
+    let bare = server.http.get(format!("{}/s/", server.url)).send().await.unwrap();
+    assert_eq!(bare.status(), 404);
+    assert!(answered(&bare).starts_with("req_"));
+}
+
+#[tokio::test]
 async fn credentials_never_reach_the_twin_or_the_tape() {
     let server = Server::start().await;
     let sb = server.sandbox(&["hostile"], None).await;

@@ -14,7 +14,6 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::app::App;
@@ -130,9 +129,9 @@ pub fn sandbox_in_path(path: &str) -> Option<&str> {
 
 /// Before routing: a request naming a sandbox this host does not hold goes to its owner, or
 /// the sandbox is claimed and rebuilt here when its owner is gone. Everything else passes.
-pub async fn route(app: Arc<App>, req: Request, next: Next) -> Response {
-    let Some(cluster) = app.cluster.clone() else { return next.run(req).await };
-    let Some(id) = sandbox_in_path(req.uri().path()).map(String::from) else { return next.run(req).await };
+pub async fn route<F: Future<Output = Response>>(app: Arc<App>, req: Request, next: impl FnOnce(Request) -> F) -> Response {
+    let Some(cluster) = app.cluster.clone() else { return next(req).await };
+    let Some(id) = sandbox_in_path(req.uri().path()).map(String::from) else { return next(req).await };
     // The request as it may be sent on, kept whole so it can be sent again: an owner that
     // is stopping refuses connections until it has handed its sandboxes back.
     let mut held: Option<(axum::http::request::Parts, bytes::Bytes)> = None;
@@ -208,7 +207,7 @@ pub async fn route(app: Arc<App>, req: Request, next: Next) -> Response {
         (None, Some((parts, body))) => Request::from_parts(parts, Body::from(body)),
         (None, None) => unreachable!("the request is held once taken"),
     };
-    next.run(req).await
+    next(req).await
 }
 
 /// A 503 that tells the forwarding host to look in the directory again.

@@ -34,7 +34,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
@@ -46,7 +45,6 @@ use anyhow::Context as _;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore, watch};
-use tower_service::Service as _;
 
 /// How long a stop waits for connections to finish before it drops them.
 const DRAIN: Duration = Duration::from_secs(10);
@@ -149,13 +147,17 @@ pub fn tls_config(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Resu
     Ok(Arc::new(config))
 }
 
-/// Serve `router` on `listener` until `stopped` turns true.
-pub async fn serve(listener: TcpListener, router: Router, limits: ConnLimits, stopped: watch::Receiver<bool>) {
-    serve_with(listener, router, limits, None, stopped).await
+/// What answers a connection's requests: an axum `Router`, or the server's [`crate::server::Entry`].
+pub trait Serve: tower_service::Service<Request, Response = Response, Error = Infallible, Future: Send + 'static> + Clone + Send + Sync + 'static {}
+impl<S> Serve for S where S: tower_service::Service<Request, Response = Response, Error = Infallible, Future: Send + 'static> + Clone + Send + Sync + 'static {}
+
+/// Serve `service` on `listener` until `stopped` turns true.
+pub async fn serve(listener: TcpListener, service: impl Serve, limits: ConnLimits, stopped: watch::Receiver<bool>) {
+    serve_with(listener, service, limits, None, stopped).await
 }
 
-/// Serve `router` on `listener` until `stopped` turns true, over TLS when `tls` is given.
-pub async fn serve_with(listener: TcpListener, router: Router, limits: ConnLimits, tls: Option<Arc<rustls::ServerConfig>>, mut stopped: watch::Receiver<bool>) {
+/// Serve `service` on `listener` until `stopped` turns true, over TLS when `tls` is given.
+pub async fn serve_with(listener: TcpListener, service: impl Serve, limits: ConnLimits, tls: Option<Arc<rustls::ServerConfig>>, mut stopped: watch::Receiver<bool>) {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let waiting = Arc::new(Semaphore::new(MAX_WAITING));
     let conns = Arc::new(Conns::default());
@@ -177,7 +179,7 @@ pub async fn serve_with(listener: TcpListener, router: Router, limits: ConnLimit
     let builder = Arc::new(builder);
     let next_id = Arc::new(AtomicUsize::new(0));
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
-    let accept = Accept { router, limits, conns: conns.clone(), graceful: graceful.clone(), builder, next_id, tls, stopped: stopped.clone() };
+    let accept = Accept { service, limits, conns: conns.clone(), graceful: graceful.clone(), builder, next_id, tls, stopped: stopped.clone() };
     loop {
         let io = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -253,8 +255,8 @@ async fn refuse(mut io: TcpStream) {
 
 /// What starting a connection needs, shared by the accept loop and newcomers' tasks.
 #[derive(Clone)]
-struct Accept {
-    router: Router,
+struct Accept<S> {
+    service: S,
     limits: ConnLimits,
     conns: Arc<Conns>,
     graceful: Arc<GracefulShutdown>,
@@ -266,7 +268,7 @@ struct Accept {
     stopped: watch::Receiver<bool>,
 }
 
-impl Accept {
+impl<S: Serve> Accept<S> {
     /// Turn away a client past the cap (see [`refuse`]).
     fn refuse(&self, io: TcpStream) -> impl std::future::Future<Output = ()> + Send + 'static {
         let plain = self.tls.is_none();
@@ -295,17 +297,17 @@ impl Accept {
         let body_timeout = self.limits.body_timeout;
         let tls = self.tls.is_some();
         let service = {
-            let (router, conn) = (self.router.clone(), conn.clone());
+            let (service, conn) = (self.service.clone(), conn.clone());
             hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
                 let busy = Busy::start(&conn);
-                let mut router = router.clone();
+                let mut service = service.clone();
                 let mut req = req.map(|body| Body::new(Timed::new(body, body_timeout, &conn)));
                 req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
                 if tls {
                     req.headers_mut().insert("x-forwarded-proto", axum::http::HeaderValue::from_static("https"));
                 }
                 async move {
-                    let resp: Response = router.call(req).await.unwrap_or_else(|e: Infallible| match e {});
+                    let resp: Response = service.call(req).await.unwrap_or_else(|e: Infallible| match e {});
                     Ok::<_, Infallible>(resp.map(|body| Body::new(Tracked { body, _busy: busy })))
                 }
             })

@@ -220,7 +220,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
         })
     };
 
-    let router = router(app.clone());
+    let entry = entry(app.clone());
     let registry = app.sandboxes.clone();
     let conn_limits = crate::listener::ConnLimits::from(&cfg.limits);
     let tls = cfg.tls.clone();
@@ -231,7 +231,7 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
             let _ = stopping.changed().await;
             crate::ui::shutting_down();
         });
-        crate::listener::serve_with(listener, router, conn_limits, tls, stopped).await;
+        crate::listener::serve_with(listener, entry, conn_limits, tls, stopped).await;
         closing.abort();
         sweeper.abort();
         // Sandboxes still coming back are closed with the rest once they are.
@@ -258,11 +258,11 @@ pub async fn start(cfg: ServeConfig) -> anyhow::Result<Running> {
     Ok(Running { addr, new_api_key, app, stop, task })
 }
 
-pub fn router(app: Arc<App>) -> Router {
+/// Where every request enters: [`Entry`] over the router of everything but twin calls.
+pub fn entry(app: Arc<App>) -> Entry {
     let routes = Router::new()
         .merge(crate::api::routes())
         .merge(crate::ui::routes())
-        .route("/s/{*rest}", any(crate::proxy::sandbox_twin))
         .route("/mcp", any(crate::mcp::control::door))
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
@@ -273,11 +273,54 @@ pub fn router(app: Arc<App>) -> Router {
         // Inside the request context, so a panic's answer carries the request id.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_answer))
         .layer(middleware::from_fn(request_context));
-    match app.public_host {
-        // Host names are read before routing: the router sees `/s/<sandbox>/<twin>/…`.
-        Some(_) => Router::new().fallback_service(routes).layer(middleware::from_fn_with_state(app, by_host)),
-        None => routes,
+    Entry { app, routes }
+}
+
+/// Every request's first stop. A twin call (`/s/<sandbox>/<twin>/…`: nearly all of a busy
+/// server's traffic) goes to the proxy through the same steps, in the same order, that the
+/// router's layers give every other request (request id and span, panic guard, restore wait
+/// and cluster routing), written out once: as layers they cost each call a route match and
+/// a boxed future apiece. A request by host name is first rewritten to its `/s/` path.
+#[derive(Clone)]
+pub struct Entry {
+    app: Arc<App>,
+    routes: Router,
+}
+
+impl tower_service::Service<Request> for Entry {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
     }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        if self.app.public_host.is_some()
+            && let Err(answer) = by_host(&self.app, &mut req)
+        {
+            return Box::pin(std::future::ready(Ok(answer)));
+        }
+        // `/s/{*rest}`: the rest may not be empty.
+        let path = req.uri().path();
+        if path.len() > 3 && path.starts_with("/s/") {
+            let app = self.app.clone();
+            return Box::pin(async move { Ok(twin_call(app, req).await) });
+        }
+        let call = self.routes.call(req);
+        Box::pin(call)
+    }
+}
+
+/// A twin call, as [`Entry`] says.
+async fn twin_call(app: Arc<App>, req: Request) -> Response {
+    use futures_util::FutureExt as _;
+    in_request_context(req, |req| async move {
+        let served = arrive(app.clone(), req, |req| crate::proxy::sandbox_twin(State(app), req));
+        std::panic::AssertUnwindSafe(served).catch_unwind().await.unwrap_or_else(panic_answer)
+    })
+    .await
 }
 
 /// A request to a sandbox's twin by host name, `<sandbox>.<twin>.<public host>`: served as
@@ -291,26 +334,28 @@ pub struct HostRoute {
     pub uri: axum::http::Uri,
 }
 
-async fn by_host(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+/// Rewrite a request by host name (see [`HostRoute`]) to its `/s/` path; `Err` is the answer
+/// when no such path can be made. Any other request is left as it is.
+fn by_host(app: &App, req: &mut Request) -> Result<(), Response> {
     let public = host_name(app.public_host.as_deref().unwrap_or_default());
     // HTTP/2 names the host in the URI (`:authority`), HTTP/1.1 in `Host`.
     let host = req.uri().authority().map(|a| a.as_str().to_string()).or_else(|| req.headers().get("host").and_then(|v| v.to_str().ok()).map(String::from));
-    let Some(host) = host else { return next.run(req).await };
+    let Some(host) = host else { return Ok(()) };
     let name = host_name(&host).to_ascii_lowercase();
     let Some((sandbox, twin)) = name.strip_suffix(public).and_then(|n| n.strip_suffix('.')).and_then(|n| n.split_once('.')) else {
-        return next.run(req).await;
+        return Ok(());
     };
     if sandbox.is_empty() || twin.is_empty() || twin.contains('.') {
-        return next.run(req).await;
+        return Ok(());
     }
     let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
     let Ok(uri) = format!("/s/{sandbox}/{twin}{path}").parse() else {
-        return ApiError::not_found("no such route").into_response();
+        return Err(ApiError::not_found("no such route").into_response());
     };
     let proto = req.headers().get("x-forwarded-proto").and_then(|v| v.to_str().ok()).unwrap_or("http").to_string();
     let sent = std::mem::replace(req.uri_mut(), uri);
     req.extensions_mut().insert(std::sync::Arc::new(HostRoute { origin: format!("{proto}://{host}"), uri: sent }));
-    next.run(req).await
+    Ok(())
 }
 
 /// `host[:port]` without its port and trailing dot.
@@ -322,19 +367,24 @@ fn host_name(host: &str) -> &str {
     name.trim_end_matches('.')
 }
 
-/// What every request passes before it is routed, in one layer (each layer costs every
-/// call a boxed future): while sandboxes come back after a start, a request that names one
-/// waits until it is back, and one about every sandbox (a listing, usage, a create) until
-/// all are, at most `RESTORE_WAIT` (everything else is served at once); then, on a cluster,
-/// a request for a sandbox another host holds goes there ([`crate::cluster::route`]).
-async fn before_routing(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+/// What every request naming a sandbox passes before it is served: while sandboxes come back
+/// after a start, a request that names one waits until it is back, and one about every
+/// sandbox (a listing, usage, a create) until all are, at most `RESTORE_WAIT` (everything
+/// else is served at once); then, on a cluster, a request for a sandbox another host holds
+/// goes there ([`crate::cluster::route`]). `then` serves it here.
+async fn arrive<F: std::future::Future<Output = Response>>(app: Arc<App>, req: Request, then: impl FnOnce(Request) -> F) -> Response {
     let path = req.uri().path();
     match crate::cluster::sandbox_in_path(path) {
         Some(id) => app.restoring.wait_for(id).await,
         _ if matches!(path, "/v1/sandboxes" | "/v1/sessions" | "/v1/usage" | "/mcp") => app.restoring.wait_all().await,
         _ => {}
     }
-    crate::cluster::route(app, req, next).await
+    crate::cluster::route(app, req, then).await
+}
+
+/// [`arrive`] as the router's layer.
+async fn before_routing(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    arrive(app, req, |req| next.run(req)).await
 }
 
 /// `/healthz`: 200 while this host takes requests, 503 once it is draining.
@@ -487,8 +537,8 @@ fn next_request_id() -> String {
 }
 
 /// Give every request an id (the caller's `x-request-id` when it is sane) and a span that
-/// carries it, the sandbox and the twin.
-async fn request_context(req: Request, next: Next) -> Response {
+/// carries it, the sandbox and the twin, while `serve` answers it.
+async fn in_request_context<F: std::future::Future<Output = Response>>(req: Request, serve: impl FnOnce(Request) -> F) -> Response {
     let rid = req
         .headers()
         .get("x-request-id")
@@ -497,9 +547,14 @@ async fn request_context(req: Request, next: Next) -> Response {
         .map(String::from)
         .unwrap_or_else(next_request_id);
     let span = tracing::info_span!("request", request_id = %rid, method = %req.method(), path = %req.uri().path(), sandbox = tracing::field::Empty, twin = tracing::field::Empty);
-    let mut resp = REQUEST_ID.scope(rid.clone(), next.run(req)).instrument(span).await;
+    let mut resp = REQUEST_ID.scope(rid.clone(), serve(req)).instrument(span).await;
     if let Ok(v) = rid.parse() {
         resp.headers_mut().insert("x-request-id", v);
     }
     resp
+}
+
+/// [`in_request_context`] as the router's layer.
+async fn request_context(req: Request, next: Next) -> Response {
+    in_request_context(req, |req| next.run(req)).await
 }
