@@ -24,6 +24,7 @@
 
 mod log;
 pub mod postgres;
+mod segment;
 
 pub use postgres::{PgLive, PgLiveStore};
 
@@ -33,12 +34,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use pome_runtime::store::Journal;
-use pome_tape::{Body, TapeRow};
-use rusqlite::{Connection, params};
+use pome_tape::TapeRow;
+use rusqlite::{Connection, OptionalExtension as _, params};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 use crate::sandbox::{CloseReason, SandboxMeta, Tombstone};
+use segment::{Segment, encode_row};
 use crate::storage::StorageError;
 
 /// When an answered twin call is on disk.
@@ -390,44 +392,7 @@ fn connect(path: &Path) -> Result<Connection, StorageError> {
 /// Reader connections kept open between reads.
 const MAX_READERS: usize = 4;
 
-/// The rows of one tape written by one commit, as `tape_segments` stores them: for each row,
-/// its JSON without the bodies, the request body and the response body, each after its
-/// length (u32, little-endian); the whole LZ4-compressed. The bodies are most of a row and
-/// are kept as they are, not escaped into JSON strings.
-#[derive(Default)]
-struct Segment {
-    first: u64,
-    last: u64,
-    payload: Vec<u8>,
-}
-
-/// A row as a segment holds it: its JSON without the bodies
-/// (`TapeRow::json_without_bodies`), then each body, each after its length.
-fn encode_row(out: &mut Vec<u8>, row: &TapeRow) {
-    encode_head(out, row);
-    out.extend_from_slice(&row.request_body.0);
-    out.extend_from_slice(&(row.response_body.0.len() as u32).to_le_bytes());
-    out.extend_from_slice(&row.response_body.0);
-}
-
-/// The start of `encode_row`'s form, up to the request body: the JSON, after its length,
-/// then the request body's length.
-fn encode_head(out: &mut Vec<u8>, row: &TapeRow) {
-    let at = out.len();
-    out.extend_from_slice(&[0; 4]);
-    row.write_json_without_bodies(out);
-    let meta = (out.len() - at - 4) as u32;
-    out[at..at + 4].copy_from_slice(&meta.to_le_bytes());
-    out.extend_from_slice(&(row.request_body.0.len() as u32).to_le_bytes());
-}
-
 impl Segment {
-    /// Add row `seq`, already in its stored form (`encode_row`).
-    fn push_encoded(&mut self, seq: u64, encoded: &[u8]) {
-        (self.first, self.last) = if self.payload.is_empty() { (seq, seq) } else { (self.first.min(seq), self.last.max(seq)) };
-        self.payload.extend_from_slice(encoded);
-    }
-
     /// Store the segment, unless its sandbox is closed: requests queued when a sandbox was
     /// discarded are still served, and their rows must not outlive the sandbox on disk.
     fn insert(&self, conn: &Connection, sandbox: &str, twin: &str) -> Result<(), StorageError> {
@@ -438,36 +403,6 @@ impl Segment {
         )?
         .execute(params![sandbox, twin, self.first as i64, self.last as i64, stored])?;
         Ok(())
-    }
-
-    fn decode(stored: &[u8]) -> Result<Vec<TapeRow>, String> {
-        // LZ4 expands at most 255 to 1: a size header claiming more is a corrupt segment, and
-        // must not make us allocate what it claims.
-        let claimed = stored.get(..4).map_or(0, |n| u32::from_le_bytes(n.try_into().expect("four bytes")) as usize);
-        if claimed > stored.len().saturating_mul(255) + 16 {
-            return Err(format!("a segment claims {claimed} bytes from {} stored", stored.len()));
-        }
-        let payload = bytes::Bytes::from(lz4_flex::decompress_size_prepended(stored).map_err(|e| e.to_string())?);
-        // The next length-prefixed part of `rest`, shared with the payload, not copied.
-        fn part(rest: &mut bytes::Bytes) -> Result<bytes::Bytes, String> {
-            let len = rest.get(..4).ok_or("a segment ends mid-row")?;
-            let len = u32::from_le_bytes(len.try_into().expect("four bytes")) as usize;
-            if rest.len() < 4 + len {
-                return Err("a segment ends mid-row".into());
-            }
-            let part = rest.slice(4..4 + len);
-            *rest = rest.slice(4 + len..);
-            Ok(part)
-        }
-        let mut rest = payload;
-        let mut rows = Vec::new();
-        while !rest.is_empty() {
-            let mut row: TapeRow = serde_json::from_slice(&part(&mut rest)?).map_err(|e| e.to_string())?;
-            row.request_body = Body(part(&mut rest)?);
-            row.response_body = Body(part(&mut rest)?);
-            rows.push(row);
-        }
-        Ok(rows)
     }
 }
 
@@ -523,7 +458,7 @@ fn migrate_rows_table(conn: &mut Connection) -> Result<(), StorageError> {
             }
             .map_err(|e| StorageError::Corrupt(format!("row {seq} of sandbox {sandbox}: {e}")))?;
             let mut encoded = Vec::new();
-            encode_row(&mut encoded, &row);
+            encode_row(&mut encoded, &row, None);
             let mut segment = Segment::default();
             segment.push_encoded(row.seq, &encoded);
             segment.insert(&tx, &sandbox, &twin)?;
@@ -544,12 +479,23 @@ fn replay_logs(conn: &mut Connection, db: &Path) -> Result<u64, StorageError> {
     if files.is_empty() {
         return Ok(next);
     }
-    let mut segments: std::collections::BTreeMap<(String, String), (u64, Segment)> = std::collections::BTreeMap::new();
+    /// One tape's replay: the last row the database holds or this replay added, the rows
+    /// to add, and the response bodies logged whole, which later rows may refer to.
+    #[derive(Default)]
+    struct Tape {
+        last: u64,
+        segment: Segment,
+        bodies: std::collections::HashMap<u64, bytes::Bytes>,
+        /// A row referred to a body found nowhere: the rows after it are not added.
+        broken: bool,
+    }
+    let mut tapes: std::collections::BTreeMap<(String, String), Tape> = std::collections::BTreeMap::new();
     let tx = conn.transaction()?;
     {
         let mut held = tx.prepare("SELECT COALESCE(MAX(last_seq), 0) FROM tape_segments WHERE sandbox_id = ?1 AND twin = ?2")?;
+        let mut holding = tx.prepare("SELECT rows FROM tape_segments WHERE sandbox_id = ?1 AND twin = ?2 AND first_seq <= ?3 AND last_seq >= ?3")?;
         for (_, path) in &files {
-            let bytes = std::fs::read(path).map_err(io)?;
+            let bytes = bytes::Bytes::from(std::fs::read(path).map_err(io)?);
             let (frames, torn) = log::read_frames(&bytes);
             if torn > 0 {
                 // A power cut mid-write (or a disk that refused one): the frames before it
@@ -558,22 +504,48 @@ fn replay_logs(conn: &mut Connection, db: &Path) -> Result<u64, StorageError> {
             }
             for (seq, sandbox, twin, part) in frames {
                 let key = (sandbox, twin);
-                let (last, segment) = match segments.get_mut(&key) {
-                    Some(s) => s,
+                let tape = match tapes.get_mut(&key) {
+                    Some(t) => t,
                     None => {
                         let last: i64 = held.query_row(params![key.0, key.1], |r| r.get(0))?;
-                        segments.entry(key).or_insert((last.max(0) as u64, Segment::default()))
+                        tapes.entry(key.clone()).or_insert(Tape { last: last.max(0) as u64, ..Tape::default() })
                     }
                 };
-                if seq > *last {
-                    segment.push_encoded(seq, part);
-                    *last = seq;
+                let response = segment::response_of(part);
+                if let Some((_, segment::Response::Inline(body))) = &response {
+                    tape.bodies.insert(seq, bytes.slice_ref(body));
                 }
+                if seq <= tape.last || tape.broken {
+                    continue;
+                }
+                match response {
+                    Some((at, segment::Response::SameAs(earlier))) => {
+                        // Earlier in the log, or committed (its log file gone) in the database.
+                        if !tape.bodies.contains_key(&earlier) {
+                            let stored: Option<Vec<u8>> = holding.query_row(params![key.0, key.1, earlier as i64], |r| r.get(0)).optional()?;
+                            let row = stored.and_then(|s| Segment::decode(&s).ok()).and_then(|rows| rows.into_iter().find(|r| r.seq == earlier));
+                            if let Some(row) = row {
+                                tape.bodies.insert(earlier, row.response_body.0);
+                            }
+                        }
+                        let Some(body) = tape.bodies.get(&earlier) else {
+                            tracing::warn!(sandbox = %key.0, twin = %key.1, seq, earlier, "a logged row's answer is that of a row found neither in the log nor in live.db; this tape's rows from it on are passed over");
+                            tape.broken = true;
+                            continue;
+                        };
+                        let mut whole = part[..at].to_vec();
+                        whole.extend_from_slice(&(body.len() as u32).to_le_bytes());
+                        whole.extend_from_slice(body);
+                        tape.segment.push_encoded(seq, &whole);
+                    }
+                    _ => tape.segment.push_encoded(seq, part),
+                }
+                tape.last = seq;
             }
         }
     }
     let mut replayed = 0;
-    for ((sandbox, twin), (_, segment)) in &segments {
+    for ((sandbox, twin), Tape { segment, .. }) in &tapes {
         if !segment.payload.is_empty() {
             segment.insert(&tx, sandbox, twin)?;
             replayed += segment.last - segment.first + 1;
@@ -619,11 +591,14 @@ struct TapeLog {
     /// While a large row is being logged on a blocking thread, the rows after it wait here,
     /// in order, and that thread logs them next: a tape's rows reach the log in order.
     behind: Mutex<Option<std::collections::VecDeque<(Arc<TapeRow>, Done)>>>,
+    /// Response bodies this tape logged whole lately: a repeat is logged as a reference.
+    logged_bodies: Mutex<segment::RecentBodies>,
 }
 
 impl TapeLog {
     fn log(&self, row: Arc<TapeRow>, done: Done) {
-        let logged = log::Logged::new(self.sandbox.clone(), self.twin.clone(), row, self.committed.clone());
+        let same_as = self.logged_bodies.lock().unwrap().refer(row.seq, &row.response_body.0);
+        let logged = log::Logged::new(self.sandbox.clone(), self.twin.clone(), row, same_as, self.committed.clone());
         if self.live.log.append(logged, done) >= COMMIT_BYTES {
             self.live.queue.hurry();
         }
@@ -751,7 +726,7 @@ impl LiveStore for Live {
 
     fn journal(&self, sandbox: &str, twin: &str) -> Arc<dyn Journal> {
         Arc::new(RowJournal {
-            tape: Arc::new(TapeLog { sandbox: sandbox.into(), twin: twin.into(), live: self.0.clone(), committed: Arc::default(), behind: Mutex::default() }),
+            tape: Arc::new(TapeLog { sandbox: sandbox.into(), twin: twin.into(), live: self.0.clone(), committed: Arc::default(), behind: Mutex::default(), logged_bodies: Mutex::default() }),
         })
     }
 
@@ -1142,9 +1117,11 @@ fn write_batch(conn: &mut Connection, rows: &[log::Logged], ops: &[Entry], close
         for tape in &tapes {
             scratch.payload.clear();
             let (mut first, mut last) = (u64::MAX, 0);
+            // A repeated answer is written once a segment, then referred to.
+            let mut written = segment::RecentBodies::default();
             for r in tape {
                 (first, last) = (first.min(r.row.seq), last.max(r.row.seq));
-                r.row_pieces().iter().for_each(|p| scratch.payload.extend_from_slice(p));
+                r.push_row(&mut scratch.payload, written.refer(r.row.seq, &r.row.response_body.0));
             }
             insert.execute(params![&*tape[0].sandbox, &*tape[0].twin, first as i64, last as i64, scratch.compress()])?;
         }
@@ -1193,6 +1170,7 @@ fn write_batch(conn: &mut Connection, rows: &[log::Logged], ops: &[Entry], close
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pome_tape::Body;
     use proptest::prelude::*;
 
     fn tape_row(seq: u64, path: String, headers: Vec<(String, String)>, req: Vec<u8>, resp: Vec<u8>) -> TapeRow {
@@ -1209,10 +1187,10 @@ mod tests {
     }
 
     fn stored(rows: &[TapeRow]) -> Vec<u8> {
-        let mut segment = Segment::default();
+        let (mut segment, mut written) = (Segment::default(), segment::RecentBodies::default());
         for row in rows {
             let mut encoded = Vec::new();
-            encode_row(&mut encoded, row);
+            encode_row(&mut encoded, row, written.refer(row.seq, &row.response_body.0));
             segment.push_encoded(row.seq, &encoded);
         }
         lz4_flex::compress_prepend_size(&segment.payload)
@@ -1227,6 +1205,20 @@ mod tests {
         /// Any rows, bodies of any bytes, read back from their stored segment exactly.
         #[test]
         fn a_stored_segment_reads_back_its_rows_exactly(rows in prop::collection::vec(any_row(), 1..6)) {
+            prop_assert_eq!(Segment::decode(&stored(&rows)).unwrap(), rows);
+        }
+
+        /// Rows repeating earlier rows' answers (the same bytes shared, or equal bytes apart)
+        /// are stored with references, and read back exactly all the same.
+        #[test]
+        fn a_segment_with_repeated_answers_reads_back_its_rows_exactly(rows in prop::collection::vec(any_row(), 1..8), repeats in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>()), 0..8)) {
+            let mut rows: Vec<TapeRow> = rows.into_iter().zip(1..).map(|(r, seq)| TapeRow { seq, ..r }).collect();
+            for (i, (from, shared)) in repeats.into_iter().enumerate() {
+                let to = i % rows.len();
+                let from = from.index(to + 1);
+                let body = rows[from].response_body.0.clone();
+                rows[to].response_body = Body(if shared { body } else { bytes::Bytes::copy_from_slice(&body) });
+            }
             prop_assert_eq!(Segment::decode(&stored(&rows)).unwrap(), rows);
         }
 
@@ -1255,7 +1247,7 @@ mod tests {
         /// frames before the cut and nothing else, never a panic.
         #[test]
         fn a_row_log_reads_back_its_whole_frames_however_it_is_cut(rows in prop::collection::vec(any_row(), 1..5), cut in any::<prop::sample::Index>()) {
-            let frames: Vec<Vec<u8>> = rows.iter().map(|r| log::Logged::new("sbx_a".into(), "acme".into(), Arc::new(r.clone()), Arc::default()).frame()).collect();
+            let frames: Vec<Vec<u8>> = rows.iter().map(|r| log::Logged::new("sbx_a".into(), "acme".into(), Arc::new(r.clone()), None, Arc::default()).frame()).collect();
             let bytes = frames.concat();
             let (read, torn) = log::read_frames(&bytes);
             prop_assert_eq!(torn, 0);
@@ -1263,7 +1255,7 @@ mod tests {
             // A frame's row part is the row in a segment's form: the writer copies it as is.
             for (frame, row) in read.iter().zip(&rows) {
                 let mut encoded = Vec::new();
-                encode_row(&mut encoded, row);
+                encode_row(&mut encoded, row, None);
                 prop_assert_eq!(frame.3, &encoded[..]);
             }
             let at = cut.index(bytes.len());
@@ -1277,6 +1269,71 @@ mod tests {
         fn any_bytes_as_a_row_log_are_read_without_panicking(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
             let _ = log::read_frames(&bytes);
         }
+    }
+
+    #[test]
+    fn an_answer_stored_as_that_of_a_row_not_before_it_is_refused() {
+        let mut payload = Vec::new();
+        encode_row(&mut payload, &row(1), None);
+        encode_row(&mut payload, &row(2), Some(3));
+        let err = Segment::decode(&lz4_flex::compress_prepend_size(&payload)).unwrap_err();
+        assert!(err.contains("refers to row 3"), "{err}");
+    }
+
+    /// A body a row repeats: long enough to be worth a reference.
+    fn answer(tag: u8) -> bytes::Bytes {
+        bytes::Bytes::from(vec![tag; 4096])
+    }
+
+    fn answering(seq: u64, body: &bytes::Bytes) -> Arc<TapeRow> {
+        Arc::new(TapeRow { response_body: Body(body.clone()), ..(*row(seq)).clone() })
+    }
+
+    #[tokio::test]
+    async fn a_repeated_answer_is_logged_and_stored_once_and_reads_back_whole() {
+        let path = tempfile_dir().join("live.db");
+        let live = Live(SqliteLive::open(&path, Durability::Window).unwrap());
+        wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+        let journal = live.journal("sbx_a", "acme");
+        // An agent polling a list between two other reads: the store hands the repeats over
+        // as the same bytes; one comes as equal bytes apart.
+        let (list, one, other) = (answer(b'l'), answer(b'1'), answer(b'2'));
+        let bodies = [&list, &one, &list, &other, &list, &list, &bytes::Bytes::copy_from_slice(&list), &one];
+        let rows: Vec<Arc<TapeRow>> = bodies.iter().zip(1..).map(|(b, seq)| answering(seq, b)).collect();
+        for r in &rows {
+            append(&journal, r.clone()).await;
+        }
+        let logged = std::fs::read(log::log_path(&path, 1)).unwrap();
+        assert!(logged.len() < 4 * 4096, "three answers logged whole, the repeats referred to ({} bytes)", logged.len());
+        wait(|d| live.flush(d)).await.unwrap();
+        let stored: i64 = Connection::open(&path).unwrap().query_row("SELECT SUM(LENGTH(rows)) FROM tape_segments", [], |r| r.get(0)).unwrap();
+        assert!(stored < 3 * 4096, "stored once a segment, compressed ({stored} bytes)");
+        let back = read(&journal, 1, u64::MAX, 100).await;
+        assert_eq!(back, rows.iter().map(|r| (**r).clone()).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn rows_a_crash_left_in_the_log_referring_to_earlier_answers_come_back_whole() {
+        let path = tempfile_dir().join("live.db");
+        let (x, y) = (answer(b'x'), answer(b'y'));
+        {
+            let live = Live(SqliteLive::open(&path, Durability::Window).unwrap());
+            wait(|d| live.put(record("sbx_a"), d)).await.unwrap();
+            append(&live.journal("sbx_a", "acme"), answering(1, &x)).await;
+            wait(|d| live.flush(d)).await.unwrap();
+        }
+        // Row 1's log file is gone (its row committed); row 2 repeats its answer, row 4 repeats
+        // row 3's, which is earlier in the log; row 5 is torn.
+        let frame = |seq, body: &bytes::Bytes, same_as| log::Logged::new("sbx_a".into(), "acme".into(), answering(seq, body), same_as, Arc::default()).frame();
+        let mut bytes: Vec<u8> = [frame(2, &x, Some(1)), frame(3, &y, None), frame(4, &y, Some(3))].concat();
+        let torn = frame(5, &y, Some(3));
+        bytes.extend_from_slice(&torn[..torn.len() - 3]);
+        std::fs::write(log::log_path(&path, 4), &bytes).unwrap();
+
+        let live = Live(SqliteLive::open(&path, Durability::Window).unwrap());
+        let back = read(&live.journal("sbx_a", "acme"), 1, u64::MAX, 10).await;
+        let bodies: Vec<&[u8]> = back.iter().map(|r| &r.response_body.0[..]).collect();
+        assert_eq!(bodies, vec![&x[..], &x[..], &y[..], &y[..]], "rows 1-4, each answer whole");
     }
 
     #[test]
@@ -1461,7 +1518,7 @@ mod tests {
         }
         // What a crash leaves: rows 2 and 3 logged (row 1 again, already committed, as a log
         // file still holds committed rows), the database never told, then half a frame.
-        let frame = |seq| log::Logged::new("sbx_a".into(), "acme".into(), row(seq), Arc::default()).frame();
+        let frame = |seq| log::Logged::new("sbx_a".into(), "acme".into(), row(seq), None, Arc::default()).frame();
         let mut bytes: Vec<u8> = [frame(1), frame(2), frame(3)].concat();
         let torn = frame(4);
         bytes.extend_from_slice(&torn[..torn.len() / 2]);
@@ -1503,8 +1560,8 @@ mod tests {
 
     #[test]
     fn a_frame_with_a_wrong_checksum_ends_the_replay_of_its_file() {
-        let mut a = log::Logged::new("sbx_a".into(), "acme".into(), row(1), Arc::default()).frame();
-        let b = log::Logged::new("sbx_a".into(), "acme".into(), row(2), Arc::default()).frame();
+        let mut a = log::Logged::new("sbx_a".into(), "acme".into(), row(1), None, Arc::default()).frame();
+        let b = log::Logged::new("sbx_a".into(), "acme".into(), row(2), None, Arc::default()).frame();
         let whole = a.len();
         a.extend_from_slice(&b);
         let last = a.len() - 1;
@@ -1529,7 +1586,7 @@ mod tests {
                 scope.spawn(move || {
                     let name: Arc<str> = format!("sbx_{tape}").into();
                     for seq in 1..=300 {
-                        let logged = log::Logged::new(name.clone(), "acme".into(), row(seq), Arc::default());
+                        let logged = log::Logged::new(name.clone(), "acme".into(), row(seq), None, Arc::default());
                         let released = released.clone();
                         log.append(logged, Box::new(move |r| {
                             r.unwrap();

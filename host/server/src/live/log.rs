@@ -7,9 +7,11 @@
 //! rows a crash left only in the log are put into the database before anything is served.
 //!
 //! A frame is `[u32 length][u32 CRC-32 of the rest][u64 seq][u16 + sandbox id][u16 + twin][row]`, all
-//! little-endian; the row part is [`super::Segment`]'s form of one row, so the writer builds
-//! segments from frames without encoding a row twice. A frame cut short (a power cut, or a
-//! write the disk refused halfway) ends its file's replay there.
+//! little-endian; the row part is the stored form of one row ([`super::segment`]), so the
+//! writer builds segments from frames without encoding a row twice. A row part may give its
+//! response body as the same as an earlier row's of its tape: that row's frame is earlier in
+//! the log, or its file is gone and the row is committed to the database. A frame cut short
+//! (a power cut, or a write the disk refused halfway) ends its file's replay there.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -36,16 +38,21 @@ pub(super) struct Logged {
     /// start (`super::encode_head`), which begins at `row_at`.
     head: Vec<u8>,
     row_at: usize,
-    /// The response body's length, written between the bodies.
+    /// The response body's length, written between the bodies in a segment.
     response_len: [u8; 4],
+    /// The earlier row of this tape whose response body this row's is, written in the log
+    /// instead of the body (`super::segment::SAME_AS`).
+    same_as: Option<u64>,
+    same_as_bytes: [u8; 12],
     /// Moved to the row's seq once the database holds it: the store may then drop the row
     /// from memory and read it back from there.
     pub committed: Arc<AtomicU64>,
 }
 
 impl Logged {
-    /// Encode `row` of `sandbox`'s `twin` tape as a frame.
-    pub fn new(sandbox: Arc<str>, twin: Arc<str>, row: Arc<TapeRow>, committed: Arc<AtomicU64>) -> Logged {
+    /// Encode `row` of `sandbox`'s `twin` tape as a frame, its response body as row
+    /// `same_as`'s when given.
+    pub fn new(sandbox: Arc<str>, twin: Arc<str>, row: Arc<TapeRow>, same_as: Option<u64>, committed: Arc<AtomicU64>) -> Logged {
         let mut head = Vec::with_capacity(64 + sandbox.len() + twin.len() + 1024);
         head.extend_from_slice(&[0; 8]);
         head.extend_from_slice(&row.seq.to_le_bytes());
@@ -57,9 +64,10 @@ impl Logged {
             head.extend_from_slice(name);
         }
         let row_at = head.len();
-        super::encode_head(&mut head, &row);
+        super::segment::encode_head(&mut head, &row);
         let response_len = (row.response_body.0.len() as u32).to_le_bytes();
-        let mut logged = Logged { sandbox, twin, row, head, row_at, response_len, committed };
+        let same_as_bytes = super::segment::reference(same_as.unwrap_or(0));
+        let mut logged = Logged { sandbox, twin, row, head, row_at, response_len, same_as, same_as_bytes, committed };
         let mut crc = crc32fast::Hasher::new();
         let [head, rest @ ..] = logged.pieces();
         crc.update(&head[8..]);
@@ -72,14 +80,24 @@ impl Logged {
 
     /// The frame, in the pieces it is written from.
     pub fn pieces(&self) -> [&[u8]; 4] {
-        [&self.head, &self.row.request_body.0, &self.response_len, &self.row.response_body.0]
+        match self.same_as {
+            Some(_) => [&self.head, &self.row.request_body.0, &self.same_as_bytes, &[]],
+            None => [&self.head, &self.row.request_body.0, &self.response_len, &self.row.response_body.0],
+        }
     }
 
-    /// The row part (a segment's form of the row), in pieces.
-    pub fn row_pieces(&self) -> [&[u8]; 4] {
-        let [_, rest @ ..] = self.pieces();
-        let [a, b, c] = rest;
-        [&self.head[self.row_at..], a, b, c]
+    /// Add the row's stored form to a segment's payload, its response body as row
+    /// `same_as`'s (an earlier row of that segment) when given.
+    pub fn push_row(&self, out: &mut Vec<u8>, same_as: Option<u64>) {
+        out.extend_from_slice(&self.head[self.row_at..]);
+        out.extend_from_slice(&self.row.request_body.0);
+        match same_as {
+            Some(seq) => out.extend_from_slice(&super::segment::reference(seq)),
+            None => {
+                out.extend_from_slice(&self.response_len);
+                out.extend_from_slice(&self.row.response_body.0);
+            }
+        }
     }
 
     /// The frame's length in bytes.

@@ -29,7 +29,8 @@ use deadpool_postgres::Pool;
 use pome_runtime::store::Journal;
 use pome_tape::TapeRow;
 
-use super::{CloseReason, Done, Durability, Entry, Failing, UNAVAILABLE, LiveStore, MAX_TOMBSTONES, Op, RETRY_FIRST, RETRY_MAX, RangeRows, Restored, SandboxRecord, Segment, StoredTombstone, Tombstone, encode_row, parse_record};
+use super::{CloseReason, Done, Durability, Entry, Failing, UNAVAILABLE, LiveStore, MAX_TOMBSTONES, Op, RETRY_FIRST, RETRY_MAX, RangeRows, Restored, SandboxRecord, StoredTombstone, Tombstone, parse_record};
+use super::segment::{RecentBodies, Segment, encode_row};
 use crate::storage::StorageError;
 
 const SCHEMA_LOCK: i64 = 0x706f_6d65_0101;
@@ -712,19 +713,21 @@ impl Segments {
 
     fn of(rows: &[Logged]) -> Segments {
         let mut at: HashMap<(&str, &str, i64), usize> = HashMap::new();
-        let mut tapes: Vec<(&Logged, Segment)> = Vec::new();
+        // A repeated answer is written once a segment, then referred to.
+        let mut tapes: Vec<(&Logged, Segment, RecentBodies)> = Vec::new();
         let mut encoded = Vec::new();
         for r in rows {
             let i = *at.entry((&*r.sandbox, &*r.twin, r.epoch)).or_insert_with(|| {
-                tapes.push((r, Segment::default()));
+                tapes.push((r, Segment::default(), RecentBodies::default()));
                 tapes.len() - 1
             });
+            let (_, segment, written) = &mut tapes[i];
             encoded.clear();
-            encode_row(&mut encoded, &r.row);
-            tapes[i].1.push_encoded(r.row.seq, &encoded);
+            encode_row(&mut encoded, &r.row, written.refer(r.row.seq, &r.row.response_body.0));
+            segment.push_encoded(r.row.seq, &encoded);
         }
         let mut out = Segments { sandboxes: Vec::new(), twins: Vec::new(), epochs: Vec::new(), firsts: Vec::new(), lasts: Vec::new(), stored: Vec::new() };
-        for (r, segment) in tapes {
+        for (r, segment, _) in tapes {
             out.sandboxes.push(r.sandbox.clone());
             out.twins.push(r.twin.clone());
             out.epochs.push(r.epoch);
