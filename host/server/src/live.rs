@@ -597,11 +597,15 @@ struct TapeLog {
 
 impl TapeLog {
     fn log(&self, row: Arc<TapeRow>, done: Done) {
-        let same_as = self.logged_bodies.lock().unwrap().refer(row.seq, &row.response_body.0);
-        let logged = log::Logged::new(self.sandbox.clone(), self.twin.clone(), row, same_as, self.committed.clone());
-        if self.live.log.append(logged, done) >= COMMIT_BYTES {
+        let logged = self.frame(row);
+        if self.live.log.append(vec![(logged, done)]) >= COMMIT_BYTES {
             self.live.queue.hurry();
         }
+    }
+
+    fn frame(&self, row: Arc<TapeRow>) -> log::Logged {
+        let same_as = self.logged_bodies.lock().unwrap().refer(row.seq, &row.response_body.0);
+        log::Logged::new(self.sandbox.clone(), self.twin.clone(), row, same_as, self.committed.clone())
     }
 }
 
@@ -641,6 +645,18 @@ impl Journal for RowJournal {
                 tape.log(next.0, next.1);
             }
         });
+    }
+
+    fn append_all(&self, rows: Vec<(Arc<TapeRow>, Done)>) {
+        // Rows queued behind a large one, or large themselves, go one by one as above.
+        let large = rows.iter().any(|(row, _)| row.request_body.0.len() + row.response_body.0.len() >= LARGE_ROW);
+        if large || self.tape.behind.lock().unwrap().is_some() {
+            return rows.into_iter().for_each(|(row, done)| self.append(row, done));
+        }
+        let logged = rows.into_iter().map(|(row, done)| (self.tape.frame(row), done)).collect();
+        if self.tape.live.log.append(logged) >= COMMIT_BYTES {
+            self.tape.live.queue.hurry();
+        }
     }
 
     fn durable_through(&self) -> u64 {
@@ -1585,13 +1601,18 @@ mod tests {
                 let (log, released) = (log.clone(), released.clone());
                 scope.spawn(move || {
                     let name: Arc<str> = format!("sbx_{tape}").into();
-                    for seq in 1..=300 {
-                        let logged = log::Logged::new(name.clone(), "acme".into(), row(seq), None, Arc::default());
-                        let released = released.clone();
-                        log.append(logged, Box::new(move |r| {
-                            r.unwrap();
-                            released.fetch_add(1, Ordering::Relaxed);
-                        }));
+                    // Some tapes hand rows over one at a time, some several at once.
+                    for seqs in (1..=300).collect::<Vec<u64>>().chunks(1 + tape % 3) {
+                        let rows = seqs.iter().map(|&seq| {
+                            let logged = log::Logged::new(name.clone(), "acme".into(), row(seq), None, Arc::default());
+                            let released = released.clone();
+                            let done: Done = Box::new(move |r| {
+                                r.unwrap();
+                                released.fetch_add(1, Ordering::Relaxed);
+                            });
+                            (logged, done)
+                        });
+                        log.append(rows.collect());
                     }
                 });
             }

@@ -252,26 +252,26 @@ impl RowLog {
         Ok(log)
     }
 
-    /// Log a row; `done` runs once it is as durable as the mode promises: in `window`, at
-    /// once, after the write; in `sync`, after the fsync that covers it. Returns how many
-    /// bytes wait for the writer, so the caller can wake it early.
+    /// Log rows, in order; each one's `done` runs once it is as durable as the mode
+    /// promises: in `window`, at once, after the write; in `sync`, after the fsync that
+    /// covers it. Returns how many bytes wait for the writer, so the caller can wake it early.
     ///
     /// The write happens outside the lock. A row that arrives while another thread is
     /// writing is queued, and that thread writes it next, with everything else queued
     /// meanwhile, in one `writev` (group commit): no thread sleeps on this lock while a write
     /// is in the kernel, where ext4 may hold it for a journal commit.
-    pub fn append(&self, logged: Logged, done: Done) -> usize {
+    pub fn append(&self, rows: Vec<(Logged, Done)>) -> usize {
         let mut st = self.state.lock().unwrap();
         if st.stopped {
             drop(st);
-            done(Err("the live-sandbox writer stopped".into()));
+            rows.into_iter().for_each(|(_, done)| done(Err("the live-sandbox writer stopped".into())));
             return 0;
         }
         if !st.held.is_empty() {
-            st.held.push((logged, done));
+            st.held.extend(rows);
             return 0;
         }
-        st.queued.push((logged, done));
+        st.queued.extend(rows);
         if st.writing {
             return 0;
         }
