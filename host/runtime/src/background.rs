@@ -12,6 +12,17 @@ use tokio::sync::oneshot;
 
 type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+thread_local! {
+    static BACKGROUND_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this is a background thread: blocking work done for its job (reading a tape's
+/// older rows from disk to replay them) runs here, at its low priority, rather than on a
+/// blocking pool at the server's, where it would take CPU from requests.
+pub fn on_background_thread() -> bool {
+    BACKGROUND_THREAD.with(|b| b.get())
+}
+
 pub struct Background {
     jobs: mpsc::Sender<Job>,
 }
@@ -26,6 +37,7 @@ impl Background {
             std::thread::Builder::new().name(format!("pome-background-{i}")).spawn(move || {
                 // SAFETY: only reads its arguments; `0` names the calling thread.
                 unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+                BACKGROUND_THREAD.with(|b| b.set(true));
                 let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                     Ok(rt) => rt,
                     Err(e) => return tracing::error!(error = %e, "a background thread could not start its runtime"),

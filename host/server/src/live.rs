@@ -672,8 +672,9 @@ impl Journal for RowJournal {
         let (live, sandbox, twin) = (self.tape.live.clone(), self.tape.sandbox.clone(), self.tape.twin.clone());
         let read = move || done(live.read_rows(&sandbox, &twin, from, to, limit).map_err(|e| e.to_string()));
         // Off the async workers: a long tape takes a while to read and parse. A bulk stream's
-        // thread is off them already, at a low priority: read there.
-        if crate::proxy::on_bulk_thread() {
+        // thread, or a background thread replaying rows for a checkpoint, is off them already,
+        // at a low priority: read there.
+        if crate::proxy::on_bulk_thread() || pome_runtime::background::on_background_thread() {
             read();
         } else {
             tokio::task::spawn_blocking(read);
