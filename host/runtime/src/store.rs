@@ -552,14 +552,16 @@ impl Worker {
         let mut next: Option<Msg> = None;
         loop {
             let building = &mut self.checkpoints.building;
+            // In this order: a finished checkpoint is installed first (a store whose queue
+            // never empties must not starve it), then the message taken aside, then the queue.
             let wake = tokio::select! {
                 biased;
+                built = async { building.as_mut().expect("guarded by the branch's condition").await }, if building.is_some() => Wake::Built(built),
                 msg = async { next.take() }, if next.is_some() => Wake::Msg(msg.expect("guarded by the branch's condition")),
                 msg = rx.recv() => match msg {
                     Some(msg) => Wake::Msg(msg),
                     None => return,
                 },
-                built = async { building.as_mut().expect("guarded by the branch's condition").await }, if building.is_some() => Wake::Built(built),
             };
             let msg = match wake {
                 Wake::Msg(msg) => msg,
