@@ -596,16 +596,18 @@ struct TapeLog {
 }
 
 impl TapeLog {
-    fn log(&self, row: Arc<TapeRow>, done: Done) {
-        let logged = self.frame(row);
-        if self.live.log.append(vec![(logged, done)]) >= COMMIT_BYTES {
+    /// Log rows of this tape, in order.
+    fn log(&self, rows: Vec<(Arc<TapeRow>, Done)>) {
+        let logged = rows
+            .into_iter()
+            .map(|(row, done)| {
+                let same_as = self.logged_bodies.lock().unwrap().refer(row.seq, &row.response_body.0);
+                (log::Logged::new(self.sandbox.clone(), self.twin.clone(), row, same_as, self.committed.clone()), done)
+            })
+            .collect();
+        if self.live.log.append(logged) >= COMMIT_BYTES {
             self.live.queue.hurry();
         }
-    }
-
-    fn frame(&self, row: Arc<TapeRow>) -> log::Logged {
-        let same_as = self.logged_bodies.lock().unwrap().refer(row.seq, &row.response_body.0);
-        log::Logged::new(self.sandbox.clone(), self.twin.clone(), row, same_as, self.committed.clone())
     }
 }
 
@@ -623,14 +625,14 @@ impl Journal for RowJournal {
             Ok(runtime) if large => runtime,
             _ => {
                 drop(behind);
-                return self.tape.log(row, done);
+                return self.tape.log(vec![(row, done)]);
             }
         };
         *behind = Some(Default::default());
         drop(behind);
         let tape = self.tape.clone();
         runtime.spawn_blocking(move || {
-            tape.log(row, done);
+            tape.log(vec![(row, done)]);
             loop {
                 let next = {
                     let mut behind = tape.behind.lock().unwrap();
@@ -642,7 +644,7 @@ impl Journal for RowJournal {
                         }
                     }
                 };
-                tape.log(next.0, next.1);
+                tape.log(vec![next]);
             }
         });
     }
@@ -653,10 +655,7 @@ impl Journal for RowJournal {
         if large || self.tape.behind.lock().unwrap().is_some() {
             return rows.into_iter().for_each(|(row, done)| self.append(row, done));
         }
-        let logged = rows.into_iter().map(|(row, done)| (self.tape.frame(row), done)).collect();
-        if self.tape.live.log.append(logged) >= COMMIT_BYTES {
-            self.tape.live.queue.hurry();
-        }
+        self.tape.log(rows);
     }
 
     fn durable_through(&self) -> u64 {

@@ -35,15 +35,14 @@ pub(super) struct Logged {
     pub twin: Arc<str>,
     pub row: Arc<TapeRow>,
     /// The frame up to the request body: length, checksum, seq, names, then the row part's
-    /// start (`super::encode_head`), which begins at `row_at`.
+    /// start (`super::segment::encode_head`), which begins at `row_at`.
     head: Vec<u8>,
     row_at: usize,
     /// The response body's length, written between the bodies in a segment.
     response_len: [u8; 4],
-    /// The earlier row of this tape whose response body this row's is, written in the log
-    /// instead of the body (`super::segment::SAME_AS`).
-    same_as: Option<u64>,
-    same_as_bytes: [u8; 12],
+    /// When an earlier row of this tape answered the same body: the reference to it
+    /// (`super::segment::reference`), written in the log instead of the body.
+    same_as: Option<[u8; 12]>,
     /// Moved to the row's seq once the database holds it: the store may then drop the row
     /// from memory and read it back from there.
     pub committed: Arc<AtomicU64>,
@@ -66,8 +65,8 @@ impl Logged {
         let row_at = head.len();
         super::segment::encode_head(&mut head, &row);
         let response_len = (row.response_body.0.len() as u32).to_le_bytes();
-        let same_as_bytes = super::segment::reference(same_as.unwrap_or(0));
-        let mut logged = Logged { sandbox, twin, row, head, row_at, response_len, same_as, same_as_bytes, committed };
+        let same_as = same_as.map(super::segment::reference);
+        let mut logged = Logged { sandbox, twin, row, head, row_at, response_len, same_as, committed };
         let mut crc = crc32fast::Hasher::new();
         let [head, rest @ ..] = logged.pieces();
         crc.update(&head[8..]);
@@ -80,8 +79,8 @@ impl Logged {
 
     /// The frame, in the pieces it is written from.
     pub fn pieces(&self) -> [&[u8]; 4] {
-        match self.same_as {
-            Some(_) => [&self.head, &self.row.request_body.0, &self.same_as_bytes, &[]],
+        match &self.same_as {
+            Some(reference) => [&self.head, &self.row.request_body.0, reference, &[]],
             None => [&self.head, &self.row.request_body.0, &self.response_len, &self.row.response_body.0],
         }
     }
