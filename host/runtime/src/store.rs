@@ -379,9 +379,9 @@ struct Tape {
     bytes: usize,
     /// The newest rows, `rows - recent.len() + 1 ..= rows`; older ones are in the journal.
     recent: VecDeque<Arc<TapeRow>>,
-    /// Each row's `TapeRow::weight`, beside it in `recent`: counted once, when the row is
-    /// pushed, since counting walks both bodies.
-    recent_weights: VecDeque<usize>,
+    /// Each row's weight and marks, beside it in `recent` (a replayer's copied rows have
+    /// none: its first rows have no entry here).
+    recent_marks: VecDeque<RowMarks>,
     /// The weight of `recent`, counted in `Held::tapes`.
     recent_bytes: usize,
     /// Rows known to be in the journal without asking it (those a restart read back).
@@ -392,6 +392,52 @@ impl Tape {
     /// The sequence number of the oldest row in memory (`rows + 1` when none is).
     fn first_in_memory(&self) -> u64 {
         self.rows + 1 - self.recent.len() as u64
+    }
+}
+
+/// A row's `TapeRow::weight` (counted once, when the row is pushed, since counting walks
+/// both bodies) and its marks, kept beside it in memory.
+#[derive(Clone, Copy)]
+struct RowMarks {
+    weight: usize,
+    marks: Marks,
+}
+
+/// The lengths and checksums of a row's bodies and answer headers. The search for a recent
+/// row with the same bytes (`share_recorded`) compares these, side by side in one deque,
+/// and reads a row itself only when they match: read through every row, a store called
+/// once a second among thousands walked 64 rows of cold memory on every call.
+#[derive(Clone, Copy, Default)]
+struct Marks {
+    request: Mark,
+    response: Mark,
+    headers: Mark,
+}
+
+/// A length and a CRC-32: equal bytes have equal marks; equal marks are then compared.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Mark(u64);
+
+impl Mark {
+    fn of(bytes: &[u8]) -> Mark {
+        Mark(((bytes.len() as u64) << 32) | u64::from(crc32fast::hash(bytes)))
+    }
+
+    fn of_headers(headers: &[(String, String)]) -> Mark {
+        let (mut crc, mut len) = (crc32fast::Hasher::new(), 0);
+        for (name, value) in headers {
+            for part in [name.as_bytes(), b"\0", value.as_bytes(), b"\0"] {
+                crc.update(part);
+                len += part.len();
+            }
+        }
+        Mark(((len as u64) << 32) | u64::from(crc.finalize()))
+    }
+}
+
+impl Marks {
+    fn of_row(row: &TapeRow) -> Marks {
+        Marks { request: Mark::of(&row.request_body.0), response: Mark::of(&row.response_body.0), headers: Mark::of_headers(&row.response_headers) }
     }
 }
 
@@ -533,7 +579,8 @@ impl Worker {
                 }));
                 committed.push(rx);
             }
-            self.push(row);
+            let marks = Marks::of_row(&row);
+            self.push(row, marks);
         }
         for written in committed {
             written.await.map_err(|_| StoreError::Journal("the journal stopped".into()))?.map_err(StoreError::Journal)?;
@@ -720,8 +767,9 @@ impl Worker {
             }
         };
         let changes = facts.changes;
-        let reply = self.share_recorded(reply);
-        let request_body = self.recorded_body(req.body);
+        let marks = Marks { request: Mark::of(&req.body), response: Mark::of(&reply.body), headers: Mark::of_headers(&reply.headers) };
+        let reply = self.share_recorded(reply, marks);
+        let request_body = self.recorded_body(req.body, marks.request);
         let row = TapeRow {
             seq,
             ts,
@@ -759,7 +807,7 @@ impl Worker {
             self.checkpoints.since += guest;
         }
         let row = Arc::new(row);
-        self.push(row.clone());
+        self.push(row.clone(), marks);
         self.served.observe(started.elapsed(), guest);
         (reply, Some(row))
     }
@@ -790,7 +838,7 @@ impl Worker {
     }
 
     /// Add a row to the tape, then let rows the journal holds leave memory.
-    fn push(&mut self, row: Arc<TapeRow>) {
+    fn push(&mut self, row: Arc<TapeRow>, marks: Marks) {
         let weight = row.weight();
         let t = &mut self.tape;
         t.rows = row.seq;
@@ -798,7 +846,7 @@ impl Worker {
         t.recent_bytes += weight;
         self.rt.held.tapes.fetch_add(weight, Relaxed);
         t.recent.push_back(row);
-        t.recent_weights.push_back(weight);
+        t.recent_marks.push_back(RowMarks { weight, marks });
         self.trim();
     }
 
@@ -816,7 +864,9 @@ impl Worker {
         while t.recent.len() > max_rows || t.recent_bytes > max_bytes {
             match t.recent.front() {
                 Some(r) if r.seq <= durable => {
-                    let w = t.recent_weights.pop_front().unwrap_or(0);
+                    // A replayer's copied rows have no marks, and were not counted.
+                    let marked = t.recent_marks.len() == t.recent.len();
+                    let w = if marked { t.recent_marks.pop_front().map_or(0, |m| m.weight) } else { 0 };
                     t.recent.pop_front();
                     t.recent_bytes -= w;
                     freed += w;
@@ -827,26 +877,28 @@ impl Worker {
         self.rt.held.tapes.fetch_sub(freed, Relaxed);
     }
 
-    /// Rows recent enough to be worth sharing bytes with: clients repeat themselves.
-    fn recent_rows(&self) -> impl Iterator<Item = &TapeRow> {
-        self.tape.recent.iter().rev().take(SHARE_WINDOW).map(|r| &**r)
+    /// Rows recent enough to be worth sharing bytes with (clients repeat themselves), newest
+    /// first, with their marks.
+    fn recent_rows(&self) -> impl Iterator<Item = (&TapeRow, &Marks)> {
+        let t = &self.tape;
+        t.recent.iter().rev().zip(t.recent_marks.iter().rev()).take(SHARE_WINDOW).map(|(r, m)| (&**r, &m.marks))
     }
 
     /// A request body for the tape, sharing a recent row's copy when the bytes are the same.
-    fn recorded_body(&self, body: Vec<u8>) -> Body {
+    fn recorded_body(&self, body: Vec<u8>, mark: Mark) -> Body {
         self.recent_rows()
-            .find(|r| *r.request_body.0 == *body)
-            .map(|r| r.request_body.clone())
+            .find(|(r, m)| m.request == mark && *r.request_body.0 == *body)
+            .map(|(r, _)| r.request_body.clone())
             .unwrap_or_else(|| Body(body.into()))
     }
 
     /// The reply with its headers and body swapped for a recent row's identical ones, so a
     /// client polling an unchanged answer does not grow the tape by a copy each time.
-    fn share_recorded(&self, mut reply: TwinReply) -> TwinReply {
-        if let Some(r) = self.recent_rows().find(|r| r.response_body.0 == reply.body) {
+    fn share_recorded(&self, mut reply: TwinReply, marks: Marks) -> TwinReply {
+        if let Some((r, _)) = self.recent_rows().find(|(r, m)| m.response == marks.response && r.response_body.0 == reply.body) {
             reply.body = r.response_body.0.clone();
         }
-        if let Some(r) = self.recent_rows().find(|r| r.response_headers == reply.headers) {
+        if let Some((r, _)) = self.recent_rows().find(|(r, m)| m.headers == marks.headers && r.response_headers == reply.headers) {
             reply.headers = r.response_headers.clone();
         }
         reply
@@ -1104,7 +1156,8 @@ impl Worker {
                 }
                 self.last_us = self.last_us.max(row.ts);
                 self.tape.durable = row.seq;
-                self.push(Arc::new(row));
+                let marks = Marks::of_row(&row);
+                self.push(Arc::new(row), marks);
             }
             if last_page {
                 return Ok(());
@@ -1220,4 +1273,32 @@ pub async fn replay(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn equal_bytes_have_equal_marks_so_a_repeat_is_still_found() {
+        assert!(Mark::of(b"{\"ok\":true}") == Mark::of(b"{\"ok\":true}".to_vec().as_slice()));
+        let h = [("content-type", "application/json"), ("x-ratelimit-remaining", "4999")];
+        assert!(Mark::of_headers(&headers(&h)) == Mark::of_headers(&headers(&h)));
+    }
+
+    #[test]
+    fn answers_that_differ_have_different_marks_so_no_row_is_read_for_them() {
+        // Same length, one byte apart: a rate-limit counter going down.
+        let a = headers(&[("x-ratelimit-remaining", "4999")]);
+        let b = headers(&[("x-ratelimit-remaining", "4998")]);
+        assert!(Mark::of_headers(&a) != Mark::of_headers(&b));
+        assert!(Mark::of(b"{\"ts\":\"1.000001\"}") != Mark::of(b"{\"ts\":\"1.000002\"}"));
+        // Where a name ends and its value begins is part of the mark.
+        assert!(Mark::of_headers(&headers(&[("ab", "c")])) != Mark::of_headers(&headers(&[("a", "bc")])));
+        assert!(Mark::of(b"abc") != Mark::of(b"abcd"));
+    }
 }
