@@ -149,11 +149,14 @@ impl Agent {
 }
 
 /// The generator's keep-alive sockets: at most `CONNECTIONS`, opened when none is idle,
-/// put back after a whole answer, dropped after a failed one.
+/// put back after a whole answer, dropped after a failed one. They are taken in turn, so
+/// none sits idle past the server's header timeout (which closes idle keep-alive
+/// connections), and one the server closed anyway is dropped before use, as any client's
+/// pool does.
 struct Connections {
     addr: std::net::SocketAddr,
     permits: Semaphore,
-    idle: std::sync::Mutex<Vec<Conn>>,
+    idle: std::sync::Mutex<std::collections::VecDeque<Conn>>,
 }
 
 struct Conn {
@@ -165,7 +168,7 @@ impl Connections {
     fn new(url: &str) -> Connections {
         let url: reqwest::Url = url.parse().expect("the server's URL");
         let addr = url.socket_addrs(|| None).expect("the server's address")[0];
-        Connections { addr, permits: Semaphore::new(CONNECTIONS), idle: std::sync::Mutex::new(Vec::new()) }
+        Connections { addr, permits: Semaphore::new(CONNECTIONS), idle: Default::default() }
     }
 
     /// Send `request` on an idle socket (or a new one) and read the whole answer; `queued`
@@ -174,26 +177,34 @@ impl Connections {
         let began = Instant::now();
         let _permit = self.permits.acquire().await.unwrap();
         let queued = began.elapsed();
-        let idle = self.idle.lock().unwrap().pop();
-        let mut conn = match idle {
-            Some(c) => c,
-            None => match TcpStream::connect(self.addr).await.and_then(|s| s.set_nodelay(true).map(|_| s)) {
-                Ok(stream) => Conn { stream, buf: Vec::with_capacity(16 << 10) },
-                Err(e) => return (queued, Err(e)),
-            },
+        let mut conn = loop {
+            let idle = self.idle.lock().unwrap().pop_front();
+            match idle {
+                Some(c) if c.open() => break c,
+                Some(_) => continue,
+                None => match TcpStream::connect(self.addr).await.and_then(|s| s.set_nodelay(true).map(|_| s)) {
+                    Ok(stream) => break Conn { stream, buf: Vec::with_capacity(16 << 10) },
+                    Err(e) => return (queued, Err(e)),
+                },
+            }
         };
         let answer = conn.exchange(request).await;
         if let Ok((_, _, reusable)) = &answer
             && *reusable
         {
             // The body was copied out, so the socket goes back with an empty buffer.
-            self.idle.lock().unwrap().push(conn);
+            self.idle.lock().unwrap().push_back(conn);
         }
         (queued, answer.map(|(status, body, _)| (status, body)))
     }
 }
 
 impl Conn {
+    /// Whether the server still holds the socket open: nothing to read yet, not even its end.
+    fn open(&self) -> bool {
+        matches!(self.stream.try_read(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
     /// Write `request`, then read one answer: its status, its body (by `content-length`;
     /// the twins' answers all have one) and whether the socket stays open.
     async fn exchange(&mut self, request: &[u8]) -> std::io::Result<(u16, Vec<u8>, bool)> {
