@@ -379,8 +379,7 @@ struct Tape {
     bytes: usize,
     /// The newest rows, `rows - recent.len() + 1 ..= rows`; older ones are in the journal.
     recent: VecDeque<Arc<TapeRow>>,
-    /// Each row's weight and marks, beside it in `recent` (a replayer's copied rows have
-    /// none: its first rows have no entry here).
+    /// Each row's weight and marks, one for one with `recent`.
     recent_marks: VecDeque<RowMarks>,
     /// The weight of `recent`, counted in `Held::tapes`.
     recent_bytes: usize,
@@ -436,8 +435,12 @@ impl Mark {
 }
 
 impl Marks {
+    fn of(request_body: &[u8], response_body: &[u8], response_headers: &[(String, String)]) -> Marks {
+        Marks { request: Mark::of(request_body), response: Mark::of(response_body), headers: Mark::of_headers(response_headers) }
+    }
+
     fn of_row(row: &TapeRow) -> Marks {
-        Marks { request: Mark::of(&row.request_body.0), response: Mark::of(&row.response_body.0), headers: Mark::of_headers(&row.response_headers) }
+        Marks::of(&row.request_body.0, &row.response_body.0, &row.response_headers)
     }
 }
 
@@ -767,7 +770,7 @@ impl Worker {
             }
         };
         let changes = facts.changes;
-        let marks = Marks { request: Mark::of(&req.body), response: Mark::of(&reply.body), headers: Mark::of_headers(&reply.headers) };
+        let marks = Marks::of(&req.body, &reply.body, &reply.headers);
         let reply = self.share_recorded(reply, marks);
         let request_body = self.recorded_body(req.body, marks.request);
         let row = TapeRow {
@@ -864,9 +867,7 @@ impl Worker {
         while t.recent.len() > max_rows || t.recent_bytes > max_bytes {
             match t.recent.front() {
                 Some(r) if r.seq <= durable => {
-                    // A replayer's copied rows have no marks, and were not counted.
-                    let marked = t.recent_marks.len() == t.recent.len();
-                    let w = if marked { t.recent_marks.pop_front().map_or(0, |m| m.weight) } else { 0 };
+                    let w = t.recent_marks.pop_front().map_or(0, |m| m.weight);
                     t.recent.pop_front();
                     t.recent_bytes -= w;
                     freed += w;
@@ -881,7 +882,7 @@ impl Worker {
     /// first, with their marks.
     fn recent_rows(&self) -> impl Iterator<Item = (&TapeRow, &Marks)> {
         let t = &self.tape;
-        t.recent.iter().rev().zip(t.recent_marks.iter().rev()).take(SHARE_WINDOW).map(|(r, m)| (&**r, &m.marks))
+        t.recent.iter().zip(&t.recent_marks).rev().take(SHARE_WINDOW).map(|(r, m)| (&**r, &m.marks))
     }
 
     /// A request body for the tape, sharing a recent row's copy when the bytes are the same.
@@ -1041,7 +1042,9 @@ impl Worker {
         let from = base.as_ref().map_or(1, |c| c.seq + 1);
         // Rows that left memory are committed, so the journal gives them back.
         let journal = self.journal.clone();
-        let recent: VecDeque<Arc<TapeRow>> = self.tape.recent.iter().filter(|r| r.seq >= from).cloned().collect();
+        // The rows go with their marks, weighing nothing: the replayer does not count them.
+        let (recent, recent_marks): (VecDeque<_>, VecDeque<_>) =
+            self.tape.recent.iter().zip(&self.tape.recent_marks).filter(|(r, _)| r.seq >= from).map(|(r, m)| (r.clone(), RowMarks { weight: 0, ..*m })).unzip();
         let (rt, image, seed, upto) = (self.rt.clone(), self.image.clone(), self.seed.clone(), self.tape.rows);
         self.checkpoints.since = Duration::ZERO;
         let background = &self.rt.background;
@@ -1051,7 +1054,7 @@ impl Worker {
             let mut replayer = Worker::replayer(rt, image, seed, booted);
             replayer.journal = journal;
             replayer.tape.rows = upto;
-            replayer.tape.recent = recent;
+            (replayer.tape.recent, replayer.tape.recent_marks) = (recent, recent_marks);
             replayer.checkpoints.mark_every = Some(replayer.rt.limits.checkpoint_after / 4);
             let replaying = Instant::now();
             replayer.replay_tape(from).await?;
