@@ -598,13 +598,15 @@ struct TapeLog {
 impl TapeLog {
     /// Log rows of this tape, in order.
     fn log(&self, rows: Vec<(Arc<TapeRow>, Done)>) {
+        let mut bodies = self.logged_bodies.lock().unwrap();
         let logged = rows
             .into_iter()
             .map(|(row, done)| {
-                let same_as = self.logged_bodies.lock().unwrap().refer(row.seq, &row.response_body.0);
+                let same_as = bodies.refer(row.seq, &row.response_body.0);
                 (log::Logged::new(self.sandbox.clone(), self.twin.clone(), row, same_as, self.committed.clone()), done)
             })
             .collect();
+        drop(bodies);
         if self.live.log.append(logged) >= COMMIT_BYTES {
             self.live.queue.hurry();
         }
