@@ -113,11 +113,10 @@ fn calls() -> Vec<Calls> {
     ]
 }
 
-/// One open sandbox and the header its agent authenticates with.
+/// One open sandbox and the calls its agent makes, authenticated.
 struct Agent {
     twin: usize,
     base: String,
-    auth: reqwest::header::HeaderValue,
     /// Its calls as they go on the wire: its twin's three reads, then its write.
     wire: [Vec<u8>; 4],
 }
@@ -144,7 +143,7 @@ impl Agent {
             head.into_bytes()
         };
         let wire = [wire(&calls.reads[0]), wire(&calls.reads[1]), wire(&calls.reads[2]), wire(&calls.write)];
-        Agent { twin, base, auth: auth.parse().unwrap(), wire }
+        Agent { twin, base, wire }
     }
 }
 
@@ -337,9 +336,10 @@ fn sizes() -> Vec<usize> {
 /// minute of calls measured after.
 async fn create(server: &Server, calls: &Arc<Vec<Calls>>, from: usize, to: usize) -> (Vec<Agent>, Vec<Duration>) {
     let next = Arc::new(AtomicUsize::new(from));
+    let pool = Arc::new(Connections::new(&server.url));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..CREATE_AT_ONCE {
-        let (next, http, url, calls) = (next.clone(), server.http.clone(), server.url.clone(), calls.clone());
+        let (next, http, url, calls, pool) = (next.clone(), server.http.clone(), server.url.clone(), calls.clone(), pool.clone());
         tasks.spawn(async move {
             let mut made = Vec::new();
             loop {
@@ -363,10 +363,8 @@ async fn create(server: &Server, calls: &Arc<Vec<Calls>>, from: usize, to: usize
                 let auth = if TWINS[twin] == "linear" { token.to_string() } else { format!("Bearer {token}") };
                 let agent = Agent::new(twin, format!("{url}/s/{}/{}", sb["id"].as_str().unwrap(), TWINS[twin]), auth, &calls[twin]);
                 let t = Instant::now();
-                let first = request(&http, &agent, &calls[twin].reads[0]).send().await.expect("the server answers a first call");
-                let status = first.status();
-                let body = first.bytes().await.unwrap_or_default();
-                assert!(status.is_success(), "the first call into sandbox {i} ({}): {status} {}", TWINS[twin], String::from_utf8_lossy(&body));
+                let (status, body) = pool.call(&agent.wire[0]).await.1.expect("the server answers a first call");
+                assert!((200..300).contains(&status), "the first call into sandbox {i} ({}): {status} {}", TWINS[twin], String::from_utf8_lossy(&body));
                 made.push((i, agent, t.elapsed()));
             }
         });
@@ -379,16 +377,6 @@ async fn create(server: &Server, calls: &Arc<Vec<Calls>>, from: usize, to: usize
     let mut firsts: Vec<Duration> = made.iter().map(|m| m.2).collect();
     firsts.sort();
     (made.into_iter().map(|(_, a, _)| a).collect(), firsts)
-}
-
-/// `call` as `agent` makes it.
-fn request(http: &reqwest::Client, agent: &Agent, call: &Call) -> reqwest::RequestBuilder {
-    let req = http.request(call.method.clone(), format!("{}{}", agent.base, call.path)).header(reqwest::header::AUTHORIZATION, agent.auth.clone());
-    match &call.body {
-        Body::None => req,
-        Body::Json(b) => req.header(reqwest::header::CONTENT_TYPE, "application/json").body(b.clone()),
-        Body::Form(b) => req.header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded").body(*b),
-    }
 }
 
 /// One agent until `end`: wait, call, record, think again.
