@@ -1289,6 +1289,18 @@ mod tests {
         }
     }
 
+    /// LZ4 output ending just after a match decompresses without error, to fewer bytes;
+    /// repetitive bodies make matches, so some cut of this segment ends just after one.
+    #[test]
+    fn a_segment_cut_anywhere_is_refused() {
+        let rows: Vec<TapeRow> = (1..4).map(|seq| tape_row(seq, "/v1/customers".into(), vec![], b"name=a".repeat(40), b"{\"id\": \"cus_1\"}".repeat(30))).collect();
+        let whole = stored(&rows);
+        assert_eq!(Segment::decode(&whole).unwrap(), rows);
+        for cut in 0..whole.len() {
+            assert!(Segment::decode(&whole[..cut]).is_err(), "a segment cut at {cut} of {} bytes is refused", whole.len());
+        }
+    }
+
     #[test]
     fn an_answer_stored_as_that_of_a_row_not_before_it_is_refused() {
         let mut payload = Vec::new();

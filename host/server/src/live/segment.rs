@@ -139,6 +139,11 @@ impl Segment {
             return Err(format!("a segment claims {claimed} bytes from {} stored", stored.len()));
         }
         let payload = Bytes::from(lz4_flex::decompress_size_prepended(stored).map_err(|e| e.to_string())?);
+        // The decompressor stops where its input does: a segment cut just after an LZ4 match
+        // decompresses without error to fewer bytes, which may even be whole rows.
+        if payload.len() != claimed {
+            return Err(format!("a segment is cut short: {} of the {claimed} bytes it claims", payload.len()));
+        }
         // The next length, and the part it measures (shared with the payload, not copied);
         // or, for a reference, `SAME_AS` and the referred row's seq.
         fn part(rest: &mut Bytes) -> Result<Result<Bytes, u64>, String> {
