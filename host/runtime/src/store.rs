@@ -489,6 +489,10 @@ struct Checkpoints {
     /// any of them (a fork, a look back) replays only a short way.
     mark_every: Option<Duration>,
     marks: Vec<Checkpoint>,
+    /// What the last mark's snapshot took: marks wait ten times that too, so in a large
+    /// world (a snapshot as long as the world is large) they take at most a tenth of the
+    /// replay, as checkpoints take at most a tenth of a busy store's time.
+    mark_cost: Duration,
 }
 
 struct Worker {
@@ -1002,16 +1006,19 @@ impl Worker {
     }
 
     /// Replay one row; in a store marking its way (see [`Checkpoints::mark_every`]), snapshot
-    /// the world once enough replay has gone by since the last mark.
+    /// the world once enough replay has gone by since the last mark, and ten times what that
+    /// mark's snapshot took.
     async fn replay_row(&mut self, row: &TapeRow) -> Result<(), StoreError> {
         let started = Instant::now();
         self.call_handle(&mut replay_request(row), row.ts, row.seq).await?;
         let Some(every) = self.checkpoints.mark_every else { return Ok(()) };
         self.checkpoints.since += started.elapsed();
-        if self.checkpoints.since >= every && row.seq < self.tape.rows {
+        if self.checkpoints.since >= every.max(self.checkpoints.mark_cost * 10) && row.seq < self.tape.rows {
             self.checkpoints.since = Duration::ZERO;
+            let snapping = Instant::now();
             let twin = &self.instance;
             let snapshot = self.rt.call(&mut self.store, async |s| twin.snapshot(s).await).await?;
+            self.checkpoints.mark_cost = snapping.elapsed();
             self.checkpoints.marks.push(Checkpoint { seq: row.seq, snapshot });
         }
         Ok(())
