@@ -114,6 +114,47 @@ async fn a_rebuild_replays_only_the_rows_after_the_newest_checkpoint() {
     }
 }
 
+/// Whether a checkpoint is taken in its store or built off the path is judged by how much
+/// the world may have grown: the rows that changed it. A world only read stays small
+/// however long its tape, so it is snapshotted between requests and nothing is replayed to
+/// checkpoint it; a world written as much grows past the line and is built off the path.
+#[tokio::test]
+async fn a_world_only_read_is_checkpointed_in_its_store_however_long_its_tape() {
+    let metric = |text: &str, name: &str| -> u64 {
+        let line = format!("pome_{name}_total{{twin=\"hostile\"}} ");
+        text.lines().find_map(|l| l.strip_prefix(&line)).map_or(0, |v| v.parse().unwrap())
+    };
+    let limits = pome::limits::Limits { checkpoint_after: Duration::ZERO, checkpoint_inline_bytes: 1 << 10, tape_memory_rows: 4, max_stores: 64, ..Default::default() };
+    let server = Server::with(Opts { limits, ..Opts::default() }).await;
+    let metrics = async || server.http.get(format!("{}/metrics", server.url)).header("x-api-key", pome_e2e::API_KEY).send().await.unwrap().text().await.unwrap();
+
+    let read = server.sandbox(&["hostile"], None).await;
+    assert_eq!(read.call("hostile", "POST", "/notes", Some(json!({"text": "the only note"}))).await.status, 201);
+    for _ in 0..200 {
+        assert_eq!(read.call("hostile", "GET", "/notes", None).await.status, 200);
+    }
+    let tape: usize = read.events("hostile").await.iter().map(|r| r.to_string().len()).sum();
+    assert!(tape > 32 * (1 << 10), "the reads' tape ({tape} bytes) is well past the line");
+    let text = metrics().await;
+    assert!(metric(&text, "twin_checkpoints") > 1, "checkpoints were taken along the reads: {text}");
+    assert_eq!(metric(&text, "twin_checkpoint_replayed_rows"), 0, "none was built by replaying: {text}");
+
+    let written = server.sandbox(&["hostile"], None).await;
+    for i in 0..200 {
+        let text = format!("note {i}: {}", "x".repeat(200));
+        assert_eq!(written.call("hostile", "POST", "/notes", Some(json!({ "text": text }))).await.status, 201);
+    }
+    // Built when the host has a spare moment (its threads run at the lowest priority).
+    let waited = Instant::now();
+    while metric(&metrics().await, "twin_checkpoint_replayed_rows") == 0 && waited.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(metric(&metrics().await, "twin_checkpoint_replayed_rows") > 0, "a world grown past the line is checkpointed off the path");
+    // Either way the world is whole after a rebuild.
+    assert_eq!(written.call("hostile", "GET", "/trap", None).await.status, 500);
+    assert_eq!(written.state("hostile").await["notes"].as_array().unwrap().len(), 200);
+}
+
 #[tokio::test]
 async fn a_memory_balloon_stops_at_the_cap() {
     let server = Server::with(Opts { limits: pome::limits::Limits { store_memory_bytes: 32 << 20, max_stores: 64, ..Default::default() }, ..Opts::default() }).await;

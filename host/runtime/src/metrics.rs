@@ -27,6 +27,7 @@ pub struct Metrics {
     rebuilds: Family<TwinLabel, Counter>,
     replayed: Family<TwinLabel, Counter>,
     checkpoints: Family<TwinLabel, Counter>,
+    checkpoint_replayed: Family<TwinLabel, Counter>,
     checkpoint_pauses: Family<TwinLabel, Histogram>,
 }
 
@@ -42,6 +43,7 @@ impl Default for Metrics {
         let rebuilds = Family::<TwinLabel, Counter>::default();
         let replayed = Family::<TwinLabel, Counter>::default();
         let checkpoints = Family::<TwinLabel, Counter>::default();
+        let checkpoint_replayed = Family::<TwinLabel, Counter>::default();
         let checkpoint_pauses = Family::<TwinLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.000_1, 2.0, 14)));
         registry.register("sandboxes_open", "Sandboxes open now", sandboxes_open.clone());
         registry.register("sandboxes_created", "Sandboxes created since start", sandboxes_created.clone());
@@ -52,8 +54,9 @@ impl Default for Metrics {
         registry.register("twin_rebuilds", "Twin stores rebuilt from snapshot and tape", rebuilds.clone());
         registry.register("twin_replayed_rows", "Tape rows replayed to rebuild twin stores", replayed.clone());
         registry.register("twin_checkpoints", "Checkpoints taken: a store's world snapshotted between requests, so a rebuild replays only the rows after it", checkpoints.clone());
+        registry.register("twin_checkpoint_replayed_rows", "Tape rows replayed off the stores' paths to build checkpoints of worlds too large to snapshot between requests", checkpoint_replayed.clone());
         registry.register("twin_checkpoint_pause_seconds", "How long a store stopped serving for a checkpoint: a small world's snapshot, or taking in one built off its path", checkpoint_pauses.clone());
-        Metrics { registry: Mutex::new(registry), sandboxes_open, sandboxes_created, requests, latency, guest, traps, rebuilds, replayed, checkpoints, checkpoint_pauses }
+        Metrics { registry: Mutex::new(registry), sandboxes_open, sandboxes_created, requests, latency, guest, traps, rebuilds, replayed, checkpoints, checkpoint_replayed, checkpoint_pauses }
     }
 }
 
@@ -83,10 +86,12 @@ impl Metrics {
     pub fn replayed(&self, twin: &str, rows: u64) {
         self.replayed.get_or_create(&TwinLabel { twin: twin.to_string() }).inc_by(rows);
     }
-    /// A checkpoint taken, for which its store stopped serving for `paused`.
-    pub fn checkpoint(&self, twin: &str, paused: Duration) {
+    /// A checkpoint taken, for which its store stopped serving for `paused`, built by
+    /// replaying `replayed` rows off its path (none when taken in the store).
+    pub fn checkpoint(&self, twin: &str, paused: Duration, replayed: u64) {
         let l = TwinLabel { twin: twin.to_string() };
         self.checkpoints.get_or_create(&l).inc();
+        self.checkpoint_replayed.get_or_create(&l).inc_by(replayed);
         self.checkpoint_pauses.get_or_create(&l).observe(paused.as_secs_f64());
     }
 

@@ -377,6 +377,9 @@ struct Tape {
     /// weight, for the tape caps.
     rows: u64,
     bytes: usize,
+    /// The weight of the rows that changed the world (a twin reports its changes): about
+    /// the most the world can have grown by, where reads only lengthen the tape.
+    changed_bytes: usize,
     /// The newest rows, `rows - recent.len() + 1 ..= rows`; older ones are in the journal.
     recent: VecDeque<Arc<TapeRow>>,
     /// Each row's weight and marks, one for one with `recent`.
@@ -458,6 +461,8 @@ struct Built {
     cost: Duration,
     /// Checkpoints taken along the way (see [`Checkpoints::mark_every`]), oldest first.
     marks: Vec<Checkpoint>,
+    /// Rows replayed to build it (none for one taken in its store).
+    replayed: u64,
 }
 
 /// Earlier checkpoints a store keeps besides its newest.
@@ -479,9 +484,9 @@ struct Checkpoints {
     since: Duration,
     /// What the last checkpoint cost beyond replaying its rows.
     cost: Duration,
-    /// The tape's bytes when the newest checkpoint (or the one being built) began: the world
-    /// has grown by at most about what the tape has since.
-    tape_bytes: usize,
+    /// The tape's `changed_bytes` when the newest checkpoint (or the one being built) began:
+    /// the world has grown by at most about what its changing rows weigh since.
+    changed_bytes: usize,
     /// Set when a checkpoint failed: this store takes no more.
     off: bool,
     /// In a store building a checkpoint: snapshot the world also every this much replay, so
@@ -850,6 +855,9 @@ impl Worker {
         let t = &mut self.tape;
         t.rows = row.seq;
         t.bytes += weight;
+        if row.state_mutation {
+            t.changed_bytes += weight;
+        }
         t.recent_bytes += weight;
         self.rt.held.tapes.fetch_add(weight, Relaxed);
         t.recent.push_back(row);
@@ -981,7 +989,7 @@ impl Worker {
     /// Apply the tape's applied rows from `from` on to the current store, each at its
     /// recorded time: the older ones read back from the journal a page at a time, then those
     /// in memory.
-    async fn replay_tape(&mut self, from: u64) -> Result<(), StoreError> {
+    async fn replay_tape(&mut self, from: u64) -> Result<u64, StoreError> {
         let first = self.tape.first_in_memory();
         let recent: Vec<Arc<TapeRow>> = self.tape.recent.iter().filter(|r| r.applied && r.seq >= from).cloned().collect();
         let mut replayed = 0;
@@ -1002,7 +1010,7 @@ impl Worker {
             replayed += 1;
         }
         self.metrics.replayed(&self.image.name, replayed);
-        Ok(())
+        Ok(replayed)
     }
 
     /// Replay one row; in a store marking its way (see [`Checkpoints::mark_every`]), snapshot
@@ -1025,7 +1033,7 @@ impl Worker {
     }
 
     /// Checkpoint when the rows since the last one took long enough to be worth not
-    /// replaying. A small world (its last snapshot and the tape written since within
+    /// replaying. A small world (its last snapshot and the rows since that changed it within
     /// `checkpoint_inline_bytes`) is snapshotted here, between requests, in about a
     /// millisecond. A larger one is built off the store's path: a background thread boots a
     /// store of its own from the newest checkpoint (or the seed), replays the rows since at
@@ -1037,12 +1045,16 @@ impl Worker {
         if c.off || c.building.is_some() || c.since < self.rt.limits.checkpoint_after.max(c.cost * 10) {
             return;
         }
-        // The tape since counts requests and answers, more than the world grew by: a world
-        // near the line goes off the path rather than stall its store.
+        // The changing rows since count requests and answers, more than the world grew by: a
+        // world near the line goes off the path rather than stall its store. Reads count for
+        // nothing, so a world read far more than written (a flood of `auth.test`) is
+        // snapshotted in place, not replayed row by row off the path. A twin that changes its
+        // world without saying so costs only itself: its next snapshot is larger than
+        // guessed, and from then on the snapshot's real size sends it off the path.
         let last_size = c.newest.as_ref().map_or(self.seed.snapshot.len(), |c| c.snapshot.len());
-        let grown = self.tape.bytes - c.tape_bytes;
+        let grown = self.tape.changed_bytes - c.changed_bytes;
         let base = c.newest.clone();
-        self.checkpoints.tape_bytes = self.tape.bytes;
+        self.checkpoints.changed_bytes = self.tape.changed_bytes;
         if last_size + grown <= self.rt.limits.checkpoint_inline_bytes {
             return self.checkpoint_here().await;
         }
@@ -1064,12 +1076,12 @@ impl Worker {
             (replayer.tape.recent, replayer.tape.recent_marks) = (recent, recent_marks);
             replayer.checkpoints.mark_every = Some(replayer.rt.limits.checkpoint_after / 4);
             let replaying = Instant::now();
-            replayer.replay_tape(from).await?;
+            let rows = replayer.replay_tape(from).await?;
             let replayed = replaying.elapsed();
             let twin = &replayer.instance;
             let snapshot = replayer.rt.call(&mut replayer.store, async |s| twin.snapshot(s).await).await?;
             let marks = std::mem::take(&mut replayer.checkpoints.marks);
-            Ok(Built { checkpoint: Checkpoint { seq: upto, snapshot }, cost: started.elapsed().saturating_sub(replayed), marks })
+            Ok(Built { checkpoint: Checkpoint { seq: upto, snapshot }, cost: started.elapsed().saturating_sub(replayed), marks, replayed: rows })
         }));
     }
 
@@ -1081,7 +1093,7 @@ impl Worker {
         match self.rt.call(&mut self.store, async |s| twin.snapshot(s).await).await {
             Ok(snapshot) => {
                 self.checkpoints.since = Duration::ZERO;
-                self.install(Ok(Ok(Built { checkpoint: Checkpoint { seq: self.tape.rows, snapshot }, cost: started.elapsed(), marks: Vec::new() })), started);
+                self.install(Ok(Ok(Built { checkpoint: Checkpoint { seq: self.tape.rows, snapshot }, cost: started.elapsed(), marks: Vec::new(), replayed: 0 })), started);
             }
             Err(e) => {
                 self.checkpoints.off = true;
@@ -1096,7 +1108,7 @@ impl Worker {
     fn install(&mut self, built: Result<Result<Built, StoreError>, oneshot::error::RecvError>, paused_since: Instant) {
         self.checkpoints.building = None;
         match built {
-            Ok(Ok(Built { checkpoint, cost, marks })) => {
+            Ok(Ok(Built { checkpoint, cost, marks, replayed })) => {
                 self.retire_newest();
                 for mark in marks {
                     self.rt.held.tapes.fetch_add(mark.snapshot.len(), Relaxed);
@@ -1106,7 +1118,7 @@ impl Worker {
                 self.rt.held.tapes.fetch_add(checkpoint.snapshot.len(), Relaxed);
                 self.checkpoints.newest = Some(Arc::new(checkpoint));
                 self.checkpoints.cost = cost;
-                self.metrics.checkpoint(&self.image.name, paused_since.elapsed());
+                self.metrics.checkpoint(&self.image.name, paused_since.elapsed(), replayed);
             }
             Ok(Err(e)) => {
                 tracing::warn!(twin = %self.image.name, error = %e, "building a checkpoint failed; this store takes no more");
