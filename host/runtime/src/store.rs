@@ -21,6 +21,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -208,9 +209,17 @@ pub struct TwinStore {
     /// Webhooks this twin asked for, with every attempt to deliver them.
     pub deliveries: crate::outbound::Log,
     tx: mpsc::Sender<Msg>,
+    closing: Arc<AtomicBool>,
 }
 
 impl TwinStore {
+    /// The sandbox is closing: its tape is about to leave the journal. The store serves on
+    /// until its last handle goes, but begins no checkpoint, and one it is building may fail
+    /// to read its rows without a warning.
+    pub fn close(&self) {
+        self.closing.store(true, Relaxed);
+    }
+
     /// Instantiate `image`, restore `seed` into it and start its task. Fails (and starts
     /// nothing) when the twin cannot come up.
     pub async fn start(rt: Arc<Runtime>, image: Arc<TwinImage>, seed: Arc<SeedImage>, metrics: Arc<Metrics>, outbound: Arc<crate::outbound::Policy>) -> Result<TwinStore, StoreError> {
@@ -498,6 +507,10 @@ struct Checkpoints {
     /// world (a snapshot as long as the world is large) they take at most a tenth of the
     /// replay, as checkpoints take at most a tenth of a busy store's time.
     mark_cost: Duration,
+    /// Raised by [`TwinStore::close`]: the sandbox is closing and its tape leaving the
+    /// journal, so no checkpoint is begun, and one under way that fails for want of its rows
+    /// is no news.
+    closing: Arc<AtomicBool>,
 }
 
 struct Worker {
@@ -565,8 +578,9 @@ impl Worker {
         let twin = self.image.name.clone();
         let credentials = self.image.description.credentials.clone().into();
         let deliveries = self.outbound.as_ref().map(|(_, log)| log.clone()).unwrap_or_else(|| crate::outbound::Deliveries::new(self.rt.held.clone()));
+        let closing = self.checkpoints.closing.clone();
         tokio::spawn(self.run(rx));
-        TwinStore { twin, credentials, deliveries, tx }
+        TwinStore { twin, credentials, deliveries, tx, closing }
     }
 
     /// Take `rows` (1..=N of another tape) as this tape's start: replay those after `base`
@@ -1042,7 +1056,7 @@ impl Worker {
     /// beyond replaying, so checkpoints take at most a tenth of a busy store's time.
     async fn checkpoint_if_due(&mut self) {
         let c = &self.checkpoints;
-        if c.off || c.building.is_some() || c.since < self.rt.limits.checkpoint_after.max(c.cost * 10) {
+        if c.off || c.building.is_some() || c.closing.load(Relaxed) || c.since < self.rt.limits.checkpoint_after.max(c.cost * 10) {
             return;
         }
         // The changing rows since count requests and answers, more than the world grew by: a
@@ -1119,6 +1133,10 @@ impl Worker {
                 self.checkpoints.newest = Some(Arc::new(checkpoint));
                 self.checkpoints.cost = cost;
                 self.metrics.checkpoint(&self.image.name, paused_since.elapsed(), replayed);
+            }
+            Ok(Err(e)) if self.checkpoints.closing.load(Relaxed) => {
+                tracing::debug!(twin = %self.image.name, error = %e, "building a checkpoint failed as its sandbox closed");
+                self.checkpoints.off = true;
             }
             Ok(Err(e)) => {
                 tracing::warn!(twin = %self.image.name, error = %e, "building a checkpoint failed; this store takes no more");

@@ -497,6 +497,9 @@ impl Registry {
         if reason != CloseReason::ServerShutdown
             && let Some(live) = self.live.get()
         {
+            // Its stores hear first, so a checkpoint built meanwhile does not warn that the
+            // tape it was reading went away.
+            sandbox.twins.iter().for_each(|t| t.store.close());
             live.close(&sandbox.id, &tombstone);
         }
         inner.closed.insert(sandbox.id.clone(), tombstone);
