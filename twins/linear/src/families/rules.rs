@@ -380,7 +380,8 @@ pub(crate) fn before_update(
 
 /// Entity types whose generic mutations have rules of the type's own (here, or where
 /// `crate::mutate` makes one), beyond what every type gets (references that exist, no blank
-/// required text); `print_generic` lists the rest.
+/// required text); `print_generic` lists the rest. Only the tests read it.
+#[cfg(test)]
 pub const TYPED: &[&str] = &[
     "Issue",
     "Comment",
