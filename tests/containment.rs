@@ -62,6 +62,12 @@ async fn a_trap_is_answered_recorded_and_survived() {
     assert!(tape[0]["error"].is_null() && tape[2]["error"].is_null());
 }
 
+/// The hostile twin's counter `pome_<name>_total` in a `/metrics` text (0 before its first).
+fn hostile_counter(text: &str, name: &str) -> u64 {
+    let line = format!("pome_{name}_total{{twin=\"hostile\"}} ");
+    text.lines().find_map(|l| l.strip_prefix(&line)).map_or(0, |v| v.parse().unwrap())
+}
+
 /// A store checkpoints its world once it has spent `checkpoint_after` of guest time since the
 /// last checkpoint (a small world between requests, a large one in a store of its own off the
 /// path), and a trap rebuilds it from the newest one: only the rows after it are replayed,
@@ -69,10 +75,6 @@ async fn a_trap_is_answered_recorded_and_survived() {
 /// Without a checkpoint the whole tape is replayed.
 #[tokio::test]
 async fn a_rebuild_replays_only_the_rows_after_the_newest_checkpoint() {
-    let metric = |text: &str, name: &str| -> u64 {
-        let line = format!("pome_{name}_total{{twin=\"hostile\"}} ");
-        text.lines().find_map(|l| l.strip_prefix(&line)).map_or(0, |v| v.parse().unwrap())
-    };
     let (here, off_the_path) = (usize::MAX, 0);
     for (checkpoint_after, checkpoint_inline_bytes) in [(Duration::ZERO, here), (Duration::ZERO, off_the_path), (Duration::from_secs(3600), here)] {
         let limits = pome::limits::Limits { checkpoint_after, checkpoint_inline_bytes, tape_memory_rows: 4, max_stores: 64, ..Default::default() };
@@ -81,12 +83,11 @@ async fn a_rebuild_replays_only_the_rows_after_the_newest_checkpoint() {
         for i in 0..30 {
             assert_eq!(sb.call("hostile", "POST", "/notes", Some(json!({"text": format!("note {i}")}))).await.status, 201);
         }
-        let metrics = async || server.http.get(format!("{}/metrics", server.url)).header("x-api-key", pome_e2e::API_KEY).send().await.unwrap().text().await.unwrap();
         if checkpoint_after.is_zero() {
             // One built off the path comes when the host has a spare moment (its threads run
             // at the lowest priority): wait for it, as a trap much later would find it.
             let waited = std::time::Instant::now();
-            while metric(&metrics().await, "twin_checkpoints") == 0 && waited.elapsed() < Duration::from_secs(60) {
+            while hostile_counter(&server.metrics().await, "twin_checkpoints") == 0 && waited.elapsed() < Duration::from_secs(60) {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
@@ -104,8 +105,8 @@ async fn a_rebuild_replays_only_the_rows_after_the_newest_checkpoint() {
         let seed = app.seeds.get(&app.rt, &image, "").await.unwrap();
         assert_eq!(pome::store::replay(app.rt.clone(), image, seed, &rows).await.unwrap().len(), 0);
 
-        let text = metrics().await;
-        let (taken, replayed) = (metric(&text, "twin_checkpoints"), metric(&text, "twin_replayed_rows"));
+        let text = server.metrics().await;
+        let (taken, replayed) = (hostile_counter(&text, "twin_checkpoints"), hostile_counter(&text, "twin_replayed_rows"));
         if checkpoint_after.is_zero() {
             assert!(taken >= 1 && replayed < 30, "checkpoints {taken}, rows replayed {replayed}, inline up to {checkpoint_inline_bytes} bytes");
         } else {
@@ -120,14 +121,8 @@ async fn a_rebuild_replays_only_the_rows_after_the_newest_checkpoint() {
 /// checkpoint it; a world written as much grows past the line and is built off the path.
 #[tokio::test]
 async fn a_world_only_read_is_checkpointed_in_its_store_however_long_its_tape() {
-    let metric = |text: &str, name: &str| -> u64 {
-        let line = format!("pome_{name}_total{{twin=\"hostile\"}} ");
-        text.lines().find_map(|l| l.strip_prefix(&line)).map_or(0, |v| v.parse().unwrap())
-    };
     let limits = pome::limits::Limits { checkpoint_after: Duration::ZERO, checkpoint_inline_bytes: 1 << 10, tape_memory_rows: 4, max_stores: 64, ..Default::default() };
     let server = Server::with(Opts { limits, ..Opts::default() }).await;
-    let metrics = async || server.http.get(format!("{}/metrics", server.url)).header("x-api-key", pome_e2e::API_KEY).send().await.unwrap().text().await.unwrap();
-
     let read = server.sandbox(&["hostile"], None).await;
     assert_eq!(read.call("hostile", "POST", "/notes", Some(json!({"text": "the only note"}))).await.status, 201);
     for _ in 0..200 {
@@ -135,9 +130,9 @@ async fn a_world_only_read_is_checkpointed_in_its_store_however_long_its_tape() 
     }
     let tape: usize = read.events("hostile").await.iter().map(|r| r.to_string().len()).sum();
     assert!(tape > 32 * (1 << 10), "the reads' tape ({tape} bytes) is well past the line");
-    let text = metrics().await;
-    assert!(metric(&text, "twin_checkpoints") > 1, "checkpoints were taken along the reads: {text}");
-    assert_eq!(metric(&text, "twin_checkpoint_replayed_rows"), 0, "none was built by replaying: {text}");
+    let text = server.metrics().await;
+    assert!(hostile_counter(&text, "twin_checkpoints") > 1, "checkpoints were taken along the reads: {text}");
+    assert_eq!(hostile_counter(&text, "twin_checkpoint_replayed_rows"), 0, "none was built by replaying: {text}");
 
     let written = server.sandbox(&["hostile"], None).await;
     for i in 0..200 {
@@ -146,10 +141,10 @@ async fn a_world_only_read_is_checkpointed_in_its_store_however_long_its_tape() 
     }
     // Built when the host has a spare moment (its threads run at the lowest priority).
     let waited = Instant::now();
-    while metric(&metrics().await, "twin_checkpoint_replayed_rows") == 0 && waited.elapsed() < Duration::from_secs(60) {
+    while hostile_counter(&server.metrics().await, "twin_checkpoint_replayed_rows") == 0 && waited.elapsed() < Duration::from_secs(60) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(metric(&metrics().await, "twin_checkpoint_replayed_rows") > 0, "a world grown past the line is checkpointed off the path");
+    assert!(hostile_counter(&server.metrics().await, "twin_checkpoint_replayed_rows") > 0, "a world grown past the line is checkpointed off the path");
     // Either way the world is whole after a rebuild.
     assert_eq!(written.call("hostile", "GET", "/trap", None).await.status, 500);
     assert_eq!(written.state("hostile").await["notes"].as_array().unwrap().len(), 200);

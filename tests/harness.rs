@@ -132,6 +132,11 @@ impl Server {
         self.app().storage.add_api_key(&team, key).await.unwrap();
     }
 
+    /// The server's `/metrics` text, read with the team's key.
+    pub async fn metrics(&self) -> String {
+        self.http.get(format!("{}/metrics", self.url)).header("x-api-key", API_KEY).send().await.unwrap().text().await.unwrap()
+    }
+
     pub async fn sandbox(&self, twins: &[&str], seed: Option<Value>) -> Sandbox {
         let mut body = json!({"twins": twins});
         if let Some(s) = seed {

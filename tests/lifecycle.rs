@@ -197,7 +197,7 @@ async fn metrics_count_sandboxes_and_requests() {
     let server = Server::start().await;
     let sb = server.sandbox(&["hostile"], None).await;
     sb.call("hostile", "GET", "/notes", None).await;
-    let text = server.http.get(format!("{}/metrics", server.url)).header("x-api-key", pome_e2e::API_KEY).send().await.unwrap().text().await.unwrap();
+    let text = server.metrics().await;
     assert!(text.contains("pome_sandboxes_open 1"), "{text}");
     assert!(text.contains("pome_twin_requests_total{twin=\"hostile\"} 1"), "{text}");
 }
